@@ -1,0 +1,43 @@
+# Set-up, demo and tests. `make demo` and `make test` do all the set-up on a fresh Debian
+# machine with Python 3.11 and gcc: a venv with the Python packages, and PoCL (Debian's
+# pocl-opencl-icd, installed with apt-get when missing and we are root) for OpenCL.
+VENV := .venv
+PY := $(VENV)/bin/python
+export POCL_DEVICES ?= pthread pthread
+
+.PHONY: setup opencl demo test lit pytest bench clean
+
+setup: $(VENV)/.installed opencl
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+opencl:
+	@if ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing pocl-opencl-icd (OpenCL on the CPU)"; \
+	    (apt-get install -y -q pocl-opencl-icd || (apt-get update -q && apt-get install -y -q pocl-opencl-icd)) >/dev/null; \
+	  else \
+	    echo "warning: no OpenCL platform; install Debian's pocl-opencl-icd for the OpenCL tests" >&2; \
+	  fi; \
+	fi
+
+demo: setup
+	$(PY) examples/demo.py
+
+test: setup lit pytest
+
+lit:
+	$(VENV)/bin/lit -sv test/
+
+pytest:
+	$(PY) -m pytest -q -n 2 test/unit
+
+bench: setup
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,1000 @@
+"""
+The `relay` dialect: Relay's tensor ops on static-shaped builtin tensors.
+
+Every op verifies its operands and attributes and checks its result type against the type it
+infers (`infer_type`), so a wrong shape is a verification error at the op. Every op knows its
+fusion pattern kind (`PATTERN`, TVM's OpPatternKind). Placement is carried by an optional
+`se_scope` property (set on every op by plan-devices); `relay.on_device` and
+`relay.device_copy` are the placement annotations; `relay.fused` is a group made by fuse-ops.
+
+Syntax: every op has a custom form whose attributes (and properties) sit in the attribute
+dictionary, e.g.
+
+    %0 = relay.exp %x : tensor<4xf32>
+    %1 = relay.add %0, %b : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+    %2 = relay.nn.conv2d %d, %w {strides = array<i64: 2, 2>} : (...) -> tensor<1x4x3x3xf32>
+
+and the generic form always parses too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    I64,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from xrelay.dialects.se_scope import SEScopeAttr
+
+
+class OpPatternKind(IntEnum):
+    """TVM's fusion pattern kinds, ordered from most to least fusible."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_EWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+Shape = tuple[int, ...]
+
+I64Array = DenseArrayBase.constr(i64)
+
+
+# --- helpers for verifiers ------------------------------------------------------------------
+
+
+def _shape(value: SSAValue, what: str) -> Shape:
+    ty = value.type
+    if not isinstance(ty, TensorType):
+        raise VerifyException(f"expected {what} to be a tensor, but found {ty}")
+    if ty.element_type != f32:
+        raise VerifyException(f"expected {what} to have element type f32, but found {ty}")
+    shape = tuple(ty.get_shape())
+    if any(d < 0 for d in shape):
+        raise VerifyException(f"expected {what} to have a static shape, but found {ty}")
+    return shape
+
+
+def _ints(attr: DenseArrayBase | None) -> tuple[int, ...] | None:
+    return None if attr is None else tuple(attr.get_values())
+
+
+def _int(attr: IntegerAttr | None, default: int) -> int:
+    return default if attr is None else attr.value.data
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise VerifyException(f"{what} {axis} is out of range for a tensor of rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def broadcast_shapes(lhs: Shape, rhs: Shape) -> Shape:
+    """numpy broadcasting of two shapes."""
+    rank = max(len(lhs), len(rhs))
+    lhs = (1,) * (rank - len(lhs)) + lhs
+    rhs = (1,) * (rank - len(rhs)) + rhs
+    out = []
+    for a, b in zip(lhs, rhs):
+        if a != b and 1 not in (a, b):
+            raise VerifyException(
+                f"operand shapes {list(lhs)} and {list(rhs)} are not broadcast-compatible"
+            )
+        out.append(b if a == 1 else a)
+    return tuple(out)
+
+
+def tensor(shape: Sequence[int]) -> TensorType:
+    return TensorType(f32, list(shape))
+
+
+# --- base classes ---------------------------------------------------------------------------
+
+
+class RelayOp(IRDLOperation):
+    """Base of the primitive relay ops: placement, pattern kind, result type inference."""
+
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    se_scope = opt_prop_def(SEScopeAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+
+    def infer_shape(self) -> Shape:
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        expected = tensor(self.infer_shape())
+        found = self.results[0].type
+        if found != expected:
+            raise VerifyException(
+                f"expected result type {expected} for '{self.name}', but found {found}"
+            )
+
+
+class UnaryElemwiseOp(RelayOp):
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    data = operand_def(T)
+    res = result_def(T)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.ELEMWISE
+    assembly_format = "$data attr-dict `:` type($res)"
+
+    def __init__(self, data: SSAValue, se_scope: SEScopeAttr | None = None):
+        super().__init__(
+            operands=[data], result_types=[data.type], properties={"se_scope": se_scope}
+        )
+
+    def infer_shape(self) -> Shape:
+        return _shape(self.data, "the operand")
+
+
+class BinaryBroadcastOp(RelayOp):
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    res = result_def(TensorType)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, se_scope: SEScopeAttr | None = None):
+        shape = broadcast_shapes(_shape(lhs, "lhs"), _shape(rhs, "rhs"))
+        super().__init__(
+            operands=[lhs, rhs], result_types=[tensor(shape)], properties={"se_scope": se_scope}
+        )
+
+    def infer_shape(self) -> Shape:
+        return broadcast_shapes(_shape(self.lhs, "lhs"), _shape(self.rhs, "rhs"))
+
+
+class OneOperandOp(RelayOp):
+    """An op with one tensor operand and attributes; its syntax shows both types."""
+
+    data = operand_def(TensorType)
+    res = result_def(TensorType)
+    assembly_format = "$data attr-dict `:` functional-type(operands, results)"
+
+
+# --- elementwise ----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class NegativeOp(UnaryElemwiseOp):
+    """`-x`"""
+
+    name = "relay.negative"
+
+
+@irdl_op_definition
+class ExpOp(UnaryElemwiseOp):
+    """`exp(x)`"""
+
+    name = "relay.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryElemwiseOp):
+    """`log(x)`"""
+
+    name = "relay.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryElemwiseOp):
+    """`sqrt(x)`"""
+
+    name = "relay.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryElemwiseOp):
+    """`1 / sqrt(x)`"""
+
+    name = "relay.rsqrt"
+
+
+@irdl_op_definition
+class TanhOp(UnaryElemwiseOp):
+    """`tanh(x)`"""
+
+    name = "relay.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryElemwiseOp):
+    """`1 / (1 + exp(-x))`"""
+
+    name = "relay.sigmoid"
+
+
+@irdl_op_definition
+class AbsOp(UnaryElemwiseOp):
+    """`|x|`"""
+
+    name = "relay.abs"
+
+
+@irdl_op_definition
+class ErfOp(UnaryElemwiseOp):
+    """The Gauss error function."""
+
+    name = "relay.erf"
+
+
+@irdl_op_definition
+class ReluOp(UnaryElemwiseOp):
+    """`max(x, 0)`"""
+
+    name = "relay.nn.relu"
+
+
+@irdl_op_definition
+class ClipOp(UnaryElemwiseOp):
+    """`np.clip(x, a_min, a_max)`: `relay.clip %x {a_min = 0.0 : f32, a_max = 6.0 : f32} : T`"""
+
+    name = "relay.clip"
+    a_min = prop_def(FloatAttr)
+    a_max = prop_def(FloatAttr)
+
+    def __init__(
+        self, data: SSAValue, a_min: float, a_max: float, se_scope: SEScopeAttr | None = None
+    ):
+        IRDLOperation.__init__(
+            self,
+            operands=[data],
+            result_types=[data.type],
+            properties={
+                "a_min": FloatAttr(a_min, f32),
+                "a_max": FloatAttr(a_max, f32),
+                "se_scope": se_scope,
+            },
+        )
+
+    def infer_shape(self) -> Shape:
+        if self.a_min.value.data > self.a_max.value.data:
+            raise VerifyException(
+                f"expected a_min <= a_max, but found a_min = {self.a_min.value.data} "
+                f"and a_max = {self.a_max.value.data}"
+            )
+        return super().infer_shape()
+
+
+# --- broadcast ------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AddOp(BinaryBroadcastOp):
+    """`lhs + rhs` with numpy broadcasting."""
+
+    name = "relay.add"
+
+
+@irdl_op_definition
+class SubtractOp(BinaryBroadcastOp):
+    """`lhs - rhs` with numpy broadcasting."""
+
+    name = "relay.subtract"
+
+
+@irdl_op_definition
+class MultiplyOp(BinaryBroadcastOp):
+    """`lhs * rhs` with numpy broadcasting."""
+
+    name = "relay.multiply"
+
+
+@irdl_op_definition
+class DivideOp(BinaryBroadcastOp):
+    """`lhs / rhs` with numpy broadcasting."""
+
+    name = "relay.divide"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryBroadcastOp):
+    """`np.maximum(lhs, rhs)`"""
+
+    name = "relay.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryBroadcastOp):
+    """`np.minimum(lhs, rhs)`"""
+
+    name = "relay.minimum"
+
+
+@irdl_op_definition
+class PowerOp(BinaryBroadcastOp):
+    """`np.power(lhs, rhs)`"""
+
+    name = "relay.power"
+
+
+@irdl_op_definition
+class BiasAddOp(RelayOp):
+    """Adds a 1-D bias along `axis` (default 1)."""
+
+    name = "relay.nn.bias_add"
+    data = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    res = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr[I64])
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+    assembly_format = "$data `,` $bias attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def axis_value(self) -> int:
+        return normalize_axis(_int(self.axis, 1), len(_shape(self.data, "data")))
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        bias = _shape(self.bias, "bias")
+        axis = self.axis_value
+        if bias != (shape[axis],):
+            raise VerifyException(
+                f"expected a bias of shape [{shape[axis]}] (axis {axis} of data), "
+                f"but found {list(bias)}"
+            )
+        return shape
+
+
+@irdl_op_definition
+class ExpandDimsOp(OneOperandOp):
+    """Inserts `num_newaxis` size-1 axes at `axis`."""
+
+    name = "relay.expand_dims"
+    axis = prop_def(IntegerAttr[I64])
+    num_newaxis = opt_prop_def(IntegerAttr[I64])
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        count = _int(self.num_newaxis, 1)
+        if count < 0:
+            raise VerifyException(f"expected num_newaxis >= 0, but found {count}")
+        axis = normalize_axis(self.axis.value.data, len(shape) + 1)
+        return shape[:axis] + (1,) * count + shape[axis:]
+
+
+@irdl_op_definition
+class BroadcastToOp(OneOperandOp):
+    """Broadcasts to the result type's shape."""
+
+    name = "relay.broadcast_to"
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        target = _shape(self.res, "the result")
+        if broadcast_shapes(shape, target) != target:
+            raise VerifyException(f"cannot broadcast shape {list(shape)} to {list(target)}")
+        return target
+
+
+# --- injective ------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReshapeOp(OneOperandOp):
+    """Reshapes to the result type's shape (same element count)."""
+
+    name = "relay.reshape"
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        target = _shape(self.res, "the result")
+        if math.prod(shape) != math.prod(target):
+            raise VerifyException(
+                f"cannot reshape {list(shape)} ({math.prod(shape)} elements) to "
+                f"{list(target)} ({math.prod(target)} elements)"
+            )
+        return target
+
+
+@irdl_op_definition
+class TransposeOp(OneOperandOp):
+    """`np.transpose(x, axes)`; absent `axes` reverses the axes."""
+
+    name = "relay.transpose"
+    axes = opt_prop_def(I64Array)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        rank = len(_shape(self.data, "data"))
+        axes = _ints(self.axes)
+        if axes is None:
+            return tuple(reversed(range(rank)))
+        if len(axes) != rank:
+            raise VerifyException(f"expected {rank} axes for a tensor of rank {rank}, but found {list(axes)}")
+        perm = tuple(normalize_axis(a, rank) for a in axes)
+        if sorted(perm) != list(range(rank)):
+            raise VerifyException(f"axes {list(axes)} are not a permutation of 0..{rank - 1}")
+        return perm
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        return tuple(shape[a] for a in self.permutation)
+
+
+@irdl_op_definition
+class SqueezeOp(OneOperandOp):
+    """Removes size-1 axes: those in `axis`, or all of them when `axis` is absent."""
+
+    name = "relay.squeeze"
+    axis = opt_prop_def(I64Array)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    @property
+    def squeezed_axes(self) -> tuple[int, ...]:
+        shape = _shape(self.data, "data")
+        axes = _ints(self.axis)
+        if axes is None:
+            return tuple(i for i, d in enumerate(shape) if d == 1)
+        normalized = tuple(sorted({normalize_axis(a, len(shape)) for a in axes}))
+        for a in normalized:
+            if shape[a] != 1:
+                raise VerifyException(f"cannot squeeze axis {a} of size {shape[a]}; it must be 1")
+        return normalized
+
+    def infer_shape(self) -> Shape:
+        removed = self.squeezed_axes
+        return tuple(d for i, d in enumerate(_shape(self.data, "data")) if i not in removed)
+
+
+@irdl_op_definition
+class StridedSliceOp(OneOperandOp):
+    """Basic slicing `x[b0:e0:s0, ...]` on the leading axes (`strides` default to 1)."""
+
+    name = "relay.strided_slice"
+    begin = prop_def(I64Array)
+    end = prop_def(I64Array)
+    strides = opt_prop_def(I64Array)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    def slices(self) -> tuple[slice, ...]:
+        """One Python slice per axis of the data (full slices for trailing axes)."""
+        shape = _shape(self.data, "data")
+        begin, end = _ints(self.begin), _ints(self.end)
+        strides = _ints(self.strides) or (1,) * len(begin)
+        if not len(begin) == len(end) == len(strides):
+            raise VerifyException(
+                f"expected begin, end and strides of one length, but found "
+                f"{len(begin)}, {len(end)} and {len(strides)}"
+            )
+        if len(begin) > len(shape):
+            raise VerifyException(
+                f"expected at most {len(shape)} slice entries for a tensor of rank {len(shape)}, "
+                f"but found {len(begin)}"
+            )
+        if 0 in strides:
+            raise VerifyException("strides of relay.strided_slice must be nonzero")
+        full = (slice(None),) * (len(shape) - len(begin))
+        return tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides)) + full
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        return tuple(len(range(*s.indices(d))) for s, d in zip(self.slices(), shape))
+
+
+@irdl_op_definition
+class ConcatenateOp(RelayOp):
+    """`np.concatenate(inputs, axis)`"""
+
+    name = "relay.concatenate"
+    inputs = var_operand_def(TensorType)
+    res = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def axis_value(self) -> int:
+        return normalize_axis(self.axis.value.data, len(_shape(self.inputs[0], "input 0")))
+
+    def infer_shape(self) -> Shape:
+        if not self.inputs:
+            raise VerifyException("relay.concatenate needs at least one input")
+        shapes = [_shape(v, f"input {i}") for i, v in enumerate(self.inputs)]
+        axis = self.axis_value
+        first = shapes[0]
+        for i, s in enumerate(shapes):
+            if len(s) != len(first) or s[:axis] + s[axis + 1 :] != first[:axis] + first[axis + 1 :]:
+                raise VerifyException(
+                    f"input {i} of shape {list(s)} does not match input 0 of shape {list(first)} "
+                    f"outside axis {axis}"
+                )
+        return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1 :]
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+
+class ReduceOp(OneOperandOp):
+    """A reduction over `axis` (all axes when absent), keeping reduced axes with `keepdims`."""
+
+    axis = opt_prop_def(I64Array)
+    keepdims = opt_prop_def(BoolAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.COMM_REDUCE
+
+    @property
+    def reduced_axes(self) -> tuple[int, ...]:
+        rank = len(_shape(self.data, "data"))
+        axes = _ints(self.axis)
+        if axes is None:
+            return tuple(range(rank))
+        normalized = [normalize_axis(a, rank) for a in axes]
+        if len(set(normalized)) != len(normalized):
+            raise VerifyException(f"axis {list(axes)} names an axis twice")
+        return tuple(sorted(normalized))
+
+    @property
+    def keeps_dims(self) -> bool:
+        return self.keepdims is not None and bool(self.keepdims.value.data)
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        axes = self.reduced_axes
+        if self.keeps_dims:
+            return tuple(1 if i in axes else d for i, d in enumerate(shape))
+        return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+@irdl_op_definition
+class SumOp(ReduceOp):
+    """`np.sum`"""
+
+    name = "relay.sum"
+
+
+@irdl_op_definition
+class MeanOp(ReduceOp):
+    """`np.mean`"""
+
+    name = "relay.mean"
+
+
+@irdl_op_definition
+class MaxOp(ReduceOp):
+    """`np.max`"""
+
+    name = "relay.max"
+
+
+@irdl_op_definition
+class MinOp(ReduceOp):
+    """`np.min`"""
+
+    name = "relay.min"
+
+
+# --- anchors (OutEWiseFusable) ----------------------------------------------------------------
+
+
+@irdl_op_definition
+class DenseOp(RelayOp):
+    """`x @ w.T` with `w` of shape [units, in]."""
+
+    name = "relay.nn.dense"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    res = result_def(TensorType)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+    assembly_format = "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+
+    def infer_shape(self) -> Shape:
+        x, w = _shape(self.data, "data"), _shape(self.weight, "weight")
+        if len(w) != 2 or len(x) < 1 or x[-1] != w[1]:
+            raise VerifyException(
+                f"expected weight of shape [units, {x[-1] if x else '?'}] for data of shape "
+                f"{list(x)}, but found {list(w)}"
+            )
+        return x[:-1] + (w[0],)
+
+
+@irdl_op_definition
+class BatchMatmulOp(RelayOp):
+    """`x @ y.transpose(0, 2, 1)` for x [b, m, k] and y [b, n, k]."""
+
+    name = "relay.nn.batch_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    res = result_def(TensorType)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def infer_shape(self) -> Shape:
+        x, y = _shape(self.lhs, "lhs"), _shape(self.rhs, "rhs")
+        if len(x) != 3 or len(y) != 3:
+            raise VerifyException(f"expected rank-3 operands, but found {list(x)} and {list(y)}")
+        if x[2] != y[2] or (x[0] != y[0] and 1 not in (x[0], y[0])):
+            raise VerifyException(
+                f"expected lhs [b, m, k] and rhs [b, n, k], but found {list(x)} and {list(y)}"
+            )
+        return (max(x[0], y[0]), x[1], y[1])
+
+
+def _window_params(
+    name: str, values: tuple[int, ...] | None, default: tuple[int, ...], count: int
+) -> tuple[int, ...]:
+    if values is None:
+        return default
+    if len(values) != count:
+        raise VerifyException(f"expected {count} values in {name}, but found {list(values)}")
+    return values
+
+
+def _padding(values: tuple[int, ...] | None) -> tuple[int, int, int, int]:
+    """`[top, left, bottom, right]`; two values `[h, w]` pad both sides alike."""
+    if values is None:
+        return (0, 0, 0, 0)
+    if len(values) == 2:
+        values = values * 2
+    if len(values) != 4 or min(values) < 0:
+        raise VerifyException(
+            f"expected padding [top, left, bottom, right] of non-negative values, but found {list(values)}"
+        )
+    return values  # type: ignore[return-value]
+
+
+def _window_out(size: int, pad: int, window: int, stride: int, dilation: int, what: str) -> int:
+    span = dilation * (window - 1) + 1
+    out = (size + pad - span) // stride + 1
+    if out <= 0 or stride <= 0 or dilation <= 0:
+        raise VerifyException(
+            f"the {what} window {window} (dilation {dilation}, stride {stride}) does not fit an "
+            f"input of size {size} with padding {pad}"
+        )
+    return out
+
+
+@irdl_op_definition
+class Conv2DOp(RelayOp):
+    """2-D convolution, NCHW data and OIHW weight, padding `[top, left, bottom, right]`."""
+
+    name = "relay.nn.conv2d"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    res = result_def(TensorType)
+    strides = opt_prop_def(I64Array)
+    padding = opt_prop_def(I64Array)
+    dilation = opt_prop_def(I64Array)
+    groups = opt_prop_def(IntegerAttr[I64])
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+    assembly_format = "$data `,` $weight attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def stride_values(self) -> tuple[int, ...]:
+        return _window_params("strides", _ints(self.strides), (1, 1), 2)
+
+    @property
+    def padding_values(self) -> tuple[int, int, int, int]:
+        return _padding(_ints(self.padding))
+
+    @property
+    def dilation_values(self) -> tuple[int, ...]:
+        return _window_params("dilation", _ints(self.dilation), (1, 1), 2)
+
+    @property
+    def group_count(self) -> int:
+        return _int(self.groups, 1)
+
+    def infer_shape(self) -> Shape:
+        x, w = _shape(self.data, "data"), _shape(self.weight, "weight")
+        if len(x) != 4 or len(w) != 4:
+            raise VerifyException(
+                f"expected NCHW data and OIHW weight of rank 4, but found {list(x)} and {list(w)}"
+            )
+        groups = self.group_count
+        if groups <= 0 or x[1] % groups or w[0] % groups or w[1] * groups != x[1]:
+            raise VerifyException(
+                f"expected weight input channels * groups == data channels and output channels "
+                f"divisible by groups, but found data {list(x)}, weight {list(w)}, groups {groups}"
+            )
+        (sh, sw), (dh, dw) = self.stride_values, self.dilation_values
+        top, left, bottom, right = self.padding_values
+        oh = _window_out(x[2], top + bottom, w[2], sh, dh, "height")
+        ow = _window_out(x[3], left + right, w[3], sw, dw, "width")
+        return (x[0], w[0], oh, ow)
+
+
+class Pool2DOp(OneOperandOp):
+    """NCHW pooling over `pool_size` windows."""
+
+    pool_size = prop_def(I64Array)
+    strides = opt_prop_def(I64Array)
+    padding = opt_prop_def(I64Array)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+
+    @property
+    def window(self) -> tuple[int, ...]:
+        return _window_params("pool_size", _ints(self.pool_size), (1, 1), 2)
+
+    @property
+    def stride_values(self) -> tuple[int, ...]:
+        return _window_params("strides", _ints(self.strides), (1, 1), 2)
+
+    @property
+    def padding_values(self) -> tuple[int, int, int, int]:
+        return _padding(_ints(self.padding))
+
+    def infer_shape(self) -> Shape:
+        x = _shape(self.data, "data")
+        if len(x) != 4:
+            raise VerifyException(f"expected NCHW data of rank 4, but found {list(x)}")
+        (kh, kw), (sh, sw) = self.window, self.stride_values
+        top, left, bottom, right = self.padding_values
+        if top >= kh or bottom >= kh or left >= kw or right >= kw:
+            raise VerifyException(
+                f"expected padding smaller than pool_size {[kh, kw]}, but found {[top, left, bottom, right]}"
+            )
+        oh = _window_out(x[2], top + bottom, kh, sh, 1, "height")
+        ow = _window_out(x[3], left + right, kw, sw, 1, "width")
+        return (x[0], x[1], oh, ow)
+
+
+@irdl_op_definition
+class MaxPool2DOp(Pool2DOp):
+    """Max pooling; padding never wins."""
+
+    name = "relay.nn.max_pool2d"
+
+
+@irdl_op_definition
+class AvgPool2DOp(Pool2DOp):
+    """Average pooling; padding is excluded from the count."""
+
+    name = "relay.nn.avg_pool2d"
+
+
+@irdl_op_definition
+class GlobalAvgPool2DOp(OneOperandOp):
+    """Mean over H and W, keeping them as size-1 axes."""
+
+    name = "relay.nn.global_avg_pool2d"
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+
+    def infer_shape(self) -> Shape:
+        x = _shape(self.data, "data")
+        if len(x) != 4:
+            raise VerifyException(f"expected NCHW data of rank 4, but found {list(x)}")
+        return (x[0], x[1], 1, 1)
+
+
+# --- opaque ---------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class SoftmaxOp(OneOperandOp):
+    """`exp(x - max) / sum` along `axis` (default -1)."""
+
+    name = "relay.nn.softmax"
+    axis = opt_prop_def(IntegerAttr[I64])
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+
+    @property
+    def axis_value(self) -> int:
+        return normalize_axis(_int(self.axis, -1), len(_shape(self.data, "data")))
+
+    def infer_shape(self) -> Shape:
+        self.axis_value
+        return _shape(self.data, "data")
+
+
+@irdl_op_definition
+class ConstantOp(RelayOp):
+    """A constant tensor: `relay.constant {value = dense<1.0> : tensor<4xf32>} : tensor<4xf32>`."""
+
+    name = "relay.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    res = result_def(TensorType)
+    assembly_format = "attr-dict `:` type($res)"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr, se_scope: SEScopeAttr | None = None):
+        super().__init__(
+            result_types=[value.type], properties={"value": value, "se_scope": se_scope}
+        )
+
+    def infer_shape(self) -> Shape:
+        if self.value.type != self.res.type:
+            raise VerifyException(
+                f"expected the value's type {self.value.type} to equal the result type {self.res.type}"
+            )
+        return _shape(self.res, "the result")
+
+
+# --- placement ------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class OnDeviceOp(IRDLOperation):
+    """Identity that constrains placement: `relay.on_device %x {se_scope = #relay.se_scope<device = cpu>} : T`.
+
+    `constrain_body` (default true) puts the operand on `se_scope`; `constrain_result`
+    (default false) puts the result there too. Both false: a free copy point.
+    """
+
+    name = "relay.on_device"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    data = operand_def(T)
+    res = result_def(T)
+    se_scope = prop_def(SEScopeAttr)
+    constrain_body = opt_prop_def(BoolAttr)
+    constrain_result = opt_prop_def(BoolAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$data attr-dict `:` type($res)"
+
+    def __init__(
+        self,
+        data: SSAValue,
+        se_scope: SEScopeAttr,
+        constrain_body: bool = True,
+        constrain_result: bool = False,
+    ):
+        properties: dict[str, Attribute] = {"se_scope": se_scope}
+        if not constrain_body:
+            properties["constrain_body"] = BoolAttr.from_bool(False)
+        if constrain_result:
+            properties["constrain_result"] = BoolAttr.from_bool(True)
+        super().__init__(operands=[data], result_types=[data.type], properties=properties)
+
+    @property
+    def constrains_body(self) -> bool:
+        return self.constrain_body is None or bool(self.constrain_body.value.data)
+
+    @property
+    def constrains_result(self) -> bool:
+        return self.constrain_result is not None and bool(self.constrain_result.value.data)
+
+
+@irdl_op_definition
+class DeviceCopyOp(IRDLOperation):
+    """Identity that moves data between scopes:
+    `relay.device_copy %x {src_se_scope = #relay.se_scope<...>, dst_se_scope = #relay.se_scope<...>} : T`."""
+
+    name = "relay.device_copy"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    data = operand_def(T)
+    res = result_def(T)
+    src_se_scope = prop_def(SEScopeAttr)
+    dst_se_scope = prop_def(SEScopeAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$data attr-dict `:` type($res)"
+
+    def __init__(self, data: SSAValue, src: SEScopeAttr, dst: SEScopeAttr):
+        super().__init__(
+            operands=[data],
+            result_types=[data.type],
+            properties={"src_se_scope": src, "dst_se_scope": dst},
+        )
+
+
+# --- fusion ---------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Returns the result of a `relay.fused` group."""
+
+    name = "relay.yield"
+    args = var_operand_def(TensorType)
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusedOp), Pure()))
+    assembly_format = "$args attr-dict `:` type($args)"
+
+    def __init__(self, *args: SSAValue):
+        super().__init__(operands=[list(args)])
+
+
+@irdl_op_definition
+class FusedOp(IRDLOperation):
+    """A fused group of primitive ops, isolated from above, with one result:
+
+        %r = relay.fused(%a, %b) {kernel_name = "fused_add_exp", se_scope = #relay.se_scope<...>}
+               : (T, T) -> T {
+        ^bb0(%x: T, %y: T):
+          ...
+          relay.yield %v : T
+        }
+    """
+
+    name = "relay.fused"
+    inputs = var_operand_def(TensorType)
+    res = result_def(TensorType)
+    body = region_def("single_block")
+    se_scope = opt_prop_def(SEScopeAttr)
+    kernel_name = opt_prop_def(StringAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(IsolatedFromAbove(), Pure())
+    assembly_format = "`(` $inputs `)` attr-dict `:` functional-type($inputs, $res) $body"
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        result_type: Attribute,
+        body: Region,
+        se_scope: SEScopeAttr | None = None,
+        kernel_name: str | None = None,
+    ):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[result_type],
+            regions=[body],
+            properties={
+                "se_scope": se_scope,
+                "kernel_name": StringAttr(kernel_name) if kernel_name is not None else None,
+            },
+        )
+
+    def verify_(self) -> None:
+        block = self.body.block
+        arg_types = [a.type for a in block.args]
+        if arg_types != [v.type for v in self.inputs]:
+            raise VerifyException(
+                f"expected the block arguments {arg_types} to match the input types "
+                f"{[v.type for v in self.inputs]}"
+            )
+        terminator = block.last_op
+        if not isinstance(terminator, YieldOp) or len(terminator.args) != 1:
+            raise VerifyException("expected the body to end in relay.yield of exactly one value")
+        if terminator.args[0].type != self.res.type:
+            raise VerifyException(
+                f"expected the yielded type {terminator.args[0].type} to equal the result type "
+                f"{self.res.type}"
+            )
+
+    @property
+    def kernel(self) -> str | None:
+        return None if self.kernel_name is None else self.kernel_name.data
+
+
+PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
+    NegativeOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, AbsOp, ErfOp, ReluOp, ClipOp,
+    AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
+    ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
+    SumOp, MeanOp, MaxOp, MinOp,
+    DenseOp, BatchMatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
+    SoftmaxOp,
+)  # fmt: skip
+
+Relay = Dialect(
+    "relay",
+    [*PRIMITIVE_OPS, ConstantOp, OnDeviceOp, DeviceCopyOp, FusedOp, YieldOp],
+    [SEScopeAttr],
+)

@@ -1,0 +1,282 @@
+"""
+The reference interpreter: runs a module on numpy, at any stage before lowering.
+
+Built on xDSL's `Interpreter`: `func.func`, `func.call` and `func.return` come from xDSL, and
+each relay op has a numpy implementation below. Placement ops are identities; `relay.fused`
+runs its region. Results are float32 numpy arrays.
+
+    out = xrelay.interpret(module, {"a": a, "b": b})   # one array, or a tuple for several results
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.interpreters.func import FuncFunctions
+
+from xrelay.dialects import relay
+from xrelay.errors import InputError
+
+_erf = np.vectorize(math.erf, otypes=[np.float32])
+
+UNARY = {
+    relay.NegativeOp: np.negative,
+    relay.ExpOp: np.exp,
+    relay.LogOp: np.log,
+    relay.SqrtOp: np.sqrt,
+    relay.RsqrtOp: lambda x: 1.0 / np.sqrt(x),
+    relay.TanhOp: np.tanh,
+    relay.SigmoidOp: lambda x: 1.0 / (1.0 + np.exp(-x)),
+    relay.AbsOp: np.abs,
+    relay.ErfOp: _erf,
+    relay.ReluOp: lambda x: np.maximum(x, np.float32(0)),
+}
+
+BINARY = {
+    relay.AddOp: np.add,
+    relay.SubtractOp: np.subtract,
+    relay.MultiplyOp: np.multiply,
+    relay.DivideOp: np.divide,
+    relay.MaximumOp: np.maximum,
+    relay.MinimumOp: np.minimum,
+    relay.PowerOp: np.power,
+}
+
+REDUCE = {
+    relay.SumOp: np.sum,
+    relay.MeanOp: np.mean,
+    relay.MaxOp: np.max,
+    relay.MinOp: np.min,
+}
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, op: relay.Conv2DOp) -> np.ndarray:
+    """Grouped, strided, dilated, padded NCHW convolution as one einsum per group."""
+    (sh, sw), (dh, dw), groups = op.stride_values, op.dilation_values, op.group_count
+    top, left, bottom, right = op.padding_values
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    n, _, oh, ow = op.res.type.get_shape()
+    o, ci, kh, kw = w.shape
+    out = np.zeros((n, o, oh, ow), dtype=np.float32)
+    og = o // groups
+    for g in range(groups):
+        xg = xp[:, g * ci : (g + 1) * ci]
+        wg = w[g * og : (g + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xg[:, :, i * dh : i * dh + sh * oh : sh, j * dw : j * dw + sw * ow : sw]
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wg[:, :, i, j])
+    return out
+
+
+def pool2d(x: np.ndarray, op: relay.Pool2DOp) -> np.ndarray:
+    """Max or average pooling; padding is never chosen by max and never counted by avg."""
+    (kh, kw), (sh, sw) = op.window, op.stride_values
+    top, left, bottom, right = op.padding_values
+    is_max = isinstance(op, relay.MaxPool2DOp)
+    fill = -np.inf if is_max else 0.0
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+    ones = np.pad(np.ones(x.shape[2:], np.float32), ((top, bottom), (left, right)))
+    _, _, oh, ow = op.res.type.get_shape()
+    windows = [
+        (xp[:, :, i : i + sh * oh : sh, j : j + sw * ow : sw], ones[i : i + sh * oh : sh, j : j + sw * ow : sw])
+        for i in range(kh)
+        for j in range(kw)
+    ]
+    if is_max:
+        return np.max([win for win, _ in windows], axis=0)
+    total = np.sum([win for win, _ in windows], axis=0)
+    count = np.sum([cnt for _, cnt in windows], axis=0)
+    return total / count
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return shifted / np.sum(shifted, axis=axis, keepdims=True)
+
+
+class RelayFunctions(InterpreterFunctions):
+    """numpy implementations of the relay ops."""
+
+    def run_unary(self, interp: Interpreter, op: relay.UnaryElemwiseOp, args: PythonValues) -> PythonValues:
+        if isinstance(op, relay.ClipOp):
+            return (_f32(np.clip(args[0], op.a_min.value.data, op.a_max.value.data)),)
+        return (_f32(UNARY[type(op)](args[0])),)
+
+    def run_binary(self, interp: Interpreter, op: relay.BinaryBroadcastOp, args: PythonValues) -> PythonValues:
+        with np.errstate(all="ignore"):
+            return (_f32(BINARY[type(op)](args[0], args[1])),)
+
+    @impl(relay.BiasAddOp)
+    def run_bias_add(self, interp: Interpreter, op: relay.BiasAddOp, args: PythonValues) -> PythonValues:
+        x, b = args
+        shape = [1] * x.ndim
+        shape[op.axis_value] = b.shape[0]
+        return (_f32(x + b.reshape(shape)),)
+
+    @impl(relay.ReshapeOp)
+    def run_reshape(self, interp: Interpreter, op: relay.ReshapeOp, args: PythonValues) -> PythonValues:
+        return (args[0].reshape(op.res.type.get_shape()),)
+
+    @impl(relay.TransposeOp)
+    def run_transpose(self, interp: Interpreter, op: relay.TransposeOp, args: PythonValues) -> PythonValues:
+        return (np.ascontiguousarray(np.transpose(args[0], op.permutation)),)
+
+    @impl(relay.SqueezeOp)
+    def run_squeeze(self, interp: Interpreter, op: relay.SqueezeOp, args: PythonValues) -> PythonValues:
+        return (np.squeeze(args[0], axis=op.squeezed_axes),)
+
+    @impl(relay.ExpandDimsOp)
+    def run_expand_dims(self, interp: Interpreter, op: relay.ExpandDimsOp, args: PythonValues) -> PythonValues:
+        return (args[0].reshape(op.res.type.get_shape()),)
+
+    @impl(relay.BroadcastToOp)
+    def run_broadcast_to(self, interp: Interpreter, op: relay.BroadcastToOp, args: PythonValues) -> PythonValues:
+        return (np.ascontiguousarray(np.broadcast_to(args[0], op.res.type.get_shape())),)
+
+    @impl(relay.StridedSliceOp)
+    def run_strided_slice(self, interp: Interpreter, op: relay.StridedSliceOp, args: PythonValues) -> PythonValues:
+        return (np.ascontiguousarray(args[0][op.slices()]),)
+
+    @impl(relay.ConcatenateOp)
+    def run_concatenate(self, interp: Interpreter, op: relay.ConcatenateOp, args: PythonValues) -> PythonValues:
+        return (np.concatenate(args, axis=op.axis_value),)
+
+    def run_reduce(self, interp: Interpreter, op: relay.ReduceOp, args: PythonValues) -> PythonValues:
+        result = REDUCE[type(op)](args[0], axis=op.reduced_axes, keepdims=op.keeps_dims)
+        return (_f32(result).reshape(op.res.type.get_shape()),)
+
+    @impl(relay.DenseOp)
+    def run_dense(self, interp: Interpreter, op: relay.DenseOp, args: PythonValues) -> PythonValues:
+        return (_f32(args[0] @ args[1].T),)
+
+    @impl(relay.BatchMatmulOp)
+    def run_batch_matmul(self, interp: Interpreter, op: relay.BatchMatmulOp, args: PythonValues) -> PythonValues:
+        return (_f32(args[0] @ args[1].transpose(0, 2, 1)),)
+
+    @impl(relay.Conv2DOp)
+    def run_conv2d(self, interp: Interpreter, op: relay.Conv2DOp, args: PythonValues) -> PythonValues:
+        return (conv2d(args[0], args[1], op),)
+
+    def run_pool2d(self, interp: Interpreter, op: relay.Pool2DOp, args: PythonValues) -> PythonValues:
+        return (_f32(pool2d(args[0], op)),)
+
+    @impl(relay.GlobalAvgPool2DOp)
+    def run_global_avg_pool2d(self, interp: Interpreter, op: relay.GlobalAvgPool2DOp, args: PythonValues) -> PythonValues:
+        return (_f32(np.mean(args[0], axis=(2, 3), keepdims=True)),)
+
+    @impl(relay.SoftmaxOp)
+    def run_softmax(self, interp: Interpreter, op: relay.SoftmaxOp, args: PythonValues) -> PythonValues:
+        return (_f32(softmax(args[0], op.axis_value)),)
+
+    @impl(relay.ConstantOp)
+    def run_constant(self, interp: Interpreter, op: relay.ConstantOp, args: PythonValues) -> PythonValues:
+        return (constant_value(op),)
+
+    @impl(relay.OnDeviceOp)
+    def run_on_device(self, interp: Interpreter, op: relay.OnDeviceOp, args: PythonValues) -> PythonValues:
+        return (args[0],)
+
+    @impl(relay.DeviceCopyOp)
+    def run_device_copy(self, interp: Interpreter, op: relay.DeviceCopyOp, args: PythonValues) -> PythonValues:
+        return (args[0].copy(),)
+
+    @impl(relay.FusedOp)
+    def run_fused(self, interp: Interpreter, op: relay.FusedOp, args: PythonValues) -> PythonValues:
+        return interp.run_ssacfg_region(op.body, args, op.kernel or "relay.fused")
+
+    @impl_terminator(relay.YieldOp)
+    def run_yield(self, interp: Interpreter, op: relay.YieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
+
+
+# xDSL dispatches on the exact op class: one shared method serves each op of a family.
+for _family, _method in (
+    ((*UNARY, relay.ClipOp), RelayFunctions.run_unary),
+    (BINARY, RelayFunctions.run_binary),
+    (REDUCE, RelayFunctions.run_reduce),
+    ((relay.MaxPool2DOp, relay.AvgPool2DOp), RelayFunctions.run_pool2d),
+):
+    for _op_type in _family:
+        setattr(RelayFunctions, f"run_{_op_type.__name__}", impl(_op_type)(_method))
+register_impls(RelayFunctions)
+
+
+def constant_value(op: relay.ConstantOp) -> np.ndarray:
+    """The constant's value as a float32 array of the result's shape."""
+    shape = tuple(op.res.type.get_shape())
+    values = np.asarray(op.value.get_values(), dtype=np.float32)
+    if values.size == 1:
+        return np.full(shape, values.reshape(()), dtype=np.float32)
+    return values.reshape(shape)
+
+
+def entry_function(module: ModuleOp, name: str = "main") -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    raise InputError(f"the module has no function @{name} to run")
+
+
+def bind_inputs(fn: func.FuncOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The arrays for `fn`'s parameters, by name (or position), checked for shape and dtype."""
+    params = list(fn.args)
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(params)]
+    if isinstance(inputs, Mapping):
+        missing = [n for n in names if n not in inputs]
+        unknown = [n for n in inputs if n not in names]
+        if missing or unknown:
+            raise InputError(
+                f"@{fn.sym_name.data} takes inputs {', '.join('%' + n for n in names)}; "
+                + (f"missing {', '.join('%' + n for n in missing)}" if missing else "")
+                + ("; " if missing and unknown else "")
+                + (f"unknown {', '.join(repr(n) for n in unknown)}" if unknown else "")
+            )
+        values = [inputs[n] for n in names]
+    else:
+        values = list(inputs)
+        if len(values) != len(params):
+            raise InputError(f"@{fn.sym_name.data} takes {len(params)} inputs, but {len(values)} were given")
+    return [_check_input(n, p.type, v) for n, p, v in zip(names, params, values)]
+
+
+def _check_input(name: str, ty: TensorType, value: np.ndarray) -> np.ndarray:
+    array = np.asarray(value)
+    expected = tuple(ty.get_shape())
+    if array.shape != expected:
+        raise InputError(f"input %{name} must have shape {list(expected)} ({ty}), but has shape {list(array.shape)}")
+    if array.dtype != np.float32:
+        raise InputError(f"input %{name} must be float32 ({ty}), but has dtype {array.dtype}")
+    return np.ascontiguousarray(array)
+
+
+def interpret(
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+    entry: str = "main",
+) -> np.ndarray | tuple[np.ndarray, ...]:
+    """Runs `@entry` of `module` on numpy; one array, or a tuple for several results."""
+    fn = entry_function(module, entry)
+    args = bind_inputs(fn, inputs)
+    interp = Interpreter(module)
+    interp.register_implementations(FuncFunctions())
+    interp.register_implementations(RelayFunctions())
+    results = interp.call_op(fn, tuple(args))
+    return results[0] if len(results) == 1 else tuple(results)

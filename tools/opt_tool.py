@@ -1,0 +1,84 @@
+"""`opt-tool`: `xdsl-opt` with the relay dialect, xrelay's passes and the c/opencl/graph-json targets.
+
+Every user error (bad syntax, a failed verification, a pass failure, a bad pipeline or
+target spec) is printed to stderr and exits with status 1, without a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from xrelay.ir import LocParser, register_dialects
+from xrelay.targets import get_all_targets
+from xrelay.transforms import get_all_passes
+
+
+class OptTool(xDSLOptMain):
+    version_format = "opt-tool (xrelay, xdsl {xdsl_version})"
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        register_dialects(self.ctx)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        self.available_targets.update(get_all_targets())
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.epilog = _epilog()
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        if file_extension != "mlir":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        text = chunk.read().decode()
+        parser = LocParser(self.ctx, text, self.get_input_name(), line_offset=start_offset)
+        return parser.parse_module(not self.args.no_implicit_module)
+
+
+def _fail(message: str) -> None:
+    print(f"opt-tool: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def _describe(e: BaseException) -> str:
+    return "\n".join([str(e), *getattr(e, "__notes__", [])])
+
+
+def _epilog() -> str:
+    passes = ", ".join(sorted(get_all_passes()))
+    targets = ", ".join(sorted(get_all_targets()))
+    return (
+        f"xrelay passes: {passes or '(none)'}; xrelay targets (-t): {targets or '(none)'}. "
+        "xDSL's own passes (cse, dce, canonicalize, ...) and targets are available too: "
+        "see the choices of -p and -t above."
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        OptTool(description="xrelay optimizer driver (xdsl-opt with relay)", args=argv).run()
+    except ParseError as e:
+        _fail(str(e))
+    except DiagnosticException as e:
+        _fail(_describe(e))
+    except ArgSpecParseError as e:
+        _fail(f"malformed pass pipeline: {e}")
+    except (ValueError, OSError) as e:
+        _fail(str(e))
+
+
+if __name__ == "__main__":
+    main()

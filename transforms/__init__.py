@@ -1,0 +1,18 @@
+"""xrelay's passes, by CLI name, each imported on first use (like xDSL's `get_all_passes`)."""
+
+from collections.abc import Callable
+from importlib import import_module
+
+from xdsl.passes import ModulePass
+
+# CLI name -> (module under xrelay.transforms, class name)
+PASSES: dict[str, tuple[str, str]] = {
+}
+
+
+def _loader(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    return lambda: getattr(import_module(f"xrelay.transforms.{module}"), cls)
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {name: _loader(module, cls) for name, (module, cls) in PASSES.items()}

@@ -1,0 +1,142 @@
+"""
+The compilation config: which target each device type compiles for, where unconstrained
+primitive ops run (the default scope), and the host scope; and the canonical form of a scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
+from xrelay.errors import ConfigError
+
+# Target kinds (the first word of a target string) and the device type each compiles for.
+TARGET_KIND_DEVICES = {
+    "c": "cpu",
+    "llvm": "cpu",
+    "opencl": "opencl",
+    "cuda": "cuda",
+    "vulkan": "vulkan",
+    "metal": "metal",
+}
+
+DEFAULT_MEMORY = "global"
+
+
+def target_kind(target: str) -> str:
+    return target.split()[0] if target.strip() else ""
+
+
+def device_of_target(target: str) -> str:
+    kind = target_kind(target)
+    if kind not in TARGET_KIND_DEVICES:
+        raise ConfigError(
+            f"unknown target kind '{kind}' in target \"{target}\"; expected one of "
+            + ", ".join(TARGET_KIND_DEVICES)
+        )
+    return TARGET_KIND_DEVICES[kind]
+
+
+@dataclass(frozen=True)
+class CompilationConfig:
+    """Targets per device type, the default scope for primitive ops, and the host scope."""
+
+    targets: dict[str, str]
+    default_scope: SEScopeAttr
+    host_scope: SEScopeAttr
+
+    @staticmethod
+    def from_options(
+        targets: Sequence[str] = ("c",),
+        default_device: str | None = None,
+        host_target: str = "c",
+    ) -> CompilationConfig:
+        by_device = _targets_by_device(targets)
+        host_device = device_of_target(host_target)
+        if host_device != "cpu":
+            raise ConfigError(
+                f"host-target must compile for cpu, but \"{host_target}\" compiles for {host_device}"
+            )
+        by_device.setdefault("cpu", host_target)
+        device = _default_device(targets, default_device)
+        if device not in by_device:
+            raise ConfigError(
+                f"default-device {device} has no target; add one to targets "
+                f"(configured: {', '.join(targets)})"
+            )
+        return CompilationConfig(
+            targets=by_device,
+            default_scope=SEScopeAttr(device, 0, by_device[device]),
+            host_scope=SEScopeAttr("cpu", 0, by_device["cpu"], DEFAULT_MEMORY),
+        )
+
+    def target_for(self, device: str) -> str:
+        if device not in self.targets:
+            raise ConfigError(
+                f"no target for device type {device}; configured targets are "
+                + ", ".join(f'"{t}" ({d})' for d, t in self.targets.items())
+                + f"; add a {device} target to plan-devices' targets option"
+            )
+        return self.targets[device]
+
+    def check(self, scope: SEScopeAttr) -> str | None:
+        """Why `scope` cannot be used with this config, or None when it can."""
+        if scope.device is not None and scope.device not in self.targets:
+            return (
+                f"scope {scope.short_str()} is on device type {scope.device}, which has no target "
+                f"(configured: {', '.join(self.targets.values())})"
+            )
+        if scope.target is None:
+            return None
+        device = scope.device or _device_or_none(scope.target)
+        if device is None or self.targets.get(device) != scope.target:
+            configured = self.targets.get(device or "", "none")
+            return (
+                f"scope {scope.short_str()} names target \"{scope.target}\", but the target "
+                f"configured for {device or 'its device'} is \"{configured}\""
+            )
+        return None
+
+    def canonical(self, scope: SEScopeAttr) -> SEScopeAttr:
+        """Every field set: id 0, the configured target and "global" memory when absent."""
+        device = scope.device if scope.device is not None else self.default_scope.device
+        assert device is not None
+        return SEScopeAttr(
+            device,
+            scope.id if scope.id is not None else 0,
+            scope.target if scope.target is not None else self.target_for(device),
+            scope.memory if scope.memory is not None else DEFAULT_MEMORY,
+        )
+
+
+def _targets_by_device(targets: Sequence[str]) -> dict[str, str]:
+    if not targets:
+        raise ConfigError("targets must name at least one target, e.g. targets=c,opencl")
+    by_device: dict[str, str] = {}
+    for target in targets:
+        device = device_of_target(target)
+        if device in by_device:
+            raise ConfigError(
+                f"two targets for device type {device}: \"{by_device[device]}\" and \"{target}\"; "
+                "give one target per device type"
+            )
+        by_device[device] = target
+    return by_device
+
+
+def _default_device(targets: Sequence[str], default_device: str | None) -> str:
+    if default_device is None:
+        return device_of_target(targets[0])
+    if default_device in DEVICE_TYPES:
+        return default_device
+    if default_device in TARGET_KIND_DEVICES:
+        return TARGET_KIND_DEVICES[default_device]
+    raise ConfigError(
+        f"unknown default-device '{default_device}'; expected a device type such as "
+        + ", ".join(DEVICE_TYPES)
+    )
+
+
+def _device_or_none(target: str) -> str | None:
+    return TARGET_KIND_DEVICES.get(target_kind(target))
