@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     I64,
     IntegerAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     f32,
     i64,
@@ -984,6 +985,32 @@ class FusedOp(IRDLOperation):
         return None if self.kernel_name is None else self.kernel_name.data
 
 
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """A launch of a lowered kernel on a scope (made by convert-relay-to-loops):
+
+        %r = relay.launch @fused_add(%a, %b) {se_scope = #relay.se_scope<...>} : (T, T) -> T
+    """
+
+    name = "relay.launch"
+    callee = prop_def(SymbolRefAttr)
+    inputs = var_operand_def(TensorType)
+    res = result_def(TensorType)
+    se_scope = prop_def(SEScopeAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $res)"
+
+    def __init__(
+        self, callee: str, inputs: Sequence[SSAValue], result_type: Attribute, se_scope: SEScopeAttr
+    ):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[result_type],
+            properties={"callee": SymbolRefAttr(callee), "se_scope": se_scope},
+        )
+
+
 PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     NegativeOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, AbsOp, ErfOp, ReluOp, ClipOp,
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
@@ -995,6 +1022,6 @@ PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
 
 Relay = Dialect(
     "relay",
-    [*PRIMITIVE_OPS, ConstantOp, OnDeviceOp, DeviceCopyOp, FusedOp, YieldOp],
+    [*PRIMITIVE_OPS, ConstantOp, OnDeviceOp, DeviceCopyOp, FusedOp, YieldOp, LaunchOp],
     [SEScopeAttr],
 )
