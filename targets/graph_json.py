@@ -1,0 +1,167 @@
+"""
+`-t graph-json`: the executor graph of a lowered @main, in TVM's graph-executor JSON.
+
+    {"nodes": [...], "arg_nodes": [...], "heads": [...], "node_row_ptr": [...],
+     "attrs": {"storage_id": ["list_int", [...]], "shape": ["list_shape", [...]],
+               "dltype": ["list_str", [...]], "device_index": ["list_int", [...]]},
+     "scopes": ["#relay.se_scope<device = cpu, id = 0, ...>", ...]}
+
+Nodes, in this order: one `null` node per parameter of @main (named after it), one `null`
+node per `relay.constant` (a *param*, named `p0`, `p1`, ...; its value goes to the
+artifact), then one `tvm_op` node per op of @main in program order: a `relay.launch` is a
+node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
+is `__copy`. Every node has one output, so entry ids equal node ids. `device_index` indexes
+`scopes`, the canonical scopes of the program sorted by DLPack device type, then id: the
+host (cpu) comes first and is the primary device. `storage_id` comes from plan-memory (run
+here on a copy of the module, after inline-calls, when the input has no plan yet).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
+from xdsl.utils.target import Target
+
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
+from xrelay.interpreter import constant_value
+from xrelay.transforms.inline_calls import InlineCallsPass
+from xrelay.transforms.plan_memory import (
+    PlanMemoryPass,
+    main_function,
+    scope_of,
+    storage_id,
+    tensors,
+)
+
+COPY = "__copy"
+DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+
+
+@dataclass
+class ExecutorGraph:
+    """The graph JSON object and the values of its params (by node name)."""
+
+    graph: dict[str, Any]
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GraphJSONTarget(Target):
+    name = "graph-json"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        output.write(format_graph(executor_graph(module).graph))
+
+
+def executor_graph(module: ModuleOp) -> ExecutorGraph:
+    """The executor graph of a lowered module (planned on a copy when it has no plan yet)."""
+    main = main_function(module)
+    if any(storage_id(v) is None for v in tensors(main)):
+        module = module.clone()
+        InlineCallsPass().apply(Context(), module)
+        PlanMemoryPass().apply(Context(), module)
+        main = main_function(module)
+    return _GraphBuilder(main).build()
+
+
+@dataclass
+class _GraphBuilder:
+    main: func.FuncOp
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    entries: dict[SSAValue, int] = field(default_factory=dict)
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def build(self) -> ExecutorGraph:
+        self.add_inputs()
+        self.add_params()
+        ops = [op for op in self.main.body.block.ops if isinstance(op, (relay.LaunchOp, relay.DeviceCopyOp))]
+        for op in ops:
+            self.add_op(op)
+        ret = self.main.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        return ExecutorGraph(self.json([self.entries[v] for v in ret.arguments]), self.params)
+
+    def add_node(self, value: SSAValue, node: dict[str, Any]) -> None:
+        self.entries[value] = len(self.nodes)
+        self.nodes.append(node)
+
+    def add_inputs(self) -> None:
+        for i, arg in enumerate(self.main.args):
+            self.add_node(arg, {"op": "null", "name": arg.name_hint or f"arg{i}", "inputs": []})
+
+    def add_params(self) -> None:
+        taken = {node["name"] for node in self.nodes}
+        for op in self.main.body.block.ops:
+            if isinstance(op, relay.ConstantOp):
+                name = _fresh_name(f"p{len(self.params)}", taken)
+                taken.add(name)
+                self.params[name] = constant_value(op)
+                self.add_node(op.res, {"op": "null", "name": name, "inputs": []})
+
+    def add_op(self, op: relay.LaunchOp | relay.DeviceCopyOp) -> None:
+        inputs = [op.data] if isinstance(op, relay.DeviceCopyOp) else list(op.inputs)
+        name = COPY if isinstance(op, relay.DeviceCopyOp) else op.callee.string_value()
+        attrs = {"func_name": name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
+        node = {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[self.entries[v], 0, 0] for v in inputs]}
+        self.add_node(op.res, node)
+
+    def json(self, heads: list[int]) -> dict[str, Any]:
+        values = sorted(self.entries, key=self.entries.__getitem__)
+        scopes = sorted({scope_of(v) for v in values}, key=scope_order)
+        types = [v.type for v in values]
+        assert all(isinstance(t, TensorType) for t in types)
+        return {
+            "nodes": self.nodes,
+            "arg_nodes": [i for i, node in enumerate(self.nodes) if node["op"] == "null"],
+            "heads": [[h, 0, 0] for h in heads],
+            "node_row_ptr": list(range(len(self.nodes) + 1)),
+            "attrs": {
+                "storage_id": ["list_int", [storage_id(v) for v in values]],
+                "shape": ["list_shape", [list(t.get_shape()) for t in types]],  # type: ignore[union-attr]
+                "dltype": ["list_str", [DTYPES.get(str(t.element_type), str(t.element_type)) for t in types]],  # type: ignore[union-attr]
+                "device_index": ["list_int", [scopes.index(scope_of(v)) for v in values]],
+            },
+            "scopes": [str(s) for s in scopes],
+        }
+
+
+def scope_order(scope: SEScopeAttr) -> tuple[int, int, str, str]:
+    """DLPack device type first (cpu, the host, is first), then the virtual id."""
+    device = scope.device or ""
+    rank = DEVICE_TYPES.index(device) if device in DEVICE_TYPES else len(DEVICE_TYPES)
+    return (rank, scope.id or 0, scope.target or "", scope.memory or "")
+
+
+def _fresh_name(name: str, taken: set[str]) -> str:
+    suffix = 0
+    candidate = name
+    while candidate in taken:
+        suffix += 1
+        candidate = f"{name}_{suffix}"
+    return candidate
+
+
+def format_graph(graph: dict[str, Any]) -> str:
+    """JSON with one node, one head list and one attribute column per line (readable, diffable)."""
+    d = json.dumps
+    lines = ["{", '  "nodes": [']
+    lines += [f"    {d(node)}," for node in graph["nodes"]]
+    lines[-1] = lines[-1].rstrip(",")
+    lines += ["  ],"]
+    for key in ("arg_nodes", "heads", "node_row_ptr"):
+        lines.append(f"  {d(key)}: {d(graph[key])},")
+    lines.append('  "attrs": {')
+    lines += [f"    {d(k)}: {d(v)}," for k, v in graph["attrs"].items()]
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append("  },")
+    lines.append(f'  "scopes": {d(graph["scopes"])}')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,223 @@
+"""
+plan-memory: give every tensor of the lowered @main a storage id, shared only where safe.
+
+Words: a *tensor* is an SSA value of @main (a parameter, a `relay.constant`, the result of a
+`relay.launch` or a `relay.device_copy`); its *scope* is where it is stored: a parameter's
+`relay.se_scope` argument attribute, a constant's or launch's `se_scope`, a copy's
+`dst_se_scope` (all canonical after plan-devices). A *storage* is one buffer on one scope;
+the executor allocates one pool entry per storage id, sized for the largest tensor in it.
+
+Input: @main after convert-relay-to-loops (and inline-calls): only relay.launch,
+relay.device_copy, relay.constant and func.return. Other functions (the kernels) are not
+touched.
+
+Phase 1, check: @main holds only those ops, and every tensor has a scope.
+Phase 2, lifetimes: a tensor lives from the op that defines it to its last use; returned
+tensors live to the end.
+Phase 3, assign, in program order: parameters, constants and returned tensors get storages
+of their own, never shared (the caller writes and reads them). An intermediate tensor takes a
+released storage of *its own scope* (the smallest one large enough, else the largest, which
+grows), or a new one. After an op, the storages of the intermediates whose last use it was
+are released — after its result was assigned, so a kernel never writes over its own inputs.
+Phase 4, write back: `relay.storage_id = N : i64` on each op of @main and as an argument
+attribute on each parameter, so `opt-tool` shows the plan.
+
+A storage id belongs to exactly one scope; running the pass twice changes nothing.
+Not yet: in-place kernels, sharing across the storages of two scopes on one physical device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.errors import CompileError, location_of
+
+STORAGE_ID = "relay.storage_id"
+SCOPE = "relay.se_scope"
+GRAPH_OPS = (relay.LaunchOp, relay.DeviceCopyOp, relay.ConstantOp)
+
+
+@dataclass(frozen=True)
+class PlanMemoryPass(ModulePass):
+    name = "plan-memory"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        main = main_function(op)
+        check_lowered(main)
+        plan = plan_storage(main)
+        write_back(main, plan)
+
+
+def main_function(module: ModuleOp) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise CompileError("the module has no function @main to plan")
+
+
+# --- Phase 1: check ----------------------------------------------------------------------
+
+
+def check_lowered(main: func.FuncOp) -> None:
+    """@main holds only launches, copies, constants and the return; every tensor has a scope."""
+    for op in main.body.block.ops:
+        if isinstance(op, func.CallOp):
+            _fail(op, f"expects no calls in @main, but found a call to @{op.callee.string_value()}; "
+                  "run inline-calls first")
+        if not isinstance(op, (*GRAPH_OPS, func.ReturnOp)):
+            _fail(op, "expects a lowered @main (relay.launch, relay.device_copy, relay.constant, "
+                  f"func.return), but found {op.name}; run convert-relay-to-loops first")
+    for value in tensors(main):
+        scope_of(value)
+
+
+def tensors(main: func.FuncOp) -> Iterator[SSAValue]:
+    """@main's parameters, then the result of each op, in program order."""
+    yield from main.args
+    for op in main.body.block.ops:
+        yield from op.results
+
+
+def scope_of(value: SSAValue) -> SEScopeAttr:
+    """Where a tensor of a lowered @main is stored (see the module docstring)."""
+    if isinstance(value, BlockArgument):
+        scope = arg_attrs(value.owner.parent_op(), value.index).get(SCOPE)  # type: ignore[arg-type]
+        what = f"parameter %{value.name_hint or value.index} of @main has no {SCOPE} attribute"
+        anchor = value.owner.parent_op()
+    else:
+        op = value.owner
+        scope = op.dst_se_scope if isinstance(op, relay.DeviceCopyOp) else op.se_scope  # type: ignore[union-attr]
+        what = f"{op.name} has no se_scope"
+        anchor = op
+    if not isinstance(scope, SEScopeAttr) or not scope.is_fully_constrained:
+        _fail(anchor, f"needs the canonical scope of every tensor, but {what}; run plan-devices first")  # type: ignore[arg-type]
+    return scope
+
+
+def arg_attrs(fn: func.FuncOp, index: int) -> dict[str, Attribute]:
+    if fn.arg_attrs is None:
+        return {}
+    return dict(fn.arg_attrs.data[index].data)
+
+
+def nbytes(ty: Attribute) -> int:
+    assert isinstance(ty, TensorType)
+    count = 1
+    for dim in ty.get_shape():
+        count *= dim
+    width = getattr(ty.element_type, "bitwidth", 32)
+    return count * max(width // 8, 1)
+
+
+# --- Phase 2: lifetimes ------------------------------------------------------------------
+
+
+def last_uses(main: func.FuncOp) -> dict[SSAValue, int]:
+    """The index of the op that uses each tensor last (returned tensors: past the end)."""
+    last: dict[SSAValue, int] = {}
+    ops = list(main.body.block.ops)
+    for index, op in enumerate(ops):
+        end = len(ops) if isinstance(op, func.ReturnOp) else index
+        for operand in op.operands:
+            last[operand] = end
+    return last
+
+
+# --- Phase 3: assign ---------------------------------------------------------------------
+
+
+@dataclass
+class StoragePlan:
+    """Storage id per tensor, and each storage's scope and size in bytes."""
+
+    ids: dict[SSAValue, int] = field(default_factory=dict)
+    scopes: list[SEScopeAttr] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    free: dict[SEScopeAttr, list[int]] = field(default_factory=dict)
+
+    def fresh(self, scope: SEScopeAttr, size: int) -> int:
+        self.scopes.append(scope)
+        self.sizes.append(size)
+        return len(self.sizes) - 1
+
+    def reuse(self, scope: SEScopeAttr, size: int) -> int:
+        """The smallest released storage of `scope` that fits, else the largest (grown)."""
+        free = self.free.get(scope, [])
+        if not free:
+            return self.fresh(scope, size)
+        fitting = [sid for sid in free if self.sizes[sid] >= size]
+        sid = min(fitting, key=lambda s: self.sizes[s]) if fitting else max(free, key=lambda s: self.sizes[s])
+        free.remove(sid)
+        self.sizes[sid] = max(self.sizes[sid], size)
+        return sid
+
+    def release(self, sid: int) -> None:
+        self.free.setdefault(self.scopes[sid], []).append(sid)
+
+
+def plan_storage(main: func.FuncOp) -> StoragePlan:
+    plan = StoragePlan()
+    last = last_uses(main)
+    end = len(list(main.body.block.ops))
+    for arg in main.args:
+        plan.ids[arg] = plan.fresh(scope_of(arg), nbytes(arg.type))
+    for index, op in enumerate(main.body.block.ops):
+        if isinstance(op, func.ReturnOp):
+            break
+        _assign(plan, op.results[0], pinned=isinstance(op, relay.ConstantOp) or last.get(op.results[0]) == end)
+        for value in {*op.operands, op.results[0]}:
+            if last.get(value, index) == index and _is_intermediate(value, last, end):
+                plan.release(plan.ids[value])
+    return plan
+
+
+def _assign(plan: StoragePlan, value: SSAValue, pinned: bool) -> None:
+    scope, size = scope_of(value), nbytes(value.type)
+    plan.ids[value] = plan.fresh(scope, size) if pinned else plan.reuse(scope, size)
+
+
+def _is_intermediate(value: SSAValue, last: dict[SSAValue, int], end: int) -> bool:
+    if isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp):
+        return False
+    return last.get(value) != end
+
+
+# --- Phase 4: write back -----------------------------------------------------------------
+
+
+def write_back(main: func.FuncOp, plan: StoragePlan) -> None:
+    for op in main.body.block.ops:
+        if op.results:
+            op.attributes[STORAGE_ID] = IntegerAttr(plan.ids[op.results[0]], i64)
+    attrs = [arg_attrs(main, i) | {STORAGE_ID: IntegerAttr(plan.ids[a], i64)} for i, a in enumerate(main.args)]
+    main.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in attrs])
+
+
+def storage_id(value: SSAValue) -> int | None:
+    """The storage id plan-memory recorded for a tensor of @main, or None."""
+    if isinstance(value, BlockArgument):
+        attr = arg_attrs(value.owner.parent_op(), value.index).get(STORAGE_ID)  # type: ignore[arg-type]
+    else:
+        attr = value.owner.attributes.get(STORAGE_ID)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def _fail(op: Operation, message: str) -> None:
+    message = f"{location_of(op)}: plan-memory {message}"
+    op.emit_error(message, CompileError(message))
