@@ -8,6 +8,8 @@ from xdsl.utils.target import Target
 # target name -> (module under xrelay.targets, class name)
 TARGETS: dict[str, tuple[str, str]] = {
     "graph-json": ("graph_json", "GraphJSONTarget"),
+    "c": ("c", "CTarget"),
+    "opencl": ("opencl", "OpenCLTarget"),
 }
 
 

@@ -1,0 +1,56 @@
+"""
+`-t c`: the C kernels of the cpu-scoped kernels of a lowered module.
+
+C99 with `restrict` buffers, the outermost parallel nest as `for` loops (the builder runs each
+kernel once per launch), and `float` maths (`expf`, ...). Max and min are written as
+`a > b ? a : b`: gcc 12 does not vectorise a loop that calls `fmaxf`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.utils.target import Target
+
+from xrelay.targets.c_style import COMMON_CODE, CStyleEmitter, Expr, kernel_scope, lowered_kernels
+
+
+class CEmitter(CStyleEmitter):
+    target = "c"
+    header = "#include <math.h>\n"
+    kernel_prefix = "void"
+    pointer_qualifier = "restrict "
+    code_for_op: ClassVar[dict[type[Operation], Expr]] = {
+        **COMMON_CODE,
+        arith.MaximumfOp: lambda a, b: f"{a} > {b} ? {a} : {b}",
+        arith.MinimumfOp: lambda a, b: f"{a} < {b} ? {a} : {b}",
+        arith.MaxnumfOp: lambda a, b: f"fmaxf({a}, {b})",
+        arith.MinnumfOp: lambda a, b: f"fminf({a}, {b})",
+        math.ExpOp: lambda a: f"expf({a})",
+        math.LogOp: lambda a: f"logf({a})",
+        math.SqrtOp: lambda a: f"sqrtf({a})",
+        math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
+        math.TanhOp: lambda a: f"tanhf({a})",
+        math.AbsFOp: lambda a: f"fabsf({a})",
+        math.ErfOp: lambda a: f"erff({a})",
+        math.PowFOp: lambda a, b: f"powf({a}, {b})",
+        math.FloorOp: lambda a: f"floorf({a})",
+        math.CeilOp: lambda a: f"ceilf({a})",
+        math.FmaOp: lambda a, b, c: f"fmaf({a}, {b}, {c})",
+    }
+
+
+@dataclass(frozen=True)
+class CTarget(Target):
+    """Prints the C kernels of the cpu scopes of a lowered module."""
+
+    name = "c"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        kernels = [k for k in lowered_kernels(module, self.name) if kernel_scope(k).device == "cpu"]
+        output.write(CEmitter.render_unit(kernels))

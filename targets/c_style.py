@@ -1,0 +1,582 @@
+"""
+The C-style kernel emitter that C and OpenCL C share (tinygrad's `CStyleLanguage` shape).
+
+Input: a kernel made by convert-relay-to-loops,
+
+    func.func @fused_add(%in0: memref<4x8xf32>, %in1: memref<8xf32>, %out0: memref<4x8xf32>)
+        attributes {relay.se_scope = #relay.se_scope<...>} {
+      <arith.constant ops>
+      "scf.parallel"(...) ({ ^bb0(%i: index, %j: index): ... scf.reduce })
+      func.return
+    }
+
+whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
+memref.load/store/alloca, arith and math. Output: one C-style function per kernel. Memrefs are
+flat pointers indexed with linearised row-major strides; constants are inlined as literals;
+every other value is a local variable named after its SSA name.
+
+What the two languages differ in are class attributes of a `CStyleEmitter` subclass (see
+`targets/c.py`, `targets/opencl.py`): the kernel qualifier, the address-space prefix and pointer
+qualifier of buffers, how the outermost parallel dimensions are obtained (`for` loops in C,
+`get_global_id` with a bounds check in OpenCL), and the spelling of each arithmetic op
+(`code_for_op`, e.g. `expf` against `exp`). Ops are printed by a `singledispatchmethod` with
+one overload per op class, like xDSL's WGSL printer; an op no overload or `code_for_op` entry
+knows is a `CompileError` naming the op and the target.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import singledispatchmethod
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.errors import CompileError, location_of
+
+SCOPE_ATTR = "relay.se_scope"
+
+# OpenCL has at most three NDRange dimensions; deeper nests merge their leading dimensions.
+MAX_NDRANGE_DIMS = 3
+
+# relay ops that may stay in a lowered module (the graph around the kernels).
+GRAPH_OPS = (relay.LaunchOp, relay.ConstantOp, relay.DeviceCopyOp)
+
+Expr = Callable[..., str]
+
+
+# --- finding the kernels of a lowered module ------------------------------------------------
+
+
+def lowered_kernels(module: ModuleOp, target: str) -> list[func.FuncOp]:
+    """The kernel functions of a lowered module, in module order.
+
+    Raises a `CompileError` at the first relay op that lowering should have removed.
+    """
+    for op in module.walk():
+        if isinstance(op, relay.FusedOp | relay.RelayOp) and not isinstance(op, GRAPH_OPS):
+            _fail(
+                op,
+                f"the {target} target expects a lowered module, but found '{op.name}' at "
+                f"{location_of(op)}; run convert-relay-to-loops first "
+                "(e.g. -p 'plan-devices,fuse-ops,convert-relay-to-loops')",
+            )
+    return [
+        op
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and isinstance(op.attributes.get(SCOPE_ATTR), SEScopeAttr)
+    ]
+
+
+def kernel_scope(kernel: func.FuncOp) -> SEScopeAttr:
+    scope = kernel.attributes[SCOPE_ATTR]
+    assert isinstance(scope, SEScopeAttr)
+    return scope
+
+
+def _fail(op: Operation, message: str) -> None:
+    op.emit_error(message, CompileError(message))
+
+
+# --- the structure of a kernel --------------------------------------------------------------
+
+
+def outer_parallel(kernel: func.FuncOp, target: str) -> scf.ParallelOp | None:
+    """The kernel's one top-level scf.parallel (None for a kernel without one)."""
+    nests = [op for op in kernel.body.block.ops if isinstance(op, scf.ParallelOp)]
+    if len(nests) > 1:
+        _fail(
+            nests[1],
+            f"the {target} target expects one top-level scf.parallel in kernel "
+            f"@{kernel.sym_name.data}, but found {len(nests)}",
+        )
+    return nests[0] if nests else None
+
+
+def constant_index(value: SSAValue, target: str) -> int:
+    """The value of an index constant (bounds of the outermost parallel must be constants)."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    owner = op if isinstance(op, Operation) else op.block.parent_op()
+    assert owner is not None
+    _fail(owner, f"the {target} target expects constant loop bounds, but found {value}")
+    raise AssertionError("unreachable")
+
+
+def trip_counts(loop: scf.ParallelOp, target: str) -> tuple[int, ...]:
+    counts = []
+    for lb, ub, step in zip(loop.lowerBound, loop.upperBound, loop.step):
+        lo, hi, st = (constant_index(v, target) for v in (lb, ub, step))
+        counts.append(max(0, -(-(hi - lo) // st)))
+    return tuple(counts)
+
+
+def ndrange_groups(rank: int) -> list[list[int]]:
+    """Which parallel dims each NDRange dim covers: one each, leading ones merged beyond 3."""
+    if rank <= MAX_NDRANGE_DIMS:
+        return [[d] for d in range(rank)]
+    merged = rank - MAX_NDRANGE_DIMS + 1
+    return [list(range(merged)), *([d] for d in range(merged, rank))]
+
+
+def global_size(kernel: func.FuncOp, target: str) -> tuple[int, ...]:
+    """The NDRange of a kernel: the trip counts of its outermost scf.parallel.
+
+    Leading dimensions merge into one when there are more than three (OpenCL's limit); a
+    kernel without a parallel nest (or with a 0-d one) runs as one work-item.
+    """
+    loop = outer_parallel(kernel, target)
+    counts = trip_counts(loop, target) if loop is not None else ()
+    if not counts:
+        return (1,)
+    return tuple(math.prod(counts[d] for d in group) for group in ndrange_groups(len(counts)))
+
+
+# --- literals and types ---------------------------------------------------------------------
+
+
+def float_literal(value: float) -> str:
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    text = f"{np.float32(value):.9g}"
+    if not any(c in text for c in ".e"):
+        text += ".0"
+    return f"({text}f)" if text.startswith("-") else f"{text}f"
+
+
+def int_literal(value: int) -> str:
+    return f"({value})" if value < 0 else str(value)
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for size in reversed(shape):
+        strides.append(acc)
+        acc *= size
+    return strides[::-1]
+
+
+# --- the emitter ----------------------------------------------------------------------------
+
+
+class CStyleEmitter:
+    """Prints one kernel `func.func` as a C-style function; subclasses set the language."""
+
+    # --- what the languages differ in (class attributes) ---
+    target: ClassVar[str]  # the -t name, used in messages
+    header: ClassVar[str]  # text before the kernels of a translation unit
+    kernel_prefix: ClassVar[str]  # "void" / "__kernel void"
+    buffer_prefix: ClassVar[str] = ""  # address space of the pointer arguments
+    pointer_qualifier: ClassVar[str] = ""  # "restrict" in C
+    # Format of the i-th NDRange index ("get_global_id({})"), or None for `for` loops.
+    global_id: ClassVar[str | None] = None
+    index_type: ClassVar[str] = "long"
+    # Pure ops as expressions over their operands' C expressions.
+    code_for_op: ClassVar[dict[type[Operation], Expr]]
+
+    def __init__(self, kernel: func.FuncOp):
+        self.kernel = kernel
+        self.lines: list[str] = []
+        self.depth = 0
+        self.names: dict[SSAValue, str] = {}
+        self.dead = dead_ops(kernel)
+
+    # --- entry point ---
+
+    @classmethod
+    def render_kernel(cls, kernel: func.FuncOp) -> str:
+        emitter = cls(kernel)
+        emitter.emit_kernel()
+        return "\n".join(emitter.lines) + "\n"
+
+    @classmethod
+    def render_unit(cls, kernels: Iterable[func.FuncOp]) -> str:
+        """A complete translation unit: the header, then each kernel."""
+        parts = [cls.header] if cls.header else []
+        return "\n".join([*parts, *(cls.render_kernel(k) for k in kernels)])
+
+    # --- helpers ---
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def fail(self, op: Operation, message: str) -> None:
+        _fail(op, f"the {self.target} target {message}")
+
+    def c_type(self, ty: Attribute, op: Operation) -> str:
+        if isinstance(ty, Float32Type):
+            return "float"
+        if isinstance(ty, IndexType):
+            return self.index_type
+        if isinstance(ty, IntegerType) and ty.width.data in (1, 32):
+            return "int"  # C's comparisons yield int; i1 values stay 0 or 1
+        if isinstance(ty, IntegerType) and ty.width.data == 64:
+            return "long"
+        self.fail(op, f"cannot represent type {ty} (in '{op.name}')")
+        raise AssertionError("unreachable")
+
+    def expr(self, value: SSAValue) -> str:
+        """The C expression of a value: a literal for constants, else its variable."""
+        op = value.owner
+        if isinstance(op, arith.ConstantOp):
+            return self.constant(op)
+        return self.names[value]
+
+    def constant(self, op: arith.ConstantOp) -> str:
+        attr = op.value
+        if isinstance(attr, FloatAttr):
+            return float_literal(attr.value.data)
+        if isinstance(attr, IntegerAttr):
+            return int_literal(attr.value.data)
+        self.fail(op, f"cannot print the constant {attr}")
+        raise AssertionError("unreachable")
+
+    def declare(self, value: SSAValue, prefix: str = "v") -> str:
+        """Gives `value` a fresh C name (its SSA name plus a number, so none collide)."""
+        hint = re.sub(r"\W", "_", value.name_hint or "")
+        name = f"{hint}_{len(self.names)}" if hint else f"{prefix}{len(self.names)}"
+        self.names[value] = name
+        return name
+
+    def assign(self, value: SSAValue, rhs: str, op: Operation) -> None:
+        self.line(f"{self.c_type(value.type, op)} {self.declare(value)} = {rhs};")
+
+    def index(self, ref: SSAValue, indices: Sequence[SSAValue]) -> str:
+        ty = ref.type
+        assert isinstance(ty, MemRefType)
+        terms = []
+        for idx, stride in zip(indices, row_major_strides(ty.get_shape())):
+            e = self.expr(idx)
+            if e != "0":
+                terms.append(e if stride == 1 else f"{e} * {stride}")
+        return " + ".join(terms) or "0"
+
+    def body(self, block: Block) -> None:
+        self.depth += 1
+        for op in block.ops:
+            self.emit(op)
+        self.depth -= 1
+
+    def for_loop(self, iv: SSAValue, lb: SSAValue, ub: SSAValue, step: SSAValue) -> None:
+        i = self.declare(iv, "i")
+        inc = f"{i}++" if self.expr(step) == "1" else f"{i} += {self.expr(step)}"
+        self.line(f"for ({self.index_type} {i} = {self.expr(lb)}; {i} < {self.expr(ub)}; {inc}) {{")
+
+    def discard_unused(self, values: Iterable[SSAValue]) -> None:
+        for v in values:
+            if not v.uses:
+                self.line(f"(void){self.names[v]};")
+
+    # --- the function ---
+
+    def emit_kernel(self) -> None:
+        kernel = self.kernel
+        params = [self.parameter(arg, i, len(kernel.args)) for i, arg in enumerate(kernel.args)]
+        self.line(f"{self.kernel_prefix} {kernel.sym_name.data}({', '.join(params)}) {{")
+        self.depth += 1
+        for arg in kernel.args:
+            if not arg.uses:
+                self.line(f"(void){self.names[arg]};")
+        for op in kernel.body.block.ops:
+            if isinstance(op, scf.ParallelOp):
+                self.emit_outer_parallel(op)
+            else:
+                self.emit(op)
+        self.depth -= 1
+        self.line("}")
+
+    def parameter(self, arg: SSAValue, position: int, count: int) -> str:
+        ty = arg.type
+        if not isinstance(ty, MemRefType) or any(d < 0 for d in ty.get_shape()):
+            self.fail(self.kernel, f"expects kernel arguments of static memref type, but "
+                      f"@{self.kernel.sym_name.data} has {ty}")
+        assert isinstance(ty, MemRefType)
+        if not isinstance(ty.layout, NoneAttr) and not _is_identity(ty.layout):
+            self.fail(self.kernel, f"expects row-major memrefs, but found {ty}")
+        is_output = position == count - 1
+        name = "out0" if is_output else f"in{position}"
+        self.names[arg] = name
+        const = "" if is_output else "const "
+        qualifier = f"{self.pointer_qualifier}" if self.pointer_qualifier else ""
+        elt = self.c_type(ty.element_type, self.kernel)
+        return f"{self.buffer_prefix}{const}{elt} *{qualifier}{name}"
+
+    def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
+        if self.global_id is None:
+            self.emit(op)
+            return
+        if op.initVals:
+            self.fail(op, "cannot map a top-level scf.parallel with reductions onto the NDRange")
+        counts = trip_counts(op, self.target)
+        ivs = op.body.block.args
+        for ndim, group in enumerate(ndrange_groups(len(ivs))):
+            gid = f"gid{ndim}"
+            total = math.prod(counts[d] for d in group)
+            self.line(f"const {self.index_type} {gid} = {self.global_id.format(ndim)};")
+            self.line(f"if ({gid} >= {total}) return;")
+            for k, d in enumerate(group):
+                inner = math.prod(counts[e] for e in group[k + 1 :])
+                pos = gid if inner == 1 else f"{gid} / {inner}"
+                if k > 0:
+                    pos = f"({pos}) % {counts[d]}" if inner != 1 else f"{gid} % {counts[d]}"
+                lb, step = self.expr(op.lowerBound[d]), self.expr(op.step[d])
+                if step != "1":
+                    pos = f"({pos}) * {step}"
+                if lb != "0":
+                    pos = f"{lb} + {pos}"
+                self.line(f"const {self.index_type} {self.declare(ivs[d], 'i')} = {pos};")
+        for inner_op in op.body.block.ops:
+            self.emit(inner_op)
+
+    # --- one overload per op class ---
+
+    @singledispatchmethod
+    def emit(self, op: Operation) -> None:
+        if op in self.dead:
+            return
+        expression = self.code_for_op.get(type(op))
+        if expression is None or len(op.results) != 1:
+            self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}")
+            return
+        self.assign(op.results[0], expression(*(self.expr(v) for v in op.operands)), op)
+
+    @emit.register
+    def _(self, op: arith.ConstantOp) -> None:
+        self.constant(op)  # inlined where used; checks that it is printable
+
+    @emit.register
+    def _(self, op: arith.CmpfOp) -> None:
+        if op in self.dead:
+            return
+        predicate = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+        self.assign(op.result, CMPF[predicate](self.expr(op.lhs), self.expr(op.rhs)), op)
+
+    @emit.register
+    def _(self, op: arith.CmpiOp) -> None:
+        if op in self.dead:
+            return
+        predicate = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        lhs, rhs = self.expr(op.lhs), self.expr(op.rhs)
+        if predicate.startswith("u"):
+            lhs, rhs = f"(unsigned long){lhs}", f"(unsigned long){rhs}"
+        self.assign(op.result, f"{lhs} {CMPI[predicate]} {rhs}", op)
+
+    @emit.register
+    def _(self, op: arith.IndexCastOp | arith.SIToFPOp) -> None:
+        if op in self.dead:
+            return
+        self.assign(op.result, f"({self.c_type(op.result.type, op)}){self.expr(op.input)}", op)
+
+    @emit.register
+    def _(self, op: arith.UIToFPOp) -> None:
+        if op in self.dead:
+            return
+        self.assign(op.result, f"(float)(unsigned long){self.expr(op.input)}", op)
+
+    @emit.register
+    def _(self, op: func.ReturnOp) -> None:
+        pass  # the kernel's last op: the closing brace returns
+
+    @emit.register
+    def _(self, op: memref.LoadOp) -> None:
+        if op in self.dead:
+            return
+        self.assign(op.res, f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]", op)
+
+    @emit.register
+    def _(self, op: memref.StoreOp) -> None:
+        target = f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]"
+        self.line(f"{target} = {self.expr(op.value)};")
+
+    @emit.register
+    def _(self, op: memref.AllocaOp) -> None:
+        ty = op.memref.type
+        assert isinstance(ty, MemRefType)
+        if op.dynamic_sizes or any(d < 0 for d in ty.get_shape()):
+            self.fail(op, f"expects scratch buffers of static shape, but found {ty}")
+        elt = self.c_type(ty.element_type, op)
+        self.line(f"{elt} {self.declare(op.memref, 'buf')}[{max(1, math.prod(ty.get_shape()))}];")
+
+    @emit.register
+    def _(self, op: scf.ForOp) -> None:
+        iv, *carried = op.body.block.args
+        for init, arg, res in zip(op.iter_args, carried, op.res):
+            self.assign(res, self.expr(init), op)
+            self.names[arg] = self.names[res]  # the carried value is the result's variable
+        self.for_loop(iv, op.lb, op.ub, op.step)
+        self.body(op.body.block)
+        self.line("}")
+        self.discard_unused(op.res)
+
+    @emit.register
+    def _(self, op: scf.ParallelOp) -> None:
+        """An inner nest (or any nest in C): plain loops; reductions fold into accumulators."""
+        block = op.body.block
+        for init, res in zip(op.initVals, op.res):
+            self.assign(res, self.expr(init), op)
+        for iv, lb, ub, step in zip(block.args, op.lowerBound, op.upperBound, op.step):
+            self.for_loop(iv, lb, ub, step)
+            self.depth += 1
+        for inner in block.ops:
+            self.emit(inner)
+        for _ in block.args:
+            self.depth -= 1
+            self.line("}")
+        self.discard_unused(op.res)
+
+    @emit.register
+    def _(self, op: scf.ReduceOp) -> None:
+        parent = op.parent_op()
+        assert isinstance(parent, scf.ParallelOp)
+        for value, region, acc in zip(op.args, op.reductions, parent.res):
+            lhs, rhs = region.block.args
+            self.names[lhs], self.names[rhs] = self.names[acc], self.expr(value)
+            self.line("{")
+            self.body(region.block)
+            self.line("}")
+
+    @emit.register
+    def _(self, op: scf.ReduceReturnOp) -> None:
+        reduce = op.parent_op()
+        assert isinstance(reduce, scf.ReduceOp)
+        parallel = reduce.parent_op()
+        assert isinstance(parallel, scf.ParallelOp)
+        region = op.parent_region()
+        index = list(reduce.reductions).index(region)
+        self.line(f"{self.names[parallel.res[index]]} = {self.expr(op.result)};")
+
+    @emit.register
+    def _(self, op: scf.IfOp) -> None:
+        for res in op.output:
+            self.line(f"{self.c_type(res.type, op)} {self.declare(res)};")
+        self.line(f"if ({self.expr(op.cond)}) {{")
+        self.body(op.true_region.block)
+        if op.false_region.blocks and op.false_region.block.ops:
+            self.line("} else {")
+            self.body(op.false_region.block)
+        self.line("}")
+        self.discard_unused(op.output)
+
+    @emit.register
+    def _(self, op: scf.YieldOp) -> None:
+        parent = op.parent_op()
+        if isinstance(parent, scf.ForOp):
+            targets = list(parent.res)
+        elif isinstance(parent, scf.IfOp):
+            targets = list(parent.output)
+        else:
+            self.fail(op, f"cannot emit 'scf.yield' inside '{parent.name if parent else '?'}'")
+            return
+        self.parallel_assign([self.names[t] for t in targets], [self.expr(v) for v in op.operands], op)
+
+    def parallel_assign(self, targets: list[str], values: list[str], op: Operation) -> None:
+        """`targets = values` all at once: through temporaries when a value is another target."""
+        pairs = [(t, v) for t, v in zip(targets, values) if t != v]
+        if not any(v in targets for _, v in pairs):
+            for t, v in pairs:
+                self.line(f"{t} = {v};")
+            return
+        types = [self.c_type(r.type, op) for r in op.operands]
+        temps = [f"tmp_{t}" for t, _ in pairs]
+        kept = [ty for ty, t, v in zip(types, targets, values) if t != v]
+        for ty, tmp, (_, v) in zip(kept, temps, pairs):
+            self.line(f"{ty} {tmp} = {v};")
+        for tmp, (t, _) in zip(temps, pairs):
+            self.line(f"{t} = {tmp};")
+
+
+def _is_identity(layout: Attribute) -> bool:
+    if isinstance(layout, StridedLayoutAttr):
+        return False
+    return str(layout) in ("affine_map<(d0) -> (d0)>",)
+
+
+# Values nothing reads are left out, so the C compiles without unused-variable warnings.
+PURE_VALUE_OPS = (memref.LoadOp, arith.ConstantOp)
+
+
+def dead_ops(kernel: func.FuncOp) -> set[Operation]:
+    """Pure value ops whose results nothing live reads (transitively)."""
+    candidates = [
+        op
+        for op in kernel.walk()
+        if len(op.results) == 1
+        and (isinstance(op, PURE_VALUE_OPS) or (op.dialect_name() in ("arith", "math")))
+    ]
+    dead: set[Operation] = set()
+    changed = True
+    while changed:
+        changed = False
+        for op in candidates:
+            if op not in dead and all(u.operation in dead for u in op.results[0].uses):
+                dead.add(op)
+                changed = True
+    return dead
+
+
+# --- comparisons ----------------------------------------------------------------------------
+
+# arith.cmpf: C's <, <=, >, >=, == are ordered (false on NaN) and != is unordered.
+CMPF: dict[str, Expr] = {
+    "false": lambda a, b: "0",
+    "oeq": lambda a, b: f"{a} == {b}",
+    "ogt": lambda a, b: f"{a} > {b}",
+    "oge": lambda a, b: f"{a} >= {b}",
+    "olt": lambda a, b: f"{a} < {b}",
+    "ole": lambda a, b: f"{a} <= {b}",
+    "one": lambda a, b: f"({a} < {b} || {a} > {b})",
+    "ord": lambda a, b: f"({a} == {a} && {b} == {b})",
+    "ueq": lambda a, b: f"!({a} < {b} || {a} > {b})",
+    "ugt": lambda a, b: f"!({a} <= {b})",
+    "uge": lambda a, b: f"!({a} < {b})",
+    "ult": lambda a, b: f"!({a} >= {b})",
+    "ule": lambda a, b: f"!({a} > {b})",
+    "une": lambda a, b: f"{a} != {b}",
+    "uno": lambda a, b: f"({a} != {a} || {b} != {b})",
+    "true": lambda a, b: "1",
+}
+
+CMPI = {
+    "eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+    "ult": "<", "ule": "<=", "ugt": ">", "uge": ">=",
+}  # fmt: skip
+
+# Ops both languages spell the same way.
+COMMON_CODE: dict[type[Operation], Expr] = {
+    arith.AddfOp: lambda a, b: f"{a} + {b}",
+    arith.SubfOp: lambda a, b: f"{a} - {b}",
+    arith.MulfOp: lambda a, b: f"{a} * {b}",
+    arith.DivfOp: lambda a, b: f"{a} / {b}",
+    arith.NegfOp: lambda a: f"-{a}",
+    arith.AddiOp: lambda a, b: f"{a} + {b}",
+    arith.SubiOp: lambda a, b: f"{a} - {b}",
+    arith.MuliOp: lambda a, b: f"{a} * {b}",
+    arith.DivSIOp: lambda a, b: f"{a} / {b}",  # both truncate toward zero
+    arith.RemSIOp: lambda a, b: f"{a} % {b}",
+    arith.MaxSIOp: lambda a, b: f"{a} > {b} ? {a} : {b}",
+    arith.MinSIOp: lambda a, b: f"{a} < {b} ? {a} : {b}",
+    arith.AndIOp: lambda a, b: f"{a} & {b}",
+    arith.OrIOp: lambda a, b: f"{a} | {b}",
+    arith.XOrIOp: lambda a, b: f"{a} ^ {b}",
+    arith.SelectOp: lambda c, a, b: f"{c} ? {a} : {b}",
+}
