@@ -7,6 +7,7 @@ from xdsl.passes import ModulePass
 
 # CLI name -> (module under xrelay.transforms, class name)
 PASSES: dict[str, tuple[str, str]] = {
+    "plan-devices": ("plan_devices", "PlanDevicesPass"),
     "inline-calls": ("inline_calls", "InlineCallsPass"),
     "plan-memory": ("plan_memory", "PlanMemoryPass"),
 }

@@ -1,0 +1,472 @@
+"""
+plan-devices: give every relay value an SEScope (where its result is stored and computed).
+
+Words: a *domain* is a set of values that must share one scope (`device_domains.py`); a
+*consumer* is an op that reads a value where it is (a primitive op, `func.call`,
+`func.return`); an *annotation* is `relay.on_device` or `relay.device_copy`, which consumers
+see through. Ordinary values (parameters, primitive and call results, device_copy results,
+pinned constants) have one domain that every use shares; an `on_device` result and an
+unpinned constant are planned per use.
+
+Constraints come from `relay.on_device` (`se_scope` on its operand with `constrain_body`, on
+each use of its result with `constrain_result`, and on the function result when returned),
+`relay.device_copy` (`src_se_scope`/`dst_se_scope`), `relay.se_scope` argument/result
+attributes of functions, and `se_scope` already on relay ops (pinned ops, earlier runs).
+
+Phase 0, check: build the CompilationConfig; every scope in the input must name a device with
+  a target and that device's configured target; fused or lowered ops are rejected.
+Phase 1, collect and solve: functions' parameter and result domains first, then every op in
+  program order. A primitive op, its operands and its result share one domain; calls share
+  the callee's domains; `func.return` shares the function's result domains. Domains are
+  joined as constraints are found, so a conflict is reported at the op that raises it.
+Phase 2, default: free on_devices (both flags false) first, in program order: each use takes
+  Default(use, operand), then the operand Default(operand, first use). Then, functions in
+  module order, results take Default(result, default scope) and parameters
+  Default(parameter, first result). Every other domain takes Default(domain, default scope).
+Phase 3, write back: canonical `se_scope` on every relay op but device_copy, canonical
+  `relay.se_scope` on every function argument and result. Each consumer operand is rewired
+  to its source value (through annotations) on the consumer's scope: the value itself when
+  the scopes agree, else one `relay.device_copy` per (value, scope), reusing an explicit copy
+  where there is one. Unpinned constants are materialised once per scope they are used on.
+  `relay.on_device` and redundant copies disappear.
+
+Invariants: input and output verify; the output has no `relay.on_device`; running the pass on
+its own output changes nothing; interpretation results are unchanged.
+Not handled: control flow (functions are single blocks), host-only ops (there are none yet),
+device polymorphism of functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.errors import ConfigError, PlacementError, location_of
+from xrelay.transforms.compilation_config import CompilationConfig, TARGET_KIND_DEVICES, target_kind
+from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
+
+SCOPE_ATTR = "relay.se_scope"
+PASS_ORDER = "plan-devices, fuse-ops, convert-relay-to-loops"
+
+
+@dataclass(frozen=True)
+class PlanDevicesPass(ModulePass):
+    """Plans a canonical SEScope for every value; inserts the copies the plan needs."""
+
+    name = "plan-devices"
+
+    targets: tuple[str, ...] = ("c",)
+    default_device: str | None = None
+    host_target: str = "c"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        config = CompilationConfig.from_options(self.targets, self.default_device, self.host_target)
+        functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
+        constraints = collect_constraints(config, functions)
+        apply_defaults(constraints)
+        WriteBack(constraints).run()
+
+
+# --- Phase 0 and 1: check, collect and solve ----------------------------------------------------
+
+
+@dataclass
+class Constraints:
+    """The domains of one module and what they belong to."""
+
+    config: CompilationConfig
+    functions: list[func.FuncOp]
+    domains: DeviceDomains = field(default_factory=DeviceDomains)
+    values: dict[SSAValue, Domain] = field(default_factory=dict)
+    """Values whose uses all share one domain."""
+    ops: dict[Operation, Domain] = field(default_factory=dict)
+    """A primitive op's domain, an on_device's operand domain, a device_copy's source domain."""
+    params: dict[str, list[Domain]] = field(default_factory=dict)
+    results: dict[str, list[Domain]] = field(default_factory=dict)
+    free: list[relay.OnDeviceOp] = field(default_factory=list)
+    order: dict[Operation, int] = field(default_factory=dict)
+
+    def demand(self, consumer: Operation, index: int) -> Domain:
+        """The domain in which `consumer` reads its operand `index`."""
+        if isinstance(consumer, func.CallOp):
+            return self.params[consumer.callee.string_value()][index]
+        if isinstance(consumer, func.ReturnOp):
+            parent = consumer.parent_op()
+            assert isinstance(parent, func.FuncOp)
+            return self.results[parent.sym_name.data][index]
+        return self.ops[consumer]
+
+
+def collect_constraints(config: CompilationConfig, functions: list[func.FuncOp]) -> Constraints:
+    c = Constraints(config, functions)
+    for fn in functions:
+        _collect_signature(c, fn)
+    for fn in functions:
+        for op in _body_ops(fn):
+            c.order[op] = len(c.order)
+            _collect_op(c, op)
+    return c
+
+
+def _body_ops(fn: func.FuncOp) -> list[Operation]:
+    return [op for block in fn.body.blocks for op in block.ops]
+
+
+def _collect_signature(c: Constraints, fn: func.FuncOp) -> None:
+    name = fn.sym_name.data
+    ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
+    c.params[name] = [
+        _attr_domain(c, fn, fn.arg_attrs, i, f"argument {_arg_name(fn, i)} of @{name}")
+        for i in range(len(ins))
+    ]
+    c.results[name] = [
+        _attr_domain(c, fn, fn.res_attrs, i, f"result #{i} of @{name}") for i in range(len(outs))
+    ]
+    if not fn.is_declaration:
+        for arg, domain in zip(fn.args, c.params[name]):
+            c.values[arg] = domain
+
+
+def _arg_name(fn: func.FuncOp, index: int) -> str:
+    if not fn.is_declaration and fn.args[index].name_hint:
+        return f"%{fn.args[index].name_hint}"
+    return f"#{index}"
+
+
+def _attr_domain(
+    c: Constraints, fn: func.FuncOp, attrs: ArrayAttr[DictionaryAttr] | None, index: int, what: str
+) -> Domain:
+    scope = attrs.data[index].data.get(SCOPE_ATTR) if attrs is not None else None
+    if scope is None:
+        return c.domains.fresh()
+    if not isinstance(scope, SEScopeAttr):
+        msg = f"expected {SCOPE_ATTR} of {what} to be a #relay.se_scope, but found {scope}"
+        fn.emit_error(msg, PlacementError(msg))
+    scope = _checked(c, fn, scope, f"{SCOPE_ATTR} of {what}")
+    return c.domains.fresh(scope, f"{SCOPE_ATTR} of {what}")
+
+
+def _collect_op(c: Constraints, op: Operation) -> None:
+    if isinstance(op, relay.ConstantOp):
+        _collect_constant(c, op)
+    elif isinstance(op, relay.PRIMITIVE_OPS):
+        _collect_primitive(c, op)
+    elif isinstance(op, relay.OnDeviceOp):
+        _collect_on_device(c, op)
+    elif isinstance(op, relay.DeviceCopyOp):
+        _collect_device_copy(c, op)
+    elif isinstance(op, func.CallOp):
+        _collect_call(c, op)
+    elif isinstance(op, func.ReturnOp):
+        for i in range(len(op.operands)):
+            _consume(c, op, i, c.demand(op, i))
+    else:
+        _reject(op)
+
+
+def _collect_constant(c: Constraints, op: relay.ConstantOp) -> None:
+    """A pinned constant is an ordinary value; an unpinned one is planned per use."""
+    if op.se_scope is None:
+        return
+    origin = f"se_scope of 'relay.constant' at {location_of(op)}"
+    domain = c.domains.fresh(_checked(c, op, op.se_scope, "se_scope"), origin)
+    c.ops[op] = c.values[op.res] = domain
+
+
+def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
+    domain = c.domains.fresh()
+    if op.se_scope is not None:
+        scope = _checked(c, op, op.se_scope, "se_scope")
+        c.domains.constrain(domain, scope, f"se_scope of '{op.name}' at {location_of(op)}")
+    c.ops[op] = domain
+    for i in range(len(op.operands)):
+        _consume(c, op, i, domain)
+    for result in op.results:
+        c.values[result] = domain
+
+
+def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
+    scope = _checked(c, op, op.se_scope, "se_scope")
+    body = c.domains.fresh()
+    c.ops[op] = body
+    if op.constrains_body:
+        c.domains.constrain(body, scope, f"relay.on_device at {location_of(op)}")
+    elif not op.constrains_result:
+        c.free.append(op)
+    _consume(c, op, 0, body)
+
+
+def _collect_device_copy(c: Constraints, op: relay.DeviceCopyOp) -> None:
+    loc = location_of(op)
+    src = _checked(c, op, op.src_se_scope, "src_se_scope")
+    dst = _checked(c, op, op.dst_se_scope, "dst_se_scope")
+    c.ops[op] = c.domains.fresh(src, f"src_se_scope of relay.device_copy at {loc}")
+    _consume(c, op, 0, c.ops[op])
+    c.values[op.res] = c.domains.fresh(dst, f"dst_se_scope of relay.device_copy at {loc}")
+
+
+def _collect_call(c: Constraints, op: func.CallOp) -> None:
+    callee = op.callee.string_value()
+    if callee not in c.params:
+        msg = f"plan-devices cannot place a call to @{callee}: it is not a function of this module"
+        op.emit_error(msg, PlacementError(msg))
+    for i in range(len(op.operands)):
+        _consume(c, op, i, c.params[callee][i])
+    for result, domain in zip(op.results, c.results[callee]):
+        c.values[result] = domain
+
+
+def _consume(c: Constraints, consumer: Operation, index: int, demand: Domain) -> None:
+    """`consumer` reads operand `index` in `demand`: tie the operand's domain to it."""
+    value = consumer.operands[index]
+    domain = c.values.get(value)
+    if domain is not None:
+        _report(consumer, value, c.domains.unify(domain, demand))
+        return
+    annotation = value.owner
+    if not isinstance(annotation, relay.OnDeviceOp):
+        return  # an unpinned constant: materialised on whatever scope this use needs
+    returned = isinstance(consumer, func.ReturnOp) and annotation.constrains_body
+    if annotation.constrains_result or returned:
+        origin = f"relay.on_device at {location_of(annotation)}"
+        if returned:
+            origin += ", whose result the function returns"
+        _report(consumer, value, c.domains.constrain(demand, annotation.se_scope, origin))
+
+
+def _report(consumer: Operation, value: SSAValue, conflict: Conflict | None) -> None:
+    if conflict is None:
+        return
+    msg = (
+        f"conflicting scopes for {_describe(value)} at its use in '{consumer.name}' "
+        f"({location_of(consumer)}): {conflict.first.short_str()} ({conflict.first_origin}) and "
+        f"{conflict.second.short_str()} ({conflict.second_origin}); insert relay.on_device or "
+        "relay.device_copy to say where the copy goes"
+    )
+    consumer.emit_error(msg, PlacementError(msg))
+
+
+def _describe(value: SSAValue) -> str:
+    if value.name_hint:
+        return f"%{value.name_hint}"
+    if isinstance(value, BlockArgument):
+        fn = value.block.parent_op()
+        name = fn.sym_name.data if isinstance(fn, func.FuncOp) else "?"
+        return f"argument #{value.index} of @{name}"
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    return f"the result of '{owner.name}' at {location_of(owner)}"
+
+
+def _checked(c: Constraints, op: Operation, scope: SEScopeAttr, what: str) -> SEScopeAttr:
+    """`scope` checked against the config, with the device implied by its target filled in."""
+    problem = c.config.check(scope)
+    if problem is not None:
+        msg = f"{what} of '{op.name}' at {location_of(op)}: {problem}"
+        op.emit_error(msg, ConfigError(msg))
+    if scope.device is None and scope.target is not None:
+        device = TARGET_KIND_DEVICES.get(target_kind(scope.target))
+        return SEScopeAttr(device, scope.id, scope.target, scope.memory)
+    return scope
+
+
+def _reject(op: Operation) -> None:
+    if isinstance(op, (relay.FusedOp, relay.LaunchOp, relay.YieldOp)):
+        msg = (
+            f"'{op.name}' may not appear in the input of plan-devices, which runs before fusion "
+            f"and lowering (pass order: {PASS_ORDER})"
+        )
+    else:
+        msg = (
+            f"plan-devices cannot place '{op.name}' at {location_of(op)}; expected relay ops, "
+            "func.call and func.return in function bodies"
+        )
+    op.emit_error(msg, PlacementError(msg))
+
+
+# --- Phase 2: default ---------------------------------------------------------------------------
+
+
+def apply_defaults(c: Constraints) -> None:
+    for op in c.free:
+        _default_free(c, op)
+    default = c.config.default_scope
+    for fn in c.functions:
+        results, params = c.results[fn.sym_name.data], c.params[fn.sym_name.data]
+        for result in results:
+            c.domains.default(result, default)
+        fallback = c.domains.scope(results[0]) if results else default
+        for param in params:
+            c.domains.default(param, fallback)
+    for domain in c.domains.domains:
+        c.domains.default(domain, default)
+
+
+def _default_free(c: Constraints, op: relay.OnDeviceOp) -> None:
+    """TVM's free on_device: uses and operand default from each other; copy only if they differ."""
+    body = c.ops[op]
+    uses = sorted(op.res.uses, key=lambda use: (c.order[use.operation], use.index))
+    demands = [c.demand(use.operation, use.index) for use in uses]
+    for demand in demands:
+        c.domains.default(demand, c.domains.scope(body))
+    if demands:
+        c.domains.default(body, c.domains.scope(demands[0]))
+
+
+# --- Phase 3: write back ------------------------------------------------------------------------
+
+
+@dataclass
+class Source:
+    """Where a consumer's operand really comes from: a value that stays, on its scope."""
+
+    value: SSAValue
+    scope: SEScopeAttr
+    annotation: Operation | None  # the on_device/device_copy the consumer reads through
+
+
+class WriteBack:
+    """Writes the solution into the IR: scopes, rewired operands, copies, constants."""
+
+    def __init__(self, c: Constraints):
+        self.c = c
+        self.canonical_of: dict[SEScopeAttr, SEScopeAttr] = {}
+        self.sources: dict[SSAValue, Source] = {}
+        self.copies: dict[tuple[SSAValue, SEScopeAttr], SSAValue] = {}
+        self.constants: dict[tuple[relay.ConstantOp, SEScopeAttr], SSAValue] = {}
+        self.last_constant: dict[relay.ConstantOp, Operation] = {}
+        self.kept: set[relay.DeviceCopyOp] = set()
+
+    def run(self) -> None:
+        for fn in self.c.functions:
+            self.write_signature(fn)
+        for fn in self.c.functions:
+            ops = _body_ops(fn)
+            for op in ops:
+                self.write_op(op)
+            self.erase_annotations(ops)
+
+    def scope(self, domain: Domain) -> SEScopeAttr:
+        scope = self.c.domains.scope(domain)
+        if scope not in self.canonical_of:
+            self.canonical_of[scope] = self.c.config.canonical(scope)
+        return self.canonical_of[scope]
+
+    def write_signature(self, fn: func.FuncOp) -> None:
+        name = fn.sym_name.data
+        fn.arg_attrs = _with_scopes(fn.arg_attrs, [self.scope(d) for d in self.c.params[name]])
+        fn.res_attrs = _with_scopes(fn.res_attrs, [self.scope(d) for d in self.c.results[name]])
+
+    def write_op(self, op: Operation) -> None:
+        if isinstance(op, relay.ConstantOp):
+            if op in self.c.ops:
+                op.properties["se_scope"] = self.scope(self.c.ops[op])
+        elif isinstance(op, relay.PRIMITIVE_OPS):
+            op.properties["se_scope"] = self.scope(self.c.ops[op])
+            self.rewire_operands(op)
+        elif isinstance(op, (func.CallOp, func.ReturnOp)):
+            self.rewire_operands(op)
+        elif isinstance(op, relay.DeviceCopyOp) and not op.res.uses:
+            self.write_dead_copy(op)
+
+    def rewire_operands(self, consumer: Operation) -> None:
+        for i, operand in enumerate(consumer.operands):
+            value = self.value_on(operand, self.scope(self.c.demand(consumer, i)))
+            if value is not operand:
+                consumer.operands[i] = value
+
+    def write_dead_copy(self, op: relay.DeviceCopyOp) -> None:
+        """A copy nobody reads still copies: keep it, on canonical scopes, unless redundant."""
+        src, dst = self.scope(self.c.ops[op]), self.scope(self.c.values[op.res])
+        if src == dst:
+            return
+        source = self.value_on(op.data, src)
+        if source is not op.data:
+            op.operands[0] = source
+        op.properties["src_se_scope"], op.properties["dst_se_scope"] = src, dst
+        self.kept.add(op)
+
+    def value_on(self, value: SSAValue, scope: SEScopeAttr) -> SSAValue:
+        """`value` as a consumer on `scope` should read it."""
+        source = self.source(value, scope)
+        if source.scope == scope:
+            return source.value
+        key = (source.value, scope)
+        if key not in self.copies:
+            assert source.annotation is not None, "scopes of a direct use always agree"
+            self.copies[key] = self.copy(source, scope)
+        return self.copies[key]
+
+    def source(self, value: SSAValue, scope: SEScopeAttr) -> Source:
+        annotation = value.owner
+        if isinstance(annotation, (relay.OnDeviceOp, relay.DeviceCopyOp)):
+            if value not in self.sources:
+                inner = self.source(annotation.operands[0], self.scope(self.c.ops[annotation]))
+                self.sources[value] = Source(inner.value, inner.scope, annotation)
+            return self.sources[value]
+        if isinstance(annotation, relay.ConstantOp) and annotation not in self.c.ops:
+            return Source(self.constant_on(annotation, scope), scope, None)
+        return Source(value, self.scope(self.c.values[value]), None)
+
+    def copy(self, source: Source, dst: SEScopeAttr) -> SSAValue:
+        """One copy of `source` to `dst`: an explicit device_copy read directly, or a new one."""
+        annotation = source.annotation
+        if isinstance(annotation, relay.DeviceCopyOp) and annotation not in self.kept:
+            annotation.operands[0] = source.value
+            annotation.properties["src_se_scope"] = source.scope
+            annotation.properties["dst_se_scope"] = dst
+            self.kept.add(annotation)
+            return annotation.res
+        assert annotation is not None
+        new = relay.DeviceCopyOp(source.value, source.scope, dst)
+        new.res.name_hint = annotation.results[0].name_hint
+        Rewriter.insert_op(new, InsertPoint.before(annotation))
+        self.kept.add(new)
+        return new.res
+
+    def constant_on(self, op: relay.ConstantOp, scope: SEScopeAttr) -> SSAValue:
+        """The constant materialised on `scope`: the op itself first, then one clone per scope."""
+        key = (op, scope)
+        if key in self.constants:
+            return self.constants[key]
+        if op not in self.last_constant:
+            op.properties["se_scope"] = scope
+            self.last_constant[op] = op
+            self.constants[key] = op.res
+            return op.res
+        clone = op.clone()
+        clone.properties["se_scope"] = scope
+        Rewriter.insert_op(clone, InsertPoint.after(self.last_constant[op]))
+        self.last_constant[op] = clone
+        self.constants[key] = clone.results[0]
+        return clone.results[0]
+
+    def erase_annotations(self, ops: list[Operation]) -> None:
+        """Drop on_device ops and the copies that were merged or redundant; unused constants
+        get the default scope."""
+        for op in reversed(ops):
+            if isinstance(op, relay.OnDeviceOp) or (
+                isinstance(op, relay.DeviceCopyOp) and op not in self.kept
+            ):
+                assert not op.res.uses, "every reader was rewired to the annotation's source"
+                Rewriter.erase_op(op)
+            elif isinstance(op, relay.ConstantOp) and op.se_scope is None:
+                op.properties["se_scope"] = self.c.config.canonical(self.c.config.default_scope)
+
+
+def _with_scopes(attrs: ArrayAttr[DictionaryAttr] | None, scopes: list[SEScopeAttr]) -> ArrayAttr:
+    old = [d.data for d in attrs.data] if attrs is not None else [{} for _ in scopes]
+    merged: list[DictionaryAttr] = []
+    for entries, scope in zip(old, scopes):
+        updated: dict[str, Attribute] = dict(entries)
+        updated[SCOPE_ATTR] = scope
+        merged.append(DictionaryAttr(updated))
+    return ArrayAttr(merged)
