@@ -10,7 +10,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
 
-from xrelay.errors import ParseError, VerifyError
+from xrelay.errors import ParseError, VerifyError, location_of
 
 
 def _relay_dialect():
@@ -48,7 +48,12 @@ class LocParser(Parser):
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:
+            # A custom syntax that builds an invalid attribute or type (e.g. a function type
+            # where a tensor type belongs) raises a VerifyException: report it where it is.
+            self.raise_error(str(e), span.start, span.end)
         if isinstance(op.location, UnknownLoc):
             loc = span.get_location()
             op.location = FileLineColLoc(
@@ -64,10 +69,35 @@ def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> M
     except XDSLParseError as e:
         raise ParseError(str(e)) from None
     try:
-        module.verify()
+        verify(module)
     except VerifyException as e:
         raise VerifyError(_with_notes(e)) from None
     return module
+
+
+def verify(module: Operation) -> None:
+    """`module.verify()`; the message of a failure starts with the failing op's `file:line:col`."""
+    try:
+        module.verify()
+    except VerifyException as e:
+        add_location(e, module)
+        raise
+
+
+def add_location(error: VerifyException, module: Operation) -> None:
+    """Prefixes `error` with the location of the op in `module` that raised it, if known.
+
+    xDSL's verifier does not say which op failed; only on this failure path we verify op by
+    op until one raises the same message, so a successful verification costs nothing extra.
+    """
+    message = str(error)
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            if str(e) == message and isinstance(op.location, FileLineColLoc):
+                error.args = (f"{location_of(op)}: {message}", *error.args[1:])
+                return
 
 
 def _with_notes(e: BaseException) -> str:

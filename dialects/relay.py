@@ -108,10 +108,10 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
 def broadcast_shapes(lhs: Shape, rhs: Shape) -> Shape:
     """numpy broadcasting of two shapes."""
     rank = max(len(lhs), len(rhs))
-    lhs = (1,) * (rank - len(lhs)) + lhs
-    rhs = (1,) * (rank - len(rhs)) + rhs
+    padded_lhs = (1,) * (rank - len(lhs)) + lhs
+    padded_rhs = (1,) * (rank - len(rhs)) + rhs
     out = []
-    for a, b in zip(lhs, rhs):
+    for a, b in zip(padded_lhs, padded_rhs):
         if a != b and 1 not in (a, b):
             raise VerifyException(
                 f"operand shapes {list(lhs)} and {list(rhs)} are not broadcast-compatible"
@@ -400,7 +400,8 @@ class BroadcastToOp(OneOperandOp):
     def infer_shape(self) -> Shape:
         shape = _shape(self.data, "data")
         target = _shape(self.res, "the result")
-        if broadcast_shapes(shape, target) != target:
+        padded = (1,) * (len(target) - len(shape)) + shape
+        if len(shape) > len(target) or any(a not in (1, b) for a, b in zip(padded, target)):
             raise VerifyException(f"cannot broadcast shape {list(shape)} to {list(target)}")
         return target
 
@@ -673,9 +674,14 @@ def _padding(values: tuple[int, ...] | None) -> tuple[int, int, int, int]:
 
 
 def _window_out(size: int, pad: int, window: int, stride: int, dilation: int, what: str) -> int:
+    if stride <= 0 or dilation <= 0:
+        raise VerifyException(
+            f"expected positive {what} stride and dilation, but found stride {stride} and "
+            f"dilation {dilation}"
+        )
     span = dilation * (window - 1) + 1
     out = (size + pad - span) // stride + 1
-    if out <= 0 or stride <= 0 or dilation <= 0:
+    if out <= 0:
         raise VerifyException(
             f"the {what} window {window} (dilation {dilation}, stride {stride}) does not fit an "
             f"input of size {size} with padding {pad}"
@@ -966,10 +972,11 @@ class FusedOp(IRDLOperation):
     def verify_(self) -> None:
         block = self.body.block
         arg_types = [a.type for a in block.args]
-        if arg_types != [v.type for v in self.inputs]:
+        input_types = [v.type for v in self.inputs]
+        if arg_types != input_types:
             raise VerifyException(
-                f"expected the block arguments {arg_types} to match the input types "
-                f"{[v.type for v in self.inputs]}"
+                f"expected the block argument types ({', '.join(map(str, arg_types))}) to match "
+                f"the input types ({', '.join(map(str, input_types))})"
             )
         terminator = block.last_op
         if not isinstance(terminator, YieldOp) or len(terminator.args) != 1:

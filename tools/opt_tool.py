@@ -12,10 +12,15 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from xrelay.ir import LocParser, register_dialects
+from xrelay.ir import LocParser, add_location, register_dialects
 from xrelay.targets import get_all_targets
 from xrelay.transforms import get_all_passes
 
@@ -39,6 +44,13 @@ class OptTool(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.epilog = _epilog()
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        try:
+            super().apply_passes(prog)
+        except VerifyException as e:
+            add_location(e, prog)
+            raise
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if file_extension != "mlir":
