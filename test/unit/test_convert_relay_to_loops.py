@@ -1,0 +1,427 @@
+"""convert-relay-to-loops: every op and the fused patterns, run in xDSL's interpreter.
+
+Each case is one hand-written `relay.fused` group (fuse-ops' output form). The test lowers it,
+checks the kernel's form (one top-level scf.parallel nest, only the loop-level ops of the
+contract) and runs the kernel in the interpreter (`loop_interpreter.py`) against
+`xrelay.interpret` of the fused module on random inputs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from xdsl.dialects import arith, func, scf
+
+import xrelay
+from xrelay.dialects import relay
+from xrelay.errors import CompileError
+from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
+
+from loop_interpreter import run_lowered
+
+SCOPE = '#relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">'
+
+# The loop-level ops a kernel may use (common.md, "Pipeline / interfaces", item 3).
+ALLOWED = {
+    "func.return", "scf.parallel", "scf.for", "scf.if", "scf.yield", "scf.reduce",
+    "memref.load", "memref.store", "memref.alloca",
+    "arith.constant", "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.negf",
+    "arith.maximumf", "arith.minimumf", "arith.cmpf", "arith.select", "arith.addi", "arith.subi",
+    "arith.muli", "arith.divsi", "arith.remsi", "arith.cmpi", "arith.index_cast", "arith.sitofp",
+    "arith.uitofp",
+    "math.exp", "math.log", "math.sqrt", "math.rsqrt", "math.tanh", "math.absf", "math.erf", "math.powf",
+}  # fmt: skip
+
+
+def t(shape: str) -> str:
+    return f"tensor<{shape}xf32>" if shape else "tensor<f32>"
+
+
+def fused_module(params: str, body: str, name: str = "fused_kernel") -> str:
+    """@main with one group over `params` ("x:2x3 w:4x3"); the body's last op is yielded."""
+    args = [p.split(":") for p in params.split()]
+    lines = [line.strip() for line in body.strip().splitlines()]
+    result = re.search(r"(tensor<[^>]*>)\s*$", lines[-1]).group(1)
+    last = re.match(r"(%\w+)", lines[-1]).group(1)
+    types = ", ".join(t(s) for _, s in args)
+    return f"""func.func @main({", ".join(f"%{n}_in: {t(s)}" for n, s in args)}) -> {result} {{
+  %out = relay.fused({", ".join(f"%{n}_in" for n, _ in args)}) {{kernel_name = "{name}", se_scope = {SCOPE}}} : ({types}) -> {result} {{
+  ^bb0({", ".join(f"%{n}: {t(s)}" for n, s in args)}):
+    {chr(10).join("    " + line for line in lines).strip()}
+    relay.yield {last} : {result}
+  }}
+  func.return %out : {result}
+}}"""
+
+
+def random_inputs(module, seed: int, positive: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+    inputs = {}
+    for arg in main.args:
+        shape = tuple(arg.type.get_shape())
+        x = rng.uniform(0.5, 2.0, shape) if positive else rng.standard_normal(shape)
+        inputs[arg.name_hint] = x.astype(np.float32)
+    return inputs
+
+
+def lower(text: str):
+    module = xrelay.parse(text)
+    ConvertRelayToLoopsPass().apply(xrelay.context(), module)
+    module.verify()
+    return module
+
+
+def check_kernel_form(module) -> None:
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and "relay.se_scope" in op.attributes]
+    assert kernels
+    for kernel in kernels:
+        ops = list(kernel.body.block.ops)
+        assert isinstance(ops[-1], func.ReturnOp) and isinstance(ops[-2], scf.ParallelOp)
+        assert all(isinstance(op, arith.ConstantOp) for op in ops[:-2])
+        assert 1 <= len(ops[-2].lowerBound) <= 3
+        used = {op.name for op in kernel.walk()} - {"func.func"}
+        assert used <= ALLOWED, used - ALLOWED
+    assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
+
+
+def check_lowering(text: str, positive: bool = False, seeds=(0,), rtol: float = 1e-4) -> None:
+    fused = xrelay.parse(text)
+    module = lower(text)
+    check_kernel_form(module)
+    for seed in seeds:
+        inputs = random_inputs(fused, seed, positive)
+        expected = xrelay.interpret(fused, inputs)
+        got = run_lowered(module, inputs)
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-5)
+
+
+# --- single ops -----------------------------------------------------------------------------
+
+UNARY = ["negative", "exp", "tanh", "sigmoid", "abs", "erf", "nn.relu"]
+POSITIVE_UNARY = ["log", "sqrt", "rsqrt"]
+
+
+@pytest.mark.parametrize("op", UNARY + POSITIVE_UNARY)
+def test_unary(op: str) -> None:
+    check_lowering(fused_module("x:3x1x2", f"%r = relay.{op} %x : {t('3x1x2')}"), positive=op in POSITIVE_UNARY)
+
+
+def test_clip() -> None:
+    check_lowering(fused_module("x:5", f"%r = relay.clip %x {{a_min = -0.5 : f32, a_max = 0.25 : f32}} : {t('5')}"))
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power"])
+def test_binary_broadcast_both_ways(op: str) -> None:
+    body = f"%r = relay.{op} %x, %y : ({t('3x1')}, {t('2x1x4')}) -> {t('2x3x4')}"
+    check_lowering(fused_module("x:3x1 y:2x1x4", body), positive=op in ("divide", "power"))
+
+
+def test_binary_scalar_operand() -> None:
+    check_lowering(fused_module("x:2x3 y:", f"%r = relay.multiply %x, %y : ({t('2x3')}, {t('')}) -> {t('2x3')}"))
+
+
+@pytest.mark.parametrize("axis", [1, -2])
+def test_bias_add(axis: int) -> None:
+    body = f"%r = relay.nn.bias_add %x, %b {{axis = {axis} : i64}} : ({t('2x3x2')}, {t('3')}) -> {t('2x3x2')}"
+    check_lowering(fused_module("x:2x3x2 b:3", body))
+
+
+def test_reshape() -> None:
+    check_lowering(fused_module("x:2x3x4", f"%r = relay.reshape %x : ({t('2x3x4')}) -> {t('4x1x6')}"))
+
+
+def test_transpose() -> None:
+    body = f"%r = relay.transpose %x {{axes = array<i64: 1, -1, 0>}} : ({t('2x3x4')}) -> {t('3x4x2')}"
+    check_lowering(fused_module("x:2x3x4", body))
+
+
+def test_transpose_default_reverses() -> None:
+    check_lowering(fused_module("x:2x3", f"%r = relay.transpose %x : ({t('2x3')}) -> {t('3x2')}"))
+
+
+def test_squeeze_and_expand_dims() -> None:
+    body = f"""
+    %s = relay.squeeze %x {{axis = array<i64: -1, 0>}} : ({t('1x3x1')}) -> {t('3')}
+    %r = relay.expand_dims %s {{axis = -1 : i64, num_newaxis = 2 : i64}} : ({t('3')}) -> {t('3x1x1')}"""
+    check_lowering(fused_module("x:1x3x1", body))
+
+
+def test_squeeze_all_size_one_axes() -> None:
+    check_lowering(fused_module("x:1x3x1", f"%r = relay.squeeze %x : ({t('1x3x1')}) -> {t('3')}"))
+
+
+def test_broadcast_to() -> None:
+    check_lowering(fused_module("x:3x1", f"%r = relay.broadcast_to %x : ({t('3x1')}) -> {t('2x3x4')}"))
+
+
+def test_strided_slice_negative_strides() -> None:
+    body = (
+        "%r = relay.strided_slice %x {begin = array<i64: 4, -1>, end = array<i64: -6, 0>, "
+        f"strides = array<i64: -2, -1>}} : ({t('5x4x2')}) -> {t('3x3x2')}"
+    )
+    check_lowering(fused_module("x:5x4x2", body))
+
+
+def test_strided_slice_positive() -> None:
+    body = (
+        "%r = relay.strided_slice %x {begin = array<i64: 1>, end = array<i64: 7>, "
+        f"strides = array<i64: 3>}} : ({t('7x2')}) -> {t('2x2')}"
+    )
+    check_lowering(fused_module("x:7x2", body))
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_concatenate(axis: int) -> None:
+    body = f"%r = relay.concatenate %a, %b, %c {{axis = {axis} : i64}} : ({t('2x1')}, {t('2x3')}, {t('2x2')}) -> {t('2x6')}"
+    check_lowering(fused_module("a:2x1 b:2x3 c:2x2", body))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("attrs,result", [
+    ("{axis = array<i64: 1, -1>}", "2"),
+    ("{axis = array<i64: -2>, keepdims = true}", "2x1x3"),
+    ("", ""),
+])  # fmt: skip
+def test_reduce(op: str, attrs: str, result: str) -> None:
+    check_lowering(fused_module("x:2x3x3", f"%r = relay.{op} %x {attrs} : ({t('2x3x3')}) -> {t(result)}"))
+
+
+def test_reduce_all_axes_keepdims() -> None:
+    body = f"%r = relay.sum %x {{keepdims = true}} : ({t('3x2')}) -> {t('1x1')}"
+    check_lowering(fused_module("x:3x2", body))
+
+
+@pytest.mark.parametrize("axis,shape", [(-1, "2x3"), (0, "3x1x2"), (1, "2x1")])
+def test_softmax(axis: int, shape: str) -> None:
+    body = f"%r = relay.nn.softmax %x {{axis = {axis} : i64}} : ({t(shape)}) -> {t(shape)}"
+    check_lowering(fused_module(f"x:{shape}", body))
+
+
+def test_dense_batched_data() -> None:
+    body = f"%r = relay.nn.dense %x, %w : ({t('2x1x3')}, {t('5x3')}) -> {t('2x1x5')}"
+    check_lowering(fused_module("x:2x1x3 w:5x3", body))
+
+
+def test_dense_vector() -> None:
+    check_lowering(fused_module("x:3 w:2x3", f"%r = relay.nn.dense %x, %w : ({t('3')}, {t('2x3')}) -> {t('2')}"))
+
+
+@pytest.mark.parametrize("lhs,rhs,result", [("2x3x4", "2x1x4", "2x3x1"), ("1x2x3", "3x2x3", "3x2x2")])
+def test_batch_matmul(lhs: str, rhs: str, result: str) -> None:
+    body = f"%r = relay.nn.batch_matmul %x, %y : ({t(lhs)}, {t(rhs)}) -> {t(result)}"
+    check_lowering(fused_module(f"x:{lhs} y:{rhs}", body))
+
+
+CONV_CASES = [
+    # data, weight, attrs, result
+    ("1x2x4x4", "3x2x3x3", "", "1x3x2x2"),
+    ("1x2x5x5", "2x2x3x3", "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", "1x2x3x3"),
+    ("2x2x5x4", "2x2x2x2", "{dilation = array<i64: 2, 1>, padding = array<i64: 0, 1, 1, 0>}", "2x2x4x4"),
+    ("1x4x3x3", "6x2x2x2", "{groups = 2 : i64, padding = array<i64: 1, 1>, strides = array<i64: 1, 2>}", "1x6x4x2"),
+    ("1x2x3x3", "2x1x3x3", "{groups = 2 : i64, padding = array<i64: 2, 0, 0, 2>, dilation = array<i64: 2, 2>}", "1x2x1x1"),
+]
+
+
+@pytest.mark.parametrize("data,weight,attrs,result", CONV_CASES)
+def test_conv2d(data: str, weight: str, attrs: str, result: str) -> None:
+    body = f"%r = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"
+    check_lowering(fused_module(f"x:{data} w:{weight}", body))
+
+
+POOL_CASES = [
+    ("1x2x4x4", "{pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>}", "1x2x2x2"),
+    ("1x1x5x5", "{pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", "1x1x3x3"),
+    ("2x1x3x4", "{pool_size = array<i64: 2, 3>, padding = array<i64: 1, 2, 0, 1>}", "2x1x3x5"),
+]
+
+
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("data,attrs,result", POOL_CASES)
+def test_pool2d(op: str, data: str, attrs: str, result: str) -> None:
+    body = f"%r = relay.nn.{op} %x {attrs} : ({t(data)}) -> {t(result)}"
+    check_lowering(fused_module(f"x:{data}", body))
+
+
+def test_max_pool2d_all_negative_inputs_ignore_padding() -> None:
+    """Padding never wins a max, even when every input is negative."""
+    text = fused_module("x:1x1x3x3", "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 2, 2>, "
+                        f"padding = array<i64: 1, 1, 1, 1>}} : ({t('1x1x3x3')}) -> {t('1x1x4x4')}")
+    x = -np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    got = run_lowered(lower(text), {"x_in": x})
+    np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), {"x_in": x}))
+    assert got.max() < 0
+
+
+def test_global_avg_pool2d() -> None:
+    body = f"%r = relay.nn.global_avg_pool2d %x : ({t('2x3x3x2')}) -> {t('2x3x1x1')}"
+    check_lowering(fused_module("x:2x3x3x2", body))
+
+
+# --- fused patterns -------------------------------------------------------------------------
+
+
+def test_conv2d_bias_add_relu() -> None:
+    body = f"""
+    %c = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 1>}} : ({t('1x2x5x3')}, {t('3x2x3x3')}) -> {t('1x3x3x3')}
+    %b1 = relay.nn.bias_add %c, %b : ({t('1x3x3x3')}, {t('3')}) -> {t('1x3x3x3')}
+    %r = relay.nn.relu %b1 : {t('1x3x3x3')}"""
+    check_lowering(fused_module("x:1x2x5x3 w:3x2x3x3 b:3", body, "fused_nn_conv2d_nn_bias_add_nn_relu"))
+
+
+def test_dense_add_tanh() -> None:
+    body = f"""
+    %d = relay.nn.dense %x, %w : ({t('3x4')}, {t('5x4')}) -> {t('3x5')}
+    %a = relay.add %d, %b : ({t('3x5')}, {t('5')}) -> {t('3x5')}
+    %r = relay.tanh %a : {t('3x5')}"""
+    check_lowering(fused_module("x:3x4 w:5x4 b:5", body))
+
+
+def test_elementwise_chain_broadcasting_both_ways() -> None:
+    body = f"""
+    %e = relay.exp %x : {t('3x1')}
+    %m = relay.multiply %e, %y : ({t('3x1')}, {t('1x4')}) -> {t('3x4')}
+    %s = relay.subtract %z, %m : ({t('4')}, {t('3x4')}) -> {t('3x4')}
+    %n = relay.negative %s : {t('3x4')}
+    %r = relay.add %n, %e : ({t('3x4')}, {t('3x1')}) -> {t('3x4')}"""
+    check_lowering(fused_module("x:3x1 y:1x4 z:4", body))
+
+
+def test_shared_producer_is_computed_once() -> None:
+    """A value used twice at one index is emitted once (memoised per index)."""
+    body = f"""
+    %e = relay.exp %x : {t('4')}
+    %r = relay.multiply %e, %e : ({t('4')}, {t('4')}) -> {t('4')}"""
+    text = fused_module("x:4", body)
+    check_lowering(text)
+    assert sum(op.name == "math.exp" for op in lower(text).walk()) == 1
+
+
+def test_reshape_transpose_chain() -> None:
+    body = f"""
+    %a = relay.reshape %x : ({t('2x3x4')}) -> {t('6x4')}
+    %b = relay.transpose %a : ({t('6x4')}) -> {t('4x6')}
+    %c = relay.reshape %b : ({t('4x6')}) -> {t('2x2x3x2')}
+    %d = relay.transpose %c {{axes = array<i64: 3, 1, 0, 2>}} : ({t('2x2x3x2')}) -> {t('2x2x2x3')}
+    %r = relay.sigmoid %d : {t('2x2x2x3')}"""
+    check_lowering(fused_module("x:2x3x4", body))
+
+
+def test_reduction_fed_by_elementwise() -> None:
+    body = f"""
+    %a = relay.add %x, %y : ({t('2x5')}, {t('5')}) -> {t('2x5')}
+    %e = relay.exp %a : {t('2x5')}
+    %r = relay.mean %e {{axis = array<i64: -1>, keepdims = true}} : ({t('2x5')}) -> {t('2x1')}"""
+    check_lowering(fused_module("x:2x5 y:5", body))
+
+
+def test_softmax_of_elementwise_then_scale() -> None:
+    body = f"""
+    %a = relay.multiply %x, %y : ({t('2x3')}, {t('3')}) -> {t('2x3')}
+    %s = relay.nn.softmax %a : ({t('2x3')}) -> {t('2x3')}
+    %r = relay.multiply %s, %y : ({t('2x3')}, {t('3')}) -> {t('2x3')}"""
+    check_lowering(fused_module("x:2x3 y:3", body))
+
+
+def test_concatenate_of_computed_inputs() -> None:
+    body = f"""
+    %e = relay.exp %a : {t('2x2')}
+    %s = relay.strided_slice %b {{begin = array<i64: 0, 2>, end = array<i64: 2, -4>, strides = array<i64: 1, -1>}} : ({t('2x3')}) -> {t('2x3')}
+    %r = relay.concatenate %e, %s, %a {{axis = -1 : i64}} : ({t('2x2')}, {t('2x3')}, {t('2x2')}) -> {t('2x7')}"""
+    check_lowering(fused_module("a:2x2 b:2x3", body))
+
+
+def test_strided_slice_of_transpose_with_negative_strides() -> None:
+    body = f"""
+    %tr = relay.transpose %x : ({t('3x4')}) -> {t('4x3')}
+    %r = relay.strided_slice %tr {{begin = array<i64: -1, 2>, end = array<i64: -5, -4>, strides = array<i64: -3, -2>}} : ({t('4x3')}) -> {t('2x2')}"""
+    check_lowering(fused_module("x:3x4", body))
+
+
+def test_rank_five_result_gets_inner_parallel() -> None:
+    body = f"%r = relay.abs %x : {t('2x1x3x1x2')}"
+    text = fused_module("x:2x1x3x1x2", body)
+    check_lowering(text)
+    kernel = lower(text).body.block.last_op
+    outer = kernel.body.block.ops.last.prev_op
+    assert [len(op.lowerBound) for op in outer.walk() if isinstance(op, scf.ParallelOp)] == [3, 2]
+
+
+def test_splat_constant_inside_a_group_is_inlined() -> None:
+    body = f"""
+    %k = relay.constant {{value = dense<2.5> : {t('3')}}} : {t('3')}
+    %r = relay.multiply %x, %k : ({t('2x3')}, {t('3')}) -> {t('2x3')}"""
+    check_lowering(fused_module("x:2x3", body))
+
+
+def test_two_groups_and_a_constant_outside() -> None:
+    text = f"""func.func @main(%a: {t('2x3')}) -> {t('3')} {{
+  %k = relay.constant {{value = dense<[1.0, -2.0, 3.0]> : {t('3')}}} : {t('3')}
+  %0 = relay.fused(%a, %k) {{kernel_name = "fused_add", se_scope = {SCOPE}}} : ({t('2x3')}, {t('3')}) -> {t('2x3')} {{
+  ^bb0(%x: {t('2x3')}, %y: {t('3')}):
+    %1 = relay.add %x, %y : ({t('2x3')}, {t('3')}) -> {t('2x3')}
+    relay.yield %1 : {t('2x3')}
+  }}
+  %2 = relay.fused(%0) {{kernel_name = "fused_sum", se_scope = {SCOPE}}} : ({t('2x3')}) -> {t('3')} {{
+  ^bb0(%x: {t('2x3')}):
+    %3 = relay.sum %x {{axis = array<i64: 0>}} : ({t('2x3')}) -> {t('3')}
+    relay.yield %3 : {t('3')}
+  }}
+  func.return %2 : {t('3')}
+}}"""
+    check_lowering(text)
+    module = lower(text)
+    launches = [op for op in module.walk() if isinstance(op, relay.LaunchOp)]
+    assert [op.callee.string_value() for op in launches] == ["fused_add", "fused_sum"]
+    assert any(isinstance(op, relay.ConstantOp) for op in module.walk())
+
+
+# --- preconditions --------------------------------------------------------------------------
+
+
+def test_primitive_outside_a_group_is_rejected() -> None:
+    text = f"""func.func @main(%a: {t('2')}) -> {t('2')} {{
+  %0 = relay.exp %a : {t('2')}
+  func.return %0 : {t('2')}
+}}"""
+    with pytest.raises(CompileError, match="found 'relay.exp' outside one .*run fuse-ops first"):
+        lower(text)
+
+
+def test_group_without_kernel_name_is_rejected() -> None:
+    text = fused_module("x:2", f"%r = relay.exp %x : {t('2')}").replace('kernel_name = "fused_kernel", ', "")
+    with pytest.raises(CompileError, match="carry 'kernel_name'"):
+        lower(text)
+
+
+def test_non_splat_constant_inside_a_group_is_rejected() -> None:
+    body = f"""
+    %k = relay.constant {{value = dense<[1.0, 2.0]> : {t('2')}}} : {t('2')}
+    %r = relay.add %x, %k : ({t('2')}, {t('2')}) -> {t('2')}"""
+    with pytest.raises(CompileError, match="non-splat relay.constant"):
+        lower(fused_module("x:2", body))
+
+
+# --- with fuse-ops --------------------------------------------------------------------------
+
+
+def test_after_fuse_ops_random_programs() -> None:
+    """plan-devices, fuse-ops, then this pass, on random programs, against the reference."""
+    passes = pytest.importorskip("xrelay.transforms.fuse_ops")
+    plan = pytest.importorskip("xrelay.transforms.plan_devices")
+    graphs = pytest.importorskip("random_graphs")
+    ctx = xrelay.context()
+    for seed in range(4):
+        text = graphs.random_module_text(seed, num_ops=8, devices=("cpu",))
+        module = xrelay.parse(text)
+        inputs = graphs.random_inputs(module, seed)
+        expected = xrelay.interpret(module, inputs)
+        plan.PlanDevicesPass().apply(ctx, module)
+        passes.FuseOpsPass().apply(ctx, module)
+        ConvertRelayToLoopsPass().apply(ctx, module)
+        module.verify()
+        check_kernel_form(module)
+        np.testing.assert_allclose(run_lowered(module, inputs), expected, rtol=1e-4, atol=1e-5)

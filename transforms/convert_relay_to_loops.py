@@ -1,0 +1,170 @@
+"""
+convert-relay-to-loops: lower every `relay.fused` group to one kernel in loop-level IR.
+
+Input: the output of fuse-ops. Every primitive relay op sits inside a `relay.fused` that
+carries `se_scope` and `kernel_name`; `relay.constant` and `relay.device_copy` stay outside.
+
+Phase 1, check: every precondition holds before anything changes (a primitive op outside a
+group, a group without `kernel_name` or `se_scope`, a leftover `relay.on_device`, a kernel
+name that is already a symbol are errors naming the pass to run first).
+Phase 2, lower: each group becomes
+
+    func.func @<kernel_name>(%in0: memref<..xf32>, ..., %out0: memref<..xf32>)
+        attributes {relay.se_scope = <the group's scope>}
+
+whose body is constants, then ONE `scf.parallel` nest over the group's result, then
+`func.return`. The outermost `scf.parallel` spans the first (at most three) result axes: it is
+the OpenCL NDRange, and the C kernel keeps it as loops; a result of rank > 3 gets an inner
+`scf.parallel` over the remaining axes, a rank-0 result a parallel loop of extent 1. The body
+computes the yielded value at the loop index by recursive "value at index" generation
+(`loop_builders.GroupEmitter`): producers are recomputed inline, anchors and reductions are
+`scf.for` nests with `iter_args` in the work item, and the result is stored with one
+`memref.store`.
+Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
+
+Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store, arith constant,
+addf/subf/mulf/divf/negf/maximumf/minimumf, addi/muli/divsi/remsi/cmpi/select, math
+exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return.
+
+Not yet: tensors of element types other than f32 (the dialect has none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import func, scf
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+
+from xrelay.dialects import relay
+from xrelay.errors import CompileError, location_of
+from xrelay.transforms.loop_builders import GroupEmitter
+
+PASS = "convert-relay-to-loops"
+NDRANGE_DIMS = 3  # OpenCL guarantees three work-item dimensions
+
+
+@dataclass(frozen=True)
+class ConvertRelayToLoopsPass(ModulePass):
+    """Lowers each `relay.fused` to a kernel `func.func` and a `relay.launch` of it."""
+
+    name = PASS
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        groups = check_preconditions(op)
+        for group in groups:
+            kernel = build_kernel(group)
+            op.body.block.add_op(kernel)
+            replace_with_launch(group)
+
+
+# --- Phase 1: check -------------------------------------------------------------------------
+
+
+def _fail(op: Operation, message: str) -> None:
+    op.emit_error(message, CompileError(message))
+
+
+def check_preconditions(module: ModuleOp) -> list[relay.FusedOp]:
+    """The module's groups in program order, once every precondition holds."""
+    symbols = {o.sym_name.data for o in module.ops if isinstance(o, func.FuncOp)}
+    groups: list[relay.FusedOp] = []
+    for op in module.walk():
+        if isinstance(op, relay.OnDeviceOp):
+            _fail(op, f"{PASS} expects no relay.on_device (at {location_of(op)}); run plan-devices first")
+        if isinstance(op, relay.PRIMITIVE_OPS) and not isinstance(op.parent_op(), relay.FusedOp):
+            _fail(
+                op,
+                f"{PASS} expects every primitive op inside a relay.fused group, but found "
+                f"'{op.name}' outside one (at {location_of(op)}); run fuse-ops first",
+            )
+        if isinstance(op, relay.FusedOp):
+            check_group(op, symbols)
+            symbols.add(op.kernel)
+            groups.append(op)
+    return groups
+
+
+def check_group(group: relay.FusedOp, symbols: set[str]) -> None:
+    for field in ("kernel_name", "se_scope"):
+        if getattr(group, field) is None:
+            _fail(
+                group,
+                f"{PASS} expects relay.fused to carry '{field}' (at {location_of(group)}), but "
+                "it has none; run plan-devices and fuse-ops first",
+            )
+    if group.kernel in symbols:
+        _fail(
+            group,
+            f"{PASS} needs a unique kernel_name, but @{group.kernel} (at {location_of(group)}) "
+            "is already a function or another group's kernel; rename the group",
+        )
+    for inner in group.body.block.ops:
+        if isinstance(inner, relay.FusedOp | relay.DeviceCopyOp | relay.LaunchOp):
+            _fail(inner, f"{PASS} expects only primitive ops inside relay.fused, but found '{inner.name}'")
+
+
+# --- Phase 2: lower -------------------------------------------------------------------------
+
+
+def memref_of(ty: Attribute) -> MemRefType:
+    assert isinstance(ty, TensorType)
+    return MemRefType(ty.element_type, ty.get_shape())
+
+
+def build_kernel(group: relay.FusedOp) -> func.FuncOp:
+    """`func.func @<kernel_name>(ins..., out)`: one parallel nest storing the group's result."""
+    types = [memref_of(v.type) for v in group.inputs] + [memref_of(group.res.type)]
+    kernel = func.FuncOp(group.kernel, (types, []))
+    kernel.attributes["relay.se_scope"] = group.se_scope
+    block = kernel.body.block
+    *ins, out = block.args
+    for i, arg in enumerate(ins):
+        arg.name_hint = f"in{i}"
+    out.name_hint = "out0"
+    emitter = GroupEmitter(Builder(InsertPoint.at_end(block)), dict(zip(group.body.block.args, ins)))
+    root = group.body.block.last_op.args[0]
+    nest = parallel_nest(
+        emitter,
+        tuple(group.res.type.get_shape()),
+        lambda idx: emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx)),
+    )
+    block.add_ops([nest, func.ReturnOp()])
+    return kernel
+
+
+def parallel_nest(emitter: GroupEmitter, shape: tuple[int, ...], body) -> scf.ParallelOp:
+    """The kernel's single parallel nest over `shape`; `body(idx)` emits one element's code."""
+    outer, inner = shape[:NDRANGE_DIMS] or (1,), shape[NDRANGE_DIMS:]
+
+    def loop(extents: tuple[int, ...], fill) -> scf.ParallelOp:
+        block = Block(arg_types=[IndexType()] * len(extents))
+        with emitter.inside(block):
+            fill(list(block.args))
+            emitter.builder.insert(scf.ReduceOp())
+        zeros, ones = [emitter.index(0)] * len(extents), [emitter.index(1)] * len(extents)
+        return scf.ParallelOp(zeros, [emitter.index(e) for e in extents], ones, Region(block))
+
+    def fill_outer(ivs: list[SSAValue]) -> None:
+        ivs = ivs if shape else []
+        if not inner:
+            body(ivs)
+            return
+        emitter.builder.insert(loop(inner, lambda inner_ivs: body(ivs + inner_ivs)))
+
+    return loop(outer, fill_outer)
+
+
+# --- Phase 3: launch ------------------------------------------------------------------------
+
+
+def replace_with_launch(group: relay.FusedOp) -> None:
+    launch = relay.LaunchOp(group.kernel, list(group.inputs), group.res.type, group.se_scope)
+    Rewriter.replace_op(group, launch)

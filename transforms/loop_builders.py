@@ -1,0 +1,544 @@
+"""
+Scalar code for a fused group: the value of a relay tensor at an index, as loop-level IR.
+
+`GroupEmitter.value_at(v, idx)` emits, at the current insertion point, the ops that compute the
+f32 element of tensor `v` at the index values `idx` (one `index` SSA value per axis). A group
+input is a `memref.load`; every other value is computed from its operands' values at derived
+indices, recursively, so producers are fused into their consumer's loop body and no
+intermediate buffer is written:
+
+- elementwise and broadcast ops apply `arith`/`math` ops to their operands' values at the
+  (broadcast) index;
+- injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
+  transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
+  shifts, concatenate picks its input with an `scf.if` chain;
+- reductions, dense, batch_matmul, conv2d, pooling and softmax are `scf.for` nests with
+  `iter_args` inside the work item; padded windows guard their loads with `scf.if`.
+
+Values are memoised per (value, index) in a stack of scopes that follows the region nesting,
+so a value used twice at one index is computed once, and only where it dominates its uses.
+Index arithmetic folds constants (a size-1 axis costs nothing); constants are hoisted in front
+of the kernel's parallel nest.
+
+Softmax recomputes the max and the sum along its axis for every output element (one work item
+per element, no scratch buffer); this is quadratic in the axis length but needs no barrier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from xrelay.dialects import relay
+from xrelay.errors import CompileError
+
+Index = Sequence[SSAValue]
+Shape = tuple[int, ...]
+
+# relay op -> the arith/math op computing it on scalars
+UNARY_SCALAR: dict[type[Operation], Callable[[SSAValue], Operation]] = {
+    relay.NegativeOp: arith.NegfOp,
+    relay.ExpOp: mathd.ExpOp,
+    relay.LogOp: mathd.LogOp,
+    relay.SqrtOp: mathd.SqrtOp,
+    relay.RsqrtOp: mathd.RsqrtOp,
+    relay.TanhOp: mathd.TanhOp,
+    relay.AbsOp: mathd.AbsFOp,
+    relay.ErfOp: mathd.ErfOp,
+}
+
+BINARY_SCALAR: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
+    relay.AddOp: arith.AddfOp,
+    relay.SubtractOp: arith.SubfOp,
+    relay.MultiplyOp: arith.MulfOp,
+    relay.DivideOp: arith.DivfOp,
+    relay.MaximumOp: arith.MaximumfOp,
+    relay.MinimumOp: arith.MinimumfOp,
+    relay.PowerOp: mathd.PowFOp,
+}
+
+
+def shape_of(value: SSAValue) -> Shape:
+    return tuple(value.type.get_shape())
+
+
+class GroupEmitter:
+    """Emits the scalar code of one fused group into a kernel under construction."""
+
+    def __init__(self, constants: Builder, inputs: dict[SSAValue, SSAValue]):
+        self.constants = constants  # inserts in front of the parallel nest
+        self.inputs = inputs  # group block argument -> kernel memref argument
+        self.builder = constants
+        self.scopes: list[dict[object, SSAValue]] = [{}]
+        self.known: dict[SSAValue, int] = {}  # index constants by value
+        self.const_cache: dict[tuple[str, float | int], SSAValue] = {}
+
+    # --- insertion and memoisation ------------------------------------------------------------
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.builder.insert(op)
+        return op.results[0]
+
+    @contextmanager
+    def inside(self, block: Block) -> Iterator[None]:
+        """Emit at the end of `block`, with a memo scope that dies with it."""
+        saved = self.builder
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.scopes.append({})
+        try:
+            yield
+        finally:
+            self.scopes.pop()
+            self.builder = saved
+
+    def lookup(self, key: object) -> SSAValue | None:
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        return None
+
+    def memo(self, key: object, make: Callable[[], SSAValue]) -> SSAValue:
+        found = self.lookup(key)
+        if found is None:
+            found = self.scopes[-1][key] = make()
+        return found
+
+    # --- constants and index arithmetic -------------------------------------------------------
+
+    def index(self, n: int) -> SSAValue:
+        key = ("index", n)
+        if key not in self.const_cache:
+            op = arith.ConstantOp(IntegerAttr(n, IndexType()))
+            self.constants.insert(op)
+            self.const_cache[key] = op.result
+            self.known[op.result] = n
+        return self.const_cache[key]
+
+    def f32(self, x: float) -> SSAValue:
+        key = ("f32", float(x))
+        if key not in self.const_cache:
+            op = arith.ConstantOp(FloatAttr(float(x), f32))
+            self.constants.insert(op)
+            self.const_cache[key] = op.result
+        return self.const_cache[key]
+
+    def int_op(self, kind: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.memo((kind, a, b), lambda: self.emit(kind(a, b)))
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        ka, kb = self.known.get(a), self.known.get(b)
+        if ka is not None and kb is not None:
+            return self.index(ka + kb)
+        if ka == 0:
+            return b
+        if kb == 0:
+            return a
+        return self.int_op(arith.AddiOp, a, b)
+
+    def add_const(self, a: SSAValue, n: int) -> SSAValue:
+        return self.add(a, self.index(n))
+
+    def mul_const(self, a: SSAValue, n: int) -> SSAValue:
+        ka = self.known.get(a)
+        if ka is not None:
+            return self.index(ka * n)
+        if n == 0:
+            return self.index(0)
+        if n == 1:
+            return a
+        return self.int_op(arith.MuliOp, a, self.index(n))
+
+    def div_const(self, a: SSAValue, n: int) -> SSAValue:
+        """`a / n` for `a >= 0`."""
+        ka = self.known.get(a)
+        if ka is not None:
+            return self.index(ka // n)
+        return a if n == 1 else self.int_op(arith.DivSIOp, a, self.index(n))
+
+    def rem_const(self, a: SSAValue, n: int) -> SSAValue:
+        """`a % n` for `a >= 0`."""
+        ka = self.known.get(a)
+        if ka is not None:
+            return self.index(ka % n)
+        return self.index(0) if n == 1 else self.int_op(arith.RemSIOp, a, self.index(n))
+
+    def compare(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.memo(("cmpi", predicate, a, b), lambda: self.emit(arith.CmpiOp(a, b, predicate)))
+
+    def all_of(self, conditions: Sequence[SSAValue]) -> SSAValue:
+        """The conjunction of i1 values: `select(a, b, a)` is `a && b`."""
+        result = conditions[0]
+        for cond in conditions[1:]:
+            result = self.emit(arith.SelectOp(result, cond, result))
+        return result
+
+    def linearize(self, idx: Index, shape: Shape) -> SSAValue:
+        flat, stride = self.index(0), 1
+        for i, extent in reversed(list(zip(idx, shape))):
+            if extent != 1:
+                flat = self.add(flat, self.mul_const(i, stride))
+            stride *= extent
+        return flat
+
+    def delinearize(self, flat: SSAValue, shape: Shape) -> list[SSAValue]:
+        idx, stride = [], math.prod(shape)
+        for axis, extent in enumerate(shape):
+            stride //= extent
+            if extent == 1:
+                idx.append(self.index(0))
+                continue
+            quotient = self.div_const(flat, stride)
+            outermost = all(e == 1 for e in shape[:axis])  # flat / stride < extent already
+            idx.append(quotient if outermost else self.rem_const(quotient, extent))
+        return idx
+
+    def broadcast_index(self, idx: Index, operand_shape: Shape) -> list[SSAValue]:
+        """The operand's index for numpy broadcasting to the index's shape."""
+        lead = len(idx) - len(operand_shape)
+        return [self.index(0) if d == 1 else idx[lead + a] for a, d in enumerate(operand_shape)]
+
+    # --- structured control flow --------------------------------------------------------------
+
+    def loops(
+        self,
+        extents: Sequence[int],
+        inits: Sequence[SSAValue],
+        body: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]],
+        ivs: tuple[SSAValue, ...] = (),
+    ) -> list[SSAValue]:
+        """A nest of `scf.for` over `extents` carrying `inits`; `body(ivs, accs)` gives the next accs."""
+        if len(ivs) == len(extents):
+            return body(list(ivs), list(inits))
+        block = Block(arg_types=[IndexType(), *(v.type for v in inits)])
+        with self.inside(block):
+            nxt = self.loops(extents, block.args[1:], body, (*ivs, block.args[0]))
+            self.builder.insert(scf.YieldOp(*nxt))
+        extent = extents[len(ivs)]
+        loop = scf.ForOp(self.index(0), self.index(extent), self.index(1), list(inits), block)
+        self.builder.insert(loop)
+        return list(loop.results)
+
+    def if_else(
+        self,
+        cond: SSAValue,
+        types: Sequence[Attribute],
+        then: Callable[[], list[SSAValue]],
+        otherwise: Callable[[], list[SSAValue]],
+    ) -> list[SSAValue]:
+        blocks = Block(), Block()
+        for block, branch in zip(blocks, (then, otherwise)):
+            with self.inside(block):
+                self.builder.insert(scf.YieldOp(*branch()))
+        op = scf.IfOp(cond, list(types), Region(blocks[0]), Region(blocks[1]))
+        self.builder.insert(op)
+        return list(op.results)
+
+    # --- values -------------------------------------------------------------------------------
+
+    def value_at(self, value: SSAValue, idx: Index) -> SSAValue:
+        """The f32 element of the tensor `value` at `idx`."""
+        return self.memo((value, tuple(idx)), lambda: self.compute(value, list(idx)))
+
+    def compute(self, value: SSAValue, idx: list[SSAValue]) -> SSAValue:
+        if value in self.inputs:
+            return self.emit(memref.LoadOp.get(self.inputs[value], idx))
+        op = value.owner
+        assert isinstance(op, Operation)
+        for kinds, method in DISPATCH:
+            if isinstance(op, kinds):
+                return method(self, op, idx)
+        raise op.emit_error(
+            f"convert-relay-to-loops cannot lower '{op.name}' inside a relay.fused group",
+            CompileError(f"cannot lower '{op.name}'"),
+        )
+
+    # elementwise and broadcast
+
+    def unary(self, op: relay.UnaryElemwiseOp, idx: list[SSAValue]) -> SSAValue:
+        x = self.value_at(op.data, idx)
+        if isinstance(op, relay.ReluOp):
+            return self.emit(arith.MaximumfOp(x, self.f32(0.0)))
+        if isinstance(op, relay.ClipOp):
+            low = self.emit(arith.MaximumfOp(x, self.f32(op.a_min.value.data)))
+            return self.emit(arith.MinimumfOp(low, self.f32(op.a_max.value.data)))
+        if isinstance(op, relay.SigmoidOp):
+            e = self.emit(mathd.ExpOp(self.emit(arith.NegfOp(x))))
+            return self.emit(arith.DivfOp(self.f32(1.0), self.emit(arith.AddfOp(self.f32(1.0), e))))
+        return self.emit(UNARY_SCALAR[type(op)](x))
+
+    def binary(self, op: relay.BinaryBroadcastOp, idx: list[SSAValue]) -> SSAValue:
+        lhs = self.value_at(op.lhs, self.broadcast_index(idx, shape_of(op.lhs)))
+        rhs = self.value_at(op.rhs, self.broadcast_index(idx, shape_of(op.rhs)))
+        return self.emit(BINARY_SCALAR[type(op)](lhs, rhs))
+
+    def bias_add(self, op: relay.BiasAddOp, idx: list[SSAValue]) -> SSAValue:
+        x = self.value_at(op.data, idx)
+        b = self.value_at(op.bias, [idx[op.axis_value]])
+        return self.emit(arith.AddfOp(x, b))
+
+    def broadcast_to(self, op: relay.BroadcastToOp, idx: list[SSAValue]) -> SSAValue:
+        return self.value_at(op.data, self.broadcast_index(idx, shape_of(op.data)))
+
+    def expand_dims(self, op: relay.ExpandDimsOp, idx: list[SSAValue]) -> SSAValue:
+        axis = len(shape_of(op.res)) - len(shape_of(op.data))  # number of new axes
+        start = relay.normalize_axis(op.axis.value.data, len(shape_of(op.data)) + 1)
+        return self.value_at(op.data, idx[:start] + idx[start + axis :])
+
+    # injective
+
+    def reshape(self, op: relay.ReshapeOp, idx: list[SSAValue]) -> SSAValue:
+        src, dst = shape_of(op.data), shape_of(op.res)
+        if src == dst:
+            return self.value_at(op.data, idx)
+        return self.value_at(op.data, self.delinearize(self.linearize(idx, dst), src))
+
+    def transpose(self, op: relay.TransposeOp, idx: list[SSAValue]) -> SSAValue:
+        src_idx: list[SSAValue] = [idx[0]] * len(idx)
+        for out_axis, in_axis in enumerate(op.permutation):
+            src_idx[in_axis] = idx[out_axis]
+        return self.value_at(op.data, src_idx)
+
+    def squeeze(self, op: relay.SqueezeOp, idx: list[SSAValue]) -> SSAValue:
+        removed, rest = op.squeezed_axes, iter(idx)
+        src = [self.index(0) if a in removed else next(rest) for a in range(len(shape_of(op.data)))]
+        return self.value_at(op.data, src)
+
+    def strided_slice(self, op: relay.StridedSliceOp, idx: list[SSAValue]) -> SSAValue:
+        src = []
+        for i, s, extent in zip(idx, op.slices(), shape_of(op.data)):
+            start, _, step = s.indices(extent)
+            src.append(self.add_const(self.mul_const(i, step), start))
+        return self.value_at(op.data, src)
+
+    def concatenate(self, op: relay.ConcatenateOp, idx: list[SSAValue]) -> SSAValue:
+        return self.concat_value(list(op.inputs), op.axis_value, idx)
+
+    def concat_value(self, inputs: list[SSAValue], axis: int, idx: list[SSAValue]) -> SSAValue:
+        first, extent = inputs[0], shape_of(inputs[0])[axis]
+        if len(inputs) == 1:
+            return self.value_at(first, idx)
+        shifted = idx[:axis] + [self.add_const(idx[axis], -extent)] + idx[axis + 1 :]
+        (result,) = self.if_else(
+            self.compare("slt", idx[axis], self.index(extent)),
+            [f32],
+            lambda: [self.value_at(first, idx)],
+            lambda: [self.concat_value(inputs[1:], axis, shifted)],
+        )
+        return result
+
+    # reductions
+
+    def reduce(self, op: relay.ReduceOp, idx: list[SSAValue]) -> SSAValue:
+        shape, axes = shape_of(op.data), op.reduced_axes
+        kept_axes = [a for a in range(len(shape)) if a not in axes]
+        outer = {a: idx[a] for a in kept_axes} if op.keeps_dims else dict(zip(kept_axes, idx))
+
+        def at(ivs: Sequence[SSAValue]) -> list[SSAValue]:
+            return [ivs[axes.index(a)] if a in axes else outer[a] for a in range(len(shape))]
+
+        extents = [shape[a] for a in axes]
+        if isinstance(op, (relay.MaxOp, relay.MinOp)):
+            combine = arith.MaximumfOp if isinstance(op, relay.MaxOp) else arith.MinimumfOp
+            init = self.value_at(op.data, at([self.index(0)] * len(axes)))
+        else:
+            combine, init = arith.AddfOp, self.f32(0.0)
+        (total,) = self.loops(
+            extents, [init], lambda ivs, accs: [self.emit(combine(accs[0], self.value_at(op.data, at(ivs))))]
+        )
+        if isinstance(op, relay.MeanOp):
+            return self.emit(arith.DivfOp(total, self.f32(float(math.prod(extents)))))
+        return total
+
+    def softmax(self, op: relay.SoftmaxOp, idx: list[SSAValue]) -> SSAValue:
+        axis, extent = op.axis_value, shape_of(op.data)[op.axis_value]
+
+        def along(k: SSAValue) -> SSAValue:
+            return self.value_at(op.data, idx[:axis] + [k] + idx[axis + 1 :])
+
+        (peak,) = self.loops(
+            [extent], [along(self.index(0))], lambda ks, accs: [self.emit(arith.MaximumfOp(accs[0], along(ks[0])))]
+        )
+
+        def shifted_exp(k: SSAValue) -> SSAValue:
+            return self.emit(mathd.ExpOp(self.emit(arith.SubfOp(along(k), peak))))
+
+        (total,) = self.loops(
+            [extent], [self.f32(0.0)], lambda ks, accs: [self.emit(arith.AddfOp(accs[0], shifted_exp(ks[0])))]
+        )
+        return self.emit(arith.DivfOp(shifted_exp(idx[axis]), total))
+
+    # anchors
+
+    def multiply_accumulate(
+        self, extents: Sequence[int], operands: Callable[[list[SSAValue]], tuple[SSAValue, SSAValue]]
+    ) -> SSAValue:
+        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            a, b = operands(ivs)
+            return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(a, b))))]
+
+        return self.loops(extents, [self.f32(0.0)], step)[0]
+
+    def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
+        depth = shape_of(op.weight)[1]
+        return self.multiply_accumulate(
+            [depth],
+            lambda ks: (self.value_at(op.data, idx[:-1] + ks), self.value_at(op.weight, [idx[-1], ks[0]])),
+        )
+
+    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+        b, i, j = idx
+        x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
+        y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
+        return self.multiply_accumulate(
+            [shape_of(op.lhs)[2]],
+            lambda ks: (self.value_at(op.lhs, [x_batch, i, ks[0]]), self.value_at(op.rhs, [y_batch, j, ks[0]])),
+        )
+
+    def window_position(
+        self, out: SSAValue, k: SSAValue, stride: int, pad: int, dilation: int
+    ) -> SSAValue:
+        """The input coordinate `out * stride - pad + k * dilation` (may fall in the padding)."""
+        return self.add(self.add_const(self.mul_const(out, stride), -pad), self.mul_const(k, dilation))
+
+    def window_bounds(self, positions: Sequence[tuple[SSAValue, int, bool, bool]]) -> SSAValue | None:
+        """The i1 `0 <= p < size` over the checks that can fail, or None when none can."""
+        conds = []
+        for pos, size, check_low, check_high in positions:
+            if check_low:
+                conds.append(self.compare("sge", pos, self.index(0)))
+            if check_high:
+                conds.append(self.compare("slt", pos, self.index(size)))
+        return self.all_of(conds) if conds else None
+
+    def guarded(
+        self, inside: SSAValue | None, accs: list[SSAValue], update: Callable[[], list[SSAValue]]
+    ) -> list[SSAValue]:
+        """`update()` where the window position is inside the input, else the accs unchanged."""
+        if inside is None:
+            return update()
+        return self.if_else(inside, [a.type for a in accs], update, lambda: list(accs))
+
+    def conv2d(self, op: relay.Conv2DOp, idx: list[SSAValue]) -> SSAValue:
+        n, o, oh, ow = idx
+        _, _, height, width = shape_of(op.data)
+        out_c, in_c, kh, kw = shape_of(op.weight)
+        (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
+        top, left, _, _ = op.padding_values
+        _, _, out_h, out_w = shape_of(op.res)
+        channel_base = self.mul_const(self.div_const(o, out_c // op.group_count), in_c)
+        checks = _window_checks(out_h, out_w, height, width, kh, kw, sh, sw, dh, dw, top, left)
+
+        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            c, i, j = ivs
+            ih, iw = self.window_position(oh, i, sh, top, dh), self.window_position(ow, j, sw, left, dw)
+            inside = self.window_bounds([(ih, height, *checks[0]), (iw, width, *checks[1])])
+
+            def update() -> list[SSAValue]:
+                x = self.value_at(op.data, [n, self.add(channel_base, c), ih, iw])
+                w = self.value_at(op.weight, [o, c, i, j])
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(x, w))))]
+
+            return self.guarded(inside, accs, update)
+
+        return self.loops([in_c, kh, kw], [self.f32(0.0)], step)[0]
+
+    def pool2d(self, op: relay.Pool2DOp, idx: list[SSAValue]) -> SSAValue:
+        n, c, oh, ow = idx
+        _, _, height, width = shape_of(op.data)
+        (kh, kw), (sh, sw) = op.window, op.stride_values
+        top, left, _, _ = op.padding_values
+        _, _, out_h, out_w = shape_of(op.res)
+        checks = _window_checks(out_h, out_w, height, width, kh, kw, sh, sw, 1, 1, top, left)
+        is_max = isinstance(op, relay.MaxPool2DOp)
+        if is_max:
+            # Start from a position that is always inside: the window's first row/column clamped to 0.
+            inits = [self.value_at(op.data, [n, c, self.clamp_low(oh, sh, top), self.clamp_low(ow, sw, left)])]
+        else:
+            inits = [self.f32(0.0), self.f32(0.0)]  # sum and count of the positions inside
+
+        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            i, j = ivs
+            ih, iw = self.window_position(oh, i, sh, top, 1), self.window_position(ow, j, sw, left, 1)
+            inside = self.window_bounds([(ih, height, *checks[0]), (iw, width, *checks[1])])
+
+            def update() -> list[SSAValue]:
+                x = self.value_at(op.data, [n, c, ih, iw])
+                if is_max:
+                    return [self.emit(arith.MaximumfOp(accs[0], x))]
+                return [self.emit(arith.AddfOp(accs[0], x)), self.emit(arith.AddfOp(accs[1], self.f32(1.0)))]
+
+            return self.guarded(inside, accs, update)
+
+        accs = self.loops([kh, kw], inits, step)
+        return accs[0] if is_max else self.emit(arith.DivfOp(accs[0], accs[1]))
+
+    def clamp_low(self, out: SSAValue, stride: int, pad: int) -> SSAValue:
+        """`max(out * stride - pad, 0)`, the first window row (or column) inside the input."""
+        start = self.window_position(out, self.index(0), stride, pad, 1)
+        if pad == 0:
+            return start
+        negative = self.compare("slt", start, self.index(0))
+        return self.emit(arith.SelectOp(negative, self.index(0), start))
+
+    def global_avg_pool2d(self, op: relay.GlobalAvgPool2DOp, idx: list[SSAValue]) -> SSAValue:
+        n, c, _, _ = idx
+        _, _, height, width = shape_of(op.data)
+        (total,) = self.loops(
+            [height, width],
+            [self.f32(0.0)],
+            lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], self.value_at(op.data, [n, c, *ivs])))],
+        )
+        return self.emit(arith.DivfOp(total, self.f32(float(height * width))))
+
+    def constant(self, op: relay.ConstantOp, idx: list[SSAValue]) -> SSAValue:
+        if not op.value.is_splat():
+            raise op.emit_error(
+                "convert-relay-to-loops inlines only splat constants into a kernel, but found a "
+                f"non-splat relay.constant of type {op.res.type} inside a relay.fused group; "
+                "keep it outside the group (as fuse-ops does) so it becomes a kernel input",
+                CompileError("non-splat constant inside a fused group"),
+            )
+        return self.f32(float(op.value.get_values()[0]))
+
+
+def _window_checks(
+    out_h: int, out_w: int, height: int, width: int, kh: int, kw: int,
+    sh: int, sw: int, dh: int, dw: int, top: int, left: int,
+) -> tuple[tuple[bool, bool], tuple[bool, bool]]:
+    """Per axis, whether a window position can fall before the input / past its end."""
+
+    def axis(out: int, size: int, k: int, s: int, d: int, pad: int) -> tuple[bool, bool]:
+        return pad > 0, (out - 1) * s - pad + (k - 1) * d >= size
+
+    return axis(out_h, height, kh, sh, dh, top), axis(out_w, width, kw, sw, dw, left)
+
+
+DISPATCH: list[tuple[type[Operation] | tuple[type[Operation], ...], Callable]] = [
+    (relay.UnaryElemwiseOp, GroupEmitter.unary),
+    (relay.BinaryBroadcastOp, GroupEmitter.binary),
+    (relay.BiasAddOp, GroupEmitter.bias_add),
+    (relay.BroadcastToOp, GroupEmitter.broadcast_to),
+    (relay.ExpandDimsOp, GroupEmitter.expand_dims),
+    (relay.ReshapeOp, GroupEmitter.reshape),
+    (relay.TransposeOp, GroupEmitter.transpose),
+    (relay.SqueezeOp, GroupEmitter.squeeze),
+    (relay.StridedSliceOp, GroupEmitter.strided_slice),
+    (relay.ConcatenateOp, GroupEmitter.concatenate),
+    (relay.ReduceOp, GroupEmitter.reduce),
+    (relay.SoftmaxOp, GroupEmitter.softmax),
+    (relay.DenseOp, GroupEmitter.dense),
+    (relay.BatchMatmulOp, GroupEmitter.batch_matmul),
+    (relay.Conv2DOp, GroupEmitter.conv2d),
+    (relay.Pool2DOp, GroupEmitter.pool2d),
+    (relay.GlobalAvgPool2DOp, GroupEmitter.global_avg_pool2d),
+    (relay.ConstantOp, GroupEmitter.constant),
+]
