@@ -3,6 +3,9 @@
     m = xrelay.parse(text)                 # xDSL ModuleOp with the relay dialect loaded
     ctx = xrelay.context()                 # the xDSL Context opt-tool uses
     ref = xrelay.interpret(m, {"a": a})    # numpy reference, any stage before lowering
+    exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
+    out = exe.run(a=a)                     # numpy in, numpy out
+    exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
 """
 
 from xrelay.errors import (
@@ -15,6 +18,7 @@ from xrelay.errors import (
     PlacementError,
     VerifyError,
 )
+from xrelay.build import Executable, build, load
 from xrelay.interpreter import interpret
 from xrelay.ir import context, parse
 
@@ -23,11 +27,14 @@ __all__ = [
     "ConfigError",
     "DeviceError",
     "Error",
+    "Executable",
     "InputError",
     "ParseError",
     "PlacementError",
     "VerifyError",
+    "build",
     "context",
     "interpret",
+    "load",
     "parse",
 ]

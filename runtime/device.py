@@ -1,0 +1,132 @@
+"""
+Devices the graph executor runs on: the interface every device implements, the registry of
+device kinds, and the table that maps the program's virtual scopes to physical devices.
+
+A device allocates buffers, views a buffer as a typed tensor, moves tensors to and from host
+memory, builds the kernels of its scope and binds a kernel to its argument tensors once, so
+that running a node is one call. The compiler decided everything else.
+
+Physical devices are named by a spec string, `kind[:index]`: `cpu`, `opencl:1` (the second
+device of the OpenCL platform), `numpy` (host memory, Python kernels; for tests). A virtual
+scope `device:id` of the program maps to a spec through a table the user may pass
+(`{("opencl", 1): "opencl:0"}`, or with string keys `{"opencl:1": "opencl:0"}`); without an
+entry, `cpu:N` runs on `cpu` (the host is one device) and `opencl:N` on `opencl:N`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from importlib import import_module
+from typing import Any, ClassVar, TypeAlias
+
+import numpy as np
+
+from xrelay.errors import DeviceError
+
+Tensor: TypeAlias = Any
+Kernel: TypeAlias = Any
+DeviceTable: TypeAlias = Mapping["tuple[str, int] | str", "str | Device"]
+
+
+class Device(ABC):
+    """One physical device: memory, kernels, and the work queue they run on."""
+
+    kind: ClassVar[str]
+    host_memory: ClassVar[bool] = False  # tensors are numpy arrays the host reads directly
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+    @abstractmethod
+    def alloc(self, nbytes: int) -> Any:
+        """A buffer of at least `nbytes` bytes."""
+
+    @abstractmethod
+    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:
+        """A tensor of `shape` and `dtype` at the start of `buffer`."""
+
+    @abstractmethod
+    def write(self, dst: Tensor, src: np.ndarray) -> None:
+        """Copies a host array into a tensor of this device."""
+
+    @abstractmethod
+    def read(self, src: Tensor, dst: np.ndarray) -> None:
+        """Copies a tensor of this device into a host array (waits for pending work)."""
+
+    def copy_peer(self, dst: Tensor, src_device: Device, src: Tensor, nbytes: int) -> bool:
+        """Copies `src` of `src_device` straight into `dst`, if this device can; else False."""
+        return False
+
+    @abstractmethod
+    def load(self, sources: Sequence[Any]) -> Mapping[str, Kernel]:
+        """Builds kernels (`xrelay.targets.kernels.KernelSource`s) for this device, by name."""
+
+    @abstractmethod
+    def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
+        """A call that runs `kernel` on `args` (inputs, then the output)."""
+
+    def sync(self) -> None:
+        """Waits until the work queued on this device is done."""
+
+
+# --- registry ----------------------------------------------------------------------------
+
+# device kind -> (module under xrelay.runtime, class name); the class takes the spec's index
+DEVICE_KINDS: dict[str, tuple[str, str]] = {
+    "cpu": ("cpu", "CPUDevice"),
+    "opencl": ("opencl", "OpenCLDevice"),
+    "numpy": ("numpy_device", "NumpyDevice"),
+}
+
+
+def parse_spec(spec: str) -> tuple[str, int]:
+    kind, _, index = spec.partition(":")
+    if kind not in DEVICE_KINDS or (index and not index.isdigit()):
+        raise DeviceError(
+            f"unknown device '{spec}'; expected kind[:index] with kind one of {', '.join(DEVICE_KINDS)}, "
+            "e.g. cpu or opencl:1"
+        )
+    return kind, int(index or 0)
+
+
+@cache
+def open_device(spec: str) -> Device:
+    """The device named by `spec` (one object per spec for the whole process)."""
+    kind, index = parse_spec(spec)
+    module, cls = DEVICE_KINDS[kind]
+    return getattr(import_module(f"xrelay.runtime.{module}"), cls)(index)
+
+
+# --- virtual scopes to physical devices ----------------------------------------------------
+
+
+def default_spec(device: str, id: int) -> str:
+    if device == "cpu":
+        return "cpu"
+    if device == "opencl":
+        return f"opencl:{id}"
+    raise DeviceError(f"no runtime device for scope {device}:{id}; xrelay runs cpu and opencl scopes")
+
+
+def resolve_devices(scopes: Sequence[tuple[str, int]], table: DeviceTable | None = None) -> list[Device]:
+    """The physical device of each virtual scope `(device, id)`, through `table`."""
+    entries = {_key(k): v for k, v in (table or {}).items()}
+    devices = []
+    for device, id in scopes:
+        target = entries.get((device, id), None) or default_spec(device, id)
+        devices.append(target if isinstance(target, Device) else open_device(target))
+    return devices
+
+
+def _key(key: tuple[str, int] | str) -> tuple[str, int]:
+    if isinstance(key, str):
+        device, _, id = key.partition(":")
+        if not id.isdigit() and id:
+            raise DeviceError(f"bad device table key '{key}'; expected 'device:id' such as 'opencl:1'")
+        return device, int(id or 0)
+    return key[0], int(key[1])

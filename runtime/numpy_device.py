@@ -1,0 +1,48 @@
+"""
+`numpy`: a device in host memory whose kernels are Python functions, so the executor can be
+tested without a compiler or hardware (like the hand-made graphs of TVM's runtime tests).
+
+A kernel is `fn(*inputs, out)` writing its result into `out`; `NumpyDevice.kernels` is the
+table `load` looks kernel names up in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from xrelay.errors import DeviceError
+from xrelay.runtime.device import Device, Kernel, Tensor
+
+
+class NumpyDevice(Device):
+    kind = "numpy"
+    host_memory = True
+
+    def __init__(self, index: int = 0, kernels: Mapping[str, Callable[..., None]] | None = None):
+        super().__init__(f"numpy:{index}")
+        self.kernels = dict(kernels or {})
+
+    def alloc(self, nbytes: int) -> np.ndarray:
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:
+        count = int(np.prod(shape, dtype=np.int64))
+        return buffer[: count * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
+
+    def write(self, dst: Tensor, src: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+    def read(self, src: Tensor, dst: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+    def load(self, sources: Sequence[Any]) -> Mapping[str, Kernel]:
+        missing = [s.name for s in sources if s.name not in self.kernels]
+        if missing:
+            raise DeviceError(f"{self.name} has no Python kernel for {', '.join(missing)}")
+        return {s.name: self.kernels[s.name] for s in sources}
+
+    def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
+        return lambda: kernel(*args)

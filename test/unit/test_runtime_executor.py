@@ -1,0 +1,233 @@
+"""The graph executor on hand-made graphs (TVM's heterogeneous runtime tests): a copy in the
+middle (simplex), data going back and forth (duplex), two OpenCL devices, malformed graphs.
+
+Each graph runs on Python kernels (numpy devices, no hardware) and on real devices with tiny
+hand-written C and OpenCL kernels, independent of the compiler.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.errors import DeviceError, InputError
+from xrelay.runtime.cpu import CPUDevice
+from xrelay.runtime.device import open_device, resolve_devices
+from xrelay.runtime.executor import GraphExecutor
+from xrelay.runtime.numpy_device import NumpyDevice
+from xrelay.targets.kernels import KernelSource
+
+N = 1000
+CPU = SEScopeAttr("cpu", 0, "c", "global")
+CL0 = SEScopeAttr("opencl", 0, "opencl", "global")
+CL1 = SEScopeAttr("opencl", 1, "opencl", "global")
+
+
+def graph(nodes: list[tuple[str, str | None, list[int], int, int]], heads: list[int], scopes: list[SEScopeAttr]) -> dict[str, Any]:
+    """A graph JSON object from `(name, func_name or None for inputs, inputs, device, storage)`."""
+    json_nodes = []
+    for name, func_name, inputs, _, _ in nodes:
+        if func_name is None:
+            json_nodes.append({"op": "null", "name": name, "inputs": []})
+        else:
+            attrs = {"func_name": func_name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
+            json_nodes.append({"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[i, 0, 0] for i in inputs]})
+    return {
+        "nodes": json_nodes,
+        "arg_nodes": [i for i, n in enumerate(nodes) if n[1] is None],
+        "heads": [[h, 0, 0] for h in heads],
+        "node_row_ptr": list(range(len(nodes) + 1)),
+        "attrs": {
+            "storage_id": ["list_int", [n[4] for n in nodes]],
+            "shape": ["list_shape", [[N]] * len(nodes)],
+            "dltype": ["list_str", ["float32"] * len(nodes)],
+            "device_index": ["list_int", [n[3] for n in nodes]],
+        },
+        "scopes": [str(s) for s in scopes],
+    }
+
+
+# TVM's simplex graph: A + B on the device, copied to the host, minus D there.
+SIMPLEX = [
+    ("A", None, [], 1, 0),
+    ("B", None, [], 1, 1),
+    ("D", None, [], 0, 2),
+    ("add", "add", [0, 1], 1, 3),
+    ("__copy", "__copy", [3], 0, 4),
+    ("sub", "sub", [4, 2], 0, 5),
+]
+
+# TVM's duplex graph: to the host and back: ((A + B) - C) + D with the subtraction on the host.
+DUPLEX = [
+    ("A", None, [], 1, 0),
+    ("B", None, [], 1, 1),
+    ("C", None, [], 0, 2),
+    ("D", None, [], 1, 3),
+    ("add", "add", [0, 1], 1, 4),
+    ("__copy", "__copy", [4], 0, 5),
+    ("sub", "sub", [5, 2], 0, 6),
+    ("__copy", "__copy", [6], 1, 7),
+    ("add", "add", [7, 3], 1, 8),
+]
+
+
+def inputs(names: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {n: rng.standard_normal(N).astype(np.float32) for n in names}
+
+
+def simplex_expected(x: dict[str, np.ndarray]) -> np.ndarray:
+    return x["A"] + x["B"] - x["D"]
+
+
+def duplex_expected(x: dict[str, np.ndarray]) -> np.ndarray:
+    return x["A"] + x["B"] - x["C"] + x["D"]
+
+
+def python_kernels() -> dict[str, Any]:
+    return {"add": lambda a, b, out: np.add(a, b, out=out), "sub": lambda a, b, out: np.subtract(a, b, out=out)}
+
+
+def run(executor: GraphExecutor, x: dict[str, np.ndarray]) -> np.ndarray:
+    executor.set_inputs(x)
+    executor.run()
+    return executor.outputs()[0]
+
+
+def sources(scope: SEScopeAttr) -> list[KernelSource]:
+    """add and sub as C or OpenCL C kernels for `scope`."""
+    result = []
+    for name, sign in (("add", "+"), ("sub", "-")):
+        if scope.device == "cpu":
+            text = (f"void {name}(const float *restrict a, const float *restrict b, float *restrict out) "
+                    f"{{ for (int i = 0; i < {N}; ++i) out[i] = a[i] {sign} b[i]; }}\n")
+            result.append(KernelSource(name, "c", text, (N,), 2, scope))
+        else:
+            text = (f"__kernel void {name}(__global const float *a, __global const float *b, __global float *out) "
+                    f"{{ size_t i = get_global_id(0); out[i] = a[i] {sign} b[i]; }}\n")
+            result.append(KernelSource(name, "opencl", text, (N,), 2, scope))
+    return result
+
+
+def real_executor(nodes: list[Any], heads: list[int], scopes: list[SEScopeAttr], specs: list[str]) -> GraphExecutor:
+    devices = [open_device(s) for s in specs]
+    kernels = [d.load(sources(s)) for d, s in zip(devices, scopes)]
+    return GraphExecutor(graph(nodes, heads, scopes), devices, kernels)
+
+
+# --- numpy devices: the executor alone -------------------------------------------------------
+
+
+@pytest.mark.parametrize("nodes, expected, names", [(SIMPLEX, simplex_expected, "ABD"), (DUPLEX, duplex_expected, "ABCD")])
+def test_numpy_devices(nodes: list[Any], expected: Any, names: str) -> None:
+    devices = [NumpyDevice(0), NumpyDevice(1)]
+    executor = GraphExecutor(graph(nodes, [len(nodes) - 1], [CPU, CL0]), devices, [python_kernels()] * 2)
+    x = inputs(names)
+    np.testing.assert_array_equal(run(executor, x), expected(x))
+    profile = executor.profile()
+    copies = {pair: count for pair, (count, _) in profile.copies.items()}
+    assert copies == ({("opencl:0", "cpu:0"): 1} if nodes is SIMPLEX else {("opencl:0", "cpu:0"): 1, ("cpu:0", "opencl:0"): 1})
+    assert profile.pool_bytes == {"cpu:0": 4 * N * (3 if nodes is SIMPLEX else 3), "opencl:0": 4 * N * (3 if nodes is SIMPLEX else 6)}
+
+
+def test_kernels_are_looked_up_on_the_node_device() -> None:
+    """Two devices may have kernels of one name: each node calls its own device's."""
+    host = {"add": lambda a, b, out: np.add(a, b, out=out), "sub": lambda a, b, out: np.subtract(a, b, out=out)}
+    device = {"add": lambda a, b, out: np.multiply(a, b, out=out)}
+    executor = GraphExecutor(graph(SIMPLEX, [5], [CPU, CL0]), [NumpyDevice(0), NumpyDevice(1)], [host, device])
+    x = inputs("ABD")
+    np.testing.assert_array_equal(run(executor, x), x["A"] * x["B"] - x["D"])
+
+
+def test_without_device_index_everything_runs_on_the_primary_device() -> None:
+    g = graph(SIMPLEX, [5], [CPU])
+    del g["attrs"]["device_index"]
+    executor = GraphExecutor(g, [NumpyDevice(0)], [python_kernels()])
+    x = inputs("ABD")
+    np.testing.assert_array_equal(run(executor, x), simplex_expected(x))
+
+
+def test_a_storage_on_two_devices_is_rejected() -> None:
+    nodes = [n if n[0] != "sub" else ("sub", "sub", [4, 2], 0, 3) for n in SIMPLEX]  # storage 3 is on device 1
+    with pytest.raises(DeviceError, match="storage 3 is used on devices opencl:0 and cpu:0"):
+        GraphExecutor(graph(nodes, [5], [CPU, CL0]), [NumpyDevice(0), NumpyDevice(1)], [python_kernels()] * 2)
+
+
+def test_a_missing_kernel_is_named() -> None:
+    with pytest.raises(DeviceError, match="node 5 \\(sub\\) calls kernel sub, which device cpu:0 does not have"):
+        GraphExecutor(graph(SIMPLEX, [5], [CPU, CL0]), [NumpyDevice(0), NumpyDevice(1)], [{}, python_kernels()])
+
+
+def test_too_few_devices() -> None:
+    with pytest.raises(DeviceError, match="device indices up to 1, but 1 devices were given"):
+        GraphExecutor(graph(SIMPLEX, [5], [CPU, CL0]), [NumpyDevice(0)], [python_kernels()])
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"A": 1, "B": 2}, "takes inputs A, B, D; missing D"),
+        ({"A": 1, "B": 2, "D": 3, "E": 4}, "unknown 'E'"),
+        ({"A": np.zeros(3, np.float32)}, "input A must have shape \\[1000\\], but has shape \\[3\\]"),
+        ({"A": np.zeros(N, np.float64)}, "input A must have dtype float32, but has dtype float64"),
+    ],
+)
+def test_input_errors(bad: dict[str, Any], message: str) -> None:
+    executor = GraphExecutor(graph(SIMPLEX, [5], [CPU, CL0]), [NumpyDevice(0), NumpyDevice(1)], [python_kernels()] * 2)
+    x = inputs("ABD")
+    if "A" in bad and isinstance(bad["A"], np.ndarray):
+        x.update(bad)
+    else:
+        x = bad
+    with pytest.raises(InputError, match=message):
+        executor.set_inputs(x)
+
+
+# --- real devices: C kernels on the host, OpenCL kernels on PoCL -------------------------------
+
+
+@pytest.mark.parametrize("nodes, expected, names", [(SIMPLEX, simplex_expected, "ABD"), (DUPLEX, duplex_expected, "ABCD")])
+def test_cpu_and_opencl(nodes: list[Any], expected: Any, names: str) -> None:
+    executor = real_executor(nodes, [len(nodes) - 1], [CPU, CL0], ["cpu", "opencl:0"])
+    x = inputs(names)
+    np.testing.assert_allclose(run(executor, x), expected(x), rtol=1e-6)
+    x = inputs(names[::-1])  # a second run with new inputs reuses every buffer
+    np.testing.assert_allclose(run(executor, x), expected(x), rtol=1e-6)
+
+
+def test_two_opencl_devices() -> None:
+    """Simplex between opencl:1 and opencl:0: the copy goes device to device in one context."""
+    devices = resolve_devices([("opencl", 0), ("opencl", 1)])
+    assert devices[0] is not devices[1], 'needs two OpenCL devices: POCL_DEVICES="pthread pthread"'
+    executor = real_executor(SIMPLEX, [5], [CL0, CL1], ["opencl:0", "opencl:1"])
+    x = inputs("ABD")
+    np.testing.assert_allclose(run(executor, x), simplex_expected(x), rtol=1e-6)
+    profile = executor.profile()
+    assert profile.copies == {("opencl:1", "opencl:0"): (1, 4 * N)}
+    assert profile.nodes[1][:2] == ("__copy", "opencl:0")
+
+
+def test_device_table_maps_virtual_ids() -> None:
+    devices = resolve_devices([("cpu", 0), ("opencl", 1)], {("opencl", 1): "opencl:0", "cpu:0": NumpyDevice(7)})
+    assert [d.name for d in devices] == ["numpy:7", "opencl:0"]
+    assert isinstance(resolve_devices([("cpu", 3)])[0], CPUDevice)
+
+
+@pytest.mark.parametrize(
+    "scope, table, message",
+    [
+        (("opencl", 0), {("opencl", 0): "gpu:0"}, "unknown device 'gpu:0'; expected kind\\[:index\\]"),
+        (("opencl", 9), None, "device opencl:9 does not exist: the OpenCL platform has"),
+        (("cuda", 0), None, "no runtime device for scope cuda:0"),
+    ],
+)
+def test_device_table_errors(scope: tuple[str, int], table: Any, message: str) -> None:
+    with pytest.raises(DeviceError, match=message):
+        resolve_devices([scope], table)
