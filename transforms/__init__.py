@@ -8,6 +8,7 @@ from xdsl.passes import ModulePass
 # CLI name -> (module under xrelay.transforms, class name)
 PASSES: dict[str, tuple[str, str]] = {
     "plan-devices": ("plan_devices", "PlanDevicesPass"),
+    "fuse-ops": ("fuse_ops", "FuseOpsPass"),
     "inline-calls": ("inline_calls", "InlineCallsPass"),
     "plan-memory": ("plan_memory", "PlanMemoryPass"),
     "convert-relay-to-loops": ("convert_relay_to_loops", "ConvertRelayToLoopsPass"),
