@@ -263,7 +263,7 @@ def _describe(value: SSAValue) -> str:
         return f"argument #{value.index} of @{name}"
     owner = value.owner
     assert isinstance(owner, Operation)
-    return f"the result of '{owner.name}' at {location_of(owner)}"
+    return f"the result of '{owner.name}' ({location_of(owner)})"
 
 
 def _checked(c: Constraints, op: Operation, scope: SEScopeAttr, what: str) -> SEScopeAttr:
