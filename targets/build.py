@@ -324,13 +324,13 @@ def _program_from_source(
 def run_opencl_kernel(
     queue: Any, kernel: OpenCLKernel, inputs: Sequence[np.ndarray], out_shape: Sequence[int]
 ) -> np.ndarray:
-    """Copies `inputs` to the device, runs `kernel`, and returns the output as a numpy array."""
+    """Copies `inputs` and a zeroed output to the device, runs `kernel`, returns the output."""
     cl = import_pyopencl()
     mf = cl.mem_flags
     context = queue.context
     bufs = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=_host(a)) for a in inputs]
-    out = np.empty(out_shape, np.float32)
-    out_buf = cl.Buffer(context, mf.WRITE_ONLY, max(out.nbytes, 4))
+    out = np.zeros(out_shape, np.float32)
+    out_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=_host(out))
     kernel(queue, *bufs, out_buf)
     cl.enqueue_copy(queue, out, out_buf)
     return out

@@ -1,0 +1,306 @@
+"""The C and OpenCL C emitters: kernels compiled for each target and run against references.
+
+Hand-written loop kernels (convert-relay-to-loops' output form) are checked against numpy;
+relay groups lowered by convert-relay-to-loops are checked against `xrelay.interpret`. All
+kernels of one language are built together, once per test session (one shared library, one
+OpenCL program), as the runtime builds them.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+import xrelay
+from xrelay.dialects import relay
+from xrelay.errors import CompileError
+from xrelay.targets.build import build_c, build_opencl, default_opencl_context, run_opencl_kernel
+from xrelay.targets.c import CTarget
+from xrelay.targets.kernels import KernelSource, kernel_sources
+from xrelay.targets.opencl import OpenCLTarget
+
+from kernel_cases import GROUP_CASES, LOOP_KERNELS, SCOPES, GroupCase, LoopKernel, random_inputs
+
+LANGUAGES = ("c", "opencl")
+TARGETS = {"c": CTarget, "opencl": OpenCLTarget}
+
+
+def lower(text: str) -> ModuleOp:
+    from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
+
+    module = xrelay.parse(text)
+    ConvertRelayToLoopsPass().apply(xrelay.context(), module)
+    module.verify()
+    return module
+
+
+def emit(target: str, module: ModuleOp) -> str:
+    out = io.StringIO()
+    TARGETS[target]().emit(xrelay.context(), module, out)
+    return out.getvalue()
+
+
+# --- building everything once per language --------------------------------------------------
+
+
+_lowered: dict[str, dict[str, ModuleOp]] = {}
+
+
+def lowered_groups(language: str) -> dict[str, ModuleOp]:
+    if language not in _lowered:
+        _lowered[language] = {c.name: lower(c.module_text(language)) for c in GROUP_CASES}
+    return _lowered[language]
+
+
+def all_sources(language: str) -> list[KernelSource]:
+    loops = [xrelay.parse(k.module_text(language)) for k in LOOP_KERNELS]
+    modules = [*loops, *lowered_groups(language).values()]
+    return [s for m in modules for s in kernel_sources(m)]
+
+
+class Built:
+    """The kernels of every case for one language, built together, and a way to run them."""
+
+    def __init__(self, language: str):
+        self.language = language
+        self.group_modules = lowered_groups(language)
+        self.sources = all_sources(language)
+        if language == "c":
+            self.program: Any = build_c(self.sources)
+        else:
+            context = default_opencl_context()
+            self.queue = __import__("pyopencl").CommandQueue(context)
+            self.program = build_opencl(context, self.sources)
+
+    def run(self, name: str, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
+        kernel = self.program[name]
+        if self.language == "opencl":
+            return run_opencl_kernel(self.queue, kernel, inputs, out_shape)
+        out = np.zeros(out_shape, np.float32)
+        kernel(*(np.ascontiguousarray(a) for a in inputs), out)
+        return out
+
+    def run_main(self, module: ModuleOp, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """Runs @main of a lowered module: launches, constants, copies, return."""
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+        env: dict[Any, np.ndarray] = {arg: inputs[arg.name_hint] for arg in main.args}
+        for op in main.body.block.ops:
+            if isinstance(op, relay.LaunchOp):
+                shape = tuple(op.res.type.get_shape())
+                env[op.res] = self.run(op.callee.string_value(), [env[v] for v in op.inputs], shape)
+            elif isinstance(op, relay.DeviceCopyOp):
+                env[op.res] = env[op.data]
+            elif isinstance(op, func.ReturnOp):
+                return env[op.arguments[0]]
+            else:
+                raise AssertionError(f"unexpected op {op.name} in a lowered @main")
+        raise AssertionError("@main has no return")
+
+
+_built: dict[str, Built] = {}
+
+
+@pytest.fixture(params=LANGUAGES)
+def built(request: pytest.FixtureRequest) -> Built:
+    language = request.param
+    if language not in _built:
+        _built[language] = Built(language)
+    return _built[language]
+
+
+# --- hand-written loop kernels vs numpy -----------------------------------------------------
+
+
+@pytest.mark.parametrize("case", LOOP_KERNELS, ids=lambda k: k.name)
+def test_loop_kernel(built: Built, case: LoopKernel) -> None:
+    for seed in (0, 1):
+        inputs = random_inputs(list(case.inputs), seed, positive=False)
+        got = built.run(case.name, inputs, case.output)
+        np.testing.assert_allclose(got, case.reference(*inputs), rtol=1e-5, atol=1e-5)
+
+
+# --- every relay op and the fused patterns, lowered, vs xrelay.interpret --------------------
+
+
+@pytest.mark.parametrize("case", GROUP_CASES, ids=lambda c: c.name)
+def test_lowered_group(built: Built, case: GroupCase) -> None:
+    reference_module = xrelay.parse(case.module_text(built.language))
+    main = next(iter(reference_module.ops))
+    assert isinstance(main, func.FuncOp)
+    shapes = [tuple(a.type.get_shape()) for a in main.args]
+    for seed in (0, 1):
+        arrays = random_inputs(shapes, seed, case.positive)
+        inputs = {a.name_hint: x for a, x in zip(main.args, arrays)}
+        expected = xrelay.interpret(reference_module, inputs)
+        got = built.run_main(built.group_modules[case.name], inputs)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_every_primitive_op_is_covered() -> None:
+    bodies = " ".join(c.body for c in GROUP_CASES)
+    missing = [op.name for op in relay.PRIMITIVE_OPS if f"{op.name} " not in bodies]
+    assert missing == []
+
+
+# --- the form of the output -----------------------------------------------------------------
+
+
+def test_c_compiles_without_warnings(tmp_path) -> None:
+    c_sources = [s.source for s in all_sources("c")]
+    path = tmp_path / "all.c"
+    path.write_text("\n".join(c_sources))
+    result = subprocess.run(
+        ["gcc", "-std=c99", "-O3", "-Wall", "-Wextra", "-c", "-o", str(tmp_path / "all.o"), str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_kernel_sources_fields() -> None:
+    module = xrelay.parse(LOOP_KERNELS[0].module_text("opencl"))
+    (source,) = kernel_sources(module)
+    assert source == KernelSource(
+        name="k_elementwise",
+        language="opencl",
+        source=source.source,
+        global_size=(4, 8),
+        num_inputs=2,
+        scope=module.body.block.first_op.attributes["relay.se_scope"],
+    )
+    assert source.source.startswith(
+        "__kernel void k_elementwise(__global const float *in0, __global const float *in1, "
+        "__global float *out0) {"
+    )
+    c_source = kernel_sources(xrelay.parse(LOOP_KERNELS[0].module_text("c")))[0]
+    assert c_source.language == "c"
+    assert "void k_elementwise(const float *restrict in0, const float *restrict in1, " \
+        "float *restrict out0) {" in c_source.source
+
+
+def test_global_size_merges_leading_dims_beyond_three() -> None:
+    ndrange = next(k for k in LOOP_KERNELS if k.name == "k_ndrange")
+    (source,) = kernel_sources(xrelay.parse(ndrange.module_text("opencl")))
+    assert source.global_size == (6, 4, 6)
+    strided = next(k for k in LOOP_KERNELS if k.name == "k_strided")
+    assert kernel_sources(xrelay.parse(strided.module_text("c")))[0].global_size == (3, 3)
+
+
+def test_lowered_global_size_is_the_outermost_nest() -> None:
+    case = next(c for c in GROUP_CASES if c.name == "rank5")
+    (source,) = kernel_sources(lower(case.module_text("opencl")))
+    assert source.global_size == (2, 1, 2)
+    case = next(c for c in GROUP_CASES if c.name == "max")  # a rank-0 result
+    assert kernel_sources(lower(case.module_text("c")))[0].global_size == (1,)
+
+
+def test_targets_print_only_their_scopes() -> None:
+    text = LOOP_KERNELS[0].module_text("c") + LOOP_KERNELS[1].module_text("opencl")
+    module = xrelay.parse(text)
+    c_text, cl_text = emit("c", module), emit("opencl", module)
+    assert "void k_elementwise(" in c_text and "k_reduction" not in c_text
+    assert "__kernel void k_reduction(" in cl_text and "k_elementwise" not in cl_text
+    assert [s.language for s in kernel_sources(module)] == ["c", "opencl"]
+
+
+def test_c_max_is_a_conditional_not_fmaxf() -> None:
+    c_text = emit("c", xrelay.parse(LOOP_KERNELS[0].module_text("c")))
+    assert "fmaxf" not in c_text and " > 0.0f ? " in c_text
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+UNKNOWN_OP = """
+func.func @k_sin(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = SCOPE} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  "scf.parallel"(%c0, %c4, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %x = memref.load %in0[%i] : memref<4xf32>
+    %s = math.sin %x : f32
+    memref.store %s, %out0[%i] : memref<4xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_unknown_op_names_the_op_and_the_target(language: str) -> None:
+    module = xrelay.parse(UNKNOWN_OP.replace("SCOPE", SCOPES[language]))
+    with pytest.raises(CompileError, match=f"the {language} target cannot emit 'math.sin' at <input>:9:5"):
+        emit(language, module)
+    with pytest.raises(CompileError, match="cannot emit 'math.sin'"):
+        kernel_sources(module)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_unlowered_module_says_to_run_the_lowering(language: str) -> None:
+    module = xrelay.parse(GROUP_CASES[0].module_text(language))
+    with pytest.raises(CompileError, match="expects a lowered module, but found 'relay.fused' at "
+                       "<input>:2:3; run convert-relay-to-loops first"):
+        emit(language, module)
+
+
+def test_kernel_on_another_device_is_rejected() -> None:
+    scope = '#relay.se_scope<device = vulkan, id = 0, target = "vulkan", memory = "global">'
+    module = xrelay.parse(UNKNOWN_OP.replace("SCOPE", scope).replace("math.sin", "math.exp"))
+    with pytest.raises(CompileError, match="@k_sin .* is on device 'vulkan', but only cpu \\(C\\) "
+                       "and opencl \\(OpenCL C\\) kernels are supported"):
+        kernel_sources(module)
+    assert emit("c", module) == "#include <math.h>\n" and emit("opencl", module) == ""
+
+
+def _with_body(body: str) -> str:
+    return f"""
+func.func @k_bad(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {{relay.se_scope = {SCOPES["opencl"]}}} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  {body}
+  func.return
+}}"""
+
+
+COPY_NEST = """"scf.parallel"(%c0, UB, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %x = memref.load %in0[%i] : memref<4xf32>
+    memref.store %x, %out0[%i] : memref<4xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()"""
+
+
+def test_two_top_level_nests_are_rejected() -> None:
+    module = xrelay.parse(_with_body(COPY_NEST.replace("UB", "%c4") * 2))
+    with pytest.raises(CompileError, match="expects one top-level scf.parallel in kernel @k_bad, but found 2"):
+        kernel_sources(module)
+
+
+def test_non_constant_ndrange_bound_is_rejected() -> None:
+    body = "%n = arith.addi %c1, %c1 : index\n  " + COPY_NEST.replace("UB", "%n")
+    with pytest.raises(CompileError, match="expects constant loop bounds"):
+        kernel_sources(xrelay.parse(_with_body(body)))
+
+
+def test_top_level_reduction_cannot_be_an_ndrange() -> None:
+    body = """%s = "scf.parallel"(%c0, %c4, %c1, %zero) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>}> ({
+  ^bb0(%i: index):
+    %x = memref.load %in0[%i] : memref<4xf32>
+    scf.reduce(%x : f32) {
+    ^bb1(%l: f32, %r: f32):
+      %a = arith.addf %l, %r : f32
+      scf.reduce.return %a : f32
+    }
+  }) : (index, index, index, f32) -> f32
+  memref.store %s, %out0[%c0] : memref<4xf32>"""
+    with pytest.raises(CompileError, match="cannot map a top-level scf.parallel with reductions onto the NDRange"):
+        emit("opencl", xrelay.parse(_with_body(body)))
+
