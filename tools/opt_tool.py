@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import IO
 
@@ -43,6 +44,7 @@ class OptTool(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the epilog's lines
         arg_parser.epilog = _epilog()
 
     def apply_passes(self, prog: ModuleOp) -> None:
@@ -70,26 +72,47 @@ def _describe(e: BaseException) -> str:
 
 
 def _epilog() -> str:
-    passes = ", ".join(sorted(get_all_passes()))
-    targets = ", ".join(sorted(get_all_targets()))
-    return (
-        f"xrelay passes: {passes or '(none)'}; xrelay targets (-t): {targets or '(none)'}. "
-        "xDSL's own passes (cse, dce, canonicalize, ...) and targets are available too: "
-        "see the choices of -p and -t above."
+    def listing(title: str, names: list[str]) -> str:
+        text = ", ".join(sorted(names)) or "(none)"
+        return f"{title}\n" + textwrap.fill(
+            text, width=78, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
+        )
+
+    return "\n".join(
+        [
+            listing("xrelay passes (-p):", list(get_all_passes())),
+            listing("xrelay targets (-t):", list(get_all_targets())),
+            "xDSL's own passes (cse, dce, canonicalize, ...) and targets are listed under -p and",
+            "-t above.",
+        ]
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        OptTool(description="xrelay optimizer driver (xdsl-opt with relay)", args=argv).run()
+        tool = OptTool(description="xrelay optimizer driver (xdsl-opt with relay)", args=argv)
+    except SystemExit as e:
+        # argparse reports a bad flag or -t choice with exit status 2; ours is 1.
+        sys.exit(0 if e.code in (0, None) else 1)
+    except ArgSpecParseError as e:
+        _fail(f"malformed pass pipeline: {e}")
+    except ValueError as e:
+        _fail(f"invalid pass pipeline: {e}")
+    try:
+        tool.run()
     except ParseError as e:
         _fail(str(e))
     except DiagnosticException as e:
         _fail(_describe(e))
-    except ArgSpecParseError as e:
-        _fail(f"malformed pass pipeline: {e}")
     except (ValueError, OSError) as e:
         _fail(str(e))
+    except Exception as e:
+        # An error that xDSL already attributed to an op (raised through `op.emit_error`,
+        # e.g. a pattern of one of xDSL's passes giving up) is a user error; anything else
+        # is a bug, and its traceback is wanted.
+        if not getattr(e, "__notes__", None):
+            raise
+        _fail(f"{type(e).__name__}: {_describe(e)}")
 
 
 if __name__ == "__main__":
