@@ -18,6 +18,8 @@ A call to a missing function, to a kernel, or a recursive call is an error at th
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -88,16 +90,26 @@ def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
 
 
 def erase_unreferenced(module: ModuleOp, main: func.FuncOp) -> None:
-    """Erases the functions nothing refers to any more (kernels stay: launches name them)."""
-    referenced = {"main"}
+    """Erases the functions nothing refers to any more, until none is left to erase (an
+    erased function may have held the last reference to another). Kernels always stay."""
+    while True:
+        referenced = _referenced_symbols(module)
+        dead = [f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in referenced]
+        dead = [f for f in dead if f is not main and not is_kernel(f)]
+        if not dead:
+            return
+        for fn in dead:
+            fn.detach()
+            fn.erase()
+
+
+def _referenced_symbols(module: ModuleOp) -> set[str]:
+    referenced: set[str] = set()
     for op in module.walk():
         for attr in (*op.properties.values(), *op.attributes.values()):
             if isinstance(attr, SymbolRefAttr):
                 referenced.add(attr.string_value())
-    for fn in [f for f in module.ops if isinstance(f, func.FuncOp)]:
-        if fn.sym_name.data not in referenced and not is_kernel(fn):
-            fn.detach()
-            fn.erase()
+    return referenced
 
 
 def is_kernel(fn: func.FuncOp) -> bool:
@@ -105,6 +117,6 @@ def is_kernel(fn: func.FuncOp) -> bool:
     return any(isinstance(t, MemRefType) for t in fn.function_type.inputs.data)
 
 
-def _fail(op: Operation, message: str) -> None:
+def _fail(op: Operation, message: str) -> NoReturn:
     message = f"{location_of(op)}: {message}"
     op.emit_error(message, CompileError(message))

@@ -28,6 +28,8 @@ Not yet: in-place kernels, sharing across the storages of two scopes on one phys
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -97,17 +99,18 @@ def tensors(main: func.FuncOp) -> Iterator[SSAValue]:
 def scope_of(value: SSAValue) -> SEScopeAttr:
     """Where a tensor of a lowered @main is stored (see the module docstring)."""
     if isinstance(value, BlockArgument):
-        scope = arg_attrs(value.owner.parent_op(), value.index).get(SCOPE)  # type: ignore[arg-type]
-        what = f"parameter %{value.name_hint or value.index} of @main has no {SCOPE} attribute"
         anchor = value.owner.parent_op()
+        assert isinstance(anchor, func.FuncOp)
+        scope = arg_attrs(anchor, value.index).get(SCOPE)
+        what, attr = f"parameter %{value.name_hint or value.index} of @main", f"{SCOPE} attribute"
     else:
-        op = value.owner
-        scope = op.dst_se_scope if isinstance(op, relay.DeviceCopyOp) else op.se_scope  # type: ignore[union-attr]
-        what = f"{op.name} has no se_scope"
-        anchor = op
-    if not isinstance(scope, SEScopeAttr) or not scope.is_fully_constrained:
-        _fail(anchor, f"needs the canonical scope of every tensor, but {what}; run plan-devices first")  # type: ignore[arg-type]
-    return scope
+        anchor = value.owner
+        scope = anchor.dst_se_scope if isinstance(anchor, relay.DeviceCopyOp) else anchor.se_scope  # type: ignore[union-attr]
+        what, attr = anchor.name, "se_scope"
+    if isinstance(scope, SEScopeAttr) and scope.is_fully_constrained:
+        return scope
+    found = f"has the partial {attr} {scope}" if isinstance(scope, SEScopeAttr) else f"has no {attr}"
+    _fail(anchor, f"needs the canonical scope of every tensor, but {what} {found}; run plan-devices first")
 
 
 def arg_attrs(fn: func.FuncOp, index: int) -> dict[str, Attribute]:
@@ -181,7 +184,7 @@ def plan_storage(main: func.FuncOp) -> StoragePlan:
         if isinstance(op, func.ReturnOp):
             break
         _assign(plan, op.results[0], pinned=isinstance(op, relay.ConstantOp) or last.get(op.results[0]) == end)
-        for value in {*op.operands, op.results[0]}:
+        for value in dict.fromkeys([*op.operands, op.results[0]]):  # ordered: deterministic ids
             if last.get(value, index) == index and _is_intermediate(value, last, end):
                 plan.release(plan.ids[value])
     return plan
@@ -218,6 +221,6 @@ def storage_id(value: SSAValue) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def _fail(op: Operation, message: str) -> None:
+def _fail(op: Operation, message: str) -> NoReturn:
     message = f"{location_of(op)}: plan-memory {message}"
     op.emit_error(message, CompileError(message))
