@@ -107,8 +107,23 @@ def check_group(group: relay.FusedOp, symbols: set[str]) -> None:
             "is already a function or another group's kernel; rename the group",
         )
     for inner in group.body.block.ops:
-        if isinstance(inner, relay.FusedOp | relay.DeviceCopyOp | relay.LaunchOp):
-            _fail(inner, f"{PASS} expects only primitive ops inside relay.fused, but found '{inner.name}'")
+        check_grouped_op(inner)
+
+
+def check_grouped_op(op: Operation) -> None:
+    if isinstance(op, relay.ConstantOp) and not op.value.is_splat():
+        _fail(
+            op,
+            f"{PASS} inlines only splat constants into a kernel, but found a non-splat "
+            f"relay.constant of type {op.res.type} inside a relay.fused group (at {location_of(op)}); "
+            "keep it outside the group, as fuse-ops does, so that it becomes a kernel input",
+        )
+    if not isinstance(op, (*relay.PRIMITIVE_OPS, relay.ConstantOp, relay.YieldOp)):
+        _fail(
+            op,
+            f"{PASS} expects only primitive relay ops inside relay.fused, but found '{op.name}' "
+            f"(at {location_of(op)}); run fuse-ops on a module before lowering it",
+        )
 
 
 # --- Phase 2: lower -------------------------------------------------------------------------

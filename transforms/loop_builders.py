@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
@@ -39,7 +40,6 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from xrelay.dialects import relay
-from xrelay.errors import CompileError
 
 Index = Sequence[SSAValue]
 Shape = tuple[int, ...]
@@ -71,46 +71,75 @@ def shape_of(value: SSAValue) -> Shape:
     return tuple(value.type.get_shape())
 
 
+@dataclass
+class Scope:
+    """A block being filled: where to insert, and the values computed in it so far."""
+
+    builder: Builder
+    memo: dict[object, SSAValue] = field(default_factory=dict)
+
+
 class GroupEmitter:
-    """Emits the scalar code of one fused group into a kernel under construction."""
+    """Emits the scalar code of one fused group into a kernel under construction.
+
+    Scope 0 is the kernel's entry block (constants only); scope 1 the outer parallel body;
+    deeper scopes are loop and branch bodies. Index arithmetic is placed in the outermost
+    scope where its operands exist (loop-invariant code motion for free); everything else in
+    the current scope.
+    """
 
     def __init__(self, constants: Builder, inputs: dict[SSAValue, SSAValue]):
-        self.constants = constants  # inserts in front of the parallel nest
         self.inputs = inputs  # group block argument -> kernel memref argument
-        self.builder = constants
-        self.scopes: list[dict[object, SSAValue]] = [{}]
+        self.scopes: list[Scope] = [Scope(constants)]
+        self.levels: dict[SSAValue, int] = {}  # value -> the scope it is defined in
         self.known: dict[SSAValue, int] = {}  # index constants by value
         self.const_cache: dict[tuple[str, float | int], SSAValue] = {}
 
     # --- insertion and memoisation ------------------------------------------------------------
 
-    def emit(self, op: Operation) -> SSAValue:
-        self.builder.insert(op)
+    @property
+    def builder(self) -> Builder:
+        return self.scopes[-1].builder
+
+    def emit(self, op: Operation, level: int | None = None) -> SSAValue:
+        level = len(self.scopes) - 1 if level is None else level
+        self.scopes[level].builder.insert(op)
+        self.levels[op.results[0]] = level
         return op.results[0]
 
     @contextmanager
     def inside(self, block: Block) -> Iterator[None]:
         """Emit at the end of `block`, with a memo scope that dies with it."""
-        saved = self.builder
-        self.builder = Builder(InsertPoint.at_end(block))
-        self.scopes.append({})
+        self.scopes.append(Scope(Builder(InsertPoint.at_end(block))))
+        self.levels.update((arg, len(self.scopes) - 1) for arg in block.args)
         try:
             yield
         finally:
             self.scopes.pop()
-            self.builder = saved
 
     def lookup(self, key: object) -> SSAValue | None:
         for scope in reversed(self.scopes):
-            if key in scope:
-                return scope[key]
+            if key in scope.memo:
+                return scope.memo[key]
         return None
 
     def memo(self, key: object, make: Callable[[], SSAValue]) -> SSAValue:
         found = self.lookup(key)
         if found is None:
-            found = self.scopes[-1][key] = make()
+            found = self.scopes[-1].memo[key] = make()
         return found
+
+    def hoisted(self, key: object, operands: Sequence[SSAValue], make: Callable[[], Operation]) -> SSAValue:
+        """A pure integer op, emitted once in the outermost scope that sees its operands.
+
+        Safe to speculate out of an scf.if: no load, and divisors are nonzero constants.
+        """
+        found = self.lookup(key)
+        if found is not None:
+            return found
+        level = max([1, *(self.levels.get(v, 0) for v in operands)])
+        result = self.scopes[level].memo[key] = self.emit(make(), level)
+        return result
 
     # --- constants and index arithmetic -------------------------------------------------------
 
@@ -118,7 +147,7 @@ class GroupEmitter:
         key = ("index", n)
         if key not in self.const_cache:
             op = arith.ConstantOp(IntegerAttr(n, IndexType()))
-            self.constants.insert(op)
+            self.scopes[0].builder.insert(op)
             self.const_cache[key] = op.result
             self.known[op.result] = n
         return self.const_cache[key]
@@ -127,12 +156,12 @@ class GroupEmitter:
         key = ("f32", float(x))
         if key not in self.const_cache:
             op = arith.ConstantOp(FloatAttr(float(x), f32))
-            self.constants.insert(op)
+            self.scopes[0].builder.insert(op)
             self.const_cache[key] = op.result
         return self.const_cache[key]
 
     def int_op(self, kind: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.memo((kind, a, b), lambda: self.emit(kind(a, b)))
+        return self.hoisted((kind, a, b), (a, b), lambda: kind(a, b))
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
         ka, kb = self.known.get(a), self.known.get(b)
@@ -172,13 +201,17 @@ class GroupEmitter:
         return self.index(0) if n == 1 else self.int_op(arith.RemSIOp, a, self.index(n))
 
     def compare(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.memo(("cmpi", predicate, a, b), lambda: self.emit(arith.CmpiOp(a, b, predicate)))
+        return self.hoisted(("cmpi", predicate, a, b), (a, b), lambda: arith.CmpiOp(a, b, predicate))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`cond ? a : b` on index or i1 values."""
+        return self.hoisted(("select", cond, a, b), (cond, a, b), lambda: arith.SelectOp(cond, a, b))
 
     def all_of(self, conditions: Sequence[SSAValue]) -> SSAValue:
         """The conjunction of i1 values: `select(a, b, a)` is `a && b`."""
         result = conditions[0]
         for cond in conditions[1:]:
-            result = self.emit(arith.SelectOp(result, cond, result))
+            result = self.select(result, cond, result)
         return result
 
     def linearize(self, idx: Index, shape: Shape) -> SSAValue:
@@ -256,10 +289,7 @@ class GroupEmitter:
         for kinds, method in DISPATCH:
             if isinstance(op, kinds):
                 return method(self, op, idx)
-        raise op.emit_error(
-            f"convert-relay-to-loops cannot lower '{op.name}' inside a relay.fused group",
-            CompileError(f"cannot lower '{op.name}'"),
-        )
+        raise AssertionError(f"no lowering for '{op.name}'; the pass checks ops before lowering")
 
     # elementwise and broadcast
 
@@ -434,7 +464,8 @@ class GroupEmitter:
         (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
         top, left, _, _ = op.padding_values
         _, _, out_h, out_w = shape_of(op.res)
-        channel_base = self.mul_const(self.div_const(o, out_c // op.group_count), in_c)
+        group = self.div_const(o, out_c // op.group_count) if op.group_count > 1 else self.index(0)
+        channel_base = self.mul_const(group, in_c)  # the group's first input channel
         checks = _window_checks(out_h, out_w, height, width, kh, kw, sh, sw, dh, dw, top, left)
 
         def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
@@ -487,7 +518,7 @@ class GroupEmitter:
         if pad == 0:
             return start
         negative = self.compare("slt", start, self.index(0))
-        return self.emit(arith.SelectOp(negative, self.index(0), start))
+        return self.select(negative, self.index(0), start)
 
     def global_avg_pool2d(self, op: relay.GlobalAvgPool2DOp, idx: list[SSAValue]) -> SSAValue:
         n, c, _, _ = idx
@@ -500,14 +531,7 @@ class GroupEmitter:
         return self.emit(arith.DivfOp(total, self.f32(float(height * width))))
 
     def constant(self, op: relay.ConstantOp, idx: list[SSAValue]) -> SSAValue:
-        if not op.value.is_splat():
-            raise op.emit_error(
-                "convert-relay-to-loops inlines only splat constants into a kernel, but found a "
-                f"non-splat relay.constant of type {op.res.type} inside a relay.fused group; "
-                "keep it outside the group (as fuse-ops does) so it becomes a kernel input",
-                CompileError("non-splat constant inside a fused group"),
-            )
-        return self.f32(float(op.value.get_values()[0]))
+        return self.f32(float(op.value.get_values()[0]))  # a splat (checked by the pass)
 
 
 def _window_checks(

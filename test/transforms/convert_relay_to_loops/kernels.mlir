@@ -1,0 +1,179 @@
+// RUN: opt-tool %s -p convert-relay-to-loops --split-input-file | filecheck %s
+
+// An elementwise group with broadcasting: one kernel over memrefs, one parallel loop over the
+// result, the group replaced by a launch with the group's scope.
+
+// CHECK-LABEL: func.func @add_relu
+// CHECK-SAME:    (%[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<3xf32>)
+// CHECK:         %[[R:.*]] = relay.launch @fused_add_nn_relu(%[[A]], %[[B]]) {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[R]]
+// CHECK:       func.func @fused_add_nn_relu(%[[IN0:.*]]: memref<2x3xf32>, %[[IN1:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<2x3xf32>)
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK:         "scf.parallel"(%[[C0]], %[[C0]], %[[C2]], %[[C3]], %[[C1]], %[[C1]])
+// CHECK-NEXT:    ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[X:.*]] = memref.load %[[IN0]][%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NEXT:      %[[Y:.*]] = memref.load %[[IN1]][%[[J]]] : memref<3xf32>
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.maximumf %[[S]], %[[ZERO]] : f32
+// CHECK-NEXT:      memref.store %[[M]], %[[OUT]][%[[I]], %[[J]]] : memref<2x3xf32>
+// CHECK-NEXT:      scf.reduce
+// CHECK-NEXT:    })
+// CHECK-NEXT:    func.return
+// CHECK-NEXT:  }
+func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = relay.fused(%a, %b) {kernel_name = "fused_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%x: tensor<2x3xf32>, %y: tensor<3xf32>):
+    %1 = relay.add %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    %2 = relay.nn.relu %1 : tensor<2x3xf32>
+    relay.yield %2 : tensor<2x3xf32>
+  }
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// conv2d + bias_add + relu: the convolution is an scf.for nest with an accumulator inside the
+// work item, padded positions are skipped with scf.if, and the epilogue runs on the sum.
+
+// CHECK-LABEL: func.func @conv_bias_relu
+// CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
+// CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
+// CHECK:         "scf.parallel"
+// CHECK-NEXT:    ^{{.*}}(%[[N:.*]]: index, %[[O:.*]]: index, %[[H:.*]]: index):
+// CHECK:           "scf.parallel"
+// CHECK-NEXT:      ^{{.*}}(%[[W0:.*]]: index):
+// CHECK:             %[[SUM:.*]] = scf.for %[[C:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK:               scf.for
+// CHECK:                 scf.for
+// CHECK:                   arith.cmpi sge
+// CHECK:                   arith.select %{{.*}}, %{{.*}}, %{{.*}} : i1
+// CHECK:                   scf.if %{{.*}} -> (f32) {
+// CHECK:                     memref.load %[[X]]
+// CHECK:                     memref.load %[[W]][%[[O]], %[[C]],
+// CHECK:                     arith.mulf
+// CHECK:                     arith.addf
+// CHECK:                   } else {
+// CHECK:             %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
+// CHECK-NEXT:        %[[V:.*]] = arith.addf %[[SUM]], %[[BIAS]] : f32
+// CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[V]], %{{.*}} : f32
+// CHECK-NEXT:        memref.store %[[R]], %[[OUT]][%[[N]], %[[O]], %[[H]], %[[W0]]]
+// CHECK-NOT:     "scf.parallel"
+// CHECK:         func.return
+func.func @conv_bias_relu(%d: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x4x4xf32> {
+  %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {
+  ^bb0(%x: tensor<1x2x4x4xf32>, %k: tensor<3x2x3x3xf32>, %c: tensor<3xf32>):
+    %1 = relay.nn.conv2d %x, %k {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
+    %2 = relay.nn.bias_add %1, %c : (tensor<1x3x4x4xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32>
+    %3 = relay.nn.relu %2 : tensor<1x3x4x4xf32>
+    relay.yield %3 : tensor<1x3x4x4xf32>
+  }
+  func.return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+// Producers are computed inline: reshape becomes index arithmetic (linearise, then divsi and
+// remsi), transpose permutes the index, and no intermediate buffer appears.
+
+// CHECK-LABEL: func.func @fused_reshape_transpose_exp
+// CHECK-SAME:    (%[[IN:.*]]: memref<2x6xf32>, %[[OUT:.*]]: memref<4x3xf32>)
+// CHECK:         "scf.parallel"
+// CHECK-NEXT:    ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-DAG:       arith.muli
+// CHECK-DAG:       arith.addi
+// CHECK-DAG:       arith.divsi
+// CHECK-DAG:       arith.remsi
+// CHECK:           %[[V:.*]] = memref.load %[[IN]]
+// CHECK-NEXT:      %[[E:.*]] = math.exp %[[V]] : f32
+// CHECK-NEXT:      memref.store %[[E]], %[[OUT]][%[[I]], %[[J]]]
+// CHECK-NOT:     memref.alloca
+// CHECK:         func.return
+func.func @reshape_transpose(%a: tensor<2x6xf32>) -> tensor<4x3xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_reshape_transpose_exp", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x6xf32>) -> tensor<4x3xf32> {
+  ^bb0(%x: tensor<2x6xf32>):
+    %1 = relay.reshape %x : (tensor<2x6xf32>) -> tensor<3x4xf32>
+    %2 = relay.transpose %1 : (tensor<3x4xf32>) -> tensor<4x3xf32>
+    %3 = relay.exp %2 : tensor<4x3xf32>
+    relay.yield %3 : tensor<4x3xf32>
+  }
+  func.return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// softmax: each work item computes the max and the sum along the axis with two scf.for loops.
+
+// CHECK-LABEL: func.func @fused_nn_softmax
+// CHECK-SAME:    (%[[IN:.*]]: memref<2x5xf32>, %[[OUT:.*]]: memref<2x5xf32>)
+// CHECK:         "scf.parallel"
+// CHECK:           %[[MAX:.*]] = scf.for {{.*}} -> (f32) {
+// CHECK:             arith.maximumf
+// CHECK:           %[[SUM:.*]] = scf.for {{.*}} -> (f32) {
+// CHECK:             arith.subf %{{.*}}, %[[MAX]]
+// CHECK:             math.exp
+// CHECK:           %[[E:.*]] = math.exp
+// CHECK-NEXT:      %[[Q:.*]] = arith.divf %[[E]], %[[SUM]] : f32
+// CHECK-NEXT:      memref.store %[[Q]], %[[OUT]]
+func.func @softmax(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x5xf32>) -> tensor<2x5xf32> {
+  ^bb0(%x: tensor<2x5xf32>):
+    %1 = relay.nn.softmax %x : (tensor<2x5xf32>) -> tensor<2x5xf32>
+    relay.yield %1 : tensor<2x5xf32>
+  }
+  func.return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// A rank-0 result: a parallel loop of extent 1 and a store without indices.
+
+// CHECK-LABEL: func.func @fused_sum
+// CHECK-SAME:    (%[[IN:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<f32>)
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK:         "scf.parallel"(%[[C0]], %[[C1]], %[[C1]])
+// CHECK:           %[[S:.*]] = scf.for
+// CHECK:           memref.store %[[S]], %[[OUT]][] : memref<f32>
+func.func @sum_all(%a: tensor<3xf32>) -> tensor<f32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_sum", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<3xf32>) -> tensor<f32> {
+  ^bb0(%x: tensor<3xf32>):
+    %1 = relay.sum %x : (tensor<3xf32>) -> tensor<f32>
+    relay.yield %1 : tensor<f32>
+  }
+  func.return %0 : tensor<f32>
+}
+
+// -----
+
+// Constants and copies stay in @main; each group becomes its own kernel and launch.
+
+// CHECK-LABEL: func.func @two_groups
+// CHECK:         %[[K:.*]] = relay.constant
+// CHECK:         %[[L0:.*]] = relay.launch @fused_add(%{{.*}}, %[[K]]) {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}
+// CHECK:         %[[C:.*]] = relay.device_copy %[[L0]]
+// CHECK:         %[[L1:.*]] = relay.launch @fused_exp(%[[C]]) {se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
+// CHECK:         func.return %[[L1]]
+// CHECK:       func.func @fused_add(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>)
+// CHECK:       func.func @fused_exp(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>)
+// CHECK-SAME:    relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">
+func.func @two_groups(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %k = relay.constant {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : tensor<4xf32>
+  %0 = relay.fused(%a, %k) {kernel_name = "fused_add", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %1 = relay.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    relay.yield %1 : tensor<4xf32>
+  }
+  %2 = relay.device_copy %0 {src_se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">, dst_se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : tensor<4xf32>
+  %3 = relay.fused(%2) {kernel_name = "fused_exp", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %4 = relay.exp %x : tensor<4xf32>
+    relay.yield %4 : tensor<4xf32>
+  }
+  func.return %3 : tensor<4xf32>
+}
