@@ -1,0 +1,258 @@
+"""The kernel builders: gcc + ctypes, pyopencl, the on-disk cache, flags, errors, and ASan."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xrelay
+from xrelay.errors import CompileError, DeviceError
+from xrelay.targets import build
+from xrelay.targets.build import (
+    build_c,
+    build_opencl,
+    c_flags,
+    default_opencl_context,
+    run_opencl_kernel,
+)
+from xrelay.targets.kernels import KernelSource, kernel_sources
+
+from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, random_inputs
+
+UNIT = Path(__file__).parent
+REPO = UNIT.parent.parent
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "xrelay"
+
+
+def sources(language: str, kernels=LOOP_KERNELS) -> list[KernelSource]:
+    return [s for k in kernels for s in kernel_sources(xrelay.parse(k.module_text(language)))]
+
+
+def run_c(lib: build.CLibrary, case) -> np.ndarray:
+    inputs = random_inputs(list(case.inputs), 0, positive=False)
+    out = np.zeros(case.output, np.float32)
+    lib[case.name](*inputs, out)
+    np.testing.assert_allclose(out, case.reference(*inputs), rtol=1e-5, atol=1e-5)
+    return out
+
+
+# --- C --------------------------------------------------------------------------------------
+
+
+def test_c_second_build_hits_the_cache(cache: Path) -> None:
+    first = build_c(sources("c"), ["-O2"])
+    assert not first.cached and first.path.parent == cache and first.path.suffix == ".so"
+    second = build_c(sources("c"), ["-O2"])
+    assert second.cached and second.path == first.path
+    for case in LOOP_KERNELS:
+        run_c(second, case)
+    # the key covers the flags and the sources
+    assert not build_c(sources("c"), ["-O1"]).cached
+    assert not build_c(sources("c", [ELEMENTWISE]), ["-O2"]).cached
+    assert [p.name for p in cache.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_c_build_is_one_library_for_many_kernels(cache: Path) -> None:
+    lib = build_c(sources("c"))
+    assert sorted(lib.kernels) == sorted(k.name for k in LOOP_KERNELS)
+    assert len(list(cache.glob("*.so"))) == 1
+
+
+CONCURRENT_BUILD = """
+import sys
+import numpy as np
+import xrelay
+sys.path.insert(0, {unit!r})
+from kernel_cases import ELEMENTWISE, random_inputs
+from xrelay.targets.build import build_c
+from xrelay.targets.kernels import kernel_sources
+lib = build_c(kernel_sources(xrelay.parse(ELEMENTWISE.module_text("c"))), ["-O1", "-g"])
+a, b = random_inputs([(4, 8), (8,)], 0, False)
+out = np.zeros((4, 8), np.float32)
+lib["k_elementwise"](a, b, out)
+assert np.allclose(out, ELEMENTWISE.reference(a, b), atol=1e-6)
+print("cached" if lib.cached else "built")
+"""
+
+
+def test_two_processes_building_the_same_kernel_both_succeed(tmp_path: Path) -> None:
+    script = CONCURRENT_BUILD.format(unit=str(UNIT))
+    env = {"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert len(list((tmp_path / "xrelay").glob("*.so"))) == 1
+    assert list((tmp_path / "xrelay").glob("*.tmp")) == []
+
+
+def test_flags_come_from_the_target_string() -> None:
+    assert c_flags("c") == []
+    assert c_flags("c -O2 -march=znver3 -funroll-loops") == ["-O2", "-march=znver3", "-funroll-loops"]
+    with pytest.raises(CompileError, match="unsupported C compiler flag '-lm' in target 'c -O2 -lm'"):
+        c_flags("c -O2 -lm")
+    with pytest.raises(CompileError, match="expected a C target string starting with 'c', but found 'opencl'"):
+        c_flags("opencl")
+
+
+@pytest.mark.parametrize("flag", ["-o/tmp/x", "-Wl,-rpath,/tmp", "-fplugin=evil.so", "; rm -rf /", "-O2 -g"])
+def test_build_rejects_flags_outside_the_allow_list(cache: Path, flag: str) -> None:
+    with pytest.raises(CompileError, match="unsupported C compiler flag"):
+        build_c(sources("c", [ELEMENTWISE]), [flag])
+
+
+def test_gcc_error_is_a_compile_error_with_its_message(cache: Path) -> None:
+    (good,) = sources("c", [ELEMENTWISE])
+    bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
+    with pytest.raises(CompileError, match="gcc failed to compile kernels k_elementwise:\n(.|\n)*"
+                       "error: .undeclared_buffer. undeclared"):
+        build_c([bad])
+
+
+def test_c_builder_rejects_opencl_sources(cache: Path) -> None:
+    with pytest.raises(CompileError, match="kernel k_elementwise is opencl code, but this builder builds c kernels"):
+        build_c(sources("opencl", [ELEMENTWISE]))
+
+
+def test_c_kernel_checks_its_arguments(cache: Path) -> None:
+    kernel = build_c(sources("c", [ELEMENTWISE]))["k_elementwise"]
+    a, b, out = np.zeros((4, 8), np.float32), np.zeros(8, np.float32), np.zeros((4, 8), np.float32)
+    with pytest.raises(TypeError, match="takes 2 inputs and one output, but was given 2 arrays"):
+        kernel(a, out)
+    with pytest.raises(TypeError, match="C-contiguous float32"):
+        kernel(a, b.astype(np.float64), out)
+
+
+# --- AddressSanitizer -----------------------------------------------------------------------
+
+OUT_OF_BOUNDS = """
+func.func @k_oob(%in0: memref<8xf32>, %out0: memref<8xf32>) attributes {relay.se_scope = SCOPE} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  "scf.parallel"(%c0, %c8, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %n = arith.addi %i, %c1 : index
+    %x = memref.load %in0[%n] : memref<8xf32>
+    memref.store %x, %out0[%i] : memref<8xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}"""
+
+ASAN_DRIVER = """
+import sys
+import numpy as np
+sys.path.insert(0, {unit!r})
+import test_targets
+from kernel_cases import LOOP_KERNELS, random_inputs
+import xrelay
+from xrelay.targets.build import build_c
+from xrelay.targets.kernels import kernel_sources
+
+if {extra!r}:
+    modules = [xrelay.parse(t) for t in {extra!r}]
+else:
+    loops = [xrelay.parse(k.module_text("c")) for k in LOOP_KERNELS]
+    modules = [*loops, *test_targets.lowered_groups("c").values()]
+srcs = [s for m in modules for s in kernel_sources(m)]
+lib = build_c(srcs, ["-fsanitize=address", "-fno-omit-frame-pointer", "-O1"])
+for m in modules:
+    for k in m.ops:
+        if "relay.se_scope" not in k.attributes:
+            continue
+        # arrays of exactly the kernel's sizes, so any access past them hits a redzone
+        *ins, out = [tuple(a.type.get_shape()) for a in k.args]
+        arrays = random_inputs(ins, 0, True)
+        lib[k.sym_name.data](*arrays, np.zeros(out, np.float32))
+print("ran", len(srcs))
+"""
+
+
+def run_under_asan(tmp_path: Path, extra: list[str]) -> subprocess.CompletedProcess[str]:
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
+                             text=True, check=True).stdout.strip()  # fmt: skip
+    env = {
+        "XDG_CACHE_HOME": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "LD_PRELOAD": libasan,  # ASan's runtime must be loaded before the Python interpreter
+        "ASAN_OPTIONS": "detect_leaks=0",  # CPython keeps objects alive at exit
+    }
+    script = ASAN_DRIVER.format(unit=str(UNIT), extra=extra)
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def test_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    result = run_under_asan(tmp_path, [])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ran ")
+
+
+def test_address_sanitizer_catches_an_out_of_bounds_kernel(tmp_path: Path) -> None:
+    result = run_under_asan(tmp_path, [OUT_OF_BOUNDS.replace("SCOPE", SCOPES["c"])])
+    assert result.returncode != 0
+    assert "AddressSanitizer: heap-buffer-overflow" in result.stderr and "k_oob" in result.stderr
+
+
+# --- OpenCL ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cl_context():
+    return default_opencl_context()
+
+
+def test_opencl_build_caches_binaries_and_kernel_objects(cache: Path, cl_context) -> None:
+    import pyopencl as cl
+
+    first = build_opencl(cl_context, sources("opencl"))
+    assert not first.cached and list(cache.glob("cl-*.bin"))
+    second = build_opencl(cl_context, sources("opencl"))
+    assert second.cached
+    assert second["k_elementwise"].kernel is second["k_elementwise"].kernel  # made once
+    queue = cl.CommandQueue(cl_context)
+    for case in LOOP_KERNELS:
+        inputs = random_inputs(list(case.inputs), 0, positive=False)
+        got = run_opencl_kernel(queue, second[case.name], inputs, case.output)
+        np.testing.assert_allclose(got, case.reference(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_opencl_compile_error_carries_the_build_log(cache: Path, cl_context) -> None:
+    (good,) = sources("opencl", [ELEMENTWISE])
+    bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
+    with pytest.raises(CompileError, match="the OpenCL compiler failed on kernels k_elementwise:(.|\n)*undeclared_buffer"):
+        build_opencl(cl_context, [bad])
+
+
+def test_no_opencl_platform_says_how_to_install_one(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyopencl
+
+    monkeypatch.setattr(pyopencl, "get_platforms", lambda: [])
+    with pytest.raises(DeviceError, match="no OpenCL platform found; .*apt-get install pocl-opencl-icd"):
+        build_opencl(None, sources("opencl", [ELEMENTWISE]))
+
+
+def test_missing_pyopencl_says_how_to_install_it(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyopencl", None)  # makes `import pyopencl` fail
+    with pytest.raises(DeviceError, match="pyopencl cannot be imported .*apt-get install pocl-opencl-icd"):
+        build_opencl(None, sources("opencl", [ELEMENTWISE]))
+
+
+def test_opencl_builder_rejects_c_sources(cache: Path, cl_context) -> None:
+    with pytest.raises(CompileError, match="is c code, but this builder builds opencl kernels"):
+        build_opencl(cl_context, sources("c", [ELEMENTWISE]))
