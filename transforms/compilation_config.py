@@ -99,8 +99,13 @@ class CompilationConfig:
         return None
 
     def canonical(self, scope: SEScopeAttr) -> SEScopeAttr:
-        """Every field set: id 0, the configured target and "global" memory when absent."""
-        device = scope.device if scope.device is not None else self.default_scope.device
+        """Every field set: the device of the scope's target or else the default device, id 0,
+        the configured target and "global" memory when absent."""
+        device = scope.device
+        if device is None and scope.target is not None:
+            device = _device_or_none(scope.target)
+        if device is None:
+            device = self.default_scope.device
         assert device is not None
         return SEScopeAttr(
             device,
