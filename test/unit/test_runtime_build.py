@@ -1,0 +1,247 @@
+"""xrelay.build / load / Executable end to end: storage plans that would give wrong numbers if
+device or lifetime were ignored, save and load, input errors, a missing OpenCL platform,
+two OpenCL devices, and random planned graphs on both targets against xrelay.interpret."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xrelay
+from xrelay.errors import DeviceError, InputError
+from xrelay.runtime.artifact import ArtifactError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from random_graphs import random_inputs, random_module_text  # noqa: E402
+
+T = "tensor<2x16xf32>"
+CL = "#relay.se_scope<device = opencl>"
+CPU = "#relay.se_scope<device = cpu>"
+
+# Two softmaxes on OpenCL, a copy to the host, four more there, and %s1 used again at the end:
+# when %s1 is made, two dead OpenCL storages of its size are free (wrong to take: other
+# device); when %s4 is made, %s2's storage is free (right to take) and %s1's is live (wrong).
+SHARING = f"""
+func.func @main(%x: {T} {{relay.se_scope = {CL}}}) -> {T} {{
+  %o1 = relay.nn.softmax %x : ({T}) -> {T}
+  %o2 = relay.nn.softmax %o1 : ({T}) -> {T}
+  %c = relay.device_copy %o2 {{src_se_scope = {CL}, dst_se_scope = {CPU}}} : {T}
+  %s1 = relay.nn.softmax %c : ({T}) -> {T}
+  %s2 = relay.nn.softmax %s1 : ({T}) -> {T}
+  %s3 = relay.nn.softmax %s2 : ({T}) -> {T}
+  %s4 = relay.nn.softmax %s3 : ({T}) -> {T}
+  %r = relay.subtract %s1, %s4 : ({T}, {T}) -> {T}
+  func.return %r : {T}
+}}
+"""
+X, O1, O2, COPY, S1, S2, S3, S4, R = range(9)  # node (= entry) ids of SHARING's graph
+
+
+@pytest.fixture(scope="module")
+def sharing() -> xrelay.Executable:
+    return xrelay.build(SHARING, targets=("c", "opencl"), default_device="cpu")
+
+
+def sharing_inputs() -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(1).standard_normal((2, 16)).astype(np.float32) * 3}
+
+
+def reference(text: str, inputs: dict[str, np.ndarray]) -> Any:
+    return xrelay.interpret(xrelay.parse(text), inputs)
+
+
+def storage(exe: xrelay.Executable) -> list[int]:
+    return exe.graph["attrs"]["storage_id"][1]
+
+
+def test_sharing_plan_is_right(sharing: xrelay.Executable) -> None:
+    ids, devices = storage(sharing), sharing.graph["attrs"]["device_index"][1]
+    assert [n["name"] for n in sharing.graph["nodes"]][COPY] == "__copy"
+    assert ids[S4] == ids[S2]  # the plan does share ...
+    assert ids[S1] not in (ids[O1], ids[O2]) and ids[S4] != ids[S1]  # ... but not across devices or lifetimes
+    assert len({(s, d) for s, d in zip(ids, devices)}) == len(set(ids))  # a storage id has one device
+    x = sharing_inputs()
+    np.testing.assert_allclose(sharing.run(x), reference(SHARING, x), rtol=1e-5, atol=1e-6)
+
+
+def with_storage(exe: xrelay.Executable, entry: int, sid: int) -> xrelay.Executable:
+    graph = copy.deepcopy(exe.graph)
+    graph["attrs"]["storage_id"][1][entry] = sid
+    return xrelay.Executable(graph, exe.kernels, exe.params)
+
+
+def test_a_plan_ignoring_lifetimes_gives_wrong_numbers(sharing: xrelay.Executable) -> None:
+    """The check above can fail: %s4 in %s1's (live) storage changes the result."""
+    wrong = with_storage(sharing, S4, storage(sharing)[S1])
+    x = sharing_inputs()
+    assert not np.allclose(wrong.run(x), reference(SHARING, x), atol=1e-3)
+
+
+def test_a_plan_ignoring_devices_is_rejected(sharing: xrelay.Executable) -> None:
+    with pytest.raises(DeviceError, match="is used on devices opencl:0 and cpu:0"):
+        with_storage(sharing, S1, storage(sharing)[O1])
+
+
+def test_opt_tool_shows_the_plan(tmp_path: Path) -> None:
+    path = tmp_path / "sharing.mlir"
+    path.write_text(SHARING)
+    opt_tool = Path(sys.executable).with_name("opt-tool")
+    pipeline = "plan-devices{targets=c,opencl},fuse-ops,convert-relay-to-loops,inline-calls,plan-memory"
+    out = subprocess.run([opt_tool, path, "-p", pipeline], capture_output=True, text=True, check=True).stdout
+    assert out.count("relay.storage_id") == 9
+
+
+# --- save and load ---------------------------------------------------------------------------
+
+MLP = Path(__file__).parents[2] / "examples" / "mlp.mlir"
+
+
+@pytest.fixture(scope="module")
+def mlp() -> tuple[xrelay.Executable, dict[str, np.ndarray]]:
+    text = MLP.read_text()
+    exe = xrelay.build(text, targets=("c", "opencl"))
+    return exe, {k: v * np.float32(0.1) for k, v in random_inputs(xrelay.parse(text), 3).items()}
+
+
+def test_mlp_matches_the_interpreter(mlp: Any) -> None:
+    exe, x = mlp
+    np.testing.assert_allclose(exe.run(**x), reference(MLP.read_text(), x), rtol=1e-4, atol=1e-5)
+    devices = {device for _, device in exe.placement()}
+    assert {"cpu:0", "opencl:0", "opencl:0 -> cpu:0"} <= devices
+
+
+def test_save_load_run(mlp: Any, tmp_path: Path) -> None:
+    exe, x = mlp
+    exe.save(tmp_path / "mlp.xrelay")
+    names = sorted(p.name for p in (tmp_path / "mlp.xrelay").iterdir())
+    assert names == ["graph.json", "kernels", "manifest.json", "params.npz"]
+    loaded = xrelay.load(tmp_path / "mlp.xrelay")
+    np.testing.assert_array_equal(loaded.run(**x), exe.run(**x))
+    assert loaded.placement() == exe.placement()
+
+
+def test_save_load_keeps_params(tmp_path: Path) -> None:
+    text = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %k = relay.constant {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : tensor<4xf32>
+  %0 = relay.multiply %x, %k : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = relay.on_device %0 {se_scope = #relay.se_scope<device = opencl>} : tensor<4xf32>
+  %2 = relay.nn.relu %1 : tensor<4xf32>
+  func.return %2 : tensor<4xf32>
+}"""
+    exe = xrelay.build(text, targets=("c", "opencl"))
+    exe.save(tmp_path / "k")
+    x = np.array([1, -1, 2, -2], np.float32)
+    np.testing.assert_array_equal(xrelay.load(tmp_path / "k").run(x=x), [1, 0, 6, 0])
+    assert exe.input_names == ["x"] and list(exe.params) == ["p0"]
+
+
+def test_load_rejects_an_edited_artifact(mlp: Any, tmp_path: Path) -> None:
+    exe, _ = mlp
+    exe.save(tmp_path / "m")
+    kernel = next((tmp_path / "m" / "kernels").iterdir())
+    kernel.write_text(kernel.read_text().replace("+", "-"))
+    with pytest.raises(ArtifactError, match=f"{kernel.name} has sha256 .*, but the manifest says .*; the artifact is corrupt"):
+        xrelay.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda root: (root / "manifest.json").unlink(), "is not a saved xrelay executable: it has no manifest.json"),
+        (lambda root: (root / "params.npz").unlink(), "params.npz is missing; the artifact is incomplete"),
+        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 1"),
+        (lambda root: _edit_manifest(root, files={"../x": "0"}), "names the file '../x' outside the artifact"),
+    ],
+)
+def test_load_errors(mlp: Any, tmp_path: Path, edit: Any, message: str) -> None:
+    mlp[0].save(tmp_path / "m")
+    edit(tmp_path / "m")
+    with pytest.raises(ArtifactError, match=message):
+        xrelay.load(tmp_path / "m")
+
+
+def _edit_manifest(root: Path, **changes: Any) -> None:
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest.update(changes)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda x: {"x": x["x"]}, "the program takes inputs x, w1, b1, w2, b2; missing w1, b1, w2, b2"),
+        (lambda x: {**x, "y": 1}, "the program takes inputs x, w1, b1, w2, b2; unknown 'y'"),
+        (lambda x: {**x, "x": np.zeros((8, 783), np.float32)}, "input x must have shape \\[8, 784\\], but has shape \\[8, 783\\]"),
+        (lambda x: {**x, "b2": np.zeros(10, np.int32)}, "input b2 must have dtype float32, but has dtype int32"),
+    ],
+)
+def test_run_input_errors(mlp: Any, edit: Any, message: str) -> None:
+    exe, x = mlp
+    with pytest.raises(InputError, match=message):
+        exe.run(**edit(x))
+
+
+def test_no_opencl_platform(tmp_path: Path) -> None:
+    """Without an OpenCL platform, building for an opencl scope says how to install PoCL."""
+    script = (
+        "import xrelay\n"
+        "try:\n"
+        f"    xrelay.build(open({str(MLP)!r}).read(), targets=('c', 'opencl'))\n"
+        "except xrelay.DeviceError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path), "OCL_ICD_FILENAMES": ""}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.startswith("DeviceError an opencl scope needs an OpenCL device, but no OpenCL platform found")
+    assert "pocl-opencl-icd" in out
+
+
+def test_two_opencl_devices_end_to_end() -> None:
+    text = f"""
+func.func @main(%x: {T}) -> {T} {{
+  %0 = relay.tanh %x : {T}
+  %1 = relay.on_device %0 {{se_scope = #relay.se_scope<device = opencl, id = 1>}} : {T}
+  %2 = relay.nn.softmax %1 : ({T}) -> {T}
+  %3 = relay.on_device %2 {{se_scope = #relay.se_scope<device = opencl, id = 0>}} : {T}
+  %4 = relay.negative %3 : {T}
+  func.return %4 : {T}
+}}"""
+    exe = xrelay.build(text, targets=("c", "opencl"), default_device="opencl")
+    x = sharing_inputs()
+    np.testing.assert_allclose(exe.run(x=x["x"]), reference(text, {"x": x["x"]}), rtol=1e-5, atol=1e-6)
+    assert [d.name for d in exe.devices] == ["opencl:0", "opencl:1"]
+    assert ("__copy", "opencl:1 -> opencl:0") in exe.placement()
+    profile = exe.profile(x=x["x"])
+    assert profile.copies[("opencl:1", "opencl:0")] == (1, 2 * 16 * 4)
+    np.testing.assert_array_equal(profile.outputs, exe.run(x=x["x"]))
+
+
+# --- random planned graphs on both targets ---------------------------------------------------
+
+
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), devices=st.sampled_from([("cpu",), ("cpu", "opencl"), ("cpu", "opencl", "opencl:1")]))
+def test_random_graphs_match_the_interpreter(seed: int, devices: tuple[str, ...]) -> None:
+    text = random_module_text(seed, num_ops=8, devices=devices)
+    module = xrelay.parse(text)
+    inputs = random_inputs(module, seed)
+    targets = ("c", "opencl") if len(devices) > 1 else ("c",)
+    exe = xrelay.build(module, targets=targets)
+    np.testing.assert_allclose(exe.run(**inputs), xrelay.interpret(module, inputs), rtol=1e-4, atol=1e-5)
