@@ -18,8 +18,12 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.errors import CompileError
 from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
+from xrelay.transforms.fuse_ops import FuseOpsPass
+from xrelay.transforms.plan_devices import PlanDevicesPass
 
 from loop_interpreter import run_lowered
+from random_graphs import random_inputs as random_graph_inputs
+from random_graphs import random_module_text
 
 SCOPE = '#relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">'
 
@@ -405,23 +409,45 @@ def test_non_splat_constant_inside_a_group_is_rejected() -> None:
         lower(fused_module("x:2", body))
 
 
-# --- with fuse-ops --------------------------------------------------------------------------
+# --- with plan-devices and fuse-ops --------------------------------------------------------
+
+SMALL_NET = """func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>, %d: tensor<4x27xf32>, %c: tensor<4xf32>) -> tensor<1x4xf32> {
+  %0 = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
+  %1 = relay.nn.bias_add %0, %b : (tensor<1x3x3x3xf32>, tensor<3xf32>) -> tensor<1x3x3x3xf32>
+  %2 = relay.nn.relu %1 : tensor<1x3x3x3xf32>
+  %3 = relay.reshape %2 : (tensor<1x3x3x3xf32>) -> tensor<1x27xf32>
+  %4 = relay.nn.dense %3, %d : (tensor<1x27xf32>, tensor<4x27xf32>) -> tensor<1x4xf32>
+  %5 = relay.add %4, %c : (tensor<1x4xf32>, tensor<4xf32>) -> tensor<1x4xf32>
+  %6 = relay.tanh %5 : tensor<1x4xf32>
+  %7 = relay.nn.softmax %6 : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %7 : tensor<1x4xf32>
+}"""
 
 
-def test_after_fuse_ops_random_programs() -> None:
-    """plan-devices, fuse-ops, then this pass, on random programs, against the reference."""
-    passes = pytest.importorskip("xrelay.transforms.fuse_ops")
-    plan = pytest.importorskip("xrelay.transforms.plan_devices")
-    graphs = pytest.importorskip("random_graphs")
+def compile_front(module) -> None:
     ctx = xrelay.context()
-    for seed in range(4):
-        text = graphs.random_module_text(seed, num_ops=8, devices=("cpu",))
-        module = xrelay.parse(text)
-        inputs = graphs.random_inputs(module, seed)
-        expected = xrelay.interpret(module, inputs)
-        plan.PlanDevicesPass().apply(ctx, module)
-        passes.FuseOpsPass().apply(ctx, module)
-        ConvertRelayToLoopsPass().apply(ctx, module)
-        module.verify()
-        check_kernel_form(module)
-        np.testing.assert_allclose(run_lowered(module, inputs), expected, rtol=1e-4, atol=1e-5)
+    PlanDevicesPass(targets=("c", "opencl")).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    ConvertRelayToLoopsPass().apply(ctx, module)
+    module.verify()
+    check_kernel_form(module)
+
+
+def test_small_net_through_fuse_ops() -> None:
+    module = xrelay.parse(SMALL_NET)
+    inputs = random_inputs(module, 0, positive=False)
+    expected = xrelay.interpret(module, inputs)
+    compile_front(module)
+    kernels = [op.sym_name.data for op in module.ops if "relay.se_scope" in op.attributes]
+    assert kernels == ["fused_nn_conv2d_nn_bias_add_nn_relu", "fused_reshape", "fused_nn_dense_add_tanh", "fused_nn_softmax"]
+    np.testing.assert_allclose(run_lowered(module, inputs), expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_programs_through_fuse_ops(seed: int) -> None:
+    """plan-devices, fuse-ops, then this pass, on random two-device programs."""
+    module = xrelay.parse(random_module_text(seed, num_ops=12, devices=("cpu", "opencl")))
+    inputs = random_graph_inputs(module, seed)
+    expected = xrelay.interpret(module, inputs)
+    compile_front(module)
+    np.testing.assert_allclose(run_lowered(module, inputs), expected, rtol=1e-4, atol=1e-5)
