@@ -12,8 +12,8 @@ Phase 2, lower: each group becomes
     func.func @<kernel_name>(%in0: memref<..xf32>, ..., %out0: memref<..xf32>)
         attributes {relay.se_scope = <the group's scope>}
 
-whose body is constants, then ONE `scf.parallel` nest over the group's result, then
-`func.return`. The outermost `scf.parallel` spans the first (at most three) result axes: it is
+whose body is constants, then ONE `scf.parallel` nest over the group's result (over its rows,
+when the result is a softmax: a work item per row), then `func.return`. The outermost `scf.parallel` spans the first (at most three) result axes: it is
 the OpenCL NDRange, and the C kernel keeps it as loops; a result of rank > 3 gets an inner
 `scf.parallel` over the remaining axes, a rank-0 result a parallel loop of extent 1. The body
 computes the yielded value at the loop index by recursive "value at index" generation
@@ -146,11 +146,15 @@ def build_kernel(group: relay.FusedOp) -> func.FuncOp:
     out.name_hint = "out0"
     emitter = GroupEmitter(Builder(InsertPoint.at_end(block)), dict(zip(group.body.block.args, ins)))
     root = group.body.block.last_op.args[0]
-    nest = parallel_nest(
-        emitter,
-        tuple(group.res.type.get_shape()),
-        lambda idx: emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx)),
-    )
+    shape = tuple(group.res.type.get_shape())
+    if isinstance(root.owner, relay.SoftmaxOp):
+        axis = root.owner.axis_value
+        rows = shape[:axis] + shape[axis + 1 :]
+        nest = parallel_nest(emitter, rows, lambda row: emitter.store_softmax_row(root.owner, row, out))
+    else:
+        nest = parallel_nest(
+            emitter, shape, lambda idx: emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx))
+        )
     block.add_ops([nest, func.ReturnOp()])
     return kernel
 

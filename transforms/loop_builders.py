@@ -20,8 +20,11 @@ so a value used twice at one index is computed once, and only where it dominates
 Index arithmetic folds constants (a size-1 axis costs nothing); constants are hoisted in front
 of the kernel's parallel nest.
 
-Softmax recomputes the max and the sum along its axis for every output element (one work item
-per element, no scratch buffer); this is quadratic in the axis length but needs no barrier.
+A softmax that is its group's result is computed a row per work item: the parallel nest spans
+the axes but the softmax axis, and each work item finds the row's max and sum with `scf.for`
+loops, then stores the row in a third loop. A softmax inside a group (fuse-ops never makes one:
+softmax is Opaque) recomputes the max and the sum for each element it is asked for, which is
+quadratic in the axis length but needs no scratch buffer and no barrier.
 """
 
 from __future__ import annotations
@@ -389,10 +392,20 @@ class GroupEmitter:
         return total
 
     def softmax(self, op: relay.SoftmaxOp, idx: list[SSAValue]) -> SSAValue:
+        """One element; the max and the sum along the axis are recomputed for it."""
+        axis = op.axis_value
+        row = idx[:axis] + idx[axis + 1 :]
+        shifted_exp, total = self.softmax_row(op, row)
+        return self.emit(arith.DivfOp(shifted_exp(idx[axis]), total))
+
+    def softmax_row(
+        self, op: relay.SoftmaxOp, row: list[SSAValue]
+    ) -> tuple[Callable[[SSAValue], SSAValue], SSAValue]:
+        """For the row at `row` (the index without the axis): `exp(x[k] - max)` and the sum."""
         axis, extent = op.axis_value, shape_of(op.data)[op.axis_value]
 
         def along(k: SSAValue) -> SSAValue:
-            return self.value_at(op.data, idx[:axis] + [k] + idx[axis + 1 :])
+            return self.value_at(op.data, row[:axis] + [k] + row[axis:])
 
         (peak,) = self.loops(
             [extent], [along(self.index(0))], lambda ks, accs: [self.emit(arith.MaximumfOp(accs[0], along(ks[0])))]
@@ -404,7 +417,19 @@ class GroupEmitter:
         (total,) = self.loops(
             [extent], [self.f32(0.0)], lambda ks, accs: [self.emit(arith.AddfOp(accs[0], shifted_exp(ks[0])))]
         )
-        return self.emit(arith.DivfOp(shifted_exp(idx[axis]), total))
+        return shifted_exp, total
+
+    def store_softmax_row(self, op: relay.SoftmaxOp, row: list[SSAValue], out: SSAValue) -> None:
+        """A whole row of a softmax that is the group's result: max, sum, then a store loop."""
+        axis, extent = op.axis_value, shape_of(op.data)[op.axis_value]
+        shifted_exp, total = self.softmax_row(op, row)
+
+        def store(ks: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            value = self.emit(arith.DivfOp(shifted_exp(ks[0]), total))
+            self.builder.insert(memref.StoreOp.get(value, out, row[:axis] + ks + row[axis:]))
+            return []
+
+        self.loops([extent], [], store)
 
     # anchors
 

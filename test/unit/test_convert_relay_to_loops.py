@@ -199,7 +199,7 @@ def test_reduce_all_axes_keepdims() -> None:
     check_lowering(fused_module("x:3x2", body))
 
 
-@pytest.mark.parametrize("axis,shape", [(-1, "2x3"), (0, "3x1x2"), (1, "2x1")])
+@pytest.mark.parametrize("axis,shape", [(-1, "2x3"), (0, "3x1x2"), (1, "2x1"), (0, "4"), (-3, "2x1x2x3x2")])
 def test_softmax(axis: int, shape: str) -> None:
     body = f"%r = relay.nn.softmax %x {{axis = {axis} : i64}} : ({t(shape)}) -> {t(shape)}"
     check_lowering(fused_module(f"x:{shape}", body))

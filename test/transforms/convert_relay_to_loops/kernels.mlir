@@ -107,19 +107,25 @@ func.func @reshape_transpose(%a: tensor<2x6xf32>) -> tensor<4x3xf32> {
 
 // -----
 
-// softmax: each work item computes the max and the sum along the axis with two scf.for loops.
+// softmax as a group's result: a work item per row finds the max and the sum along the axis
+// with two scf.for loops, then stores the row in a third.
 
 // CHECK-LABEL: func.func @fused_nn_softmax
 // CHECK-SAME:    (%[[IN:.*]]: memref<2x5xf32>, %[[OUT:.*]]: memref<2x5xf32>)
-// CHECK:         "scf.parallel"
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
+// CHECK:         "scf.parallel"(%[[C0]], %[[C2]], %[[C1]])
+// CHECK-NEXT:    ^{{.*}}(%[[ROW:.*]]: index):
 // CHECK:           %[[MAX:.*]] = scf.for {{.*}} -> (f32) {
 // CHECK:             arith.maximumf
 // CHECK:           %[[SUM:.*]] = scf.for {{.*}} -> (f32) {
 // CHECK:             arith.subf %{{.*}}, %[[MAX]]
 // CHECK:             math.exp
-// CHECK:           %[[E:.*]] = math.exp
-// CHECK-NEXT:      %[[Q:.*]] = arith.divf %[[E]], %[[SUM]] : f32
-// CHECK-NEXT:      memref.store %[[Q]], %[[OUT]]
+// CHECK:           scf.for %[[K:.*]] = %[[C0]] to
+// CHECK:             %[[E:.*]] = math.exp
+// CHECK-NEXT:        %[[Q:.*]] = arith.divf %[[E]], %[[SUM]] : f32
+// CHECK-NEXT:        memref.store %[[Q]], %[[OUT]][%[[ROW]], %[[K]]]
 func.func @softmax(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x5xf32>) -> tensor<2x5xf32> {
   ^bb0(%x: tensor<2x5xf32>):
