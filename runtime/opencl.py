@@ -20,10 +20,9 @@ import numpy as np
 from xrelay.errors import DeviceError
 from xrelay.runtime.device import Device, Kernel
 
-PYOPENCL_HINT = (
-    "install an OpenCL platform: PoCL runs OpenCL on the CPU (Debian: `apt-get install "
-    "pocl-opencl-icd`; `make setup` does it when run as root), or map the scope to another "
-    "device with build(..., devices={...})"
+OTHER_DEVICE_HINT = (
+    "PoCL runs OpenCL on the CPU (`make setup` installs it when run as root); or map the "
+    "scope to another device with build(..., devices={...})"
 )
 
 
@@ -49,7 +48,7 @@ def platform_context(platform_index: int = 0) -> tuple[Any, list[Any]]:
     try:
         platform = opencl_platforms()[platform_index]
     except DeviceError as e:
-        raise DeviceError(f"an opencl scope needs an OpenCL device, but {e}; {PYOPENCL_HINT}") from None
+        raise DeviceError(f"an opencl scope needs an OpenCL device, but {e}; {OTHER_DEVICE_HINT}") from None
     devices = platform.get_devices()
     return cl.Context(devices), devices
 

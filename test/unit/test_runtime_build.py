@@ -186,9 +186,9 @@ def _edit_manifest(root: Path, **changes: Any) -> None:
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda x: {"x": x["x"]}, "the program takes inputs x, w1, b1, w2, b2; missing w1, b1, w2, b2"),
-        (lambda x: {**x, "y": 1}, "the program takes inputs x, w1, b1, w2, b2; unknown 'y'"),
-        (lambda x: {**x, "x": np.zeros((8, 783), np.float32)}, "input x must have shape \\[8, 784\\], but has shape \\[8, 783\\]"),
+        (lambda x: {"x": x["x"]}, "the program takes inputs x, w1, b1, w2, b2, w3, b3; missing w1, b1, w2, b2, w3, b3"),
+        (lambda x: {**x, "y": 1}, "the program takes inputs x, w1, b1, w2, b2, w3, b3; unknown 'y'"),
+        (lambda x: {**x, "x": np.zeros((32, 783), np.float32)}, "input x must have shape \\[32, 784\\], but has shape \\[32, 783\\]"),
         (lambda x: {**x, "b2": np.zeros(10, np.int32)}, "input b2 must have dtype float32, but has dtype int32"),
     ],
 )
