@@ -264,12 +264,16 @@ class CStyleEmitter:
     def index(self, ref: SSAValue, indices: Sequence[SSAValue]) -> str:
         ty = ref.type
         assert isinstance(ty, MemRefType)
-        terms = []
+        terms, offset = [], 0
         for idx, stride in zip(indices, row_major_strides(ty.get_shape())):
+            if isinstance(idx.owner, arith.ConstantOp):  # fold constant indices into one offset
+                offset += idx.owner.value.value.data * stride
+                continue
             e = self.expr(idx)
-            if e != "0":
-                terms.append(e if stride == 1 else f"{e} * {stride}")
-        return " + ".join(terms) or "0"
+            terms.append(e if stride == 1 else f"{e} * {stride}")
+        if offset != 0 or not terms:
+            terms.append(str(offset))
+        return " + ".join(terms)
 
     def body(self, block: Block) -> None:
         self.depth += 1
@@ -291,6 +295,7 @@ class CStyleEmitter:
 
     def emit_kernel(self) -> None:
         kernel = self.kernel
+        outer_parallel(kernel, self.target)  # checks there is at most one
         params = [self.parameter(arg, i, len(kernel.args)) for i, arg in enumerate(kernel.args)]
         self.line(f"{self.kernel_prefix} {kernel.sym_name.data}({', '.join(params)}) {{")
         self.depth += 1
@@ -341,7 +346,7 @@ class CStyleEmitter:
                     pos = f"({pos}) % {counts[d]}" if inner != 1 else f"{gid} % {counts[d]}"
                 lb, step = self.expr(op.lowerBound[d]), self.expr(op.step[d])
                 if step != "1":
-                    pos = f"({pos}) * {step}"
+                    pos = f"({pos}) * {step}" if " " in pos else f"{pos} * {step}"
                 if lb != "0":
                     pos = f"{lb} + {pos}"
                 self.line(f"const {self.index_type} {self.declare(ivs[d], 'i')} = {pos};")

@@ -1,0 +1,41 @@
+// RUN: opt-tool %s --split-input-file --verify-diagnostics -t c | filecheck %s
+
+// An op the emitter does not know is an error naming the op, its location and the target.
+
+func.func @k_sin(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  "scf.parallel"(%c0, %c4, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %x = memref.load %in0[%i] : memref<4xf32>
+    // CHECK: the c target cannot emit 'math.sin' at {{.*}}invalid.mlir:{{[0-9]+}}:5
+    %s = math.sin %x : f32
+    memref.store %s, %out0[%i] : memref<4xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// -----
+
+// A module that still has relay.fused groups must be lowered first.
+
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: the c target expects a lowered module, but found 'relay.fused' at {{.*}}invalid.mlir:{{[0-9]+}}:3; run convert-relay-to-loops first (e.g. -p 'plan-devices,fuse-ops,convert-relay-to-loops')
+  %0 = relay.fused(%x) {kernel_name = "fused_exp", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = relay.exp %a : tensor<4xf32>
+    relay.yield %e : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Kernel arguments are memrefs of static shape.
+
+// CHECK: the c target expects kernel arguments of static memref type, but @k_dynamic has memref<?xf32>
+func.func @k_dynamic(%in0: memref<?xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  func.return
+}
