@@ -13,9 +13,10 @@ Phase 2, lower: each group becomes
         attributes {relay.se_scope = <the group's scope>}
 
 whose body is constants, then ONE `scf.parallel` nest over the group's result (over its rows,
-when the result is a softmax: a work item per row), then `func.return`. The outermost `scf.parallel` spans the first (at most three) result axes: it is
-the OpenCL NDRange, and the C kernel keeps it as loops; a result of rank > 3 gets an inner
-`scf.parallel` over the remaining axes, a rank-0 result a parallel loop of extent 1. The body
+when the result is a softmax: a work item per row), then `func.return`. The outermost `scf.parallel` spans the first (at most three) result axes of size > 1: it
+is the OpenCL NDRange, and the C kernel keeps it as loops; further axes get an inner
+`scf.parallel`, size-1 axes no loop (index 0), and a result without any axis of size > 1 a
+parallel loop of extent 1. The body
 computes the yielded value at the loop index by recursive "value at index" generation
 (`loop_builders.GroupEmitter`): producers are recomputed inline, anchors and reductions are
 `scf.for` nests with `iter_args` in the work item, and the result is stored with one
@@ -31,6 +32,7 @@ Not yet: tensors of element types other than f32 (the dialect has none).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -41,7 +43,6 @@ from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import SymbolTable
 
 from xrelay.dialects import relay
 from xrelay.errors import CompileError, location_of
@@ -159,24 +160,36 @@ def build_kernel(group: relay.FusedOp) -> func.FuncOp:
     return kernel
 
 
-def parallel_nest(emitter: GroupEmitter, shape: tuple[int, ...], body) -> scf.ParallelOp:
-    """The kernel's single parallel nest over `shape`; `body(idx)` emits one element's code."""
-    outer, inner = shape[:NDRANGE_DIMS] or (1,), shape[NDRANGE_DIMS:]
+def parallel_nest(
+    emitter: GroupEmitter, shape: tuple[int, ...], body: Callable[[list[SSAValue]], object]
+) -> scf.ParallelOp:
+    """The kernel's single parallel nest over `shape`; `body(idx)` emits one element's code.
 
-    def loop(extents: tuple[int, ...], fill) -> scf.ParallelOp:
+    Size-1 axes get no loop (their index is 0), so an NCHW result with N = 1 still fills the
+    NDRange. The outer loop spans the first three other axes, an inner one the rest; with no
+    such axis, the outer loop has extent 1.
+    """
+    axes = [a for a, extent in enumerate(shape) if extent != 1]
+    outer, inner = axes[:NDRANGE_DIMS], axes[NDRANGE_DIMS:]
+
+    def loop(loop_axes: list[int], fill: Callable[[list[SSAValue]], object]) -> scf.ParallelOp:
+        extents = [shape[a] for a in loop_axes] or [1]
         block = Block(arg_types=[IndexType()] * len(extents))
         with emitter.inside(block):
-            fill(list(block.args))
+            fill(list(block.args[: len(loop_axes)]))
             emitter.builder.insert(scf.ReduceOp())
         zeros, ones = [emitter.index(0)] * len(extents), [emitter.index(1)] * len(extents)
         return scf.ParallelOp(zeros, [emitter.index(e) for e in extents], ones, Region(block))
 
+    def index(ivs: list[SSAValue]) -> list[SSAValue]:
+        by_axis = dict(zip(outer + inner, ivs))
+        return [by_axis.get(a, emitter.index(0)) for a in range(len(shape))]
+
     def fill_outer(ivs: list[SSAValue]) -> None:
-        ivs = ivs if shape else []
         if not inner:
-            body(ivs)
+            body(index(ivs))
             return
-        emitter.builder.insert(loop(inner, lambda inner_ivs: body(ivs + inner_ivs)))
+        emitter.builder.insert(loop(inner, lambda inner_ivs: body(index(ivs + inner_ivs))))
 
     return loop(outer, fill_outer)
 

@@ -132,6 +132,12 @@ class GroupEmitter:
             found = self.scopes[-1].memo[key] = make()
         return found
 
+    def level_of(self, value: SSAValue) -> int:
+        """The scope defining `value`: 0 for constants, the current one when unknown."""
+        if value in self.known:
+            return 0
+        return self.levels.get(value, len(self.scopes) - 1)
+
     def hoisted(self, key: object, operands: Sequence[SSAValue], make: Callable[[], Operation]) -> SSAValue:
         """A pure integer op, emitted once in the outermost scope that sees its operands.
 
@@ -140,7 +146,7 @@ class GroupEmitter:
         found = self.lookup(key)
         if found is not None:
             return found
-        level = max([1, *(self.levels.get(v, 0) for v in operands)])
+        level = max([1, *(self.level_of(v) for v in operands)])
         result = self.scopes[level].memo[key] = self.emit(make(), level)
         return result
 

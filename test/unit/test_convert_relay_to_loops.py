@@ -345,13 +345,20 @@ def test_strided_slice_of_transpose_with_negative_strides() -> None:
     check_lowering(fused_module("x:3x4", body))
 
 
-def test_rank_five_result_gets_inner_parallel() -> None:
-    body = f"%r = relay.abs %x : {t('2x1x3x1x2')}"
-    text = fused_module("x:2x1x3x1x2", body)
+def test_parallel_nest_skips_unit_axes_and_keeps_three_outer() -> None:
+    """Size-1 axes get no loop; axes beyond the third others go to an inner scf.parallel."""
+    text = fused_module("x:2x3x1x2x2", f"%r = relay.abs %x : {t('2x3x1x2x2')}")
     check_lowering(text)
     kernel = lower(text).body.block.last_op
-    outer = kernel.body.block.ops.last.prev_op
-    assert [len(op.lowerBound) for op in outer.walk() if isinstance(op, scf.ParallelOp)] == [3, 2]
+    outer = kernel.body.block.last_op.prev_op
+    assert [[int(ub.owner.value.value.data) for ub in op.upperBound] for op in outer.walk() if isinstance(op, scf.ParallelOp)] == [[2, 3, 2], [2]]
+
+
+def test_all_unit_result_is_one_work_item() -> None:
+    text = fused_module("x:1x1x3", f"%r = relay.sum %x {{axis = array<i64: -1>, keepdims = true}} : ({t('1x1x3')}) -> {t('1x1x1')}")
+    check_lowering(text)
+    (nest,) = [op for op in lower(text).walk() if isinstance(op, scf.ParallelOp)]
+    assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [1]
 
 
 def test_splat_constant_inside_a_group_is_inlined() -> None:

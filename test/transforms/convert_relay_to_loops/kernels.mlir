@@ -37,17 +37,19 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// conv2d + bias_add + relu: the convolution is an scf.for nest with an accumulator inside the
-// work item, padded positions are skipped with scf.if, and the epilogue runs on the sum.
+// conv2d + bias_add + relu: the parallel loop spans the result's axes but the size-1 batch; the
+// convolution is an scf.for nest with an accumulator inside the work item, padded positions are
+// skipped with scf.if, and the epilogue runs on the sum.
 
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
 // CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
 // CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
-// CHECK:         "scf.parallel"
-// CHECK-NEXT:    ^{{.*}}(%[[N:.*]]: index, %[[O:.*]]: index, %[[H:.*]]: index):
-// CHECK:           "scf.parallel"
-// CHECK-NEXT:      ^{{.*}}(%[[W0:.*]]: index):
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         "scf.parallel"(%[[C0]], %[[C0]], %[[C0]], %[[C3]], %[[C4]], %[[C4]],
+// CHECK-NEXT:    ^{{.*}}(%[[O:.*]]: index, %[[H:.*]]: index, %[[W0:.*]]: index):
 // CHECK:             %[[SUM:.*]] = scf.for %[[C:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
 // CHECK:               scf.for
 // CHECK:                 scf.for
@@ -62,7 +64,7 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK:             %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
 // CHECK-NEXT:        %[[V:.*]] = arith.addf %[[SUM]], %[[BIAS]] : f32
 // CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[V]], %{{.*}} : f32
-// CHECK-NEXT:        memref.store %[[R]], %[[OUT]][%[[N]], %[[O]], %[[H]], %[[W0]]]
+// CHECK-NEXT:        memref.store %[[R]], %[[OUT]][%[[C0]], %[[O]], %[[H]], %[[W0]]]
 // CHECK-NOT:     "scf.parallel"
 // CHECK:         func.return
 func.func @conv_bias_relu(%d: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x4x4xf32> {
