@@ -1,0 +1,47 @@
+"""End-to-end latency of the demo model (examples/mlp.mlir) against numpy eager.
+
+Builds the model as the demo does (first layer on OpenCL, the rest on the host) and also all
+on the host (targets c only: the on_device annotation then has no opencl target, so the
+opencl pin is dropped from a copy of the text), and reports the median of several runs of
+`Executable.run` (inputs in, outputs out) next to the same model in numpy with one BLAS
+thread, plus the per-node profile of one run.
+
+    .venv/bin/python bench/demo_latency.py [runs]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
+
+import xrelay  # noqa: E402
+from demo import MODEL, median_ms, numpy_eager, random_weights  # noqa: E402
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    text = MODEL.read_text()
+    inputs = random_weights(xrelay.parse(text))
+    host_only = text.replace("#relay.se_scope<device = opencl>", "#relay.se_scope<device = cpu>")
+    eager = median_ms(lambda: numpy_eager(**inputs), runs)
+    print(f"{MODEL.name}, median of {runs} runs")
+    print(f"  numpy eager (1 BLAS thread)      {eager:8.3f} ms")
+    for label, program, targets in (("xrelay, layer 1 on opencl:0", text, ("c", "opencl")),
+                                    ("xrelay, all on cpu", host_only, ("c",))):
+        exe = xrelay.build(program, targets=targets)
+        ms = median_ms(lambda: exe.run(inputs), runs)
+        print(f"  {label:<32} {ms:8.3f} ms  ({ms / eager:.2f}x numpy)")
+        profile = exe.profile(inputs)
+        for name, device, seconds in profile.nodes:
+            print(f"      {device:<9} {name:<40} {seconds * 1e3:8.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
