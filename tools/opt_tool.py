@@ -44,6 +44,7 @@ class OptTool(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.prog = "opt-tool"  # also when run as `python -m xrelay.tools.opt_tool`
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the epilog's lines
         arg_parser.epilog = _epilog()
 

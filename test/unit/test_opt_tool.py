@@ -1,0 +1,192 @@
+"""`opt-tool`: flags, pipelines, and every user error exiting 1 with a message and no traceback.
+
+Most cases call `main` in-process (an exception escaping it fails the test); a few run the
+installed `opt-tool` script in subprocesses to check what a user sees."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xrelay
+from xrelay.tools.opt_tool import main
+from xrelay.transforms import PASSES
+
+OPT_TOOL = str(Path(sys.executable).with_name("opt-tool"))
+
+GOOD = """func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = relay.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = relay.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %2 = relay.multiply %0, %1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = relay.exp %a : tensor<2x3xf32>
+  func.return %2 : tensor<2x3xf32>
+}
+"""
+
+BAD_VERIFY = """func.func @main(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = relay.sum %a {axis = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+"""
+
+BAD_PARSE = """func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = relay.exp %a : tensor<2x3xf32>
+  func.return %0 tensor<2x3xf32>
+}
+"""
+
+SPLIT = GOOD + "\n// -----\n\n" + BAD_PARSE  # the parse error is on line 13 of the file
+
+
+def run_main(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def write(tmp_path):
+    def write(text: str, name: str = "in.mlir") -> str:
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+
+    return write
+
+
+# --- flags ----------------------------------------------------------------------------------
+
+
+def test_help_lists_xrelay_and_xdsl_passes_and_targets(capsys):
+    code, out, _ = run_main(capsys, "--help")
+    assert code == 0
+    epilog = out[out.index("xrelay passes (-p):") :]
+    for name in PASSES:
+        assert name in epilog
+    assert "xrelay targets (-t):" in epilog
+    start = out.index("-p PASSES, --passes PASSES")
+    section = "".join(out[start : out.index("--print-between-passes", start)].split())
+    available = set(section.split("Availablepassesare:")[1].split(","))  # argparse wraps at hyphens
+    assert {"cse", "dce", "canonicalize", *PASSES} <= available
+    for flag in ("--print-op-generic", "--verify-diagnostics", "--split-input-file", "--output-file"):
+        assert flag in out
+
+
+def test_version(capsys):
+    code, out, _ = run_main(capsys, "--version")
+    assert code == 0 and out.startswith("opt-tool (xrelay, xdsl ")
+
+
+def test_round_trip_custom_and_generic(capsys, write):
+    code, custom, _ = run_main(capsys, write(GOOD))
+    assert code == 0 and "relay.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>" in custom
+    code, generic, _ = run_main(capsys, write(custom), "--print-op-generic")
+    assert code == 0 and '"relay.add"(%a, %b) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>' in generic
+    code, again, _ = run_main(capsys, write(generic))
+    assert code == 0 and again == custom
+
+
+def test_pipeline_of_xdsl_passes(capsys, write):
+    code, out, _ = run_main(capsys, write(GOOD), "-p", "cse,dce")
+    assert code == 0
+    assert out.count("relay.add") == 1  # cse merged the two adds
+    assert "relay.exp" not in out  # dce removed the unused, pure exp
+
+
+def test_pipeline_with_options(capsys, write):
+    code, out, _ = run_main(capsys, write(GOOD), "-p", "plan-devices{targets=c,opencl default-device=opencl},cse")
+    assert code == 0, out
+    module = xrelay.parse(out)
+    scopes = {str(op.se_scope) for op in module.walk() if op.name.startswith("relay.")}
+    assert scopes == {'#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">'}
+
+
+def test_output_file(capsys, write, tmp_path):
+    target = tmp_path / "out.mlir"
+    code, out, _ = run_main(capsys, write(GOOD), "-o", str(target))
+    assert code == 0 and out == ""
+    assert "relay.multiply" in target.read_text()
+
+
+def test_verify_diagnostics_prints_and_exits_0(capsys, write):
+    path = write(BAD_VERIFY)
+    code, out, _ = run_main(capsys, path, "--verify-diagnostics")
+    assert code == 0
+    assert f"{path}:2:3: expected result type tensor<3xf32> for 'relay.sum', but found tensor<2xf32>" in out
+    assert "| Operation does not verify: expected result type" in out
+
+
+def test_split_input_file(capsys, write):
+    code, out, _ = run_main(capsys, write(GOOD + "\n// -----\n" + GOOD.replace("@main", "@second")), "--split-input-file")
+    assert code == 0
+    first, second = out.split("// -----\n")
+    assert "@main" in first and "@second" in second
+
+
+def test_split_input_file_reports_lines_of_the_whole_file(capsys, write):
+    path = write(SPLIT)
+    assert SPLIT.splitlines()[12].strip().startswith("func.return %0 tensor")
+    code, _, err = run_main(capsys, path, "--split-input-file")
+    assert code == 1
+    assert err.startswith(f"opt-tool: error: {path}:13:")
+    code, out, _ = run_main(capsys, path, "--split-input-file", "--parsing-diagnostics")
+    assert code == 0 and f"{path}:13:" in out
+
+
+def test_verify_error_line_in_a_later_chunk(capsys, write):
+    path = write(GOOD + "// -----\n" + BAD_VERIFY)
+    code, _, err = run_main(capsys, path, "--split-input-file")
+    assert code == 1
+    assert err.startswith(f"opt-tool: error: {path}:10:3: expected result type tensor<3xf32> for 'relay.sum'")
+
+
+# --- user errors: exit 1, one message, no traceback (subprocesses) ----------------------------
+
+ERRORS = {
+    "parse": (BAD_PARSE, [], r"\.mlir:3:18\n.*\n.*\n\s*Expected ':'"),
+    "verify": (BAD_VERIFY, [], r"\.mlir:2:3: expected result type tensor<3xf32> for 'relay.sum', but found tensor<2xf32>"),
+    "pass": (GOOD, ["-p", "plan-devices{targets=c,llvm}"], r'two targets for device type cpu: "c" and "llvm"'),
+    "pass option value": (GOOD, ["-p", "plan-devices{default-device=tpu}"], r"unknown default-device 'tpu'"),
+    "unknown target kind": (GOOD, ["-p", "plan-devices{targets=fpga}"], r"unknown target kind 'fpga'"),
+    "bad pipeline spec": (GOOD, ["-p", "cse{"], r"malformed pass pipeline: Error parsing pass pipeline specification"),
+    "unknown pass option": (GOOD, ["-p", "cse{bogus=1}"], r'invalid pass pipeline: Provided arguments \["bogus"\] not found'),
+    "unknown pass": (GOOD, ["-p", "no-such-pass"], r"invalid pass pipeline: Unrecognized passes: \['no-such-pass'\]"),
+    "unknown target": (GOOD, ["-t", "no-such-target"], r"argument -t/--target: invalid choice: 'no-such-target'"),
+    "unknown flag": (GOOD, ["--no-such-flag"], r"unrecognized arguments: --no-such-flag"),
+    "missing file": (None, [], r"No such file or directory: '.*missing.mlir'"),
+    "unwritable output": (GOOD, ["-o", "/nonexistent/dir/out.mlir"], r"No such file or directory: '/nonexistent/dir/out.mlir'"),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_user_error_exits_1_with_one_message(capsys, tmp_path, name):
+    text, args, message = ERRORS[name]
+    path = tmp_path / ("missing.mlir" if text is None else "in.mlir")
+    if text is not None:
+        path.write_text(text)
+    code, _, err = run_main(capsys, str(path), *args)  # an uncaught exception fails the test
+    assert code == 1, err
+    assert err.startswith("opt-tool: error: ") or "\nopt-tool: error: " in err
+    assert re.search(message, err), err
+
+
+def test_the_script_prints_no_traceback(tmp_path):
+    """The installed entry point, in subprocesses (started together: one start-up to wait for)."""
+    started = []
+    for name in ("verify", "unknown target"):
+        text, args, message = ERRORS[name]
+        path = tmp_path / f"{name.replace(' ', '_')}.mlir"
+        path.write_text(text)
+        command = [OPT_TOOL, str(path), *args]
+        started.append((message, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    for message, process in started:
+        _, err = process.communicate()
+        assert process.returncode == 1, err
+        assert "Traceback" not in err
+        assert re.search(message, err), err
