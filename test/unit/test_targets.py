@@ -20,7 +20,13 @@ from xdsl.dialects.builtin import ModuleOp
 import xrelay
 from xrelay.dialects import relay
 from xrelay.errors import CompileError
-from xrelay.targets.build import build_c, build_opencl, default_opencl_context, run_opencl_kernel
+from xrelay.targets.build import (
+    CKernel,
+    build_c,
+    build_opencl,
+    default_opencl_context,
+    run_opencl_kernel,
+)
 from xrelay.targets.c import CTarget
 from xrelay.targets.kernels import KernelSource, kernel_sources
 from xrelay.targets.opencl import OpenCLTarget
@@ -146,6 +152,82 @@ def test_every_primitive_op_is_covered() -> None:
     bodies = " ".join(c.body for c in GROUP_CASES)
     missing = [op.name for op in relay.PRIMITIVE_OPS if f"{op.name} " not in bodies]
     assert missing == []
+
+
+# --- random programs through the whole pipeline, on both targets at once -----------------
+
+
+def compile_pipeline(text: str) -> ModuleOp:
+    from xdsl.passes import PassPipeline
+
+    from xrelay.transforms import get_all_passes
+
+    spec = "plan-devices{targets=c,opencl},fuse-ops,convert-relay-to-loops"
+    module = xrelay.parse(text)
+    PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
+    module.verify()
+    return module
+
+
+class MixedRunner:
+    """Runs @main of a lowered module whose kernels are partly C and partly OpenCL."""
+
+    def __init__(self, module: ModuleOp):
+        import pyopencl as cl
+
+        sources = kernel_sources(module)
+        self.kernels: dict[str, Any] = {}
+        c = [s for s in sources if s.language == "c"]
+        if c:
+            self.kernels |= build_c(c).kernels
+        cl_sources = [s for s in sources if s.language == "opencl"]
+        if cl_sources:
+            context = default_opencl_context()
+            self.queue = cl.CommandQueue(context)
+            self.kernels |= build_opencl(context, cl_sources).kernels
+        self.languages = {s.language for s in sources}
+
+    def run(self, module: ModuleOp, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+        env: dict[Any, np.ndarray] = {arg: inputs[arg.name_hint] for arg in main.args}
+        for op in main.body.block.ops:
+            if isinstance(op, relay.LaunchOp):
+                env[op.res] = self.launch(op, [env[v] for v in op.inputs])
+            elif isinstance(op, relay.DeviceCopyOp):
+                env[op.res] = env[op.data]
+            elif isinstance(op, relay.ConstantOp):
+                shape = op.res.type.get_shape()
+                env[op.res] = np.array(op.value.get_values(), np.float32).reshape(shape)
+            elif isinstance(op, func.ReturnOp):
+                return env[op.arguments[0]]
+            else:
+                raise AssertionError(f"unexpected op {op.name} in a lowered @main")
+        raise AssertionError("@main has no return")
+
+    def launch(self, op: relay.LaunchOp, inputs: list[np.ndarray]) -> np.ndarray:
+        kernel = self.kernels[op.callee.string_value()]
+        shape = tuple(op.res.type.get_shape())
+        if isinstance(kernel, CKernel):
+            out = np.zeros(shape, np.float32)
+            kernel(*(np.ascontiguousarray(a) for a in inputs), out)
+            return out
+        return run_opencl_kernel(self.queue, kernel, inputs, shape)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs_on_both_targets(seed: int) -> None:
+    from random_graphs import random_inputs as graph_inputs
+    from random_graphs import random_module_text
+
+    text = random_module_text(seed, num_ops=10, devices=("cpu", "opencl"))
+    lowered = compile_pipeline(text)
+    runner = MixedRunner(lowered)
+    reference = xrelay.parse(text)
+    for input_seed in (0, 1):
+        inputs = graph_inputs(reference, input_seed)
+        expected = xrelay.interpret(reference, inputs)
+        got = runner.run(lowered, inputs)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
 # --- the form of the output -----------------------------------------------------------------
