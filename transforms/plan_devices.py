@@ -150,8 +150,9 @@ def _attr_domain(
     if not isinstance(scope, SEScopeAttr):
         msg = f"expected {SCOPE_ATTR} of {what} to be a #relay.se_scope, but found {scope}"
         fn.emit_error(msg, PlacementError(msg))
-    scope = _checked(c, fn, scope, f"{SCOPE_ATTR} of {what}")
-    return c.domains.fresh(scope, f"{SCOPE_ATTR} of {what}")
+    origin = f"{SCOPE_ATTR} of {what}"
+    scope = _checked(c, fn, scope, f"{origin} ({location_of(fn)})")
+    return c.domains.fresh(scope, origin)
 
 
 def _collect_op(c: Constraints, op: Operation) -> None:
@@ -177,15 +178,15 @@ def _collect_constant(c: Constraints, op: relay.ConstantOp) -> None:
     if op.se_scope is None:
         return
     origin = f"se_scope of 'relay.constant' at {location_of(op)}"
-    domain = c.domains.fresh(_checked(c, op, op.se_scope, "se_scope"), origin)
+    domain = c.domains.fresh(_checked(c, op, op.se_scope, origin), origin)
     c.ops[op] = c.values[op.res] = domain
 
 
 def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
     domain = c.domains.fresh()
     if op.se_scope is not None:
-        scope = _checked(c, op, op.se_scope, "se_scope")
-        c.domains.constrain(domain, scope, f"se_scope of '{op.name}' at {location_of(op)}")
+        origin = f"se_scope of '{op.name}' at {location_of(op)}"
+        c.domains.constrain(domain, _checked(c, op, op.se_scope, origin), origin)
     c.ops[op] = domain
     for i in range(len(op.operands)):
         _consume(c, op, i, domain)
@@ -194,7 +195,7 @@ def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
 
 
 def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
-    scope = _checked(c, op, op.se_scope, "se_scope")
+    scope = _checked(c, op, op.se_scope, f"se_scope of 'relay.on_device' at {location_of(op)}")
     body = c.domains.fresh()
     c.ops[op] = body
     if op.constrains_body:
@@ -206,11 +207,13 @@ def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
 
 def _collect_device_copy(c: Constraints, op: relay.DeviceCopyOp) -> None:
     loc = location_of(op)
-    src = _checked(c, op, op.src_se_scope, "src_se_scope")
-    dst = _checked(c, op, op.dst_se_scope, "dst_se_scope")
-    c.ops[op] = c.domains.fresh(src, f"src_se_scope of relay.device_copy at {loc}")
+    src_origin = f"src_se_scope of 'relay.device_copy' at {loc}"
+    dst_origin = f"dst_se_scope of 'relay.device_copy' at {loc}"
+    src = _checked(c, op, op.src_se_scope, src_origin)
+    dst = _checked(c, op, op.dst_se_scope, dst_origin)
+    c.ops[op] = c.domains.fresh(src, src_origin)
     _consume(c, op, 0, c.ops[op])
-    c.values[op.res] = c.domains.fresh(dst, f"dst_se_scope of relay.device_copy at {loc}")
+    c.values[op.res] = c.domains.fresh(dst, dst_origin)
 
 
 def _collect_call(c: Constraints, op: func.CallOp) -> None:
@@ -267,10 +270,10 @@ def _describe(value: SSAValue) -> str:
 
 
 def _checked(c: Constraints, op: Operation, scope: SEScopeAttr, what: str) -> SEScopeAttr:
-    """`scope` checked against the config, with the device implied by its target filled in."""
+    """`scope` (`what`, for messages) checked against the config, with the device implied by its target filled in."""
     problem = c.config.check(scope)
     if problem is not None:
-        msg = f"{what} of '{op.name}' at {location_of(op)}: {problem}"
+        msg = f"{what}: {problem}; add the target to plan-devices' targets option or change the scope"
         op.emit_error(msg, ConfigError(msg))
     if scope.device is None and scope.target is not None:
         device = TARGET_KIND_DEVICES.get(target_kind(scope.target))
@@ -281,8 +284,8 @@ def _checked(c: Constraints, op: Operation, scope: SEScopeAttr, what: str) -> SE
 def _reject(op: Operation) -> None:
     if isinstance(op, (relay.FusedOp, relay.LaunchOp, relay.YieldOp)):
         msg = (
-            f"'{op.name}' may not appear in the input of plan-devices, which runs before fusion "
-            f"and lowering (pass order: {PASS_ORDER})"
+            f"'{op.name}' at {location_of(op)} may not appear in the input of plan-devices, "
+            f"which runs before fusion and lowering (pass order: {PASS_ORDER})"
         )
     else:
         msg = (

@@ -1,0 +1,30 @@
+// RUN: opt-tool %s --split-input-file --verify-diagnostics -p 'plan-devices{targets=c,opencl}' | filecheck %s
+
+// plan-devices runs before fusion and lowering: fused groups and kernel launches in its input
+// are errors naming the pass order; ops it cannot place are errors too.
+
+func.func @fused(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "relay.fused"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    %y = "relay.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    "relay.yield"(%y) : (tensor<4xf32>) -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: 'relay.fused' at {{.*}}invalid_input.mlir:7:3 may not appear in the input of plan-devices, which runs before fusion and lowering (pass order: plan-devices, fuse-ops, convert-relay-to-loops)
+
+// -----
+
+func.func @launch(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.launch @kernel(%a) {se_scope = #relay.se_scope<device = cpu>} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: 'relay.launch' at {{.*}}invalid_input.mlir:19:3 may not appear in the input of plan-devices, which runs before fusion and lowering (pass order: plan-devices, fuse-ops, convert-relay-to-loops)
+
+// -----
+
+func.func @foreign_op(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c = arith.constant 1.0 : f32
+  func.return %a : tensor<4xf32>
+}
+// CHECK: plan-devices cannot place 'arith.constant' at {{.*}}invalid_input.mlir:27:3; expected relay ops, func.call and func.return in function bodies
