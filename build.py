@@ -61,13 +61,11 @@ def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None
     """Runs the pipeline in place."""
     from xrelay.transforms import get_all_passes
 
-    passes = get_all_passes()
-    options = {"targets": targets, "default_device": default_device, "host_target": host_target}
+    passes = {name: factory() for name, factory in get_all_passes().items()}
+    plan_devices = passes["plan-devices"](targets=targets, default_device=default_device, host_target=host_target)
     ctx = context()
-    for name in PIPELINE:
-        cls = passes[name]()
-        kwargs = {k: v for k, v in options.items() if k in getattr(cls, "__dataclass_fields__", {}) and v is not None}
-        _apply(cls(**kwargs), ctx, module)
+    for pass_ in (plan_devices, *(passes[name]() for name in PIPELINE[1:])):
+        _apply(pass_, ctx, module)
 
 
 def _apply(pass_: Any, ctx: Context, module: ModuleOp) -> None:

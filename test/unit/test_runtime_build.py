@@ -189,7 +189,7 @@ def _edit_manifest(root: Path, **changes: Any) -> None:
         (lambda x: {"x": x["x"]}, "the program takes inputs x, w1, b1, w2, b2, w3, b3; missing w1, b1, w2, b2, w3, b3"),
         (lambda x: {**x, "y": 1}, "the program takes inputs x, w1, b1, w2, b2, w3, b3; unknown 'y'"),
         (lambda x: {**x, "x": np.zeros((32, 783), np.float32)}, "input x must have shape \\[32, 784\\], but has shape \\[32, 783\\]"),
-        (lambda x: {**x, "b2": np.zeros(10, np.int32)}, "input b2 must have dtype float32, but has dtype int32"),
+        (lambda x: {**x, "b3": np.zeros(10, np.int32)}, "input b3 must have dtype float32, but has dtype int32; convert it with .astype\\(np.float32\\)"),
     ],
 )
 def test_run_input_errors(mlp: Any, edit: Any, message: str) -> None:
@@ -245,3 +245,38 @@ def test_random_graphs_match_the_interpreter(seed: int, devices: tuple[str, ...]
     targets = ("c", "opencl") if len(devices) > 1 else ("c",)
     exe = xrelay.build(module, targets=targets)
     np.testing.assert_allclose(exe.run(**inputs), xrelay.interpret(module, inputs), rtol=1e-4, atol=1e-5)
+
+
+def test_calls_are_inlined() -> None:
+    """Two calls of one relay function: after lowering both launch the same kernel."""
+    text = """
+func.func @layer(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = relay.tanh %0 : tensor<4x8xf32>
+  func.return %1 : tensor<4x8xf32>
+}
+func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = func.call @layer(%x, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = func.call @layer(%0, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %2 = relay.on_device %1 {se_scope = #relay.se_scope<device = opencl>} : tensor<4x8xf32>
+  %3 = relay.nn.softmax %2 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %3 : tensor<4x8xf32>
+}"""
+    exe = xrelay.build(text, targets=("c", "opencl"))
+    assert [name for name, _ in exe.placement()].count("fused_nn_dense_tanh") == 2
+    x = random_inputs(xrelay.parse(text), 5)
+    np.testing.assert_allclose(exe.run(x), reference(text, x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "text, targets, error, message",
+    [
+        ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %y : tensor<4xf32>\n}", ("c",),
+         xrelay.ParseError, "values used but not defined: \\[%y\\]"),
+        (f"func.func @main(%x: {T}) -> {T} {{\n  %0 = relay.on_device %x {{se_scope = {CL}}} : {T}\n"
+         f"  func.return %0 : {T}\n}}", ("c",), xrelay.ConfigError, "scope opencl:? is on device type opencl, which has no target".replace("?", "\\?")),
+    ],
+)
+def test_build_errors(text: str, targets: tuple[str, ...], error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        xrelay.build(text, targets=targets)
