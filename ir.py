@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+import re
+
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
@@ -40,26 +43,33 @@ class LocParser(Parser):
     """A parser that stamps every op with `loc("file":line:col)` of its first token.
 
     `line_offset` shifts lines, for a chunk of a file split with `--split-input-file`.
+    Lines are found by bisection in a table of line starts built once: xDSL's
+    `Span.get_location` counts newlines from the top of the file, which would make parsing
+    quadratic in the file's length.
     """
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>", line_offset: int = 0):
         super().__init__(ctx, text, name)
+        self.filename = StringAttr(name)
         self.line_offset = line_offset
+        self.line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
 
     def parse_operation(self) -> Operation:
-        span = self._current_token.span
+        first = self._current_token.span
         try:
             op = super().parse_operation()
         except VerifyException as e:
             # A custom syntax that builds an invalid attribute or type (e.g. a function type
             # where a tensor type belongs) raises a VerifyException: report it where it is.
-            self.raise_error(str(e), span.start, span.end)
+            self.raise_error(str(e), first.start, first.end)
         if isinstance(op.location, UnknownLoc):
-            loc = span.get_location()
-            op.location = FileLineColLoc(
-                StringAttr(loc.file), IntAttr(loc.line + self.line_offset), IntAttr(loc.col)
-            )
+            op.location = self.location_at(first.start)
         return op
+
+    def location_at(self, position: int) -> FileLineColLoc:
+        line = bisect.bisect_right(self.line_starts, position)
+        column = position - self.line_starts[line - 1] + 1
+        return FileLineColLoc(self.filename, IntAttr(line + self.line_offset), IntAttr(column))
 
 
 def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> ModuleOp:
