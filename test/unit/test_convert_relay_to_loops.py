@@ -368,6 +368,30 @@ def test_splat_constant_inside_a_group_is_inlined() -> None:
     check_lowering(fused_module("x:2x3", body))
 
 
+def test_group_yielding_its_input_copies_it() -> None:
+    text = f"""func.func @main(%a: {t('2x3')}) -> {t('2x3')} {{
+  %0 = relay.fused(%a) {{kernel_name = "fused_identity", se_scope = {SCOPE}}} : ({t('2x3')}) -> {t('2x3')} {{
+  ^bb0(%x: {t('2x3')}):
+    relay.yield %x : {t('2x3')}
+  }}
+  func.return %0 : {t('2x3')}
+}}"""
+    check_lowering(text)
+
+
+def test_one_value_passed_twice() -> None:
+    text = f"""func.func @main(%a: {t('3')}) -> {t('3')} {{
+  %0 = relay.fused(%a, %a) {{kernel_name = "fused_subtract", se_scope = {SCOPE}}} : ({t('3')}, {t('3')}) -> {t('3')} {{
+  ^bb0(%x: {t('3')}, %y: {t('3')}):
+    %1 = relay.subtract %x, %y : ({t('3')}, {t('3')}) -> {t('3')}
+    %2 = relay.add %1, %x : ({t('3')}, {t('3')}) -> {t('3')}
+    relay.yield %2 : {t('3')}
+  }}
+  func.return %0 : {t('3')}
+}}"""
+    check_lowering(text)
+
+
 def test_two_groups_and_a_constant_outside() -> None:
     text = f"""func.func @main(%a: {t('2x3')}) -> {t('3')} {{
   %k = relay.constant {{value = dense<[1.0, -2.0, 3.0]> : {t('3')}}} : {t('3')}
