@@ -749,7 +749,10 @@ class Pool2DOp(OneOperandOp):
 
     @property
     def window(self) -> tuple[int, ...]:
-        return _window_params("pool_size", _ints(self.pool_size), (1, 1), 2)
+        window = _window_params("pool_size", _ints(self.pool_size), (1, 1), 2)
+        if min(window) <= 0:
+            raise VerifyException(f"expected a positive pool_size, but found {list(window)}")
+        return window
 
     @property
     def stride_values(self) -> tuple[int, ...]:

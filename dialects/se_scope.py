@@ -152,16 +152,15 @@ class SEScopeAttr(ParametrizedAttribute):
         return (scope.device_attr, scope.id_attr, scope.target_attr, scope.memory_attr)
 
     def print_parameters(self, printer: Printer) -> None:
-        parts = []
-        if self.device is not None:
-            parts.append(f"device = {self.device}")
-        if self.id is not None:
-            parts.append(f"id = {self.id}")
-        if self.target is not None:
-            parts.append(f'target = "{self.target}"')
-        if self.memory is not None:
-            parts.append(f'memory = "{self.memory}"')
-        printer.print_string("<" + ", ".join(parts) + ">")
+        entries = [(key, value) for key, value in zip(FIELDS, self.fields()) if value is not None]
+        printer.print_string("<")
+        for i, (key, value) in enumerate(entries):
+            printer.print_string(f"{', ' if i else ''}{key} = ")
+            if isinstance(value, str) and key in ("target", "memory"):
+                printer.print_string_literal(value)  # escaped, so any string round-trips
+            else:
+                printer.print_string(str(value))
+        printer.print_string(">")
 
 
 def _parse_field_value(parser: AttrParser, key: str) -> str | int:

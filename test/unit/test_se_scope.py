@@ -59,6 +59,12 @@ def test_any_key_order_parses_to_the_canonical_order():
     assert str(parse_scope(text)) == '#relay.se_scope<device = cpu, id = 3, target = "c", memory = "global">'
 
 
+def test_strings_are_escaped():
+    scope = SEScopeAttr("cpu", target='c -DNAME="x\\y"', memory="glo bal")
+    assert str(scope) == r'#relay.se_scope<device = cpu, target = "c -DNAME=\22x\\y\22", memory = "glo bal">'
+    assert parse_scope(str(scope)) == scope
+
+
 @laws
 @given(scopes)
 def test_print_parse_round_trip(scope):

@@ -291,6 +291,30 @@ func.func @pool_size_count(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x7x7xf32> {
 
 // -----
 
+func.func @pool_size_zero(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x9x8xf32> {
+  %0 = relay.nn.avg_pool2d %x {pool_size = array<i64: 0, 1>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x9x8xf32>
+  func.return %0 : tensor<1x3x9x8xf32>
+}
+// CHECK: expected a positive pool_size, but found [0, 1]
+
+// -----
+
+func.func @pool_stride_zero(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x7x7xf32> {
+  %0 = relay.nn.max_pool2d %x {pool_size = array<i64: 2, 2>, strides = array<i64: 1, 0>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x7x7xf32>
+  func.return %0 : tensor<1x3x7x7xf32>
+}
+// CHECK: expected positive width stride and dilation, but found stride 0 and dilation 1
+
+// -----
+
+func.func @conv_dilation_zero(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = relay.nn.conv2d %x, %w {dilation = array<i64: 0, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return %0 : tensor<1x4x6x6xf32>
+}
+// CHECK: expected positive height stride and dilation, but found stride 1 and dilation 0
+
+// -----
+
 func.func @pool_padding_too_big(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x9x9xf32> {
   %0 = relay.nn.avg_pool2d %x {pool_size = array<i64: 2, 2>, padding = array<i64: 2, 2>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x9x9xf32>
   func.return %0 : tensor<1x3x9x9xf32>
