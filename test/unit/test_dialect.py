@@ -252,3 +252,26 @@ def test_error_hierarchy():
     for name in ("ParseError", "VerifyError", "ConfigError", "PlacementError", "CompileError", "DeviceError", "InputError"):
         assert issubclass(getattr(xrelay, name), xrelay.Error)
     assert issubclass(xrelay.Error, DiagnosticException)
+
+
+# --- round trips of random programs -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_round_trip_and_keep_their_meaning(seed):
+    import io
+
+    import numpy as np
+    from xdsl.printer import Printer
+    from random_graphs import random_inputs, random_module_text
+
+    module = xrelay.parse(random_module_text(seed, num_ops=12))
+    custom = str(module)
+    generic = io.StringIO()
+    Printer(stream=generic, print_generic_format=True).print_op(module)
+    assert str(xrelay.parse(custom)) == custom
+    reparsed = xrelay.parse(generic.getvalue())
+    assert str(reparsed) == custom
+    inputs = random_inputs(module, seed)
+    expected = xrelay.interpret(module, inputs)
+    np.testing.assert_array_equal(xrelay.interpret(reparsed, inputs), expected)
