@@ -1,7 +1,8 @@
 """`opt-tool`: `xdsl-opt` with the relay dialect, xrelay's passes and the c/opencl/graph-json targets.
 
 Every user error (bad syntax, a failed verification, a pass failure, a bad pipeline or
-target spec) is printed to stderr and exits with status 1, without a Python traceback.
+target spec, a missing file) is printed to stderr, with the file:line:col of the text or op
+at fault where there is one, and exits with status 1, without a Python traceback.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import (
@@ -49,6 +50,8 @@ class OptTool(xDSLOptMain):
         arg_parser.epilog = _epilog()
 
     def apply_passes(self, prog: ModuleOp) -> None:
+        # The pipeline verifies the module before and after every pass; a failure names the
+        # failing op's file:line:col (ops from the input carry their parse location).
         try:
             super().apply_passes(prog)
         except VerifyException as e:
@@ -63,7 +66,7 @@ class OptTool(xDSLOptMain):
         return parser.parse_module(not self.args.no_implicit_module)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(f"opt-tool: error: {message}", file=sys.stderr)
     sys.exit(1)
 
