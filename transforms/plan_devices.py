@@ -387,15 +387,17 @@ class WriteBack:
                 consumer.operands[i] = value
 
     def write_dead_copy(self, op: relay.DeviceCopyOp) -> None:
-        """A copy nobody reads still copies: keep it, on canonical scopes, unless redundant."""
-        src, dst = self.scope(self.c.ops[op]), self.scope(self.c.values[op.res])
-        if src == dst:
-            return
-        source = self.value_on(op.data, src)
-        if source is not op.data:
-            op.operands[0] = source
-        op.properties["src_se_scope"], op.properties["dst_se_scope"] = src, dst
+        """A copy nobody reads still copies: it stays, from the value's source, unless it is
+        redundant (equal scopes, or the value already has a copy there)."""
+        dst = self.scope(self.c.values[op.res])
+        source = self.source(op.data, self.scope(self.c.ops[op]))
+        key = (source.value, dst)
+        if source.scope == dst or key in self.copies:
+            return  # erased with the annotations
+        op.operands[0] = source.value
+        op.properties["src_se_scope"], op.properties["dst_se_scope"] = source.scope, dst
         self.kept.add(op)
+        self.copies[key] = op.res
 
     def value_on(self, value: SSAValue, scope: SEScopeAttr) -> SSAValue:
         """`value` as a consumer on `scope` should read it."""
