@@ -31,11 +31,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from xrelay.errors import CompileError, Error
+from xrelay.errors import CompileError, Error, InputError
 from xrelay.ir import context, parse
 from xrelay.runtime import artifact
 from xrelay.runtime.device import DeviceTable, resolve_devices
 from xrelay.runtime.executor import COPY, GraphExecutor, Profile
+
+Inputs = Mapping[str, Any] | Sequence[Any] | None
 
 PIPELINE = ("plan-devices", "fuse-ops", "convert-relay-to-loops", "inline-calls", "plan-memory")
 
@@ -108,18 +110,30 @@ class Executable:
 
     # --- running ---------------------------------------------------------------------------
 
-    def run(self, inputs: Mapping[str, Any] | None = None, /, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
-        """Runs the program on numpy inputs, by name; one array, or a tuple for several results."""
-        self.executor.set_inputs({**(inputs or {}), **named})
+    def run(self, inputs: Inputs = None, /, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Runs the program on numpy inputs, by name (or a sequence in parameter order); one
+        array, or a tuple for several results."""
+        self.executor.set_inputs(self._by_name(inputs, named))
         self.executor.run()
         return _results(self.executor.outputs())
 
-    def profile(self, inputs: Mapping[str, Any] | None = None, /, **named: Any) -> Profile:
+    def profile(self, inputs: Inputs = None, /, **named: Any) -> Profile:
         """Runs once, timing every node (waiting for its device), and reports copies and pools."""
-        self.executor.set_inputs({**(inputs or {}), **named})
+        self.executor.set_inputs(self._by_name(inputs, named))
         report = self.executor.profile()
         report.outputs = _results(self.executor.outputs())
         return report
+
+    def _by_name(self, inputs: Inputs, named: Mapping[str, Any]) -> dict[str, Any]:
+        if inputs is None or isinstance(inputs, Mapping):
+            return {**(inputs or {}), **named}
+        values = list(inputs)
+        if len(values) != len(self.input_names) or named:
+            raise InputError(
+                f"the program takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "
+                f"but {len(values)} were given by position" + (" and more by name" if named else "")
+            )
+        return dict(zip(self.input_names, values))
 
     @property
     def input_names(self) -> list[str]:

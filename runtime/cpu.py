@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from xrelay.errors import DeviceError
 from xrelay.runtime.device import Kernel, Tensor
 from xrelay.runtime.numpy_device import NumpyDevice
 
@@ -41,5 +42,6 @@ class CPUDevice(NumpyDevice):
 
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         for a in args:
-            assert a.flags.c_contiguous and a.dtype == np.float32, "C kernels take contiguous float32 tensors"
+            if not a.flags.c_contiguous or a.dtype != np.float32:
+                raise DeviceError(f"{self.name}: C kernels take C-contiguous float32 tensors, not {a.dtype}")
         return partial(kernel.function, *(a.ctypes.data for a in args))

@@ -280,3 +280,10 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
 def test_build_errors(text: str, targets: tuple[str, ...], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         xrelay.build(text, targets=targets)
+
+
+def test_inputs_by_position(mlp: Any) -> None:
+    exe, x = mlp
+    np.testing.assert_array_equal(exe.run(list(x.values())), exe.run(**x))
+    with pytest.raises(InputError, match="the program takes 7 inputs \\(x, w1, b1, w2, b2, w3, b3\\), but 1 were given by position"):
+        exe.run([x["x"]])
