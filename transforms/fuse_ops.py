@@ -41,12 +41,13 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from xrelay.dialects.relay import FusedOp, YieldOp
+from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import CompileError, ConfigError, location_of
 from xrelay.transforms.fusion_graph import IndexedForwardGraph, build_graph, is_primitive
 from xrelay.transforms.fusion_groups import Group, GraphPartitioner
@@ -156,12 +157,13 @@ def fuse_group(members: Sequence[Operation], names: KernelNames) -> FusedOp:
     _check_one_result(members, inside)
     inputs = group_inputs(last, inside)
     body = Block(arg_types=[value.type for value in inputs])
-    fused = FusedOp(
-        inputs,
-        last.results[0].type,
-        Region(body),
-        se_scope=last.se_scope,
-        kernel_name=names.claim(kernel_name(members)),
+    # `create` skips IRDL's argument checking, which dominated the pass's time; the module is
+    # verified after the pass like after any other.
+    fused = FusedOp.create(
+        operands=inputs,
+        result_types=[last.results[0].type],
+        properties=group_properties(last.se_scope, names.claim(kernel_name(members))),
+        regions=[Region(body)],
     )
     last.parent_block().insert_op_before(fused, last)
     last.results[0].replace_all_uses_with(fused.res)
@@ -171,8 +173,15 @@ def fuse_group(members: Sequence[Operation], names: KernelNames) -> FusedOp:
         op.operands = [argument_of.get(value, value) for value in op.operands]
         op.properties.pop("se_scope", None)
         body.add_op(op)
-    body.add_op(YieldOp(last.results[0]))
+    body.add_op(YieldOp.create(operands=[last.results[0]]))
     return fused
+
+
+def group_properties(scope: SEScopeAttr | None, name: str) -> dict[str, Attribute]:
+    """The properties `FusedOp.__init__` would set, in its order (the printed order)."""
+    properties: dict[str, Attribute] = {} if scope is None else {"se_scope": scope}
+    properties["kernel_name"] = StringAttr(name)
+    return properties
 
 
 def _check_one_result(members: Sequence[Operation], inside: set[Operation]) -> None:
