@@ -236,15 +236,64 @@ func.func @main(%x: {T}) -> {T} {{
 # --- random planned graphs on both targets ---------------------------------------------------
 
 
+def check_plan(graph: dict[str, Any]) -> None:
+    """Tensors sharing a storage are on one device and never live at the same time; inputs,
+    params and results share with nothing."""
+    nodes, attrs = graph["nodes"], graph["attrs"]
+    ids, devices = attrs["storage_id"][1], attrs["device_index"][1]
+    end = len(nodes)
+    pinned = {i for i, n in enumerate(nodes) if n["op"] == "null"} | {h[0] for h in graph["heads"]}
+    last = {i: i for i in range(end)}
+    for i, node in enumerate(nodes):
+        for j, _, _ in node["inputs"]:
+            last[j] = max(last[j], i)
+    live = {i: (0 if i in pinned else i, end if i in pinned else last[i]) for i in range(end)}
+    for a in range(end):
+        for b in range(a + 1, end):
+            if ids[a] != ids[b]:
+                continue
+            assert devices[a] == devices[b], f"entries {a} and {b} share storage {ids[a]} across devices"
+            assert live[a][1] < live[b][0] or live[b][1] < live[a][0], f"entries {a} and {b} share a live storage"
+
+
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), devices=st.sampled_from([("cpu",), ("cpu", "opencl"), ("cpu", "opencl", "opencl:1")]))
-def test_random_graphs_match_the_interpreter(seed: int, devices: tuple[str, ...]) -> None:
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    devices=st.sampled_from([("cpu",), ("cpu", "opencl"), ("cpu", "opencl", "opencl:1")]),
+    default_opencl=st.booleans(),
+)
+def test_random_graphs_match_the_interpreter(seed: int, devices: tuple[str, ...], default_opencl: bool) -> None:
     text = random_module_text(seed, num_ops=8, devices=devices)
     module = xrelay.parse(text)
     inputs = random_inputs(module, seed)
     targets = ("c", "opencl") if len(devices) > 1 else ("c",)
-    exe = xrelay.build(module, targets=targets)
+    exe = xrelay.build(module, targets=targets, default_device="opencl" if default_opencl and len(devices) > 1 else None)
+    check_plan(exe.graph)
     np.testing.assert_allclose(exe.run(**inputs), xrelay.interpret(module, inputs), rtol=1e-4, atol=1e-5)
+
+
+def test_check_plan_catches_a_live_share(sharing: xrelay.Executable) -> None:
+    check_plan(sharing.graph)
+    graph = copy.deepcopy(sharing.graph)
+    graph["attrs"]["storage_id"][1][S4] = graph["attrs"]["storage_id"][1][S1]
+    with pytest.raises(AssertionError, match="share a live storage"):
+        check_plan(graph)
+
+
+def test_device_table_maps_two_virtual_devices_to_one() -> None:
+    """Virtual opencl:1 on physical opencl:0: two pools on one device, the copy stays there."""
+    text = f"""
+func.func @main(%x: {T}) -> {T} {{
+  %0 = relay.nn.softmax %x : ({T}) -> {T}
+  %1 = relay.on_device %0 {{se_scope = #relay.se_scope<device = opencl, id = 1>}} : {T}
+  %2 = relay.negative %1 : {T}
+  %3 = relay.on_device %2 {{se_scope = #relay.se_scope<device = opencl, id = 0>}} : {T}
+  func.return %3 : {T}
+}}"""
+    exe = xrelay.build(text, targets=("c", "opencl"), devices={("opencl", 1): "opencl:0"})
+    assert [d.name for d in exe.devices] == ["opencl:0", "opencl:0"]
+    x = sharing_inputs()
+    np.testing.assert_allclose(exe.run(x), reference(text, x), rtol=1e-5, atol=1e-6)
 
 
 def test_calls_are_inlined() -> None:
