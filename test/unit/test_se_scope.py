@@ -37,10 +37,13 @@ valid_scopes = st.builds(
 )
 
 
+CTX = xrelay.context()
+
+
 def parse_scope(text: str) -> SEScopeAttr:
     from xdsl.parser import Parser
 
-    return Parser(xrelay.context(), text).parse_attribute()
+    return Parser(CTX, text).parse_attribute()
 
 
 # --- syntax ---------------------------------------------------------------------------------
