@@ -60,14 +60,19 @@ def build(
 
 
 def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None, host_target: str) -> None:
-    """Runs the pipeline in place."""
+    """Runs the pipeline in place and verifies the result."""
     from xrelay.transforms import get_all_passes
 
-    passes = {name: factory() for name, factory in get_all_passes().items()}
-    plan_devices = passes["plan-devices"](targets=targets, default_device=default_device, host_target=host_target)
+    passes = get_all_passes()
+    options = {"targets": targets, "default_device": default_device, "host_target": host_target}
     ctx = context()
-    for pass_ in (plan_devices, *(passes[name]() for name in PIPELINE[1:])):
-        _apply(pass_, ctx, module)
+    for name in PIPELINE:
+        cls = passes[name]()
+        _apply(cls(**options) if name == "plan-devices" else cls(), ctx, module)
+    try:
+        module.verify()
+    except DiagnosticException as e:
+        raise CompileError(f"the lowered module does not verify (a compiler bug): {e}") from None
 
 
 def _apply(pass_: Any, ctx: Context, module: ModuleOp) -> None:
