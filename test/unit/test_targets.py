@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.dialects import func
+from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
 
 import xrelay
@@ -275,11 +275,18 @@ def test_global_size_merges_leading_dims_beyond_three() -> None:
 
 
 def test_lowered_global_size_is_the_outermost_nest() -> None:
-    case = next(c for c in GROUP_CASES if c.name == "rank5")
-    (source,) = kernel_sources(lower(case.module_text("opencl")))
-    assert source.global_size == (2, 2, 3)  # 2x1x2x3x2: the lowering gives size-1 axes no loop
-    case = next(c for c in GROUP_CASES if c.name == "max")  # a rank-0 result
-    assert kernel_sources(lower(case.module_text("c")))[0].global_size == (1,)
+    """For every lowered case: the trip counts of the top-level scf.parallel, (1,) for 0-d."""
+    for case in GROUP_CASES:
+        module = lower(case.module_text("opencl"))
+        kernel = next(op for op in module.ops if "relay.se_scope" in op.attributes)
+        nest = next(op for op in kernel.body.block.ops if isinstance(op, scf.ParallelOp))
+        extents = tuple(
+            ub.owner.value.value.data - lb.owner.value.value.data
+            for lb, ub in zip(nest.lowerBound, nest.upperBound)
+        )
+        assert all(s.owner.value.value.data == 1 for s in nest.step)
+        (source,) = kernel_sources(module)
+        assert source.global_size == (extents or (1,)), case.name
 
 
 def test_targets_print_only_their_scopes() -> None:
