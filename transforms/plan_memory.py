@@ -70,7 +70,7 @@ def main_function(module: ModuleOp) -> func.FuncOp:
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
             return op
-    raise CompileError("the module has no function @main to plan")
+    raise CompileError("plan-memory expects a function @main (the program the executor runs), but the module has none")
 
 
 # --- Phase 1: check ----------------------------------------------------------------------

@@ -105,3 +105,10 @@ func.func @main(%a: tensor<8xf32> {relay.se_scope = #cpu}) -> tensor<8xf32> {
   %0 = relay.launch @k(%a) {se_scope = #relay.se_scope<device = cpu>} : (tensor<8xf32>) -> tensor<8xf32>
   func.return %0 : tensor<8xf32>
 }
+
+// -----
+
+// CHECK: plan-memory expects a function @main (the program the executor runs), but the module has none
+func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {
+  func.return %a : tensor<8xf32>
+}
