@@ -50,9 +50,10 @@ class DeviceDomains:
 
     def __init__(self) -> None:
         self.domains: list[Domain] = []
+        self._defaults: dict[tuple[SEScopeAttr, SEScopeAttr], SEScopeAttr] = {}
 
     def fresh(self, scope: SEScopeAttr = UNCONSTRAINED, origin: str | None = None) -> Domain:
-        domain = Domain(scope, None if scope.is_unconstrained else origin)
+        domain = Domain(scope, None if scope is UNCONSTRAINED else origin)
         self.domains.append(domain)
         return domain
 
@@ -85,21 +86,26 @@ class DeviceDomains:
         joined = _join(root.scope, scope)
         if joined is None:
             return Conflict(root.scope, root.origin or "?", scope, origin)
-        if root.origin is None and not scope.is_unconstrained:
+        if root.origin is None and scope is not UNCONSTRAINED:
             root.origin = origin
         root.scope = joined
         return None
 
     def default(self, domain: Domain, fallback: SEScopeAttr) -> None:
         root = self.find(domain)
-        if not root.scope.is_fully_constrained:
-            root.scope = root.scope.default(fallback)
+        key = (root.scope, fallback)
+        if key not in self._defaults:  # few distinct scopes: build each result once
+            self._defaults[key] = root.scope.default(fallback)
+        root.scope = self._defaults[key]
+
+    def roots(self) -> list[Domain]:
+        return [d for d in self.domains if d.parent is d]
 
 
 def _join(a: SEScopeAttr, b: SEScopeAttr) -> SEScopeAttr | None:
     """SEScope Join, skipping the attribute construction in the common trivial cases."""
-    if b.is_unconstrained or a == b:
+    if b is UNCONSTRAINED or a == b:
         return a
-    if a.is_unconstrained:
+    if a is UNCONSTRAINED:
         return b
     return a.join(b)

@@ -55,6 +55,7 @@ from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
 
 SCOPE_ATTR = "relay.se_scope"
 PASS_ORDER = "plan-devices, fuse-ops, convert-relay-to-loops"
+PRIMITIVES = frozenset(relay.PRIMITIVE_OPS)  # exact types: much cheaper than isinstance on 37
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def _attr_domain(
 def _collect_op(c: Constraints, op: Operation) -> None:
     if isinstance(op, relay.ConstantOp):
         _collect_constant(c, op)
-    elif isinstance(op, relay.PRIMITIVE_OPS):
+    elif type(op) in PRIMITIVES:
         _collect_primitive(c, op)
     elif isinstance(op, relay.OnDeviceOp):
         _collect_on_device(c, op)
@@ -309,7 +310,7 @@ def apply_defaults(c: Constraints) -> None:
         fallback = c.domains.scope(results[0]) if results else default
         for param in params:
             c.domains.default(param, fallback)
-    for domain in c.domains.domains:
+    for domain in c.domains.roots():
         c.domains.default(domain, default)
 
 
@@ -341,7 +342,8 @@ class WriteBack:
 
     def __init__(self, c: Constraints):
         self.c = c
-        self.canonical_of: dict[SEScopeAttr, SEScopeAttr] = {}
+        self.canonical_of: dict[Domain, SEScopeAttr] = {}  # by root: scopes are final now
+        self.canonical_forms: dict[SEScopeAttr, SEScopeAttr] = {}
         self.sources: dict[SSAValue, Source] = {}
         self.copies: dict[tuple[SSAValue, SEScopeAttr], SSAValue] = {}
         self.constants: dict[tuple[relay.ConstantOp, SEScopeAttr], SSAValue] = {}
@@ -358,10 +360,16 @@ class WriteBack:
             self.erase_annotations(ops)
 
     def scope(self, domain: Domain) -> SEScopeAttr:
-        scope = self.c.domains.scope(domain)
-        if scope not in self.canonical_of:
-            self.canonical_of[scope] = self.c.config.canonical(scope)
-        return self.canonical_of[scope]
+        root = self.c.domains.find(domain)
+        if root not in self.canonical_of:
+            self.canonical_of[root] = self.canonical(root.scope)
+        return self.canonical_of[root]
+
+    def canonical(self, scope: SEScopeAttr) -> SEScopeAttr:
+        """The canonical form, one attribute object per distinct scope (cheap comparisons)."""
+        if scope not in self.canonical_forms:
+            self.canonical_forms[scope] = self.c.config.canonical(scope)
+        return self.canonical_forms[scope]
 
     def write_signature(self, fn: func.FuncOp) -> None:
         name = fn.sym_name.data
@@ -372,7 +380,7 @@ class WriteBack:
         if isinstance(op, relay.ConstantOp):
             if op in self.c.ops:
                 op.properties["se_scope"] = self.scope(self.c.ops[op])
-        elif isinstance(op, relay.PRIMITIVE_OPS):
+        elif type(op) in PRIMITIVES:
             op.properties["se_scope"] = self.scope(self.c.ops[op])
             self.rewire_operands(op)
         elif isinstance(op, (func.CallOp, func.ReturnOp)):
