@@ -89,13 +89,10 @@ def main() -> None:
 
     groups = fused_groups(text)
     profile = exe.profile(inputs)
-    times = {}
-    for name, _, seconds in profile.nodes:
-        times.setdefault(name, seconds)
-    print("placement (kernels and copies in execution order):")
-    for name, device in exe.placement():
+    print("placement (kernels and copies in execution order, with one profiled run's times):")
+    for (name, device), (_, _, seconds) in zip(exe.placement(), profile.nodes):
         ops = " + ".join(groups.get(name, ["device_copy"]))
-        print(f"  {device:<20} {name:<40} {ops}")
+        print(f"  {device:<18} {name:<38} {seconds * 1e3:7.3f} ms  {ops}")
     print("\ncopies:")
     for (src, dst), (count, nbytes) in profile.copies.items():
         print(f"  {src} -> {dst}: {count} copy, {nbytes} bytes")
