@@ -82,8 +82,8 @@ class Scope:
     memo: dict[object, SSAValue] = field(default_factory=dict)
 
 
-class GroupEmitter:
-    """Emits the scalar code of one fused group into a kernel under construction.
+class KernelBuilder:
+    """Builds a kernel body: nested scopes, folded index arithmetic, loops and branches.
 
     Scope 0 is the kernel's entry block (constants only); scope 1 the outer parallel body;
     deeper scopes are loop and branch bodies. Index arithmetic is placed in the outermost
@@ -91,8 +91,7 @@ class GroupEmitter:
     the current scope.
     """
 
-    def __init__(self, constants: Builder, inputs: dict[SSAValue, SSAValue]):
-        self.inputs = inputs  # group block argument -> kernel memref argument
+    def __init__(self, constants: Builder):
         self.scopes: list[Scope] = [Scope(constants)]
         self.levels: dict[SSAValue, int] = {}  # value -> the scope it is defined in
         self.known: dict[SSAValue, int] = {}  # index constants by value
@@ -284,7 +283,14 @@ class GroupEmitter:
         self.builder.insert(op)
         return list(op.results)
 
-    # --- values -------------------------------------------------------------------------------
+
+
+class GroupEmitter(KernelBuilder):
+    """Emits the scalar code of one fused group: `value_at(v, idx)` for any value of the group."""
+
+    def __init__(self, constants: Builder, inputs: dict[SSAValue, SSAValue]):
+        super().__init__(constants)
+        self.inputs = inputs  # group block argument -> kernel memref argument
 
     def value_at(self, value: SSAValue, idx: Index) -> SSAValue:
         """The f32 element of the tensor `value` at `idx`."""
@@ -328,9 +334,9 @@ class GroupEmitter:
         return self.value_at(op.data, self.broadcast_index(idx, shape_of(op.data)))
 
     def expand_dims(self, op: relay.ExpandDimsOp, idx: list[SSAValue]) -> SSAValue:
-        axis = len(shape_of(op.res)) - len(shape_of(op.data))  # number of new axes
+        count = len(shape_of(op.res)) - len(shape_of(op.data))  # the new axes, all of size 1
         start = relay.normalize_axis(op.axis.value.data, len(shape_of(op.data)) + 1)
-        return self.value_at(op.data, idx[:start] + idx[start + axis :])
+        return self.value_at(op.data, idx[:start] + idx[start + count :])
 
     # injective
 
