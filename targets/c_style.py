@@ -30,7 +30,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import singledispatchmethod
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 import numpy as np
 from xdsl.dialects import arith, func, memref, scf
@@ -43,7 +43,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
-    StridedLayoutAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -91,8 +90,9 @@ def kernel_scope(kernel: func.FuncOp) -> SEScopeAttr:
     return scope
 
 
-def _fail(op: Operation, message: str) -> None:
+def _fail(op: Operation, message: str) -> NoReturn:
     op.emit_error(message, CompileError(message))
+    raise AssertionError("emit_error raises")
 
 
 # --- the structure of a kernel --------------------------------------------------------------
@@ -115,10 +115,13 @@ def constant_index(value: SSAValue, target: str) -> int:
     op = value.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
-    owner = op if isinstance(op, Operation) else op.block.parent_op()
-    assert owner is not None
-    _fail(owner, f"the {target} target expects constant loop bounds, but found {value}")
-    raise AssertionError("unreachable")
+    if isinstance(op, Operation):
+        _fail(op, f"the {target} target expects constant bounds on the top-level scf.parallel, "
+              f"but found one computed by '{op.name}' at {location_of(op)}")
+    parent = op.parent_op()
+    assert parent is not None
+    _fail(parent, f"the {target} target expects constant bounds on the top-level scf.parallel, "
+          "but found a block argument")
 
 
 def trip_counts(loop: scf.ParallelOp, target: str) -> tuple[int, ...]:
@@ -220,7 +223,7 @@ class CStyleEmitter:
     def line(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
 
-    def fail(self, op: Operation, message: str) -> None:
+    def fail(self, op: Operation, message: str) -> NoReturn:
         _fail(op, f"the {self.target} target {message}")
 
     def c_type(self, ty: Attribute, op: Operation) -> str:
@@ -232,8 +235,7 @@ class CStyleEmitter:
             return "int"  # C's comparisons yield int; i1 values stay 0 or 1
         if isinstance(ty, IntegerType) and ty.width.data == 64:
             return "long"
-        self.fail(op, f"cannot represent type {ty} (in '{op.name}')")
-        raise AssertionError("unreachable")
+        self.fail(op, f"cannot represent type {ty} (in '{op.name}' at {location_of(op)})")
 
     def expr(self, value: SSAValue) -> str:
         """The C expression of a value: a literal for constants, else its variable."""
@@ -248,8 +250,7 @@ class CStyleEmitter:
             return float_literal(attr.value.data)
         if isinstance(attr, IntegerAttr):
             return int_literal(attr.value.data)
-        self.fail(op, f"cannot print the constant {attr}")
-        raise AssertionError("unreachable")
+        self.fail(op, f"cannot print the constant {attr} at {location_of(op)}")
 
     def declare(self, value: SSAValue, prefix: str = "v") -> str:
         """Gives `value` a fresh C name (its SSA name plus a number, so none collide)."""
@@ -315,16 +316,14 @@ class CStyleEmitter:
         if not isinstance(ty, MemRefType) or any(d < 0 for d in ty.get_shape()):
             self.fail(self.kernel, f"expects kernel arguments of static memref type, but "
                       f"@{self.kernel.sym_name.data} has {ty}")
-        assert isinstance(ty, MemRefType)
-        if not isinstance(ty.layout, NoneAttr) and not _is_identity(ty.layout):
-            self.fail(self.kernel, f"expects row-major memrefs, but found {ty}")
+        if not isinstance(ty.layout, NoneAttr):
+            self.fail(self.kernel, f"expects row-major memrefs without a layout, but found {ty}")
         is_output = position == count - 1
         name = "out0" if is_output else f"in{position}"
         self.names[arg] = name
         const = "" if is_output else "const "
-        qualifier = f"{self.pointer_qualifier}" if self.pointer_qualifier else ""
         elt = self.c_type(ty.element_type, self.kernel)
-        return f"{self.buffer_prefix}{const}{elt} *{qualifier}{name}"
+        return f"{self.buffer_prefix}{const}{elt} *{self.pointer_qualifier}{name}"
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         if self.global_id is None:
@@ -357,11 +356,10 @@ class CStyleEmitter:
 
     @singledispatchmethod
     def emit(self, op: Operation) -> None:
-        if op in self.dead:
-            return
         expression = self.code_for_op.get(type(op))
         if expression is None or len(op.results) != 1:
             self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}")
+        if op in self.dead:
             return
         self.assign(op.results[0], expression(*(self.expr(v) for v in op.operands)), op)
 
@@ -410,6 +408,9 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: memref.StoreOp) -> None:
+        if op.memref in self.kernel.args[:-1]:
+            self.fail(op, f"expects stores only into the output or scratch buffers, but "
+                      f"'memref.store' at {location_of(op)} writes input {self.names[op.memref]}")
         target = f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]"
         self.line(f"{target} = {self.expr(op.value)};")
 
@@ -484,14 +485,9 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: scf.YieldOp) -> None:
+        # scf.for and scf.if are the only parents left: every other is rejected before its body
         parent = op.parent_op()
-        if isinstance(parent, scf.ForOp):
-            targets = list(parent.res)
-        elif isinstance(parent, scf.IfOp):
-            targets = list(parent.output)
-        else:
-            self.fail(op, f"cannot emit 'scf.yield' inside '{parent.name if parent else '?'}'")
-            return
+        targets = parent.res if isinstance(parent, scf.ForOp) else parent.output
         self.parallel_assign([self.names[t] for t in targets], [self.expr(v) for v in op.operands], op)
 
     def parallel_assign(self, targets: list[str], values: list[str], op: Operation) -> None:
@@ -508,12 +504,6 @@ class CStyleEmitter:
             self.line(f"{ty} {tmp} = {v};")
         for tmp, (t, _) in zip(temps, pairs):
             self.line(f"{t} = {tmp};")
-
-
-def _is_identity(layout: Attribute) -> bool:
-    if isinstance(layout, StridedLayoutAttr):
-        return False
-    return str(layout) in ("affine_map<(d0) -> (d0)>",)
 
 
 # Values nothing reads are left out, so the C compiles without unused-variable warnings.

@@ -375,7 +375,29 @@ def test_two_top_level_nests_are_rejected() -> None:
 
 def test_non_constant_ndrange_bound_is_rejected() -> None:
     body = "%n = arith.addi %c1, %c1 : index\n  " + COPY_NEST.replace("UB", "%n")
-    with pytest.raises(CompileError, match="expects constant loop bounds"):
+    with pytest.raises(CompileError, match="expects constant bounds on the top-level scf.parallel, but found one computed by .arith.addi. at <input>:7:3"):
+        kernel_sources(xrelay.parse(_with_body(body)))
+
+
+def test_unsupported_element_type_is_rejected() -> None:
+    text = _with_body(COPY_NEST.replace("UB", "%c4")).replace("%in0: memref<4xf32>", "%in0: memref<4xf16>")
+    text = text.replace("load %in0[%i] : memref<4xf32>", "load %in0[%i] : memref<4xf16>")
+    text = text.replace("memref.store %x,", "%y = arith.extf %x : f16 to f32\n    memref.store %y,")
+    with pytest.raises(CompileError, match="the opencl target cannot represent type f16 \\(in 'func.func' at <input>:2:1\\)"):
+        kernel_sources(xrelay.parse(text))
+
+
+def test_dynamic_scratch_buffer_is_rejected() -> None:
+    body = COPY_NEST.replace("UB", "%c4").replace(
+        "%x = memref.load", "%buf = memref.alloca(%i) : memref<?xf32>\n    %x = memref.load"
+    )
+    with pytest.raises(CompileError, match="expects scratch buffers of static shape, but found memref<\\?xf32>"):
+        kernel_sources(xrelay.parse(_with_body(body)))
+
+
+def test_vector_constant_is_rejected() -> None:
+    body = "%v = arith.constant dense<1.0> : vector<4xf32>\n  " + COPY_NEST.replace("UB", "%c4")
+    with pytest.raises(CompileError, match="cannot print the constant dense<1.0*e\\+00> : vector<4xf32> at <input>:7:3"):
         kernel_sources(xrelay.parse(_with_body(body)))
 
 

@@ -39,3 +39,30 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @k_dynamic(%in0: memref<?xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   func.return
 }
+
+// -----
+
+// Inputs are read-only (`const`): a kernel that stores into one is rejected.
+
+func.func @k_store_input(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c4, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    // CHECK: the c target expects stores only into the output or scratch buffers, but 'memref.store' at {{.*}}invalid.mlir:{{[0-9]+}}:5 writes input in0
+    memref.store %zero, %in0[%i] : memref<4xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// -----
+
+// Buffers are row-major without a layout.
+
+// CHECK: the c target expects row-major memrefs without a layout, but found memref<4xf32, strided<[2]>>
+func.func @k_strided_layout(%in0: memref<4xf32, strided<[2]>>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  func.return
+}

@@ -52,7 +52,7 @@ func.func @k_two(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {relay.se
 func.func @k_bounds(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  // CHECK: the opencl target expects constant loop bounds, but found
+  // CHECK: the opencl target expects constant bounds on the top-level scf.parallel, but found one computed by 'arith.addi' at {{.*}}invalid.mlir:{{[0-9]+}}:3
   %n = arith.addi %c1, %c1 : index
   "scf.parallel"(%c0, %n, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
   ^bb0(%i: index):
