@@ -53,7 +53,8 @@ def _segment_end(lines: list[str], name: str, segment: int) -> str:
     here = f"#relay.se_scope<device = {DEVICES[segment % 2]}>"
     there = f"#relay.se_scope<device = {DEVICES[(segment + 1) % 2]}>"
     if segment % 4 == 3:
-        lines.append(f"  {name}_copy = relay.device_copy {name} {{src_se_scope = {here}, dst_se_scope = {there}}} : {T}")
+        copy = f"{{src_se_scope = {here}, dst_se_scope = {there}}}"
+        lines.append(f"  {name}_copy = relay.device_copy {name} {copy} : {T}")
         return f"{name}_copy"
     lines.append(f"  {name}_on = relay.on_device {name} {{se_scope = {here}}} : {T}")
     return f"{name}_on"
@@ -83,7 +84,8 @@ def main() -> None:
         text = chain_module_text(size)
         annotations = text.count("relay.on_device") + text.count("relay.device_copy")
         seconds, copies = time_pass(text, args.runs)
-        print(f"{size:>7} {annotations:>12} {copies:>7} {seconds:>9.3f} {seconds / size * 1e6:>7.1f}")
+        per_op = seconds / size * 1e6
+        print(f"{size:>7} {annotations:>12} {copies:>7} {seconds:>9.3f} {per_op:>7.1f}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ each use of its result with `constrain_result`, and on the function result when 
 attributes of functions, and `se_scope` already on relay ops (pinned ops, earlier runs).
 
 Phase 0, check: build the CompilationConfig; every scope in the input must name a device with
-  a target and that device's configured target; fused or lowered ops are rejected.
+  a target and that device's configured target (checked as phase 1 reads each scope, so all
+  errors come before the IR changes); fused or lowered ops are rejected.
 Phase 1, collect and solve: functions' parameter and result domains first, then every op in
   program order. A primitive op, its operands and its result share one domain; calls share
   the callee's domains; `func.return` shares the function's result domains. Domains are
@@ -26,9 +27,11 @@ Phase 2, default: free on_devices (both flags false) first, in program order: ea
 Phase 3, write back: canonical `se_scope` on every relay op but device_copy, canonical
   `relay.se_scope` on every function argument and result. Each consumer operand is rewired
   to its source value (through annotations) on the consumer's scope: the value itself when
-  the scopes agree, else one `relay.device_copy` per (value, scope), reusing an explicit copy
-  where there is one. Unpinned constants are materialised once per scope they are used on.
-  `relay.on_device` and redundant copies disappear.
+  the scopes agree, else one `relay.device_copy` per (value, scope), made where the
+  annotation stood (an explicit copy is reused) and reading the value where it lives, so a
+  chain of annotations costs one copy. Unpinned constants are materialised once per scope
+  they are used on. `relay.on_device` and redundant copies disappear; an explicit copy that
+  nobody reads stays unless it duplicates another.
 
 Invariants: input and output verify; the output has no `relay.on_device`; running the pass on
 its own output changes nothing; interpretation results are unchanged.
@@ -271,10 +274,14 @@ def _describe(value: SSAValue) -> str:
 
 
 def _checked(c: Constraints, op: Operation, scope: SEScopeAttr, what: str) -> SEScopeAttr:
-    """`scope` (`what`, for messages) checked against the config, with the device implied by its target filled in."""
+    """`scope` (named `what` in messages) checked against the config, with the device its
+    target implies filled in."""
     problem = c.config.check(scope)
     if problem is not None:
-        msg = f"{what}: {problem}; add the target to plan-devices' targets option or change the scope"
+        msg = (
+            f"{what}: {problem}; add the target to plan-devices' targets option or change "
+            "the scope"
+        )
         op.emit_error(msg, ConfigError(msg))
     if scope.device is None and scope.target is not None:
         device = TARGET_KIND_DEVICES.get(target_kind(scope.target))
