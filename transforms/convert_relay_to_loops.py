@@ -4,30 +4,33 @@ convert-relay-to-loops: lower every `relay.fused` group to one kernel in loop-le
 Input: the output of fuse-ops. Every primitive relay op sits inside a `relay.fused` that
 carries `se_scope` and `kernel_name`; `relay.constant` and `relay.device_copy` stay outside.
 
-Phase 1, check: every precondition holds before anything changes (a primitive op outside a
+Phase 1, check: every precondition holds before anything changes. A primitive op outside a
 group, a group without `kernel_name` or `se_scope`, a leftover `relay.on_device`, a kernel
-name that is already a symbol are errors naming the pass to run first).
-Phase 2, lower: each group becomes
+name that is already taken, and a non-primitive op or non-splat constant inside a group are
+errors that name the pass to run first (splat constants are inlined).
+Phase 2, lower: each group becomes a kernel appended to the module, in program order:
 
     func.func @<kernel_name>(%in0: memref<..xf32>, ..., %out0: memref<..xf32>)
         attributes {relay.se_scope = <the group's scope>}
 
-whose body is constants, then ONE `scf.parallel` nest over the group's result (over its rows,
-when the result is a softmax: a work item per row), then `func.return`. The outermost `scf.parallel` spans the first (at most three) result axes of size > 1: it
-is the OpenCL NDRange, and the C kernel keeps it as loops; further axes get an inner
-`scf.parallel`, size-1 axes no loop (index 0), and a result without any axis of size > 1 a
-parallel loop of extent 1. The body
-computes the yielded value at the loop index by recursive "value at index" generation
-(`loop_builders.GroupEmitter`): producers are recomputed inline, anchors and reductions are
-`scf.for` nests with `iter_args` in the work item, and the result is stored with one
-`memref.store`.
+whose body is constants, then ONE `scf.parallel` nest over the group's result, then
+`func.return`. The outermost `scf.parallel` spans the first (at most three) result axes of
+size > 1: it is the OpenCL NDRange, and the C kernel keeps it as loops. Further axes get an
+inner `scf.parallel`, size-1 axes no loop (their index is 0), and a result with no axis of
+size > 1 a loop of extent 1. The body computes the yielded value at the loop index by
+recursive "value at index" generation (`loop_builders.GroupEmitter`): producers are
+recomputed inline, anchors and reductions are `scf.for` nests with `iter_args` in the work
+item, and the result is stored with one `memref.store`. A softmax result is the exception:
+its nest spans the rows (all axes but the softmax axis), and a work item stores its row.
 Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
 
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store, arith constant,
 addf/subf/mulf/divf/negf/maximumf/minimumf, addi/muli/divsi/remsi/cmpi/select, math
 exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return.
 
-Not yet: tensors of element types other than f32 (the dialect has none).
+Not yet: element types other than f32 (the dialect has none). Recomputing producers is cheap
+for the groups fuse-ops makes, but a group where one injective value feeds another at several
+indices, repeatedly (x + transpose(x), nested), grows exponentially, as inlining does in TVM.
 """
 
 from __future__ import annotations
@@ -146,18 +149,24 @@ def build_kernel(group: relay.FusedOp) -> func.FuncOp:
         arg.name_hint = f"in{i}"
     out.name_hint = "out0"
     emitter = GroupEmitter(Builder(InsertPoint.at_end(block)), dict(zip(group.body.block.args, ins)))
+    block.add_ops([result_nest(emitter, group, out), func.ReturnOp()])
+    return kernel
+
+
+def result_nest(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    """The parallel nest that stores the group's yielded value into `out`."""
     root = group.body.block.last_op.args[0]
     shape = tuple(group.res.type.get_shape())
-    if isinstance(root.owner, relay.SoftmaxOp):
-        axis = root.owner.axis_value
+    softmax = root.owner
+    if isinstance(softmax, relay.SoftmaxOp):  # a work item per row: max, sum, then the row
+        axis = softmax.axis_value
         rows = shape[:axis] + shape[axis + 1 :]
-        nest = parallel_nest(emitter, rows, lambda row: emitter.store_softmax_row(root.owner, row, out))
-    else:
-        nest = parallel_nest(
-            emitter, shape, lambda idx: emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx))
-        )
-    block.add_ops([nest, func.ReturnOp()])
-    return kernel
+        return parallel_nest(emitter, rows, lambda row: emitter.store_softmax_row(softmax, row, out))
+
+    def store(idx: list[SSAValue]) -> None:
+        emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx))
+
+    return parallel_nest(emitter, shape, store)
 
 
 def parallel_nest(

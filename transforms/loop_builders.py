@@ -419,9 +419,10 @@ class GroupEmitter(KernelBuilder):
         def along(k: SSAValue) -> SSAValue:
             return self.value_at(op.data, row[:axis] + [k] + row[axis:])
 
-        (peak,) = self.loops(
-            [extent], [along(self.index(0))], lambda ks, accs: [self.emit(arith.MaximumfOp(accs[0], along(ks[0])))]
-        )
+        def larger(ks: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            return [self.emit(arith.MaximumfOp(accs[0], along(ks[0])))]
+
+        (peak,) = self.loops([extent], [along(self.index(0))], larger)
 
         def shifted_exp(k: SSAValue) -> SSAValue:
             return self.emit(mathd.ExpOp(self.emit(arith.SubfOp(along(k), peak))))
@@ -465,10 +466,10 @@ class GroupEmitter(KernelBuilder):
         b, i, j = idx
         x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
         y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
-        return self.multiply_accumulate(
-            [shape_of(op.lhs)[2]],
-            lambda ks: (self.value_at(op.lhs, [x_batch, i, ks[0]]), self.value_at(op.rhs, [y_batch, j, ks[0]])),
-        )
+        def operands(ks: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+            return self.value_at(op.lhs, [x_batch, i, ks[0]]), self.value_at(op.rhs, [y_batch, j, ks[0]])
+
+        return self.multiply_accumulate([shape_of(op.lhs)[2]], operands)
 
     def window_position(
         self, out: SSAValue, k: SSAValue, stride: int, pad: int, dilation: int
@@ -528,8 +529,9 @@ class GroupEmitter(KernelBuilder):
         checks = _window_checks(out_h, out_w, height, width, kh, kw, sh, sw, 1, 1, top, left)
         is_max = isinstance(op, relay.MaxPool2DOp)
         if is_max:
-            # Start from a position that is always inside: the window's first row/column clamped to 0.
-            inits = [self.value_at(op.data, [n, c, self.clamp_low(oh, sh, top), self.clamp_low(ow, sw, left)])]
+            # Start from a position always inside: the window's first row and column, clamped to 0.
+            first = [n, c, self.clamp_low(oh, sh, top), self.clamp_low(ow, sw, left)]
+            inits = [self.value_at(op.data, first)]
         else:
             inits = [self.f32(0.0), self.f32(0.0)]  # sum and count of the positions inside
 
