@@ -28,9 +28,10 @@ Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store, arith c
 addf/subf/mulf/divf/negf/maximumf/minimumf, addi/muli/divsi/remsi/cmpi/select, math
 exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return.
 
-Not yet: element types other than f32 (the dialect has none). Recomputing producers is cheap
-for the groups fuse-ops makes, but a group where one injective value feeds another at several
-indices, repeatedly (x + transpose(x), nested), grows exponentially, as inlining does in TVM.
+Not yet: element types other than f32 (the dialect has none). A producer is computed once per
+distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a
+group whose injective ops keep asking for new indices (nested concatenates of slices of one
+value) recomputes more, as inlining injective ops does in TVM.
 """
 
 from __future__ import annotations
