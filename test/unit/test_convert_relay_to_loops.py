@@ -3,7 +3,8 @@
 Each case is one hand-written `relay.fused` group (fuse-ops' output form). The test lowers it,
 checks the kernel's form (one top-level scf.parallel nest, only the loop-level ops of the
 contract) and runs the kernel in the interpreter (`loop_interpreter.py`) against
-`xrelay.interpret` of the fused module on random inputs.
+`xrelay.interpret` of the fused module on random inputs. The last tests run unfused programs
+(a small conv net, random two-device graphs) through plan-devices and fuse-ops first.
 """
 
 from __future__ import annotations
