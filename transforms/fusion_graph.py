@@ -25,7 +25,7 @@ edge pattern met on the way there (TVM's single-pass LCA construction for a DAG)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
@@ -142,7 +142,12 @@ class _GraphBuilder:
         node.inputs = self._children(values, node, lambda _: INJECTIVE)
         return node
 
-    def _children(self, values: Sequence[SSAValue], parent: Node, pattern_of) -> list[Node]:
+    def _children(
+        self,
+        values: Sequence[SSAValue],
+        parent: Node,
+        pattern_of: Callable[[SSAValue], OpPatternKind],
+    ) -> list[Node]:
         children = []
         for value in values:
             child = self.update(value, parent, pattern_of(value))
