@@ -133,15 +133,19 @@ def trip_counts(loop: scf.ParallelOp, target: str) -> tuple[int, ...]:
 
 
 def ndrange_groups(rank: int) -> list[list[int]]:
-    """Which parallel dims each NDRange dim covers: one each, leading ones merged beyond 3."""
+    """The parallel dims each NDRange dim covers, innermost first: NDRange dim 0 is the last
+    (contiguous) loop dim, so neighbouring work-items touch neighbouring elements, which is
+    what OpenCL implementations vectorise and coalesce (on PoCL 10-30x faster than the
+    outermost dim first). Beyond three dims, the leading loop dims share the last NDRange dim.
+    """
     if rank <= MAX_NDRANGE_DIMS:
-        return [[d] for d in range(rank)]
+        return [[d] for d in reversed(range(rank))]
     merged = rank - MAX_NDRANGE_DIMS + 1
-    return [list(range(merged)), *([d] for d in range(merged, rank))]
+    return [*([d] for d in reversed(range(merged, rank))), list(range(merged))]
 
 
 def global_size(kernel: func.FuncOp, target: str) -> tuple[int, ...]:
-    """The NDRange of a kernel: the trip counts of its outermost scf.parallel.
+    """The NDRange of a kernel: the trip counts of its outermost scf.parallel, innermost first.
 
     Leading dimensions merge into one when there are more than three (OpenCL's limit); a
     kernel without a parallel nest (or with a 0-d one) runs as one work-item.

@@ -5,8 +5,9 @@ The kernels of a lowered module as source text, one translation unit each, for t
         ...
 
 A kernel's language follows its scope's device (cpu -> "c", opencl -> "opencl"); its
-`global_size` is the NDRange, the trip counts of its outermost scf.parallel (see
-`c_style.global_size`).
+`global_size` is the NDRange, the trip counts of its outermost scf.parallel in OpenCL's
+dimension order: the innermost (contiguous) loop dimension first (see
+`c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class KernelSource:
     name: str
     language: str  # "c" | "opencl"
     source: str  # a complete translation unit for this one kernel
-    global_size: tuple[int, ...]  # the NDRange (the outermost scf.parallel's extents)
+    global_size: tuple[int, ...]  # the NDRange (the outermost scf.parallel's extents, innermost first)
     num_inputs: int
     scope: SEScopeAttr
 

@@ -2,8 +2,9 @@
 `-t opencl`: the OpenCL C kernels of the opencl-scoped kernels of a lowered module.
 
 `__kernel` functions over `__global` buffers. The outermost parallel nest is the NDRange:
-each of its dimensions is a `get_global_id` (leading dimensions merged when there are more
-than three), with a bounds check so a rounded-up global size is safe. Inner loops are `for`
+each of its dimensions is a `get_global_id`, the innermost loop dimension `get_global_id(0)`
+(leading dimensions merged when there are more than three), with a bounds check so a
+rounded-up global size is safe. Inner loops are `for`
 loops; maths uses OpenCL's overloaded built-ins (`exp`, `fmax`, `rsqrt`, ...).
 """
 

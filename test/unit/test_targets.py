@@ -252,7 +252,7 @@ def test_kernel_sources_fields() -> None:
         name="k_elementwise",
         language="opencl",
         source=source.source,
-        global_size=(4, 8),
+        global_size=(8, 4),  # innermost loop dimension first
         num_inputs=2,
         scope=module.body.block.first_op.attributes["relay.se_scope"],
     )
@@ -269,13 +269,15 @@ def test_kernel_sources_fields() -> None:
 def test_global_size_merges_leading_dims_beyond_three() -> None:
     ndrange = next(k for k in LOOP_KERNELS if k.name == "k_ndrange")
     (source,) = kernel_sources(xrelay.parse(ndrange.module_text("opencl")))
-    assert source.global_size == (6, 4, 6)
+    assert source.global_size == (6, 4, 6)  # (d), (c), (a, b) merged: 2x3x4x6 innermost first
+    assert "gid2 / 6" not in source.source and "gid2 / 3;" in source.source
     strided = next(k for k in LOOP_KERNELS if k.name == "k_strided")
     assert kernel_sources(xrelay.parse(strided.module_text("c")))[0].global_size == (3, 3)
 
 
 def test_lowered_global_size_is_the_outermost_nest() -> None:
-    """For every lowered case: the trip counts of the top-level scf.parallel, (1,) for 0-d."""
+    """For every lowered case: the trip counts of the top-level scf.parallel, innermost first;
+    (1,) for a 0-d nest."""
     for case in GROUP_CASES:
         module = lower(case.module_text("opencl"))
         kernel = next(op for op in module.ops if "relay.se_scope" in op.attributes)
@@ -286,7 +288,7 @@ def test_lowered_global_size_is_the_outermost_nest() -> None:
         )
         assert all(s.owner.value.value.data == 1 for s in nest.step)
         (source,) = kernel_sources(module)
-        assert source.global_size == (extents or (1,)), case.name
+        assert source.global_size == (tuple(reversed(extents)) or (1,)), case.name
 
 
 def test_targets_print_only_their_scopes() -> None:

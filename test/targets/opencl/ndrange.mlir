@@ -2,8 +2,9 @@
 // RUN: opt-tool %s --split-input-file -t c | filecheck %s --check-prefix=C
 
 // The outermost scf.parallel is the NDRange: one get_global_id per dimension with a bounds
-// check; beyond three dimensions the leading ones share dimension 0. Lower bounds and steps
-// map work-item ids back to loop indices. C keeps the nest as loops.
+// check, the innermost loop dimension first (neighbouring work-items, neighbouring elements);
+// beyond three dimensions the leading ones share the last NDRange dimension. Lower bounds and
+// steps map work-item ids back to loop indices. C keeps the nest as loops.
 
 func.func @k_rank4(%in0: memref<2x3x4x5xf32>, %out0: memref<2x3x4x5xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
   %c0 = arith.constant 0 : index
@@ -25,15 +26,15 @@ func.func @k_rank4(%in0: memref<2x3x4x5xf32>, %out0: memref<2x3x4x5xf32>) attrib
 // CL-LABEL: __kernel void k_rank4(
 // CL-SAME: __global const float *in0, __global float *out0) {
 // CL-NEXT: const long gid0 = get_global_id(0);
-// CL-NEXT: if (gid0 >= 6) return;
-// CL-NEXT: const long [[A:a_[0-9]+]] = gid0 / 3;
-// CL-NEXT: const long [[B:b_[0-9]+]] = gid0 % 3;
+// CL-NEXT: if (gid0 >= 5) return;
+// CL-NEXT: const long [[D:d_[0-9]+]] = gid0;
 // CL-NEXT: const long gid1 = get_global_id(1);
 // CL-NEXT: if (gid1 >= 4) return;
 // CL-NEXT: const long [[KC:c_[0-9]+]] = gid1;
 // CL-NEXT: const long gid2 = get_global_id(2);
-// CL-NEXT: if (gid2 >= 5) return;
-// CL-NEXT: const long [[D:d_[0-9]+]] = gid2;
+// CL-NEXT: if (gid2 >= 6) return;
+// CL-NEXT: const long [[A:a_[0-9]+]] = gid2 / 3;
+// CL-NEXT: const long [[B:b_[0-9]+]] = gid2 % 3;
 // CL-NEXT: float [[X:x_[0-9]+]] = in0[[[A]] * 60 + [[B]] * 20 + [[KC]] * 5 + [[D]]];
 // CL-NEXT: float [[E:e_[0-9]+]] = exp([[X]]);
 // CL-NEXT: out0[[[A]] * 60 + [[B]] * 20 + [[KC]] * 5 + [[D]]] = [[E]];
@@ -71,10 +72,10 @@ func.func @k_strided(%in0: memref<7x3xf32>, %out0: memref<7x3xf32>) attributes {
 // CL-LABEL: __kernel void k_strided(
 // CL-NEXT: const long gid0 = get_global_id(0);
 // CL-NEXT: if (gid0 >= 3) return;
-// CL-NEXT: const long [[I:i_[0-9]+]] = 1 + gid0 * 2;
+// CL-NEXT: const long [[J:j_[0-9]+]] = gid0;
 // CL-NEXT: const long gid1 = get_global_id(1);
 // CL-NEXT: if (gid1 >= 3) return;
-// CL-NEXT: const long [[J:j_[0-9]+]] = gid1;
+// CL-NEXT: const long [[I:i_[0-9]+]] = 1 + gid1 * 2;
 // CL-NEXT: float [[SUM:sum_[0-9]+]] = 0.0f;
 // CL-NEXT: for (long [[K:k_[0-9]+]] = 0; [[K]] < 3; [[K]]++) {
 // CL-NEXT: float [[Y:y_[0-9]+]] = in0[[[I]] * 3 + [[K]]];
