@@ -9,13 +9,15 @@ into its immediate post-dominator when every path between them passes the phase'
 (`_check_path`), and `_commit_fuse` then merges every group met on those paths into the
 post-dominator's group:
 
-- phase 0: an OutEWiseFusable anchor whose paths to its post-dominator are all ElemWise joins
-  it when every node on the way is at most Broadcast; ElemWise/Broadcast nodes join an
-  Injective or CommReduce post-dominator (paths at most Injective; the post-dominator's group
-  may be anything but Opaque or a tuple);
-- phase 1: the same for ElemWise/Broadcast, and Injective nodes (and tuples) join when every
-  path is at most Injective;
-- phase 2: Injective nodes join a tuple that has been fused into an Injective consumer.
+- phase 0: an OutEWiseFusable anchor joins its post-dominator when the edges on the way are all
+  ElemWise (the anchor's result is read whole, at its own shape) and every node on the way,
+  and the post-dominator's group, is at most Broadcast;
+- phases 0 and 1: an ElemWise/Broadcast node joins its post-dominator when the edges on the
+  way are at most Injective or CommReduce, the nodes on the way are at most Injective, and the
+  post-dominator's group is anything but Opaque or a tuple (it may hold an anchor);
+- phase 1: an Injective node (or a tuple) joins when every node on the way, and the
+  post-dominator's group, is at most Injective;
+- phase 2: an Injective node joins a tuple that has been fused into an Injective consumer.
 
 Opaque nodes never move, and nothing is fused into a tuple in phases 0 and 1. A fusion is
 refused when the merged group would exceed `max_depth` nodes, counted as TVM counts them
@@ -27,7 +29,7 @@ the node being fused, so that a group never mixes `se_scope`s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from xrelay.dialects.relay import OpPatternKind
 from xrelay.transforms.fusion_graph import (
@@ -153,7 +155,7 @@ class GraphPartitioner:
 
     # --- paths between a node and its post-dominator ----------------------------------------
 
-    def _between(self, src: Node, sink: Node):
+    def _between(self, src: Node, sink: Node) -> Iterator[Node]:
         """The nodes on paths from `src` (excluded) to `sink` (included), each once."""
         seen: set[int] = set()
         stack = [edge.node for edge in src.outputs]
