@@ -136,7 +136,8 @@ def ndrange_groups(rank: int) -> list[list[int]]:
     """The parallel dims each NDRange dim covers, innermost first: NDRange dim 0 is the last
     (contiguous) loop dim, so neighbouring work-items touch neighbouring elements, which is
     what OpenCL implementations vectorise and coalesce (on PoCL 10-60x faster than the
-    outermost dim first: bench/opencl_ndrange.py). Beyond three dims, the leading loop dims share the last NDRange dim.
+    outermost dim first: bench/opencl_ndrange.py). Beyond three dims, the leading loop dims
+    share the last NDRange dim.
     """
     if rank <= MAX_NDRANGE_DIMS:
         return [[d] for d in reversed(range(rank))]
