@@ -79,3 +79,24 @@ func.func @call_between(%a: tensor<4xf32>) -> tensor<4xf32> {
   %2 = relay.add %1, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %2 : tensor<4xf32>
 }
+
+// -----
+
+// Ops the walk from the returned values does not reach (here they feed a call without
+// results, which is kept) are still fused: the call starts a walk of its own.
+
+func.func private @consume(tensor<4xf32>)
+
+// CHECK-LABEL: func.func @unreturned
+// CHECK:         %[[G:.*]] = relay.fused(%a) {kernel_name = "fused_exp_nn_relu"}
+// CHECK:         func.call @consume(%[[G]])
+// CHECK:         %[[N:.*]] = relay.fused(%a) {kernel_name = "fused_negative"}
+// CHECK-NOT:     relay.fused
+// CHECK:         func.return %[[N]]
+func.func @unreturned(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.exp %a : tensor<4xf32>
+  %1 = relay.nn.relu %0 : tensor<4xf32>
+  func.call @consume(%1) : (tensor<4xf32>) -> ()
+  %2 = relay.negative %a : tensor<4xf32>
+  func.return %2 : tensor<4xf32>
+}
