@@ -152,7 +152,10 @@ def _attr_domain(
     if scope is None:
         return c.domains.fresh()
     if not isinstance(scope, SEScopeAttr):
-        msg = f"expected {SCOPE_ATTR} of {what} to be a #relay.se_scope, but found {scope}"
+        msg = (
+            f"expected {SCOPE_ATTR} of {what} ({location_of(fn)}) to be a #relay.se_scope, "
+            f"but found {scope}"
+        )
         fn.emit_error(msg, PlacementError(msg))
     origin = f"{SCOPE_ATTR} of {what}"
     scope = _checked(c, fn, scope, f"{origin} ({location_of(fn)})")

@@ -379,3 +379,15 @@ def test_default_device_option(default_device: str | None, device: str) -> None:
     plan(module, default_device)
     exp = next(op for op in module.walk() if isinstance(op, relay.ExpOp))
     assert exp.se_scope == CONFIG.canonical(SEScopeAttr(device))
+
+
+def test_call_to_unknown_function_is_an_error() -> None:
+    """The verifier rejects such calls; an unverified module built in Python still gets a
+    clear error rather than a KeyError."""
+    from xdsl.parser import Parser
+
+    call = f"%0 = func.call @nowhere(%a) : ({T}) -> {T}"
+    text = f"func.func @main(%a: {T}) -> {T} {{\n  {call}\n  func.return %0 : {T}\n}}"
+    module = Parser(xrelay.context(), text).parse_module()
+    with pytest.raises(xrelay.PlacementError, match="cannot place a call to @nowhere"):
+        plan(module)

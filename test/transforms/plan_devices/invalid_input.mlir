@@ -28,3 +28,10 @@ func.func @foreign_op(%a: tensor<4xf32>) -> tensor<4xf32> {
   func.return %a : tensor<4xf32>
 }
 // CHECK: plan-devices cannot place 'arith.constant' at {{.*}}invalid_input.mlir:27:3; expected relay ops, func.call and func.return in function bodies
+
+// -----
+
+func.func @not_a_scope(%a: tensor<4xf32> {relay.se_scope = "cpu"}) -> tensor<4xf32> {
+  func.return %a : tensor<4xf32>
+}
+// CHECK: expected relay.se_scope of argument %a of @not_a_scope ({{.*}}invalid_input.mlir:34:1) to be a #relay.se_scope, but found "cpu"
