@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import resource
 import statistics
 import subprocess
 import sys
@@ -78,13 +79,25 @@ def module_text(num_ops: int) -> tuple[str, int]:
     return text, len(lines)
 
 
-def median_time(fn: Callable[[], object], runs: int) -> float:
-    times = []
+def median_time(fn: Callable[[], object], runs: int) -> tuple[float, float]:
+    """Median wall-clock and CPU seconds (this process and its children) of `fn`.
+
+    The CPU time is the steadier figure on a shared machine: it does not count waiting for
+    a core.
+    """
+    walls, cpus = [], []
     for _ in range(runs):
+        cpu = _cpu_seconds()
         start = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_cpu_seconds() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def opt_tool(*args: str) -> None:
@@ -132,9 +145,10 @@ def main() -> None:
         ("in-process print (generic syntax)", median_time(lambda: print_module(True), args.runs)),
     ]
     print(f"{count} relay ops, {len(text) / 1024:.0f} KiB of custom syntax; median of {args.runs} runs")
-    for name, seconds in rows:
-        print(f"  {name:<36} {seconds:7.3f} s   {seconds / count * 1e6:7.1f} us/op")
-
+    print(f"  {'':<36} {'wall':>8} {'cpu':>8} {'cpu/op':>10}")
+    for name, (wall, cpu) in rows:
+        per_op = "" if "start-up" in name else f"{cpu / count * 1e6:7.0f} us"
+        print(f"  {name:<36} {wall:7.2f}s {cpu:7.2f}s {per_op:>10}")
 
 if __name__ == "__main__":
     main()
