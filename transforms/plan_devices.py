@@ -96,6 +96,8 @@ class Constraints:
     params: dict[str, list[Domain]] = field(default_factory=dict)
     results: dict[str, list[Domain]] = field(default_factory=dict)
     free: list[relay.OnDeviceOp] = field(default_factory=list)
+    annotations: dict[relay.OnDeviceOp, SEScopeAttr] = field(default_factory=dict)
+    """Each on_device's scope, checked, for the uses its result constrains."""
     order: dict[Operation, int] = field(default_factory=dict)
 
     def demand(self, consumer: Operation, index: int) -> Domain:
@@ -203,6 +205,7 @@ def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
 
 def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
     scope = _checked(c, op, op.se_scope, f"se_scope of 'relay.on_device' at {location_of(op)}")
+    c.annotations[op] = scope
     body = c.domains.fresh()
     c.ops[op] = body
     if op.constrains_body:
@@ -249,7 +252,8 @@ def _consume(c: Constraints, consumer: Operation, index: int, demand: Domain) ->
         origin = f"relay.on_device at {location_of(annotation)}"
         if returned:
             origin += ", whose result the function returns"
-        _report(consumer, value, c.domains.constrain(demand, annotation.se_scope, origin))
+        scope = c.annotations[annotation]
+        _report(consumer, value, c.domains.constrain(demand, scope, origin))
 
 
 def _report(consumer: Operation, value: SSAValue, conflict: Conflict | None) -> None:

@@ -67,3 +67,17 @@ func.func @fields_join(%a: tensor<4xf32> {relay.se_scope = #relay.se_scope<id = 
   %0 = relay.add %a, %b {se_scope = #relay.se_scope<device = opencl>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
+
+// -----
+
+// The same for an annotation whose result is constrained: its uses land on opencl too.
+
+// CHECK-LABEL: func.func @target_implies_device_for_uses
+// CHECK-SAME:    -> (tensor<4xf32> {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">})
+// CHECK:         relay.negative {{.*}} {se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
+func.func @target_implies_device_for_uses(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.exp %a : tensor<4xf32>
+  %1 = relay.on_device %0 {se_scope = #relay.se_scope<target = "opencl">, constrain_body = false, constrain_result = true} : tensor<4xf32>
+  %2 = relay.negative %1 : tensor<4xf32>
+  func.return %2 : tensor<4xf32>
+}
