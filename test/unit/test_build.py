@@ -232,6 +232,20 @@ def test_opencl_build_caches_binaries_and_kernel_objects(cache: Path, cl_context
         np.testing.assert_allclose(got, case.reference(*inputs), rtol=1e-5, atol=1e-5)
 
 
+def test_opencl_stale_binary_falls_back_to_a_source_build(cache: Path, cl_context) -> None:
+    import pyopencl as cl
+
+    build_opencl(cl_context, sources("opencl", [ELEMENTWISE]))
+    for binary in cache.glob("cl-*.bin"):
+        binary.write_bytes(b"not a device binary")
+    program = build_opencl(cl_context, sources("opencl", [ELEMENTWISE]))
+    assert not program.cached
+    inputs = random_inputs(list(ELEMENTWISE.inputs), 0, positive=False)
+    got = run_opencl_kernel(cl.CommandQueue(cl_context), program["k_elementwise"], inputs, ELEMENTWISE.output)
+    np.testing.assert_allclose(got, ELEMENTWISE.reference(*inputs), rtol=1e-5, atol=1e-5)
+    assert build_opencl(cl_context, sources("opencl", [ELEMENTWISE])).cached  # rewritten
+
+
 def test_opencl_compile_error_carries_the_build_log(cache: Path, cl_context) -> None:
     (good,) = sources("opencl", [ELEMENTWISE])
     bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
