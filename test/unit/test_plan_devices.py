@@ -351,8 +351,8 @@ def test_annotated_programs_plan_or_conflict(seed: int, default_device: str | No
 
 def test_conflicts_are_rare_and_come_from_noise() -> None:
     """Annotations that follow the homes never conflict; a little noise conflicts rarely."""
-    assert all(plan_or_conflict(seed, None, noise=0.0) is None for seed in range(25))
-    outcomes = [plan_or_conflict(seed, None) for seed in range(40)]
+    assert all(plan_or_conflict(seed, None, noise=0.0) is None for seed in range(20))
+    outcomes = [plan_or_conflict(seed, None) for seed in range(30)]
     conflicts = [m for m in outcomes if m is not None]
     assert len(conflicts) <= len(outcomes) // 4, conflicts[:3]
 
