@@ -18,7 +18,7 @@ from xrelay.dialects import relay
 from xrelay.dialects.relay import OpPatternKind
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import ConfigError
-from xrelay.transforms.fuse_ops import FuseOpsPass, KernelNames, kernel_name
+from xrelay.transforms.fuse_ops import FuseOpsPass, KernelNames, fuse_group, kernel_name
 from xrelay.transforms.fusion_graph import build_graph, post_dominator_tree
 from xrelay.transforms.fusion_groups import GraphPartitioner, Group
 from xrelay.transforms.plan_devices import PlanDevicesPass
@@ -154,6 +154,18 @@ def test_kernel_names_are_cut_and_made_unique():
     }}""")
     assert kernel_name(list(block.ops)[:1]) == "fused_nn_relu"
     assert len(kernel_name([block.first_op] * 20)) == 80
+
+
+def test_a_group_whose_inner_op_escapes_is_refused():
+    """TVM's rules never make such a group (see fuse_ops' docstring); the guard catches a bug."""
+    _, block = body_of(f"""func.func @f(%a: {T}) -> ({T}, {T}) {{
+      %0 = relay.exp %a : {T}
+      %1 = relay.nn.relu %0 : {T}
+      func.return %0, %1 : {T}, {T}
+    }}""")
+    exp, relu = list(block.ops)[:2]
+    with pytest.raises(AssertionError, match="relay.exp .* escapes its group through func.return"):
+        fuse_group([exp, relu], KernelNames())
 
 
 def test_max_depth_below_one_is_a_config_error():
