@@ -30,6 +30,11 @@ with every node on the paths between them, so all uses of a group's ops except t
 (the post-dominator every path reaches) stay inside the group; materialising checks this.
 Running the pass twice changes nothing (fused ops are Opaque and their bodies are left alone).
 
+Deviations from TVM: the placement rule above; scalar constants are not inlined into groups
+(TVM marks them ElemWise and fuses them; here every constant is an input); softmax is Opaque
+(newer TVM makes it OutEWiseFusable); kernel names are cut to 80 characters without TVM's
+hash suffix, and also avoid the names of the module's functions.
+
 Not handled: primitive ops nested in other ops' regions, and functions of several blocks
 (both are reported as errors); TVM's `max_function_args` limit.
 """
