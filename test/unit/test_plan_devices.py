@@ -1,14 +1,17 @@
 """plan-devices: the domain store, and differential tests on random graphs.
 
 On random programs, planning must not change what `xrelay.interpret` computes, must leave no
-`relay.on_device`, must put a copy on exactly the edges whose two ends are on different
-scopes (and copy a value to a scope at most once), and must be idempotent.
+`relay.on_device`, must keep every edge reading the same value, directly or through exactly
+one copy, with a copy on exactly the edges whose two ends are on different scopes (and a value
+copied to a scope at most once), and must be idempotent.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,12 +174,48 @@ def assert_same_results(before, after) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+CONSUMERS = (relay.RelayOp, func.CallOp, func.ReturnOp)
+
+
+def _through_annotations(value: SSAValue) -> SSAValue:
+    while isinstance(value.owner, (relay.OnDeviceOp, relay.DeviceCopyOp)):
+        value = value.owner.operands[0]
+    return value
+
+
+def edges(module: ModuleOp) -> dict[tuple[Operation, int], SSAValue]:
+    """Each consumer operand and the value it reads once annotations are seen through."""
+    return {
+        (op, i): _through_annotations(operand)
+        for op in module.walk()
+        if isinstance(op, CONSUMERS)
+        for i, operand in enumerate(op.operands)
+    }
+
+
+def check_edges(before: dict[tuple[Operation, int], SSAValue]) -> None:
+    """Every edge of the input reads the same value after planning, directly or through one
+    copy (a constant may be read from its copy on the consumer's scope)."""
+    for (op, i), source in before.items():
+        operand = op.operands[i]
+        if isinstance(operand.owner, relay.DeviceCopyOp):
+            operand = operand.owner.data
+        assert not isinstance(operand.owner, (relay.OnDeviceOp, relay.DeviceCopyOp))
+        if isinstance(source.owner, relay.ConstantOp):
+            assert isinstance(operand.owner, relay.ConstantOp)
+            assert operand.owner.value == source.owner.value
+        else:
+            assert operand is source
+
+
 def plan_and_check(text: str, default_device: str | None) -> int:
     module = xrelay.parse(text)
     inputs = random_inputs(module, 0)
     expected = xrelay.interpret(module, inputs)
+    before = edges(module)
     plan(module, default_device)
     module.verify()
+    check_edges(before)
     copies = check_plan(module)
     assert_same_results(expected, xrelay.interpret(module, inputs))
     once = str(module)
@@ -391,3 +430,46 @@ def test_call_to_unknown_function_is_an_error() -> None:
     module = Parser(xrelay.context(), text).parse_module()
     with pytest.raises(xrelay.PlacementError, match="cannot place a call to @nowhere"):
         plan(module)
+
+
+# --- idempotence on every lit input -----------------------------------------------------------
+
+LIT_DIR = Path(__file__).parent.parent / "transforms" / "plan_devices"
+
+
+def _lit_cases() -> list[tuple[str, int, str, str]]:
+    """(file, chunk, pass spec, text) of every chunk of the lit tests that plans without errors."""
+    cases = []
+    for path in sorted(LIT_DIR.glob("*.mlir")):
+        run = path.read_text().splitlines()[0]
+        spec = re.search(r"-p '([^']*)'", run)
+        if spec is None or "verify-diagnostics" in run or run.startswith("// RUN: not"):
+            continue
+        for index, chunk in enumerate(path.read_text().split("// -----")):
+            cases.append((path.name, index, spec.group(1), chunk))
+    return cases
+
+
+@pytest.mark.parametrize("name, index, spec, text", _lit_cases(), ids=lambda v: str(v)[:24])
+def test_lit_inputs_are_idempotent(name: str, index: int, spec: str, text: str) -> None:
+    from xdsl.passes import PassPipeline
+
+    from xrelay.transforms import get_all_passes
+
+    planner = PassPipeline.parse_spec(get_all_passes(), spec).passes[0]
+    assert isinstance(planner, PlanDevicesPass)
+    module = xrelay.parse(text, f"{name}#{index}")
+    planner.apply(xrelay.context(), module)
+    once = str(module)
+    planner.apply(xrelay.context(), module)
+    assert str(module) == once
+    check_plan_with(module, planner.targets)
+
+
+def check_plan_with(module: ModuleOp, targets: tuple[str, ...]) -> None:
+    """No on_device, and every relay op but device_copy placed on a canonical scope."""
+    config = CompilationConfig.from_options(targets)
+    for op in module.walk():
+        assert not isinstance(op, relay.OnDeviceOp)
+        if isinstance(op, relay.RelayOp):
+            assert op.se_scope is not None and config.canonical(op.se_scope) == op.se_scope
