@@ -192,10 +192,12 @@ def _collect_constant(c: Constraints, op: relay.ConstantOp) -> None:
 
 
 def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
-    domain = c.domains.fresh()
-    if op.se_scope is not None:
+    """One domain for the op, its operands and its result."""
+    if op.se_scope is None:
+        domain = c.domains.fresh()
+    else:
         origin = f"se_scope of '{op.name}' at {location_of(op)}"
-        c.domains.constrain(domain, _checked(c, op, op.se_scope, origin), origin)
+        domain = c.domains.fresh(_checked(c, op, op.se_scope, origin), origin)
     c.ops[op] = domain
     for i in range(len(op.operands)):
         _consume(c, op, i, domain)
@@ -206,13 +208,13 @@ def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
 def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
     scope = _checked(c, op, op.se_scope, f"se_scope of 'relay.on_device' at {location_of(op)}")
     c.annotations[op] = scope
-    body = c.domains.fresh()
-    c.ops[op] = body
     if op.constrains_body:
-        c.domains.constrain(body, scope, f"relay.on_device at {location_of(op)}")
-    elif not op.constrains_result:
+        c.ops[op] = c.domains.fresh(scope, f"relay.on_device at {location_of(op)}")
+    else:
+        c.ops[op] = c.domains.fresh()
+    if not op.constrains_body and not op.constrains_result:
         c.free.append(op)
-    _consume(c, op, 0, body)
+    _consume(c, op, 0, c.ops[op])
 
 
 def _collect_device_copy(c: Constraints, op: relay.DeviceCopyOp) -> None:
