@@ -316,6 +316,7 @@ def _reject(op: Operation) -> None:
 
 
 def apply_defaults(c: Constraints) -> None:
+    """Free on_devices, then results, then parameters from the first result, then the rest."""
     for op in c.free:
         _default_free(c, op)
     default = c.config.default_scope
