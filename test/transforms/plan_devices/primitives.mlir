@@ -72,3 +72,15 @@ func.func @variadic(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %w: tensor<5x3xf32
   %2 = relay.sum %1 {axis = array<i64: 0>} : (tensor<4x5xf32>) -> tensor<5xf32>
   func.return %2 : tensor<5xf32>
 }
+
+// -----
+
+// plan-devices removes nothing but annotations: an op nobody reads stays, placed.
+
+// CHECK-LABEL: func.func @unread_op_stays
+// CHECK:         relay.exp %a {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}
+// CHECK-NEXT:    func.return %a
+func.func @unread_op_stays(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %unread = relay.exp %a : tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}
