@@ -293,6 +293,7 @@ class CStyleEmitter:
         self.line(f"for ({self.index_type} {i} = {self.expr(lb)}; {i} < {self.expr(ub)}; {inc}) {{")
 
     def discard_unused(self, values: Iterable[SSAValue]) -> None:
+        """`(void)x;` for each unused variable, so gcc -Wall -Wextra stays quiet."""
         for v in values:
             if not v.uses:
                 self.line(f"(void){self.names[v]};")
@@ -305,9 +306,7 @@ class CStyleEmitter:
         params = [self.parameter(arg, i, len(kernel.args)) for i, arg in enumerate(kernel.args)]
         self.line(f"{self.kernel_prefix} {kernel.sym_name.data}({', '.join(params)}) {{")
         self.depth += 1
-        for arg in kernel.args:
-            if not arg.uses:
-                self.line(f"(void){self.names[arg]};")
+        self.discard_unused(kernel.args)  # -Wextra warns about unused parameters
         for op in kernel.body.block.ops:
             if isinstance(op, scf.ParallelOp):
                 self.emit_outer_parallel(op)

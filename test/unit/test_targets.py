@@ -9,6 +9,7 @@ OpenCL program), as the runtime builds them.
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 from typing import Any
 
@@ -233,8 +234,36 @@ def test_random_programs_on_both_targets(seed: int) -> None:
 # --- the form of the output -----------------------------------------------------------------
 
 
+UNUSED_VALUES = """
+func.func @k_unused(%in0: memref<4xf32>, %in1: memref<4xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = SCOPE} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c4, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %x = memref.load %in1[%i] : memref<4xf32>
+    %dead = math.exp %x : f32
+    %unused = scf.for %j = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    memref.store %x, %out0[%i] : memref<4xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}"""
+
+
+def test_unused_values_are_left_out_or_discarded() -> None:
+    (source,) = kernel_sources(xrelay.parse(UNUSED_VALUES.replace("SCOPE", SCOPES["c"])))
+    assert "(void)in0;" in source.source and "exp" not in source.source
+    assert re.search(r"\(void\)unused_\d+;", source.source)
+
+
 def test_c_compiles_without_warnings(tmp_path) -> None:
-    c_sources = [s.source for s in all_sources("c")]
+    unused = xrelay.parse(UNUSED_VALUES.replace("SCOPE", SCOPES["c"]))
+    c_sources = [s.source for s in [*all_sources("c"), *kernel_sources(unused)]]
     path = tmp_path / "all.c"
     path.write_text("\n".join(c_sources))
     result = subprocess.run(
