@@ -459,9 +459,8 @@ func.func @fused_captures(%x: tensor<3xf32>) -> tensor<3xf32> {
 
 func.func @yield_outside(%x: tensor<3xf32>) -> tensor<3xf32> {
   relay.yield %x : tensor<3xf32>
-  func.return %x : tensor<3xf32>
 }
-// CHECK: 'relay.yield' must be the last operation in its parent block
+// CHECK: 'relay.yield' expects parent op 'relay.fused'
 
 // -----
 
