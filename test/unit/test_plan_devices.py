@@ -473,3 +473,19 @@ def check_plan_with(module: ModuleOp, targets: tuple[str, ...]) -> None:
         assert not isinstance(op, relay.OnDeviceOp)
         if isinstance(op, relay.RelayOp):
             assert op.se_scope is not None and config.canonical(op.se_scope) == op.se_scope
+
+
+def test_stack_overflow() -> None:
+    """TVM's test_stack_overflow: a chain of 1555 adds, each reading the two before it, plans
+    without recursion trouble, all on the default device and without copies."""
+    lines = [f"func.func @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) -> {T} {{"]
+    lines += [f"  %0 = relay.add %a, %b : ({T}, {T}) -> {T}"]
+    lines += [f"  %1 = relay.add %c, %d : ({T}, {T}) -> {T}"]
+    lines += [f"  %{i} = relay.add %{i - 1}, %{i - 2} : ({T}, {T}) -> {T}" for i in range(2, 1555)]
+    lines += [f"  func.return %1554 : {T}", "}"]
+    module = xrelay.parse("\n".join(lines))
+    plan(module, "opencl")
+    assert check_plan(module) == 0
+    assert {op.se_scope for op in module.walk() if isinstance(op, relay.AddOp)} == {
+        CONFIG.canonical(OPENCL)
+    }

@@ -3,7 +3,9 @@
 // The pure-dataflow cases of TVM's tests/python/relay/test_pass_plan_devices.py, one function
 // per test, named after it. TVM's CPU is cpu, its GPU (the default device there) is opencl.
 // Differences from TVM, by design (DESIGN.md): a value is copied to a scope at most once
-// (TVM copies once per annotation), and the output keeps no on_device.
+// (TVM copies once per annotation), and the output keeps no on_device. test_stack_overflow
+// (a chain of 1555 adds) is ported in test/unit/test_plan_devices.py; the higher-order,
+// tuple, ref, ADT, if, shape and memory-op tests have no counterpart in this IR.
 
 // CHECK-LABEL: func.func @test_plain
 // CHECK-SAME:    %a: tensor<5x7xf32> {relay.se_scope = #relay.se_scope<device = opencl{{[^>]*}}>}
