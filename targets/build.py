@@ -33,10 +33,13 @@ from typing import Any
 import numpy as np
 
 from xrelay.errors import CompileError, DeviceError
+from xrelay.targets.c import SIMD_MACRO
 from xrelay.targets.kernels import KernelSource
 
 C_COMPILER = "gcc"
-C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared")
+# -fopenmp-simd enables the emitter's `omp simd` reduction pragmas (no OpenMP runtime).
+C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp-simd",
+                f"-D{SIMD_MACRO}")
 
 # Extra C flags a target string may carry ("c -O2"); anything else is rejected.
 C_FLAG_ALLOW_LIST = (

@@ -3,7 +3,10 @@
 
 C99 with `restrict` buffers, the outermost parallel nest as `for` loops (the builder runs each
 kernel once per launch), and `float` maths (`expf`, ...). Max and min are written as
-`a > b ? a : b`: gcc 12 does not vectorise a loop that calls `fmaxf`.
+`a > b ? a : b`: gcc 12 does not vectorise a loop that calls `fmaxf`. An innermost loop that
+only sums into its iter_args gets `#pragma omp simd reduction(+:...)`, guarded by
+`XRELAY_OMP_SIMD` (the builder defines it and passes -fopenmp-simd): without it gcc may not
+reorder float additions and leaves the loop scalar (a dense layer ran 6x faster with it).
 """
 
 from __future__ import annotations
@@ -20,11 +23,15 @@ from xdsl.utils.target import Target
 from xrelay.targets.c_style import COMMON_CODE, CStyleEmitter, Expr, kernel_scope, lowered_kernels
 
 
+SIMD_MACRO = "XRELAY_OMP_SIMD"
+
+
 class CEmitter(CStyleEmitter):
     target = "c"
     header = "#include <math.h>\n"
     kernel_prefix = "void"
     pointer_qualifier = "restrict "
+    sum_reduction_pragma = (f"#ifdef {SIMD_MACRO}", "#pragma omp simd reduction(+:{})", "#endif")
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
         arith.MaximumfOp: lambda a, b: f"{a} > {b} ? {a} : {b}",

@@ -199,6 +199,9 @@ class CStyleEmitter:
     # Format of the i-th NDRange index ("get_global_id({})"), or None for `for` loops.
     global_id: ClassVar[str | None] = None
     index_type: ClassVar[str] = "long"
+    # Lines before an innermost loop that only sums into its iter_args ({} = the variables),
+    # letting the compiler reassociate the sums and vectorise; None for none.
+    sum_reduction_pragma: ClassVar[tuple[str, ...] | None] = None
     # Pure ops as expressions over their operands' C expressions.
     code_for_op: ClassVar[dict[type[Operation], Expr]]
 
@@ -433,6 +436,10 @@ class CStyleEmitter:
         for init, arg, res in zip(op.iter_args, carried, op.res):
             self.assign(res, self.expr(init), op)
             self.names[arg] = self.names[res]  # the carried value is the result's variable
+        if self.sum_reduction_pragma is not None and is_sum_reduction(op):
+            variables = ", ".join(self.names[r] for r in op.res)
+            for text in self.sum_reduction_pragma:
+                self.line(text.format(variables))
         self.for_loop(iv, op.lb, op.ub, op.step)
         self.body(op.body.block)
         self.line("}")
@@ -508,6 +515,23 @@ class CStyleEmitter:
             self.line(f"{ty} {tmp} = {v};")
         for tmp, (t, _) in zip(temps, pairs):
             self.line(f"{t} = {tmp};")
+
+
+def is_sum_reduction(loop: scf.ForOp) -> bool:
+    """An innermost loop whose only loop-carried dependences are sums into its iter_args:
+    no nested regions and no stores, and each carried value's one use is an `arith.addf`
+    that the loop yields in its place. Vectorising it only reorders the additions."""
+    block = loop.body.block
+    if not loop.iter_args or any(op.regions or isinstance(op, memref.StoreOp) for op in block.ops):
+        return False
+    yielded = list(block.last_op.operands) if block.last_op is not None else []
+    for position, carried in enumerate(block.args[1:]):
+        uses = list(carried.uses)
+        if len(uses) != 1 or not isinstance(add := uses[0].operation, arith.AddfOp):
+            return False
+        if yielded[position] is not add.result or not add.result.has_one_use():
+            return False
+    return True
 
 
 # Values nothing reads are left out, so the C compiles without unused-variable warnings.

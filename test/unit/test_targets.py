@@ -329,6 +329,14 @@ def test_targets_print_only_their_scopes() -> None:
     assert [s.language for s in kernel_sources(module)] == ["c", "opencl"]
 
 
+def test_only_pure_sum_loops_get_the_simd_pragma() -> None:
+    sources = {k.name: kernel_sources(xrelay.parse(k.module_text("c")))[0].source for k in LOOP_KERNELS}
+    assert sources["k_reduction"].count("#pragma omp simd reduction(+:sum_") == 1  # not the max loop
+    assert "pragma" not in sources["k_scratch"]  # its sum loop also stores into the scratch buffer
+    opencl = kernel_sources(xrelay.parse(LOOP_KERNELS[1].module_text("opencl")))[0].source
+    assert "pragma" not in opencl
+
+
 def test_c_max_is_a_conditional_not_fmaxf() -> None:
     c_text = emit("c", xrelay.parse(LOOP_KERNELS[0].module_text("c")))
     assert "fmaxf" not in c_text and " > 0.0f ? " in c_text

@@ -116,3 +116,71 @@ func.func @k_select(%in0: memref<6xf32>, %out0: memref<6xf32>) attributes {relay
 
 // The kernel is on cpu: nothing for OpenCL.
 // CL-NOT: k_select
+
+// -----
+
+// An innermost loop that only sums into its iter_args may reorder its additions: C marks it
+// for vectorisation (the builder defines XRELAY_OMP_SIMD and passes -fopenmp-simd); a loop
+// that also stores is left alone. OpenCL vectorises across work-items instead.
+
+func.func @k_sum(%in0: memref<3x8xf32>, %out0: memref<3xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c3, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %buf = memref.alloca() : memref<8xf32>
+    %sum = scf.for %j = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %in0[%i, %j] : memref<3x8xf32>
+      %e = math.exp %x : f32
+      %n = arith.addf %acc, %e : f32
+      scf.yield %n : f32
+    }
+    %stored = scf.for %j = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %in0[%i, %j] : memref<3x8xf32>
+      memref.store %x, %buf[%j] : memref<8xf32>
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    %r = arith.addf %sum, %stored : f32
+    memref.store %r, %out0[%i] : memref<3xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+func.func @k_sum_cl(%in0: memref<3x8xf32>, %out0: memref<3xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c3, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %sum = scf.for %j = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %in0[%i, %j] : memref<3x8xf32>
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    memref.store %sum, %out0[%i] : memref<3xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// C-LABEL: void k_sum(
+// C: float [[SUM:sum_[0-9]+]] = 0.0f;
+// C-NEXT: #ifdef XRELAY_OMP_SIMD
+// C-NEXT: #pragma omp simd reduction(+:[[SUM]])
+// C-NEXT: #endif
+// C-NEXT: for (long [[J:j_[0-9]+]] = 0; [[J]] < 8; [[J]]++) {
+// C: float [[STORED:stored_[0-9]+]] = 0.0f;
+// C-NEXT: for (long
+// C-NOT: pragma
+// C: }
+// C-NOT: k_sum_cl
+
+// CL-NOT: pragma
+// CL-LABEL: __kernel void k_sum_cl(
+// CL-NOT: pragma
