@@ -6,7 +6,8 @@ kernel once per launch), and `float` maths (`expf`, ...). Max and min are writte
 `a > b ? a : b`: gcc 12 does not vectorise a loop that calls `fmaxf`. An innermost loop that
 only sums into its iter_args gets `#pragma omp simd reduction(+:...)`, guarded by
 `XRELAY_OMP_SIMD` (the builder defines it and passes -fopenmp-simd): without it gcc may not
-reorder float additions and leaves the loop scalar (a dense layer ran 6x faster with it).
+reorder float additions and leaves the loop scalar (a dense layer: 1.9 -> 22 GFLOP/s,
+bench/c_sum_reduction.py).
 """
 
 from __future__ import annotations
