@@ -8,6 +8,7 @@ at fault where there is one, and exits with status 1, without a Python traceback
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -72,7 +73,23 @@ def _fail(message: str) -> NoReturn:
 
 
 def _describe(e: BaseException) -> str:
-    return "\n".join([str(e), *getattr(e, "__notes__", [])])
+    return "\n".join([str(e), *map(_excerpt, getattr(e, "__notes__", []))])
+
+
+_UNDERLINE = re.compile(r"\s*\^+-*")
+
+
+def _excerpt(note: str, context: int = 8) -> str:
+    """xDSL's note prints the whole module with the failing op underlined; for a long
+    module keep only the lines around the underlined op."""
+    lines = note.splitlines()
+    marked = [i for i, line in enumerate(lines) if _UNDERLINE.fullmatch(line)]
+    if len(lines) <= 4 * context or not marked:
+        return note
+    first, last = max(0, marked[0] - context), min(len(lines), marked[-1] + context)
+    head = ["..."] if first > 0 else []
+    tail = ["..."] if last < len(lines) else []
+    return "\n".join([*head, *lines[first:last], *tail])
 
 
 def _epilog() -> str:

@@ -190,3 +190,18 @@ def test_the_script_prints_no_traceback(tmp_path):
         assert process.returncode == 1, err
         assert "Traceback" not in err
         assert re.search(message, err), err
+
+
+def test_error_in_a_long_module_shows_only_the_lines_around_the_op(capsys, write):
+    lines = [f"  %v{i} = relay.exp %v{i - 1} : tensor<2xf32>" for i in range(1, 80)]
+    lines[40] = "  %v41 = relay.sum %v40 {axis = array<i64: 1>} : (tensor<2xf32>) -> tensor<f32>"
+    lines[41] = "  %v42 = relay.exp %v40 : tensor<2xf32>"
+    text = "\n".join(["func.func @main(%v0: tensor<2xf32>) -> tensor<2xf32> {", *lines, "  func.return %v79 : tensor<2xf32>", "}"])
+    path = write(text)
+    code, _, err = run_main(capsys, path)
+    assert code == 1
+    assert err.startswith(f"opt-tool: error: {path}:42:3: axis 1 is out of range for a tensor of rank 1\n...\n")
+    assert err.rstrip().endswith("...")
+    assert '%v41 = "relay.sum"(%v40)' in err and "| Operation does not verify: axis 1 is out of range" in err
+    assert '"relay.exp"(%v10)' not in err and '"relay.exp"(%v70)' not in err
+    assert len(err.splitlines()) < 25
