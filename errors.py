@@ -4,6 +4,8 @@ They derive from xDSL's `DiagnosticException`, so `opt-tool --verify-diagnostics
 like any verifier error, and `opt-tool` reports them without a traceback.
 """
 
+import re
+
 from xdsl.ir import Operation
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.utils.exceptions import DiagnosticException
@@ -47,3 +49,19 @@ def location_of(op: Operation) -> str:
     if isinstance(loc, FileLineColLoc):
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     return "unknown location"
+
+
+_UNDERLINE = re.compile(r"\s*\^+-*")
+
+
+def excerpt(note: str, context: int = 8) -> str:
+    """xDSL's diagnostic note prints the whole module with the failing op underlined; for a
+    long module keep only the lines around the underlined op."""
+    lines = note.splitlines()
+    marked = [i for i, line in enumerate(lines) if _UNDERLINE.fullmatch(line)]
+    if len(lines) <= 4 * context or not marked:
+        return note
+    first, last = max(0, marked[0] - context), min(len(lines), marked[-1] + context)
+    head = ["..."] if first > 0 else []
+    tail = ["..."] if last < len(lines) else []
+    return "\n".join([*head, *lines[first:last], *tail])

@@ -13,7 +13,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
 
-from xrelay.errors import ParseError, VerifyError, location_of
+from xrelay.errors import ParseError, VerifyError, excerpt, location_of
 
 
 def _relay_dialect():
@@ -111,4 +111,4 @@ def add_location(error: VerifyException, module: Operation) -> None:
 
 
 def _with_notes(e: BaseException) -> str:
-    return "\n".join([str(e), *getattr(e, "__notes__", [])])
+    return "\n".join([str(e), *map(excerpt, getattr(e, "__notes__", []))])

@@ -8,7 +8,6 @@ at fault where there is one, and exits with status 1, without a Python traceback
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from xrelay.errors import excerpt
 from xrelay.ir import LocParser, add_location, register_dialects
 from xrelay.targets import get_all_targets
 from xrelay.transforms import get_all_passes
@@ -73,23 +73,7 @@ def _fail(message: str) -> NoReturn:
 
 
 def _describe(e: BaseException) -> str:
-    return "\n".join([str(e), *map(_excerpt, getattr(e, "__notes__", []))])
-
-
-_UNDERLINE = re.compile(r"\s*\^+-*")
-
-
-def _excerpt(note: str, context: int = 8) -> str:
-    """xDSL's note prints the whole module with the failing op underlined; for a long
-    module keep only the lines around the underlined op."""
-    lines = note.splitlines()
-    marked = [i for i, line in enumerate(lines) if _UNDERLINE.fullmatch(line)]
-    if len(lines) <= 4 * context or not marked:
-        return note
-    first, last = max(0, marked[0] - context), min(len(lines), marked[-1] + context)
-    head = ["..."] if first > 0 else []
-    tail = ["..."] if last < len(lines) else []
-    return "\n".join([*head, *lines[first:last], *tail])
+    return "\n".join([str(e), *map(excerpt, getattr(e, "__notes__", []))])
 
 
 def _epilog() -> str:

@@ -275,3 +275,16 @@ def test_random_programs_round_trip_and_keep_their_meaning(seed):
     inputs = random_inputs(module, seed)
     expected = xrelay.interpret(module, inputs)
     np.testing.assert_array_equal(xrelay.interpret(reparsed, inputs), expected)
+
+
+def test_verify_error_of_a_long_module_shows_the_lines_around_the_op():
+    lines = [f"  %v{i} = relay.exp %v{i - 1} : tensor<2xf32>" for i in range(1, 80)]
+    lines[40] = "  %v41 = relay.reshape %v40 : (tensor<2xf32>) -> tensor<3xf32>"
+    lines[41] = "  %v42 = relay.exp %v40 : tensor<2xf32>"
+    text = "\n".join(["func.func @main(%v0: tensor<2xf32>) -> tensor<2xf32> {", *lines, "  func.return %v79 : tensor<2xf32>", "}"])
+    with pytest.raises(xrelay.VerifyError) as info:
+        xrelay.parse(text, "long.mlir")
+    message = str(info.value)
+    assert message.startswith("long.mlir:42:3: cannot reshape [2] (2 elements) to [3] (3 elements)\n...\n")
+    assert '%v41 = "relay.reshape"(%v40)' in message and '"relay.exp"(%v70)' not in message
+    assert len(message.splitlines()) < 25
