@@ -8,6 +8,7 @@ OpenCL program), as the runtime builds them.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import subprocess
@@ -71,24 +72,30 @@ def all_sources(language: str) -> list[KernelSource]:
     return [s for m in modules for s in kernel_sources(m)]
 
 
-class Built:
-    """The kernels of every case for one language, built together, and a way to run them."""
+@functools.cache
+def opencl_queue() -> Any:
+    import pyopencl as cl
 
-    def __init__(self, language: str):
-        self.language = language
-        self.group_modules = lowered_groups(language)
-        self.sources = all_sources(language)
-        if language == "c":
-            self.program: Any = build_c(self.sources)
-        else:
-            context = default_opencl_context()
-            self.queue = __import__("pyopencl").CommandQueue(context)
-            self.program = build_opencl(context, self.sources)
+    return cl.CommandQueue(default_opencl_context())
+
+
+class Runner:
+    """Builds kernels as the runtime does (the C ones into one library, the OpenCL ones into
+    one program) and runs them on numpy arrays: one kernel, or @main of a lowered module."""
+
+    def __init__(self, sources: list[KernelSource]):
+        self.kernels: dict[str, Any] = {}
+        c_sources = [s for s in sources if s.language == "c"]
+        cl_sources = [s for s in sources if s.language == "opencl"]
+        if c_sources:
+            self.kernels |= build_c(c_sources).kernels
+        if cl_sources:
+            self.kernels |= build_opencl(opencl_queue().context, cl_sources).kernels
 
     def run(self, name: str, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
-        kernel = self.program[name]
-        if self.language == "opencl":
-            return run_opencl_kernel(self.queue, kernel, inputs, out_shape)
+        kernel = self.kernels[name]
+        if not isinstance(kernel, CKernel):
+            return run_opencl_kernel(opencl_queue(), kernel, inputs, out_shape)
         out = np.zeros(out_shape, np.float32)
         kernel(*(np.ascontiguousarray(a) for a in inputs), out)
         return out
@@ -103,6 +110,9 @@ class Built:
                 env[op.res] = self.run(op.callee.string_value(), [env[v] for v in op.inputs], shape)
             elif isinstance(op, relay.DeviceCopyOp):
                 env[op.res] = env[op.data]
+            elif isinstance(op, relay.ConstantOp):
+                shape = op.res.type.get_shape()
+                env[op.res] = np.array(op.value.get_values(), np.float32).reshape(shape)
             elif isinstance(op, func.ReturnOp):
                 return env[op.arguments[0]]
             else:
@@ -110,25 +120,30 @@ class Built:
         raise AssertionError("@main has no return")
 
 
-_built: dict[str, Built] = {}
+_runners: dict[str, Runner] = {}
 
 
 @pytest.fixture(params=LANGUAGES)
-def built(request: pytest.FixtureRequest) -> Built:
-    language = request.param
-    if language not in _built:
-        _built[language] = Built(language)
-    return _built[language]
+def language(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def runner(language: str) -> Runner:
+    """Every case's kernels for one language, built once per session."""
+    if language not in _runners:
+        _runners[language] = Runner(all_sources(language))
+    return _runners[language]
 
 
 # --- hand-written loop kernels vs numpy -----------------------------------------------------
 
 
 @pytest.mark.parametrize("case", LOOP_KERNELS, ids=lambda k: k.name)
-def test_loop_kernel(built: Built, case: LoopKernel) -> None:
+def test_loop_kernel(runner: Runner, case: LoopKernel) -> None:
     for seed in (0, 1):
         inputs = random_inputs(list(case.inputs), seed, positive=False)
-        got = built.run(case.name, inputs, case.output)
+        got = runner.run(case.name, inputs, case.output)
         np.testing.assert_allclose(got, case.reference(*inputs), rtol=1e-5, atol=1e-5)
 
 
@@ -136,8 +151,8 @@ def test_loop_kernel(built: Built, case: LoopKernel) -> None:
 
 
 @pytest.mark.parametrize("case", GROUP_CASES, ids=lambda c: c.name)
-def test_lowered_group(built: Built, case: GroupCase) -> None:
-    reference_module = xrelay.parse(case.module_text(built.language))
+def test_lowered_group(language: str, runner: Runner, case: GroupCase) -> None:
+    reference_module = xrelay.parse(case.module_text(language))
     main = next(iter(reference_module.ops))
     assert isinstance(main, func.FuncOp)
     shapes = [tuple(a.type.get_shape()) for a in main.args]
@@ -145,7 +160,7 @@ def test_lowered_group(built: Built, case: GroupCase) -> None:
         arrays = random_inputs(shapes, seed, case.positive)
         inputs = {a.name_hint: x for a, x in zip(main.args, arrays)}
         expected = xrelay.interpret(reference_module, inputs)
-        got = built.run_main(built.group_modules[case.name], inputs)
+        got = runner.run_main(lowered_groups(language)[case.name], inputs)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
@@ -170,51 +185,6 @@ def compile_pipeline(text: str) -> ModuleOp:
     return module
 
 
-class MixedRunner:
-    """Runs @main of a lowered module whose kernels are partly C and partly OpenCL."""
-
-    def __init__(self, module: ModuleOp):
-        import pyopencl as cl
-
-        sources = kernel_sources(module)
-        self.kernels: dict[str, Any] = {}
-        c = [s for s in sources if s.language == "c"]
-        if c:
-            self.kernels |= build_c(c).kernels
-        cl_sources = [s for s in sources if s.language == "opencl"]
-        if cl_sources:
-            context = default_opencl_context()
-            self.queue = cl.CommandQueue(context)
-            self.kernels |= build_opencl(context, cl_sources).kernels
-        self.languages = {s.language for s in sources}
-
-    def run(self, module: ModuleOp, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-        env: dict[Any, np.ndarray] = {arg: inputs[arg.name_hint] for arg in main.args}
-        for op in main.body.block.ops:
-            if isinstance(op, relay.LaunchOp):
-                env[op.res] = self.launch(op, [env[v] for v in op.inputs])
-            elif isinstance(op, relay.DeviceCopyOp):
-                env[op.res] = env[op.data]
-            elif isinstance(op, relay.ConstantOp):
-                shape = op.res.type.get_shape()
-                env[op.res] = np.array(op.value.get_values(), np.float32).reshape(shape)
-            elif isinstance(op, func.ReturnOp):
-                return env[op.arguments[0]]
-            else:
-                raise AssertionError(f"unexpected op {op.name} in a lowered @main")
-        raise AssertionError("@main has no return")
-
-    def launch(self, op: relay.LaunchOp, inputs: list[np.ndarray]) -> np.ndarray:
-        kernel = self.kernels[op.callee.string_value()]
-        shape = tuple(op.res.type.get_shape())
-        if isinstance(kernel, CKernel):
-            out = np.zeros(shape, np.float32)
-            kernel(*(np.ascontiguousarray(a) for a in inputs), out)
-            return out
-        return run_opencl_kernel(self.queue, kernel, inputs, shape)
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_random_programs_on_both_targets(seed: int) -> None:
     from random_graphs import random_inputs as graph_inputs
@@ -222,12 +192,12 @@ def test_random_programs_on_both_targets(seed: int) -> None:
 
     text = random_module_text(seed, num_ops=10, devices=("cpu", "opencl"))
     lowered = compile_pipeline(text)
-    runner = MixedRunner(lowered)
+    runner = Runner(kernel_sources(lowered))
     reference = xrelay.parse(text)
     for input_seed in (0, 1):
         inputs = graph_inputs(reference, input_seed)
         expected = xrelay.interpret(reference, inputs)
-        got = runner.run(lowered, inputs)
+        got = runner.run_main(lowered, inputs)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
