@@ -3,11 +3,11 @@
 
 C99 with `restrict` buffers, the outermost parallel nest as `for` loops (the builder runs each
 kernel once per launch), and `float` maths (`expf`, ...). Max and min are written as
-`a > b ? a : b`: gcc 12 does not vectorise a loop that calls `fmaxf`. An innermost loop that
-only sums into its iter_args gets `#pragma omp simd reduction(+:...)`, guarded by
-`XRELAY_OMP_SIMD` (the builder defines it and passes -fopenmp-simd): without it gcc may not
-reorder float additions and leaves the loop scalar (a dense layer: 1.9 -> 22 GFLOP/s,
-bench/c_sum_reduction.py).
+`a > b ? a : b`: gcc 12 does not vectorise a loop that calls `fmaxf`. An innermost loop whose
+iter_args are only reductions (sum, product, max, min) gets `#pragma omp simd reduction(...)`,
+guarded by `XRELAY_OMP_SIMD` (the builder defines it and passes -fopenmp-simd): without it
+gcc may not reorder float additions or max and leaves the loop scalar (a dense layer: 1.9 ->
+22 GFLOP/s, bench/c_sum_reduction.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class CEmitter(CStyleEmitter):
     header = "#include <math.h>\n"
     kernel_prefix = "void"
     pointer_qualifier = "restrict "
-    sum_reduction_pragma = (f"#ifdef {SIMD_MACRO}", "#pragma omp simd reduction(+:{})", "#endif")
+    reduction_pragma = (f"#ifdef {SIMD_MACRO}", "#pragma omp simd {}", "#endif")
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
         arith.MaximumfOp: lambda a, b: f"{a} > {b} ? {a} : {b}",

@@ -199,9 +199,9 @@ class CStyleEmitter:
     # Format of the i-th NDRange index ("get_global_id({})"), or None for `for` loops.
     global_id: ClassVar[str | None] = None
     index_type: ClassVar[str] = "long"
-    # Lines before an innermost loop that only sums into its iter_args ({} = the variables),
-    # letting the compiler reassociate the sums and vectorise; None for none.
-    sum_reduction_pragma: ClassVar[tuple[str, ...] | None] = None
+    # Lines before an innermost loop whose iter_args are reductions ({} = one clause per
+    # variable, `reduction(+:acc)`), letting the compiler reorder them and vectorise; or None.
+    reduction_pragma: ClassVar[tuple[str, ...] | None] = None
     # Pure ops as expressions over their operands' C expressions.
     code_for_op: ClassVar[dict[type[Operation], Expr]]
 
@@ -436,10 +436,11 @@ class CStyleEmitter:
         for init, arg, res in zip(op.iter_args, carried, op.res):
             self.assign(res, self.expr(init), op)
             self.names[arg] = self.names[res]  # the carried value is the result's variable
-        if self.sum_reduction_pragma is not None and is_sum_reduction(op):
-            variables = ", ".join(self.names[r] for r in op.res)
-            for text in self.sum_reduction_pragma:
-                self.line(text.format(variables))
+        operators = reduction_operators(op)
+        if self.reduction_pragma is not None and operators is not None:
+            clauses = " ".join(f"reduction({o}:{self.names[r]})" for o, r in zip(operators, op.res))
+            for text in self.reduction_pragma:
+                self.line(text.format(clauses))
         self.for_loop(iv, op.lb, op.ub, op.step)
         self.body(op.body.block)
         self.line("}")
@@ -517,21 +518,33 @@ class CStyleEmitter:
             self.line(f"{t} = {tmp};")
 
 
-def is_sum_reduction(loop: scf.ForOp) -> bool:
-    """An innermost loop whose only loop-carried dependences are sums into its iter_args:
-    no nested regions and no stores, and each carried value's one use is an `arith.addf`
-    that the loop yields in its place. Vectorising it only reorders the additions."""
+# Ops that combine a loop-carried value with a new one, as OpenMP reduction operators.
+REDUCTION_OPERATORS: dict[type[Operation], str] = {
+    arith.AddfOp: "+", arith.MulfOp: "*", arith.MaximumfOp: "max", arith.MinimumfOp: "min",
+}  # fmt: skip
+
+
+def reduction_operators(loop: scf.ForOp) -> list[str] | None:
+    """For an innermost loop whose only loop-carried dependences are reductions into its
+    iter_args, the operator of each; else None. No nested regions and no stores; each carried
+    value's one use combines it with a value of this iteration into what the loop yields in
+    its place. Vectorising such a loop only reorders the reduction."""
     block = loop.body.block
     if not loop.iter_args or any(op.regions or isinstance(op, memref.StoreOp) for op in block.ops):
-        return False
-    yielded = list(block.last_op.operands) if block.last_op is not None else []
+        return None
+    assert block.last_op is not None
+    yielded = list(block.last_op.operands)
+    operators = []
     for position, carried in enumerate(block.args[1:]):
-        uses = list(carried.uses)
-        if len(uses) != 1 or not isinstance(add := uses[0].operation, arith.AddfOp):
-            return False
-        if yielded[position] is not add.result or not add.result.has_one_use():
-            return False
-    return True
+        if not carried.has_one_use():  # (also rules out `acc + acc`)
+            return None
+        combine = carried.get_user_of_unique_use()
+        operator = REDUCTION_OPERATORS.get(type(combine))
+        result = combine.results[0] if combine is not None else None
+        if operator is None or result is not yielded[position] or not result.has_one_use():
+            return None
+        operators.append(operator)
+    return operators
 
 
 # Values nothing reads are left out, so the C compiles without unused-variable warnings.

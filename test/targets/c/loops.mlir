@@ -46,6 +46,9 @@ func.func @k_reduction_cl(%in0: memref<5x7xf32>, %out0: memref<5xf32>) attribute
 // C-SAME: const float *restrict in0, float *restrict out0) {
 // C-NEXT: for (long [[I:i_[0-9]+]] = 0; [[I]] < 5; [[I]]++) {
 // C-NEXT: float [[MAX:max_[0-9]+]] = (-INFINITY);
+// C-NEXT: #ifdef XRELAY_OMP_SIMD
+// C-NEXT: #pragma omp simd reduction(max:[[MAX]])
+// C-NEXT: #endif
 // C-NEXT: for (long [[J:j_[0-9]+]] = 0; [[J]] < 7; [[J]]++) {
 // C-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 7 + [[J]]];
 // C-NEXT: float [[N:n_[0-9]+]] = [[MAX]] > [[X]] ? [[MAX]] : [[X]];
@@ -119,9 +122,9 @@ func.func @k_select(%in0: memref<6xf32>, %out0: memref<6xf32>) attributes {relay
 
 // -----
 
-// An innermost loop that only sums into its iter_args may reorder its additions: C marks it
-// for vectorisation (the builder defines XRELAY_OMP_SIMD and passes -fopenmp-simd); a loop
-// that also stores is left alone. OpenCL vectorises across work-items instead.
+// An innermost loop whose iter_args are only reductions may reorder them: C marks it for
+// vectorisation (the builder defines XRELAY_OMP_SIMD and passes -fopenmp-simd); a loop that
+// also stores is left alone. OpenCL vectorises across work-items instead.
 
 func.func @k_sum(%in0: memref<3x8xf32>, %out0: memref<3xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   %c0 = arith.constant 0 : index
