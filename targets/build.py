@@ -100,7 +100,7 @@ def write_atomically(final: Path, data: bytes) -> None:
 
 def c_flags(target: str) -> list[str]:
     """The extra gcc flags of a C target string such as `"c -O2 -march=znver3"`."""
-    kind, *flags = target.split()
+    kind, *flags = target.split() or [""]
     if kind not in ("c", "llvm"):
         raise CompileError(f"expected a C target string starting with 'c', but found {target!r}")
     check_c_flags(flags, target)

@@ -107,6 +107,9 @@ def test_flags_come_from_the_target_string() -> None:
         c_flags("c -O2 -lm")
     with pytest.raises(CompileError, match="expected a C target string starting with 'c', but found 'opencl'"):
         c_flags("opencl")
+    with pytest.raises(CompileError, match="expected a C target string starting with 'c', but found ''"):
+        c_flags("")
+    assert c_flags("llvm -O1") == ["-O1"]  # llvm is a cpu target kind too
 
 
 @pytest.mark.parametrize("flag", ["-o/tmp/x", "-Wl,-rpath,/tmp", "-fplugin=evil.so", "; rm -rf /", "-O2 -g"])
