@@ -18,8 +18,10 @@ every other value is a local variable named after its SSA name.
 What the two languages differ in are class attributes of a `CStyleEmitter` subclass (see
 `targets/c.py`, `targets/opencl.py`): the kernel qualifier, the address-space prefix and pointer
 qualifier of buffers, how the outermost parallel dimensions are obtained (`for` loops in C,
-`get_global_id` with a bounds check in OpenCL), and the spelling of each arithmetic op
-(`code_for_op`, e.g. `expf` against `exp`). Ops are printed by a `singledispatchmethod` with
+`get_global_id` with a bounds check in OpenCL), the spelling of each arithmetic op
+(`code_for_op`, e.g. `expf` against `exp`) and the pragma that lets C vectorise a reduction
+loop (`reduction_pragma`). Values nothing reads are left out, and unused parameters and loop
+results are cast to void, so gcc -Wall -Wextra is quiet. Ops are printed by a `singledispatchmethod` with
 one overload per op class, like xDSL's WGSL printer; an op no overload or `code_for_op` entry
 knows is a `CompileError` naming the op and the target.
 """
