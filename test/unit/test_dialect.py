@@ -288,3 +288,48 @@ def test_verify_error_of_a_long_module_shows_the_lines_around_the_op():
     assert message.startswith("long.mlir:42:3: cannot reshape [2] (2 elements) to [3] (3 elements)\n...\n")
     assert '%v41 = "relay.reshape"(%v40)' in message and '"relay.exp"(%v70)' not in message
     assert len(message.splitlines()) < 25
+
+
+# --- shape inference against numpy (properties) ---------------------------------------------
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=150, deadline=None)
+@given(shapes, shapes)
+def test_broadcast_shapes_agree_with_numpy(lhs, rhs):
+    import numpy as np
+    from xdsl.utils.exceptions import VerifyException
+
+    try:
+        expected = np.broadcast_shapes(lhs, rhs)
+    except ValueError:
+        with pytest.raises(VerifyException, match="are not broadcast-compatible"):
+            relay.broadcast_shapes(lhs, rhs)
+    else:
+        assert relay.broadcast_shapes(lhs, rhs) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(1, 6), min_size=1, max_size=3).map(tuple),
+    st.data(),
+)
+def test_strided_slice_shape_agrees_with_numpy(shape, data):
+    import numpy as np
+    from xdsl.dialects.builtin import DenseArrayBase
+
+    count = data.draw(st.integers(1, len(shape)))
+    begin = data.draw(st.lists(st.integers(-8, 8), min_size=count, max_size=count))
+    end = data.draw(st.lists(st.integers(-8, 8), min_size=count, max_size=count))
+    strides = data.draw(st.lists(st.integers(-3, 3).filter(bool), min_size=count, max_size=count))
+    x = func.FuncOp("f", ([tensor(*shape)], [])).args[0]
+    expected = np.empty(shape)[tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides))].shape
+    props = {name: DenseArrayBase.from_list(i64, v) for name, v in (("begin", begin), ("end", end), ("strides", strides))}
+    op = relay.StridedSliceOp(operands=[x], result_types=[tensor(*expected)], properties=props)
+    assert op.infer_shape() == expected
+    op.verify()
