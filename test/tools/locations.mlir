@@ -14,9 +14,10 @@ func.func @first(%a: tensor<2xf32>) -> tensor<2xf32> {
 // -----
 
 // CHECK-LABEL: func.func @second
-// CHECK:         relay.fused{{.*}}loc("{{.*}}locations.mlir":22:3)
+// CHECK:         relay.fused
 // CHECK:           relay.negative {{.*}} loc("{{.*}}locations.mlir":24:5)
 // CHECK:           relay.yield {{.*}} loc("{{.*}}locations.mlir":25:5)
+// CHECK-NEXT:    } loc("{{.*}}locations.mlir":22:3)
 // CHECK:         func.return {{.*}} loc("{{.*}}locations.mlir":27:3)
 func.func @second(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = relay.fused(%a) : (tensor<2xf32>) -> tensor<2xf32> {
