@@ -105,9 +105,11 @@ def add_location(error: VerifyException, module: Operation) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
-            if str(e) == message and isinstance(op.location, FileLineColLoc):
+            if str(e) != message:
+                continue
+            if isinstance(op.location, FileLineColLoc):  # not an op a pass created
                 error.args = (f"{location_of(op)}: {message}", *error.args[1:])
-                return
+            return
 
 
 def _with_notes(e: BaseException) -> str:
