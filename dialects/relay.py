@@ -101,7 +101,8 @@ def _int(attr: IntegerAttr | None, default: int) -> int:
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < rank:
-        raise VerifyException(f"{what} {axis} is out of range for a tensor of rank {rank}")
+        expected = f"expected {-rank} <= {what} < {rank}" if rank else "it has no axes"
+        raise VerifyException(f"{what} {axis} is out of range for a tensor of rank {rank}; {expected}")
     return axis + rank if axis < 0 else axis
 
 
@@ -386,7 +387,13 @@ class ExpandDimsOp(OneOperandOp):
         count = _int(self.num_newaxis, 1)
         if count < 0:
             raise VerifyException(f"expected num_newaxis >= 0, but found {count}")
-        axis = normalize_axis(self.axis.value.data, len(shape) + 1)
+        axis, rank = self.axis.value.data, len(shape)
+        if not -rank - 1 <= axis <= rank:
+            raise VerifyException(
+                f"axis {axis} is out of range for expanding a tensor of rank {rank}; "
+                f"expected {-rank - 1} <= axis <= {rank}"
+            )
+        axis = axis + rank + 1 if axis < 0 else axis
         return shape[:axis] + (1,) * count + shape[axis:]
 
 

@@ -63,7 +63,7 @@ func.func @bias_axis(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> 
   %0 = relay.nn.bias_add %a, %b {axis = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: axis 2 is out of range for a tensor of rank 2
+// CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
 
 // -----
 
@@ -103,7 +103,7 @@ func.func @squeeze_range(%a: tensor<2x1xf32>) -> tensor<2xf32> {
   %0 = relay.squeeze %a {axis = array<i64: 2>} : (tensor<2x1xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: axis 2 is out of range for a tensor of rank 2
+// CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
 
 // -----
 
@@ -111,7 +111,7 @@ func.func @expand_dims_range(%a: tensor<2xf32>) -> tensor<2x1xf32> {
   %0 = relay.expand_dims %a {axis = 3 : i64} : (tensor<2xf32>) -> tensor<2x1xf32>
   func.return %0 : tensor<2x1xf32>
 }
-// CHECK: axis 3 is out of range for a tensor of rank 2
+// CHECK: axis 3 is out of range for expanding a tensor of rank 1; expected -2 <= axis <= 1
 
 // -----
 
@@ -183,7 +183,7 @@ func.func @concat_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = relay.concatenate %a {axis = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: axis 2 is out of range for a tensor of rank 2
+// CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
 
 // -----
 
@@ -191,7 +191,7 @@ func.func @reduce_axis_range(%a: tensor<2x3xf32>) -> tensor<2xf32> {
   %0 = relay.sum %a {axis = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: axis 2 is out of range for a tensor of rank 2
+// CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
 
 // -----
 
@@ -343,7 +343,7 @@ func.func @softmax_axis(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
   %0 = relay.nn.softmax %x {axis = 2 : i64} : (tensor<3x8xf32>) -> tensor<3x8xf32>
   func.return %0 : tensor<3x8xf32>
 }
-// CHECK: axis 2 is out of range for a tensor of rank 2
+// CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
 
 // -----
 
