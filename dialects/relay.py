@@ -511,7 +511,7 @@ class StridedSliceOp(OneOperandOp):
                 f"but found {len(begin)}"
             )
         if 0 in strides:
-            raise VerifyException("strides of relay.strided_slice must be nonzero")
+            raise VerifyException(f"expected nonzero strides, but found {list(strides)}")
         full = (slice(None),) * (len(shape) - len(begin))
         return tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides)) + full
 
