@@ -5,7 +5,8 @@
 each of its dimensions is a `get_global_id`, the innermost loop dimension `get_global_id(0)`
 (leading dimensions merged when there are more than three), with a bounds check so a
 rounded-up global size is safe. Inner loops are `for`
-loops; maths uses OpenCL's overloaded built-ins (`exp`, `fmax`, `rsqrt`, ...).
+loops; a pure reduction loop of at least 16 trips is split into 16 partial accumulators
+(`CStyleEmitter.split_reduction`), which PoCL vectorises; maths uses OpenCL's overloaded built-ins (`exp`, `fmax`, `rsqrt`, ...).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class OpenCLEmitter(CStyleEmitter):
     kernel_prefix = "__kernel void"
     buffer_prefix = "__global "
     global_id = "get_global_id({})"
+    # A work-item's reduction loop (a dot product of dense, batch_matmul) as 16 partial sums:
+    # the SLP vectoriser fills an AVX-512 register with them (see `split_reduction`).
+    reduction_partials = 16
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
         arith.MaximumfOp: lambda a, b: f"fmax({a}, {b})",

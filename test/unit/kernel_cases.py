@@ -244,7 +244,43 @@ func.func @k_strided(%in0: memref<7x3xf32>, %out0: memref<7x3xf32>) attributes {
     lambda x: np.where((np.arange(7) % 2 == 1)[:, None], -x, 0),
 )
 
-LOOP_KERNELS = (ELEMENTWISE, REDUCTION, SELECT, SCRATCH, NDRANGE, STRIDED)
+# Three reductions in one loop (sum of squares, product, max) over the odd columns 1, 3, ...,
+# 39: 20 trips, which OpenCL splits into 16 partial accumulators and a remainder of 4.
+SPLIT = LoopKernel(
+    "k_split",
+    """
+func.func @k_split(%in0: memref<3x40xf32>, %out0: memref<3x3xf32>) attributes {relay.se_scope = {scope}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c40 = arith.constant 40 : index
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  "scf.parallel"(%c0, %c3, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %r:3 = scf.for %j = %c1 to %c40 step %c2 iter_args(%s = %half, %p = %one, %m = %ninf) -> (f32, f32, f32) {
+      %x = memref.load %in0[%i, %j] : memref<3x40xf32>
+      %sq = arith.mulf %x, %x : f32
+      %s2 = arith.addf %s, %sq : f32
+      %p2 = arith.mulf %p, %x : f32
+      %m2 = arith.maximumf %x, %m : f32
+      scf.yield %s2, %p2, %m2 : f32, f32, f32
+    }
+    memref.store %r#0, %out0[%i, %c0] : memref<3x3xf32>
+    memref.store %r#1, %out0[%i, %c1] : memref<3x3xf32>
+    memref.store %r#2, %out0[%i, %c2] : memref<3x3xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}""",
+    ((3, 40),),
+    (3, 3),
+    lambda x: np.stack([0.5 + (x[:, 1::2] ** 2).sum(axis=1), x[:, 1::2].prod(axis=1), x[:, 1::2].max(axis=1)], axis=1),
+)
+
+LOOP_KERNELS = (ELEMENTWISE, REDUCTION, SELECT, SCRATCH, NDRANGE, STRIDED, SPLIT)
 
 
 # --- relay groups to lower ------------------------------------------------------------------
@@ -330,6 +366,11 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     GroupCase("max_pool2d", "x:1x2x5x5", "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>"),
     GroupCase("avg_pool2d", "x:2x1x4x4", "%r = relay.nn.avg_pool2d %x {pool_size = array<i64: 2, 3>, padding = array<i64: 1, 1, 0, 1>} : (tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>"),
     GroupCase("global_avg_pool2d", "x:2x3x4x5", "%r = relay.nn.global_avg_pool2d %x : (tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32>"),
+    # reductions OpenCL splits into 16 partial accumulators: 37 = 2 * 16 + 5, 48 = 3 * 16
+    GroupCase("dense_long", "x:3x37 w:4x37", "%r = relay.nn.dense %x, %w : (tensor<3x37xf32>, tensor<4x37xf32>) -> tensor<3x4xf32>"),
+    GroupCase("batch_matmul_long", "x:2x3x48 y:1x2x48", "%r = relay.nn.batch_matmul %x, %y : (tensor<2x3x48xf32>, tensor<1x2x48xf32>) -> tensor<2x3x2xf32>"),
+    GroupCase("max_long", "x:2x35", "%r = relay.max %x {axis = array<i64: 1>} : (tensor<2x35xf32>) -> tensor<2xf32>"),
+    GroupCase("softmax_long", "x:2x21", "%r = relay.nn.softmax %x : (tensor<2x21xf32>) -> tensor<2x21xf32>"),
     GroupCase("softmax", "x:3x7", "%r = relay.nn.softmax %x : (tensor<3x7xf32>) -> tensor<3x7xf32>"),
     GroupCase("softmax_axis0", "x:4x3", "%r = relay.nn.softmax %x {axis = 0 : i64} : (tensor<4x3xf32>) -> tensor<4x3xf32>"),
     # fused patterns

@@ -321,6 +321,31 @@ def test_only_pure_reduction_loops_get_the_simd_pragma() -> None:
     assert "pragma" not in opencl
 
 
+def test_only_opencl_splits_long_reductions_into_partials() -> None:
+    """OpenCL splits a 37-trip dot product into 16 partials; C keeps one loop and the pragma."""
+    case = next(c for c in GROUP_CASES if c.name == "dense_long")
+    cl_source, c_source = (kernel_sources(lower(case.module_text(lang)))[0].source for lang in ("opencl", "c"))
+    assert re.search(r"float (v[0-9]+)_p0 = 0.0f, .*\1_p15 = 0.0f;", cl_source)
+    assert re.search(r"for \(long (i[0-9]+) = 0; \1 < 32; \1 \+= 16\)", cl_source)
+    assert re.search(r"for \(long (i[0-9]+) = 32; \1 < 37; \1\+\+\)", cl_source)
+    assert "_p0" not in c_source and "#pragma omp simd reduction(+:" in c_source
+
+
+def test_a_long_reduction_body_is_not_split() -> None:
+    """A body of more than SPLIT_BODY_BUDGET / 16 ops stays one loop (and still runs)."""
+    chain = [f"%n{i} = relay.negative %n{i - 1} : tensor<2x20xf32>" for i in range(1, 40)]
+    body = "\n".join(["%n0 = relay.exp %x : tensor<2x20xf32>", *chain,
+                       "%r = relay.sum %n39 {axis = array<i64: 1>} : (tensor<2x20xf32>) -> tensor<2xf32>"])
+    case = GroupCase("long_body", "x:2x20", body)
+    module = lower(case.module_text("opencl"))
+    (source,) = kernel_sources(module)
+    assert "_p0" not in source.source
+    assert re.search(r"for \(long (i[0-9]+) = 0; \1 < 20; \1\+\+\)", source.source)
+    x = random_inputs([(2, 20)], 0, False)[0]
+    out = Runner([source]).run(source.name, [x], (2,))
+    np.testing.assert_allclose(out, np.exp(x).sum(axis=1) * (-1) ** 39, rtol=1e-5)
+
+
 def test_c_max_is_a_conditional_not_fmaxf() -> None:
     c_text = emit("c", xrelay.parse(LOOP_KERNELS[0].module_text("c")))
     assert "fmaxf" not in c_text and " > 0.0f ? " in c_text

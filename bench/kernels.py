@@ -1,0 +1,156 @@
+"""GFLOP/s of the anchor kernels xrelay generates, C and OpenCL (PoCL), against numpy.
+
+Each case is one relay op lowered by plan-devices, fuse-ops and convert-relay-to-loops for
+one target, built as the runtime builds it, checked against numpy, and timed as the median
+of several calls (an OpenCL call is one launch, waited for; buffers stay on the device).
+numpy runs in the same process with one BLAS thread (OPENBLAS_NUM_THREADS=1, the
+environment's OPENBLAS_CORETYPE left as it is): `np.dot` for dense and batch_matmul, an
+im2col (sliding_window_view + tensordot) for conv2d.
+
+    POCL_DEVICES="pthread pthread" .venv/bin/python bench/kernels.py [--runs N] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import numpy as np  # noqa: E402
+from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
+from xdsl.passes import PassPipeline  # noqa: E402
+
+import xrelay  # noqa: E402
+from xrelay.targets.build import build_c, build_opencl, default_opencl_context, import_pyopencl  # noqa: E402
+from xrelay.targets.kernels import KernelSource, kernel_sources  # noqa: E402
+from xrelay.transforms import get_all_passes  # noqa: E402
+
+
+def t(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    inputs: tuple[tuple[int, ...], ...]
+    output: tuple[int, ...]
+    op: str  # the relay op line, over %a and %b
+    flops: int
+    reference: Callable[..., np.ndarray]
+
+    def module_text(self) -> str:
+        params = ", ".join(f"%{n}: {t(s)}" for n, s in zip("ab", self.inputs))
+        return (f"func.func @main({params}) -> {t(self.output)} {{\n  %0 = {self.op}\n"
+                f"  func.return %0 : {t(self.output)}\n}}")  # fmt: skip
+
+
+def dense(m: int, k: int, n: int) -> Case:
+    return Case(f"dense {m}x{k} . {n}x{k}", ((m, k), (n, k)), (m, n),
+                f"relay.nn.dense %a, %b : ({t((m, k))}, {t((n, k))}) -> {t((m, n))}",
+                2 * m * n * k, lambda a, b: np.dot(a, b.T))  # fmt: skip
+
+
+def batch_matmul(batch: int, m: int, k: int, n: int) -> Case:
+    shapes = ((batch, m, k), (batch, n, k))
+    return Case(f"batch_matmul {batch}x{m}x{k} . {batch}x{n}x{k}", shapes, (batch, m, n),
+                f"relay.nn.batch_matmul %a, %b : ({t(shapes[0])}, {t(shapes[1])}) -> {t((batch, m, n))}",
+                2 * batch * m * n * k, lambda a, b: np.matmul(a, b.transpose(0, 2, 1)))  # fmt: skip
+
+
+def conv2d(n: int, c: int, hw: int, filters: int, k: int, pad: int) -> Case:
+    out = hw + 2 * pad - k + 1
+    data, weight, result = (n, c, hw, hw), (filters, c, k, k), (n, filters, out, out)
+
+    def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        cols = sliding_window_view(padded, (k, k), axis=(2, 3))  # n, c, oh, ow, kh, kw
+        return np.tensordot(cols, w, axes=((1, 4, 5), (1, 2, 3))).transpose(0, 3, 1, 2)
+
+    return Case(f"conv2d {n}x{c}x{hw}x{hw}, {filters}x{c}x{k}x{k}, pad {pad}", (data, weight), result,
+                f"relay.nn.conv2d %a, %b {{padding = array<i64: {pad}, {pad}, {pad}, {pad}>}} : "
+                f"({t(data)}, {t(weight)}) -> {t(result)}",
+                2 * n * filters * out * out * c * k * k, reference)  # fmt: skip
+
+
+CASES = [
+    dense(32, 784, 256),
+    dense(64, 512, 512),
+    batch_matmul(8, 64, 64, 64),
+    conv2d(1, 32, 28, 32, 3, 1),
+    conv2d(1, 64, 14, 64, 3, 1),
+]
+
+
+def kernel_for(case: Case, target: str) -> KernelSource:
+    module = xrelay.parse(case.module_text())
+    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops"
+    PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
+    (source,) = kernel_sources(module)
+    return source
+
+
+def median_seconds(fn: Callable[[], object], runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_c(case: Case, arrays: list[np.ndarray], runs: int) -> tuple[float, np.ndarray]:
+    source = kernel_for(case, "c")
+    kernel = build_c([source])[source.name]
+    out = np.zeros(case.output, np.float32)
+    addresses = [a.ctypes.data for a in (*arrays, out)]
+    return median_seconds(lambda: kernel.function(*addresses), runs), out
+
+
+def run_opencl(case: Case, arrays: list[np.ndarray], runs: int, context) -> tuple[float, np.ndarray]:
+    cl = import_pyopencl()
+    source = kernel_for(case, "opencl")
+    kernel = build_opencl(context, [source])[source.name]
+    queue = cl.CommandQueue(context)
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+    out = np.zeros(case.output, np.float32)
+    buffers.append(cl.Buffer(context, mf.READ_WRITE, out.nbytes))
+    seconds = median_seconds(lambda: kernel(queue, *buffers).wait(), runs)
+    cl.enqueue_copy(queue, out, buffers[-1])
+    return seconds, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--only", default="", help="run the cases whose name contains this")
+    args = parser.parse_args()
+    context = default_opencl_context()
+    print(f"GFLOP/s, median of {args.runs} calls (OpenCL: {context.devices[0].name})")
+    print(f"  {'case':<40} {'numpy':>8} {'c':>8} {'opencl':>8}")
+    for case in CASES:
+        if args.only not in case.name:
+            continue
+        rng = np.random.default_rng(0)
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in case.inputs]
+        expected = case.reference(*arrays)
+        numpy_s = median_seconds(lambda: case.reference(*arrays), args.runs)
+        c_s, c_out = run_c(case, arrays, args.runs)
+        cl_s, cl_out = run_opencl(case, arrays, args.runs, context)
+        for out in (c_out, cl_out):
+            np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-3)
+        rates = [case.flops / s / 1e9 for s in (numpy_s, c_s, cl_s)]
+        print(f"  {case.name:<40} " + " ".join(f"{r:8.1f}" for r in rates))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+// RUN: opt-tool %s --split-input-file -t opencl | filecheck %s
+
+// A pure reduction loop of at least 16 trips becomes 16 partial accumulators, folded pairwise
+// into the accumulator after the main loop, then a remainder loop for the last trips % 16.
+
+// 20 trips (lb 1, step 2): one main iteration of 16 copies, then 4 remainder trips.
+func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c40 = arith.constant 40 : index
+  %init = arith.constant 0.5 : f32
+  "scf.parallel"(%c0, %c1, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %sum = scf.for %j = %c1 to %c40 step %c2 iter_args(%acc = %init) -> (f32) {
+      %x = memref.load %in0[%j] : memref<40xf32>
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    memref.store %sum, %out0[%c0] : memref<1xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// CHECK-LABEL: __kernel void sum_with_remainder(
+// CHECK:       float [[ACC:sum_[0-9]+]] = 0.5f;
+// CHECK-NEXT:  float [[ACC]]_p0 = 0.0f, [[ACC]]_p1 = 0.0f, {{.*}}, [[ACC]]_p15 = 0.0f;
+// CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 1; [[J]] < 33; [[J]] += 32) {
+// CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
+// CHECK-NEXT:    float [[N0:n_[0-9]+]] = [[ACC]]_p0 + [[X0]];
+// CHECK-NEXT:    [[ACC]]_p0 = [[N0]];
+// CHECK-NEXT:    const long [[J]]_1 = [[J]] + 2;
+// CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J]]_1];
+// CHECK-NEXT:    float [[N1:n_[0-9]+]] = [[ACC]]_p1 + [[X1]];
+// CHECK-NEXT:    [[ACC]]_p1 = [[N1]];
+// CHECK:         const long [[J]]_15 = [[J]] + 30;
+// CHECK:         [[ACC]]_p15 = {{n_[0-9]+}};
+// CHECK-NEXT:  }
+// CHECK-NEXT:  [[ACC]] = ([[ACC]] + (((([[ACC]]_p0 + [[ACC]]_p1) + ([[ACC]]_p2 + [[ACC]]_p3)) + (([[ACC]]_p4 + [[ACC]]_p5) + ([[ACC]]_p6 + [[ACC]]_p7))) + ((([[ACC]]_p8 + [[ACC]]_p9) + ([[ACC]]_p10 + [[ACC]]_p11)) + (([[ACC]]_p12 + [[ACC]]_p13) + ([[ACC]]_p14 + [[ACC]]_p15)))));
+// CHECK-NEXT:  for (long [[R:j_[0-9]+]] = 33; [[R]] < 40; [[R]] += 2) {
+// CHECK-NEXT:    float [[X:x_[0-9]+]] = in0[[[R]]];
+// CHECK-NEXT:    float [[N:n_[0-9]+]] = [[ACC]] + [[X]];
+// CHECK-NEXT:    [[ACC]] = [[N]];
+// CHECK-NEXT:  }
+// CHECK-NEXT:  out0[0] = [[ACC]];
+
+// -----
+
+// 32 trips of a max: partials start from the initial value; no remainder loop.
+func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  "scf.parallel"(%c0, %c1, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %max = scf.for %j = %c0 to %c32 step %c1 iter_args(%m = %ninf) -> (f32) {
+      %x = memref.load %in0[%j] : memref<32xf32>
+      %n = arith.maximumf %m, %x : f32
+      scf.yield %n : f32
+    }
+    memref.store %max, %out0[%c0] : memref<1xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// CHECK-LABEL: __kernel void max_without_remainder(
+// CHECK:       float [[M:max_[0-9]+]] = (-INFINITY);
+// CHECK-NEXT:  float [[M]]_p0 = [[M]], [[M]]_p1 = [[M]], {{.*}}, [[M]]_p15 = [[M]];
+// CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 32; [[J]] += 16) {
+// CHECK:         const long [[J]]_15 = [[J]] + 15;
+// CHECK:       }
+// CHECK-NEXT:  [[M]] = (fmax([[M]], (fmax((fmax({{.*}}), {{.*}}))));
+// CHECK-NEXT:  out0[0] = [[M]];
+
+// -----
+
+// 15 trips: too short to split; the loop stays as it is.
+func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c15 = arith.constant 15 : index
+  %zero = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c1, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %sum = scf.for %j = %c0 to %c15 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %in0[%j] : memref<15xf32>
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    memref.store %sum, %out0[%c0] : memref<1xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// CHECK-LABEL: __kernel void short_sum(
+// CHECK:       float [[ACC:sum_[0-9]+]] = 0.0f;
+// CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 15; [[J]]++) {
+// CHECK-NOT:   _p0
+// CHECK:       out0[0] = [[ACC]];
