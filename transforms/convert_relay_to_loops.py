@@ -20,12 +20,16 @@ inner `scf.parallel`, size-1 axes no loop (their index is 0), and a result with 
 size > 1 a loop of extent 1. The body computes the yielded value at the loop index by
 recursive "value at index" generation (`loop_builders.GroupEmitter`): producers are
 recomputed inline, anchors and reductions are `scf.for` nests with `iter_args` in the work
-item, and the result is stored with one `memref.store`. A softmax result is the exception:
-its nest spans the rows (all axes but the softmax axis), and a work item stores its row.
+item, and the result is stored with one `memref.store`. Two exceptions store a row per
+work item, with a nest over all axes but one: a softmax result (the softmax axis; max, sum,
+then the row), and a group whose anchor is a conv2d of the result's shape and width at least
+MIN_ROW_WIDTH (the width axis; the row's sums accumulate in a scratch `memref.alloca` in an
+order that vectorises, then the group's result is stored along the row).
 Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
 
-Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store, arith constant,
-addf/subf/mulf/divf/negf/maximumf/minimumf, addi/muli/divsi/remsi/cmpi/select, math
+Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
+constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
+index_cast/sitofp, math
 exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
@@ -164,10 +168,28 @@ def result_nest(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> s
         rows = shape[:axis] + shape[axis + 1 :]
         return parallel_nest(emitter, rows, lambda row: emitter.store_softmax_row(softmax, row, out))
 
+    conv = row_anchor(group)
+    if conv is not None:  # a work item per output row (see GroupEmitter.store_conv_rows)
+        return parallel_nest(emitter, shape[:-1], lambda row: emitter.store_conv_rows(conv, root, row, out))
+
     def store(idx: list[SSAValue]) -> None:
         emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx))
 
     return parallel_nest(emitter, shape, store)
+
+
+# Below this output width a conv2d group keeps one work item per element: a scratch row
+# of a few elements vectorises nothing.
+MIN_ROW_WIDTH = 4
+
+
+def row_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
+    """The group's conv2d, if it has one of the result's shape and a row worth a work item."""
+    shape = group.res.type.get_shape()
+    for op in group.body.block.ops:
+        if isinstance(op, relay.Conv2DOp) and op.res.type.get_shape() == shape and shape[3] >= MIN_ROW_WIDTH:
+            return op
+    return None
 
 
 def parallel_nest(

@@ -13,7 +13,12 @@ intermediate buffer is written:
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain;
 - reductions, dense, batch_matmul, conv2d, pooling and softmax are `scf.for` nests with
-  `iter_args` inside the work item; padded windows guard their loads with `scf.if`.
+  `iter_args` inside the work item; a padded window's loops run over the taps inside the
+  input only (`window_range`: bounds from index min/max, no test per tap).
+
+A group whose result is a conv2d (plus elementwise consumers) is computed a row per work
+item instead (`store_conv_rows`): the sums of an output row accumulate in a scratch row
+(`memref.alloca`) in an order whose innermost loop is unit-stride and carries nothing.
 
 Values are memoised per (value, index) in a stack of scopes that follows the region nesting,
 so a value used twice at one index is computed once, and only where it dominates its uses.
@@ -38,7 +43,7 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as mathd
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -46,6 +51,7 @@ from xrelay.dialects import relay
 
 Index = Sequence[SSAValue]
 Shape = tuple[int, ...]
+Extent = int | tuple[SSAValue, SSAValue]  # a loop's trip count from 0, or its [lo, hi) bounds
 
 # relay op -> the arith/math op computing it on scalars
 UNARY_SCALAR: dict[type[Operation], Callable[[SSAValue], Operation]] = {
@@ -194,6 +200,13 @@ class KernelBuilder:
             return a
         return self.int_op(arith.MuliOp, a, self.index(n))
 
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        kb = self.known.get(b)
+        if kb is not None:
+            return self.mul_const(a, kb)
+        ka = self.known.get(a)
+        return self.mul_const(b, ka) if ka is not None else self.int_op(arith.MuliOp, a, b)
+
     def div_const(self, a: SSAValue, n: int) -> SSAValue:
         """`a / n` for `a >= 0`."""
         ka = self.known.get(a)
@@ -208,19 +221,50 @@ class KernelBuilder:
             return self.index(ka % n)
         return self.index(0) if n == 1 else self.int_op(arith.RemSIOp, a, self.index(n))
 
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        ka, kb = self.known.get(a), self.known.get(b)
+        if ka is not None and kb is not None:
+            return self.index(ka - kb)
+        if kb == 0:
+            return a
+        return self.int_op(arith.SubiOp, a, b)
+
+    def ceil_div_const(self, a: SSAValue, n: int) -> SSAValue:
+        """`ceil(a / n)` for `a >= 0`; for `a < 0` some value <= 0 (`divsi` truncates), which
+        is all a bound clamped at 0 needs."""
+        ka = self.known.get(a)
+        if ka is not None:
+            return self.index(-(-ka // n))
+        return a if n == 1 else self.int_op(arith.DivSIOp, self.add_const(a, n - 1), self.index(n))
+
+    def max_index(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        ka, kb = self.known.get(a), self.known.get(b)
+        if ka is not None and kb is not None:
+            return self.index(max(ka, kb))
+        return self.select(self.compare("sgt", a, b), a, b)
+
+    def min_index(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        ka, kb = self.known.get(a), self.known.get(b)
+        if ka is not None and kb is not None:
+            return self.index(min(ka, kb))
+        return self.select(self.compare("slt", a, b), a, b)
+
+    def window_range(self, offset: SSAValue, scale: int, size: int, count: int) -> tuple[SSAValue, SSAValue]:
+        """The `t` in `[0, count)` with `0 <= offset + t * scale < size` (scale > 0), as bounds
+        `[lo, hi)`: a padded window's taps that fall inside the input. Computing the range
+        once replaces a bounds check per tap (an `scf.if` in the innermost loop, which kept
+        C conv2d scalar); `hi <= lo` means no tap is inside, and a loop over it runs 0 times.
+        """
+        lo = self.ceil_div_const(self.sub(self.index(0), offset), scale)
+        hi = self.ceil_div_const(self.sub(self.index(size), offset), scale)
+        return self.max_index(self.index(0), lo), self.min_index(self.index(count), hi)
+
     def compare(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.hoisted(("cmpi", predicate, a, b), (a, b), lambda: arith.CmpiOp(a, b, predicate))
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         """`cond ? a : b` on index or i1 values."""
         return self.hoisted(("select", cond, a, b), (cond, a, b), lambda: arith.SelectOp(cond, a, b))
-
-    def all_of(self, conditions: Sequence[SSAValue]) -> SSAValue:
-        """The conjunction of i1 values: `select(a, b, a)` is `a && b`."""
-        result = conditions[0]
-        for cond in conditions[1:]:
-            result = self.select(result, cond, result)
-        return result
 
     def linearize(self, idx: Index, shape: Shape) -> SSAValue:
         flat, stride = self.index(0), 1
@@ -251,12 +295,13 @@ class KernelBuilder:
 
     def loops(
         self,
-        extents: Sequence[int],
+        extents: Sequence[Extent],
         inits: Sequence[SSAValue],
         body: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]],
         ivs: tuple[SSAValue, ...] = (),
     ) -> list[SSAValue]:
-        """A nest of `scf.for` over `extents` carrying `inits`; `body(ivs, accs)` gives the next accs."""
+        """A nest of `scf.for` carrying `inits`; `body(ivs, accs)` gives the next accs. An extent
+        is a trip count from 0, or `(lo, hi)` index values defined before the nest."""
         if len(ivs) == len(extents):
             return body(list(ivs), list(inits))
         block = Block(arg_types=[IndexType(), *(v.type for v in inits)])
@@ -264,7 +309,8 @@ class KernelBuilder:
             nxt = self.loops(extents, block.args[1:], body, (*ivs, block.args[0]))
             self.builder.insert(scf.YieldOp(*nxt))
         extent = extents[len(ivs)]
-        loop = scf.ForOp(self.index(0), self.index(extent), self.index(1), list(inits), block)
+        lo, hi = (self.index(0), self.index(extent)) if isinstance(extent, int) else extent
+        loop = scf.ForOp(lo, hi, self.index(1), list(inits), block)
         self.builder.insert(loop)
         return list(loop.results)
 
@@ -471,93 +517,134 @@ class GroupEmitter(KernelBuilder):
 
         return self.multiply_accumulate([shape_of(op.lhs)[2]], operands)
 
-    def window_position(
-        self, out: SSAValue, k: SSAValue, stride: int, pad: int, dilation: int
-    ) -> SSAValue:
-        """The input coordinate `out * stride - pad + k * dilation` (may fall in the padding)."""
-        return self.add(self.add_const(self.mul_const(out, stride), -pad), self.mul_const(k, dilation))
+    def store(self, value: SSAValue, ref: SSAValue, idx: Index) -> list[SSAValue]:
+        """`ref[idx] = value`; returns no loop-carried values (a loop body that only stores)."""
+        self.builder.insert(memref.StoreOp.get(value, ref, list(idx)))
+        return []
 
-    def window_bounds(self, positions: Sequence[tuple[SSAValue, int, bool, bool]]) -> SSAValue | None:
-        """The i1 `0 <= p < size` over the checks that can fail, or None when none can."""
-        conds = []
-        for pos, size, check_low, check_high in positions:
-            if check_low:
-                conds.append(self.compare("sge", pos, self.index(0)))
-            if check_high:
-                conds.append(self.compare("slt", pos, self.index(size)))
-        return self.all_of(conds) if conds else None
-
-    def guarded(
-        self, inside: SSAValue | None, accs: list[SSAValue], update: Callable[[], list[SSAValue]]
-    ) -> list[SSAValue]:
-        """`update()` where the window position is inside the input, else the accs unchanged."""
-        if inside is None:
-            return update()
-        return self.if_else(inside, [a.type for a in accs], update, lambda: list(accs))
+    def conv_channel_base(self, op: relay.Conv2DOp, o: SSAValue) -> SSAValue:
+        """The first input channel of output channel `o`'s group."""
+        out_c, in_c = shape_of(op.weight)[:2]
+        group = self.div_const(o, out_c // op.group_count) if op.group_count > 1 else self.index(0)
+        return self.mul_const(group, in_c)
 
     def conv2d(self, op: relay.Conv2DOp, idx: list[SSAValue]) -> SSAValue:
+        """One output element: a sum over the input channels and the window taps inside the
+        input (the padding contributes zeros, so its taps are skipped by the loop bounds)."""
         n, o, oh, ow = idx
         _, _, height, width = shape_of(op.data)
-        out_c, in_c, kh, kw = shape_of(op.weight)
+        _, in_c, kh, kw = shape_of(op.weight)
         (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
         top, left, _, _ = op.padding_values
-        _, _, out_h, out_w = shape_of(op.res)
-        group = self.div_const(o, out_c // op.group_count) if op.group_count > 1 else self.index(0)
-        channel_base = self.mul_const(group, in_c)  # the group's first input channel
-        checks = _window_checks(out_h, out_w, height, width, kh, kw, sh, sw, dh, dw, top, left)
+        channel_base = self.conv_channel_base(op, o)
+        row0 = self.add_const(self.mul_const(oh, sh), -top)  # the input row of tap row 0
+        col0 = self.add_const(self.mul_const(ow, sw), -left)
 
         def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
             c, i, j = ivs
-            ih, iw = self.window_position(oh, i, sh, top, dh), self.window_position(ow, j, sw, left, dw)
-            inside = self.window_bounds([(ih, height, *checks[0]), (iw, width, *checks[1])])
+            ih, iw = self.add(row0, self.mul_const(i, dh)), self.add(col0, self.mul_const(j, dw))
+            x = self.value_at(op.data, [n, self.add(channel_base, c), ih, iw])
+            w = self.value_at(op.weight, [o, c, i, j])
+            return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(x, w))))]
 
-            def update() -> list[SSAValue]:
-                x = self.value_at(op.data, [n, self.add(channel_base, c), ih, iw])
-                w = self.value_at(op.weight, [o, c, i, j])
-                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(x, w))))]
+        rows, cols = self.window_range(row0, dh, height, kh), self.window_range(col0, dw, width, kw)
+        return self.loops([in_c, rows, cols], [self.f32(0.0)], step)[0]
 
-            return self.guarded(inside, accs, update)
+    def store_conv_rows(self, op: relay.Conv2DOp, root: SSAValue, row: list[SSAValue], out: SSAValue) -> None:
+        """The work item of output row `row` = (n, o, oh) of a group whose anchor is `op` and
+        whose result `root` has the conv's shape. Two scratch rows: the output row's sums,
+        and an input row with its padding as zeros (`padded[left + iw] = data[.., ih, iw]`):
 
-        return self.loops([in_c, kh, kw], [self.f32(0.0)], step)[0]
+            for c, for i in <the window rows inside the input>:
+                padded[left:left + width] = data[n, c, ih, :]
+                for j:  acc[ow] += padded[ow * sw + j * dw] * weight[o, c, i, j]  for every ow
+
+        then a last loop stores `root` at each (row, ow), reading the conv value from `acc`.
+        The innermost loop has a constant trip count, walks both rows with unit stride (for
+        stride 1), tests nothing and carries nothing, so C and OpenCL compilers vectorise it
+        without reordering a sum: the i-k-j order of a matrix multiply. The copy costs one
+        load per kw multiply-adds. One element per work item with the taps innermost and a
+        test per tap ran at 1-4 GFLOP/s; this order at 11-15 (bench/kernels.py). A consumer
+        that reads the conv at another index (a transpose of a square result) recomputes
+        that element with `conv2d`.
+        """
+        n, o, oh = row
+        _, _, height, width = shape_of(op.data)
+        _, in_c, kh, kw = shape_of(op.weight)
+        (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
+        top, left, _, _ = op.padding_values
+        out_w = shape_of(op.res)[3]
+        padded_w = (out_w - 1) * sw + (kw - 1) * dw + 1  # the input columns the windows span
+        copied = max(0, min(width, padded_w - left))  # input columns inside them
+        acc = self.emit(memref.AllocaOp.get(f32, shape=[out_w]))
+        padded = self.emit(memref.AllocaOp.get(f32, shape=[padded_w]))
+        zero = self.f32(0.0)
+        self.loops([out_w], [], lambda ows, _: self.store(zero, acc, ows))
+        for lo, hi in ((0, min(left, padded_w)), (left + copied, padded_w)):  # the padding
+            if lo < hi:
+                self.loops([(self.index(lo), self.index(hi))], [], lambda ps, _: self.store(zero, padded, ps))
+        channel_base = self.conv_channel_base(op, o)
+        row0 = self.add_const(self.mul_const(oh, sh), -top)
+
+        def input_row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            c, i = ivs
+            ih = self.add(row0, self.mul_const(i, dh))
+            channel = self.add(channel_base, c)
+            self.loops(
+                [copied], [],
+                lambda qs, _: self.store(self.value_at(op.data, [n, channel, ih, qs[0]]), padded, [self.add_const(qs[0], left)]),
+            )  # fmt: skip
+            return self.loops([kw], [], lambda js, _: tap(c, i, js[0]))
+
+        def tap(c: SSAValue, i: SSAValue, j: SSAValue) -> list[SSAValue]:
+            w = self.value_at(op.weight, [o, c, i, j])
+            first = self.mul_const(j, dw)  # the padded column of tap j at ow = 0
+
+            def accumulate(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                x = self.emit(memref.LoadOp.get(padded, [self.add(first, self.mul_const(ows[0], sw))]))
+                total = self.emit(memref.LoadOp.get(acc, ows))
+                return self.store(self.emit(arith.AddfOp(total, self.emit(arith.MulfOp(x, w)))), acc, ows)
+
+            return self.loops([out_w], [], accumulate)
+
+        self.loops([in_c, self.window_range(row0, dh, height, kh)], [], input_row)
+
+        def store(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            idx = [*row, ows[0]]
+            self.scopes[-1].memo[(op.res, tuple(idx))] = self.emit(memref.LoadOp.get(acc, ows))
+            return self.store(self.value_at(root, idx), out, idx)
+
+        self.loops([out_w], [], store)
 
     def pool2d(self, op: relay.Pool2DOp, idx: list[SSAValue]) -> SSAValue:
+        """Max or average over the window taps inside the input (average: of those taps only)."""
         n, c, oh, ow = idx
         _, _, height, width = shape_of(op.data)
         (kh, kw), (sh, sw) = op.window, op.stride_values
         top, left, _, _ = op.padding_values
-        _, _, out_h, out_w = shape_of(op.res)
-        checks = _window_checks(out_h, out_w, height, width, kh, kw, sh, sw, 1, 1, top, left)
-        is_max = isinstance(op, relay.MaxPool2DOp)
-        if is_max:
-            # Start from a position always inside: the window's first row and column, clamped to 0.
-            first = [n, c, self.clamp_low(oh, sh, top), self.clamp_low(ow, sw, left)]
-            inits = [self.value_at(op.data, first)]
-        else:
-            inits = [self.f32(0.0), self.f32(0.0)]  # sum and count of the positions inside
+        row0 = self.add_const(self.mul_const(oh, sh), -top)
+        col0 = self.add_const(self.mul_const(ow, sw), -left)
+        rows, cols = self.window_range(row0, 1, height, kh), self.window_range(col0, 1, width, kw)
 
-        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            i, j = ivs
-            ih, iw = self.window_position(oh, i, sh, top, 1), self.window_position(ow, j, sw, left, 1)
-            inside = self.window_bounds([(ih, height, *checks[0]), (iw, width, *checks[1])])
+        def at(i: SSAValue, j: SSAValue) -> SSAValue:
+            return self.value_at(op.data, [n, c, self.add(row0, i), self.add(col0, j)])
 
-            def update() -> list[SSAValue]:
-                x = self.value_at(op.data, [n, c, ih, iw])
-                if is_max:
-                    return [self.emit(arith.MaximumfOp(accs[0], x))]
-                return [self.emit(arith.AddfOp(accs[0], x)), self.emit(arith.AddfOp(accs[1], self.f32(1.0)))]
+        if isinstance(op, relay.MaxPool2DOp):
+            # Start from the first tap inside (padding is smaller than the window, so there is one).
+            (peak,) = self.loops(
+                [rows, cols], [at(rows[0], cols[0])], lambda ivs, accs: [self.emit(arith.MaximumfOp(accs[0], at(*ivs)))]
+            )
+            return peak
+        (total,) = self.loops(
+            [rows, cols], [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], at(*ivs)))]
+        )
+        return self.emit(arith.DivfOp(total, self.index_to_f32(self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0])))))
 
-            return self.guarded(inside, accs, update)
-
-        accs = self.loops([kh, kw], inits, step)
-        return accs[0] if is_max else self.emit(arith.DivfOp(accs[0], accs[1]))
-
-    def clamp_low(self, out: SSAValue, stride: int, pad: int) -> SSAValue:
-        """`max(out * stride - pad, 0)`, the first window row (or column) inside the input."""
-        start = self.window_position(out, self.index(0), stride, pad, 1)
-        if pad == 0:
-            return start
-        negative = self.compare("slt", start, self.index(0))
-        return self.select(negative, self.index(0), start)
+    def index_to_f32(self, value: SSAValue) -> SSAValue:
+        known = self.known.get(value)
+        if known is not None:
+            return self.f32(float(known))
+        return self.emit(arith.SIToFPOp(self.emit(arith.IndexCastOp(value, i64)), f32))
 
     def global_avg_pool2d(self, op: relay.GlobalAvgPool2DOp, idx: list[SSAValue]) -> SSAValue:
         n, c, _, _ = idx
@@ -571,18 +658,6 @@ class GroupEmitter(KernelBuilder):
 
     def constant(self, op: relay.ConstantOp, idx: list[SSAValue]) -> SSAValue:
         return self.f32(float(op.value.get_values()[0]))  # a splat (checked by the pass)
-
-
-def _window_checks(
-    out_h: int, out_w: int, height: int, width: int, kh: int, kw: int,
-    sh: int, sw: int, dh: int, dw: int, top: int, left: int,
-) -> tuple[tuple[bool, bool], tuple[bool, bool]]:
-    """Per axis, whether a window position can fall before the input / past its end."""
-
-    def axis(out: int, size: int, k: int, s: int, d: int, pad: int) -> tuple[bool, bool]:
-        return pad > 0, (out - 1) * s - pad + (k - 1) * d >= size
-
-    return axis(out_h, height, kh, sh, dh, top), axis(out_w, width, kw, sw, dw, left)
 
 
 DISPATCH: list[tuple[type[Operation] | tuple[type[Operation], ...], Callable]] = [

@@ -363,6 +363,9 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     _conv("conv2d", "1x2x5x5", "3x2x3x3", "", "1x3x3x3"),
     _conv("conv2d_strided_padded", "1x2x5x5", "2x2x3x3", "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", "1x2x3x3"),
     _conv("conv2d_dilated_grouped", "1x4x5x5", "4x2x2x2", "{groups = 2 : i64, dilation = array<i64: 2, 1>, padding = array<i64: 0, 1, 1, 0>}", "1x4x4x5"),
+    # at least 4 wide: a work item per output row, through scratch rows
+    _conv("conv2d_rows_padded", "1x2x6x7", "3x2x3x3", "{padding = array<i64: 1, 2, 3, 1>}", "1x3x8x8"),
+    _conv("conv2d_rows_strided_dilated_grouped", "1x4x9x11", "4x2x3x2", "{groups = 2 : i64, strides = array<i64: 2, 1>, dilation = array<i64: 1, 2>, padding = array<i64: 1, 0, 2, 3>}", "1x4x5x12"),
     GroupCase("max_pool2d", "x:1x2x5x5", "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>"),
     GroupCase("avg_pool2d", "x:2x1x4x4", "%r = relay.nn.avg_pool2d %x {pool_size = array<i64: 2, 3>, padding = array<i64: 1, 1, 0, 1>} : (tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>"),
     GroupCase("global_avg_pool2d", "x:2x3x4x5", "%r = relay.nn.global_avg_pool2d %x : (tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32>"),

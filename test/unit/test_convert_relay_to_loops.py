@@ -89,7 +89,10 @@ def check_kernel_form(module) -> None:
         assert 1 <= len(ops[-2].lowerBound) <= 3
         used = {op.name for op in kernel.walk()} - {"func.func"}
         assert used <= ALLOWED, used - ALLOWED
-        assert "memref.alloca" not in used  # producers are recomputed, never buffered
+        # producers are recomputed, never buffered; only a conv2d's output row accumulates
+        # in scratch (one work item per row: a rank-1 buffer)
+        scratch = [op.memref.type for op in kernel.walk() if op.name == "memref.alloca"]
+        assert all(ty.get_shape() == (ty.get_shape()[0],) for ty in scratch)
     assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
 
 
@@ -231,8 +234,19 @@ CONV_CASES = [
     ("1x2x3x3", "2x1x3x3", "{groups = 2 : i64, padding = array<i64: 2, 0, 0, 2>, dilation = array<i64: 2, 2>}", "1x2x1x1"),
 ]
 
+# Results at least MIN_ROW_WIDTH wide: a work item per output row (store_conv_rows).
+ROW_CONV_CASES = [
+    ("1x2x6x7", "3x2x3x3", "{padding = array<i64: 1, 2, 3, 1>}", "1x3x8x8"),  # every side, unequal
+    ("2x3x7x9", "2x3x3x2", "{strides = array<i64: 2, 3>, padding = array<i64: 2, 1, 0, 2>}", "2x2x4x4"),
+    ("1x2x6x9", "2x2x2x3", "{dilation = array<i64: 2, 3>, padding = array<i64: 1, 2, 1, 2>}", "1x2x6x7"),
+    ("1x4x5x6", "6x2x3x3", "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 2>}", "1x6x5x3"),
+    ("1x6x4x8", "6x2x1x3", "{groups = 3 : i64, strides = array<i64: 1, 2>, dilation = array<i64: 1, 2>, padding = array<i64: 0, 3, 0, 0>}", "1x6x4x4"),
+    ("1x1x3x4", "2x1x2x2", "{padding = array<i64: 3, 4, 3, 4>}", "1x2x8x11"),  # rows and columns of padding only
+    ("1x2x5x16", "1x2x3x3", "{strides = array<i64: 1, 4>}", "1x1x3x4"),  # input columns no window reads
+]
 
-@pytest.mark.parametrize("data,weight,attrs,result", CONV_CASES)
+
+@pytest.mark.parametrize("data,weight,attrs,result", CONV_CASES + ROW_CONV_CASES)
 def test_conv2d(data: str, weight: str, attrs: str, result: str) -> None:
     body = f"%r = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"
     check_lowering(fused_module(f"x:{data} w:{weight}", body))
@@ -276,6 +290,25 @@ def test_conv2d_bias_add_relu() -> None:
     %b1 = relay.nn.bias_add %c, %b : ({t('1x3x3x3')}, {t('3')}) -> {t('1x3x3x3')}
     %r = relay.nn.relu %b1 : {t('1x3x3x3')}"""
     check_lowering(fused_module("x:1x2x5x3 w:3x2x3x3 b:3", body, "fused_nn_conv2d_nn_bias_add_nn_relu"))
+
+
+def test_wide_conv2d_computes_a_row_per_work_item() -> None:
+    """The nest spans all axes but the width; the sums accumulate in a scratch row."""
+    body = f"%r = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t('1x2x4x5')}, {t('3x2x3x3')}) -> {t('1x3x4x5')}"
+    module = lower(fused_module("x:1x2x4x5 w:3x2x3x3", body))
+    (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [3, 4]
+    scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
+    assert scratch == [(5,), (7,)]  # the output row, the input row with its padding
+    assert not any(isinstance(op, scf.IfOp) for op in module.walk())
+
+
+def test_conv2d_read_at_another_index_is_recomputed() -> None:
+    """A transpose of a square conv result reads the conv off the row: computed per element."""
+    body = f"""
+    %c = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 0, 1, 0>}} : ({t('1x2x4x6')}, {t('2x2x3x3')}) -> {t('1x2x4x4')}
+    %r = relay.transpose %c {{axes = array<i64: 0, 1, 3, 2>}} : ({t('1x2x4x4')}) -> {t('1x2x4x4')}"""
+    check_lowering(fused_module("x:1x2x4x6 w:2x2x3x3", body))
 
 
 def test_dense_add_tanh() -> None:

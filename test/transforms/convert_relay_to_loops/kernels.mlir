@@ -37,35 +37,65 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// conv2d + bias_add + relu: the parallel loop spans the result's axes but the size-1 batch; the
-// convolution is an scf.for nest with an accumulator inside the work item, padded positions are
-// skipped with scf.if, and the epilogue runs on the sum.
+// conv2d + bias_add + relu, 4 wide: a work item per output row, so the parallel loop spans
+// the result's axes but the size-1 batch and the width. The sums accumulate in a scratch row;
+// for each input channel and window row inside the input (bounds from index min/max, no test
+// per tap), the input row is copied into a zero-padded scratch row, and each tap adds
+// weight * padded row to the whole output row. The epilogue runs on the row's sums.
 
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
 // CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
 // CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
 // CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
-// CHECK:         "scf.parallel"(%[[C0]], %[[C0]], %[[C0]], %[[C3]], %[[C4]], %[[C4]],
-// CHECK-NEXT:    ^{{.*}}(%[[O:.*]]: index, %[[H:.*]]: index, %[[W0:.*]]: index):
-// CHECK:             %[[SUM:.*]] = scf.for %[[C:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
-// CHECK:               scf.for
-// CHECK:                 scf.for
-// CHECK:                   arith.cmpi sge
-// CHECK:                   arith.select %{{.*}}, %{{.*}}, %{{.*}} : i1
-// CHECK:                   scf.if %{{.*}} -> (f32) {
-// CHECK:                     memref.load %[[X]]
-// CHECK:                     memref.load %[[W]][%[[O]], %[[C]],
-// CHECK:                     arith.mulf
-// CHECK:                     arith.addf
-// CHECK:                   } else {
-// CHECK:             %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
+// CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
+// CHECK-DAG:     %[[CM1:.*]] = arith.constant -1 : index
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         "scf.parallel"(%[[C0]], %[[C0]], %[[C3]], %[[C4]], %[[C1]], %[[C1]])
+// CHECK-NEXT:    ^{{.*}}(%[[O:.*]]: index, %[[H:.*]]: index):
+// CHECK-NEXT:      %[[ACC:.*]] = memref.alloca() : memref<4xf32>
+// CHECK-NEXT:      %[[ROW:.*]] = memref.alloca() : memref<6xf32>
+// CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:        memref.store %[[ZERO]], %[[ACC]][%[[Q]]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C0]] to %[[C1]] step %[[C1]] {
+// CHECK-NEXT:        memref.store %[[ZERO]], %[[ROW]][%[[Q]]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C5]] to %{{.*}} step %[[C1]] {
+// CHECK-NEXT:        memref.store %[[ZERO]], %[[ROW]][%[[Q]]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      %[[ROW0:.*]] = arith.addi %[[H]], %[[CM1]] : index
+// CHECK:           %[[LO:.*]] = arith.select %{{.*}}, %[[C0]], %{{.*}} : index
+// CHECK:           %[[HI:.*]] = arith.select %{{.*}}, %[[C3]], %{{.*}} : index
+// CHECK-NEXT:      scf.for %[[C:.*]] = %[[C0]] to %[[C2]] step %[[C1]] {
+// CHECK-NEXT:        scf.for %[[I:.*]] = %[[LO]] to %[[HI]] step %[[C1]] {
+// CHECK-NEXT:          %[[IH:.*]] = arith.addi %[[ROW0]], %[[I]] : index
+// CHECK-NEXT:          scf.for %[[Q:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:            %[[V:.*]] = memref.load %[[X]][%[[C0]], %[[C]], %[[IH]], %[[Q]]]
+// CHECK-NEXT:            %[[P:.*]] = arith.addi %[[Q]], %[[C1]] : index
+// CHECK-NEXT:            memref.store %[[V]], %[[ROW]][%[[P]]]
+// CHECK-NEXT:          }
+// CHECK-NEXT:          scf.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] {
+// CHECK-NEXT:            %[[WV:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[J]]]
+// CHECK-NEXT:            scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:              %[[P:.*]] = arith.addi %[[J]], %[[OW]] : index
+// CHECK-NEXT:              %[[XV:.*]] = memref.load %[[ROW]][%[[P]]]
+// CHECK-NEXT:              %[[SUM:.*]] = memref.load %[[ACC]][%[[OW]]]
+// CHECK-NEXT:              %[[M:.*]] = arith.mulf %[[XV]], %[[WV]] : f32
+// CHECK-NEXT:              %[[S:.*]] = arith.addf %[[SUM]], %[[M]] : f32
+// CHECK-NEXT:              memref.store %[[S]], %[[ACC]][%[[OW]]]
+// CHECK:           scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:        %[[SUM:.*]] = memref.load %[[ACC]][%[[OW]]]
+// CHECK-NEXT:        %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
 // CHECK-NEXT:        %[[V:.*]] = arith.addf %[[SUM]], %[[BIAS]] : f32
-// CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[V]], %{{.*}} : f32
-// CHECK-NEXT:        memref.store %[[R]], %[[OUT]][%[[C0]], %[[O]], %[[H]], %[[W0]]]
+// CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[V]], %[[ZERO]] : f32
+// CHECK-NEXT:        memref.store %[[R]], %[[OUT]][%[[C0]], %[[O]], %[[H]], %[[OW]]]
 // CHECK-NOT:     "scf.parallel"
+// CHECK-NOT:     scf.if
 // CHECK:         func.return
 func.func @conv_bias_relu(%d: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x4x4xf32> {
   %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {
