@@ -137,7 +137,7 @@ class RelayFunctions(InterpreterFunctions):
 
     @impl(relay.TransposeOp)
     def run_transpose(self, interp: Interpreter, op: relay.TransposeOp, args: PythonValues) -> PythonValues:
-        return (np.ascontiguousarray(np.transpose(args[0], op.permutation)),)
+        return (np.array(np.transpose(args[0], op.permutation), order="C"),)
 
     @impl(relay.SqueezeOp)
     def run_squeeze(self, interp: Interpreter, op: relay.SqueezeOp, args: PythonValues) -> PythonValues:
@@ -149,11 +149,11 @@ class RelayFunctions(InterpreterFunctions):
 
     @impl(relay.BroadcastToOp)
     def run_broadcast_to(self, interp: Interpreter, op: relay.BroadcastToOp, args: PythonValues) -> PythonValues:
-        return (np.ascontiguousarray(np.broadcast_to(args[0], op.res.type.get_shape())),)
+        return (np.array(np.broadcast_to(args[0], op.res.type.get_shape()), order="C"),)
 
     @impl(relay.StridedSliceOp)
     def run_strided_slice(self, interp: Interpreter, op: relay.StridedSliceOp, args: PythonValues) -> PythonValues:
-        return (np.ascontiguousarray(args[0][op.slices()]),)
+        return (np.array(args[0][op.slices()], order="C"),)
 
     @impl(relay.ConcatenateOp)
     def run_concatenate(self, interp: Interpreter, op: relay.ConcatenateOp, args: PythonValues) -> PythonValues:
@@ -264,7 +264,7 @@ def _check_input(name: str, ty: TensorType, value: np.ndarray) -> np.ndarray:
         raise InputError(f"input %{name} must have shape {list(expected)} ({ty}), but has shape {list(array.shape)}")
     if array.dtype != np.float32:
         raise InputError(f"input %{name} must be float32 ({ty}), but has dtype {array.dtype}")
-    return np.ascontiguousarray(array)
+    return np.array(array, order="C")  # ascontiguousarray would make a rank-0 input rank 1
 
 
 def interpret(

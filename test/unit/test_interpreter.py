@@ -191,6 +191,13 @@ def test_broadcast_to(shape, target):
     np.testing.assert_array_equal(run_op("relay.broadcast_to", [x], target), expected)
 
 
+@pytest.mark.parametrize("shape, target", [((), ()), ((), (2,)), ((), (3, 1))])
+def test_rank0_inputs_and_results_keep_their_rank(shape, target):
+    """numpy's ascontiguousarray turns rank 0 into rank 1; the interpreter must not."""
+    x = np.full(shape, 1.5, np.float32)
+    np.testing.assert_array_equal(run_op("relay.broadcast_to", [x], target), np.full(target, 1.5, np.float32))
+
+
 def list_slice(values, slices):
     """Python list slicing, axis by axis: an implementation independent of numpy."""
     if not slices:
