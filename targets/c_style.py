@@ -204,8 +204,6 @@ class CStyleEmitter:
     # Lines before an innermost loop whose iter_args are reductions ({} = one clause per
     # variable, `reduction(+:acc)`), letting the compiler reorder them and vectorise; or None.
     reduction_pragma: ClassVar[tuple[str, ...] | None] = None
-    # Independent partial accumulators for such a loop (0: none), see `split_reduction`.
-    reduction_partials: ClassVar[int] = 0
     # Pure ops as expressions over their operands' C expressions.
     code_for_op: ClassVar[dict[type[Operation], Expr]]
 
@@ -214,7 +212,7 @@ class CStyleEmitter:
         self.lines: list[str] = []
         self.depth = 0
         self.names: dict[SSAValue, str] = {}
-        self.redeclared = 0
+        self.next_number = 0
         self.dead = dead_ops(kernel)
 
     # --- entry point ---
@@ -268,9 +266,10 @@ class CStyleEmitter:
     def declare(self, value: SSAValue, prefix: str = "v") -> str:
         """Gives `value` a fresh C name (its SSA name plus a number, so none collide)."""
         hint = re.sub(r"\W", "_", value.name_hint or "")
-        if value in self.names:  # printed again (a split reduction's body copies)
-            self.redeclared += 1
-        number = len(self.names) + self.redeclared  # grows with every call: names are unique
+        # Numbers grow with every call, so names are unique even for a value printed again
+        # (the body copies of OpenCL's split reductions).
+        number = self.next_number = max(len(self.names), self.next_number)
+        self.next_number += 1
         name = f"{hint}_{number}" if hint else f"{prefix}{number}"
         self.names[value] = name
         return name
@@ -459,74 +458,10 @@ class CStyleEmitter:
         self.discard_unused(op.res)
 
     def split_reduction(self, op: scf.ForOp, combines: list[type[Operation]]) -> bool:
-        """Prints a reduction loop with `reduction_partials` (P) independent accumulators per
-        iter_arg, if it has constant bounds, at least P trips and a small body; else False.
-
-        Iteration k of the main loop runs the body P times, copy u updating partial u at
-        index k + u; then the partials fold pairwise into the accumulator and a remainder
-        loop does the last trips % P iterations on it:
-
-            float acc_p0 = 0.0f, ..., acc_p15 = 0.0f;
-            for (long k = 0; k < 784; k += 16) { <body at k into acc_p0> ... <at k+15 into acc_p15> }
-            acc = acc + ((acc_p0 + acc_p1) + ...);
-            for (long k = 784; k < 790; k++) { <body into acc> }
-
-        This reassociates a float sum on purpose, as `#pragma omp simd reduction` does in C:
-        an OpenCL compiler must keep the order of a one-accumulator loop, so a dot product of
-        one work-item stays a chain of dependent scalar adds (PoCL: a dense layer at 1.6-3
-        GFLOP/s); P independent chains are what LLVM's SLP vectoriser packs into one vector
-        register (16 partials: 37 GFLOP/s; 8 and 4 fill half and a quarter of an AVX-512
-        register: about 20 and 9; bench/kernels.py). Max and min start their partials from
-        the initial value (both are idempotent), sums from 0 and products from 1.
-        """
-        ways = self.reduction_partials
-        bounds = [_constant_int(v) for v in (op.lb, op.ub, op.step)]
-        block = op.body.block
-        if ways < 2 or None in bounds or len(block.ops) * ways > SPLIT_BODY_BUDGET:
-            return False
-        if not all(isinstance(r.type, Float32Type) for r in op.res):
-            return False
-        lb, ub, step = bounds
-        trips = max(0, -(-(ub - lb) // step))
-        if trips < ways:
-            return False
-        iv, *carried = block.args
-        accumulators = [self.names[r] for r in op.res]
-        partials = [[f"{acc}_p{u}" for u in range(ways)] for acc in accumulators]
-        for acc, combine, names in zip(accumulators, combines, partials):
-            start = REDUCTION_IDENTITY.get(combine, acc)
-            self.line(f"float {', '.join(f'{n} = {start}' for n in names)};")
-        main_end = lb + trips // ways * ways * step
-        i = self.declare(iv, "i")
-        self.line(f"for ({self.index_type} {i} = {lb}; {i} < {main_end}; {i} += {ways * step}) {{")
-        self.depth += 1
-        for u in range(ways):
-            if u > 0:
-                self.line(f"const {self.index_type} {i}_{u} = {i} + {u * step};")
-                self.names[iv] = f"{i}_{u}"
-            for res, arg, names in zip(op.res, carried, partials):
-                self.names[res] = self.names[arg] = names[u]
-            for inner in block.ops:
-                self.emit(inner)
-        self.depth -= 1
-        self.line("}")
-        for res, arg, acc, combine, names in zip(op.res, carried, accumulators, combines, partials):
-            self.names[res] = self.names[arg] = acc
-            self.line(f"{acc} = {self.fold(combine, [acc, self.fold(combine, names)])};")
-        if main_end < ub:
-            i = self.declare(iv, "i")
-            inc = f"{i}++" if step == 1 else f"{i} += {step}"
-            self.line(f"for ({self.index_type} {i} = {main_end}; {i} < {ub}; {inc}) {{")
-            self.body(block)
-            self.line("}")
-        return True
-
-    def fold(self, combine: type[Operation], terms: list[str]) -> str:
-        """`terms` combined pairwise (a balanced tree, so the adds are independent)."""
-        while len(terms) > 1:
-            pairs = [terms[n : n + 2] for n in range(0, len(terms), 2)]
-            terms = [f"({self.code_for_op[combine](*p)})" if len(p) == 2 else p[0] for p in pairs]
-        return terms[0]
+        """Prints a pure reduction loop (`combines`: the op class combining each iter_arg) in a
+        language's own reordered form and returns True, or returns False to print it as it is
+        (the default; OpenCL splits it into vector lanes)."""
+        return False
 
     @emit.register
     def _(self, op: scf.ParallelOp) -> None:
@@ -606,15 +541,6 @@ REDUCTION_OPERATORS: dict[type[Operation], str] = {
 }  # fmt: skip
 
 
-# The value partial accumulators of a split reduction start from (max and min: the initial
-# value, which they may see twice).
-REDUCTION_IDENTITY: dict[type[Operation], str] = {arith.AddfOp: "0.0f", arith.MulfOp: "1.0f"}
-
-# A split reduction prints its body `reduction_partials` times; above this many ops in all,
-# the loop stays as it is (the copies would cost compile time for little gain).
-SPLIT_BODY_BUDGET = 512
-
-
 def reduction_combines(loop: scf.ForOp) -> list[type[Operation]] | None:
     """For an innermost loop whose only loop-carried dependences are reductions into its
     iter_args, the op class combining each (a key of `REDUCTION_OPERATORS`); else None. No
@@ -638,7 +564,7 @@ def reduction_combines(loop: scf.ForOp) -> list[type[Operation]] | None:
     return combines
 
 
-def _constant_int(value: SSAValue) -> int | None:
+def constant_int(value: SSAValue) -> int | None:
     op = value.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data

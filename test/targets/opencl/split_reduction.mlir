@@ -1,7 +1,9 @@
 // RUN: opt-tool %s --split-input-file -t opencl | filecheck %s
 
-// A pure reduction loop of at least 16 trips becomes 16 partial accumulators, folded pairwise
-// into the accumulator after the main loop, then a remainder loop for the last trips % 16.
+// A pure reduction loop of at least 16 trips accumulates 16 iterations at a time in the lanes
+// of a float16: the body is printed 16 times without its combine, the 16 values combine into
+// the vector, the lanes fold pairwise into the accumulator after the main loop, and a
+// remainder loop does the last trips % 16.
 
 // 20 trips (lb 1, step 2): one main iteration of 16 copies, then 4 remainder trips.
 func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
@@ -25,19 +27,16 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 
 // CHECK-LABEL: __kernel void sum_with_remainder(
 // CHECK:       float [[ACC:sum_[0-9]+]] = 0.5f;
-// CHECK-NEXT:  float [[ACC]]_p0 = 0.0f, [[ACC]]_p1 = 0.0f, {{.*}}, [[ACC]]_p15 = 0.0f;
+// CHECK-NEXT:  float16 [[ACC]]_v = (float16)(0.0f);
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 1; [[J]] < 33; [[J]] += 32) {
 // CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
-// CHECK-NEXT:    float [[N0:n_[0-9]+]] = [[ACC]]_p0 + [[X0]];
-// CHECK-NEXT:    [[ACC]]_p0 = [[N0]];
 // CHECK-NEXT:    const long [[J]]_1 = [[J]] + 2;
 // CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J]]_1];
-// CHECK-NEXT:    float [[N1:n_[0-9]+]] = [[ACC]]_p1 + [[X1]];
-// CHECK-NEXT:    [[ACC]]_p1 = [[N1]];
 // CHECK:         const long [[J]]_15 = [[J]] + 30;
-// CHECK:         [[ACC]]_p15 = {{n_[0-9]+}};
+// CHECK-NEXT:    float [[X15:x_[0-9]+]] = in0[[[J]]_15];
+// CHECK-NEXT:    [[ACC]]_v = [[ACC]]_v + (float16)([[X0]], [[X1]], {{.*}}, [[X15]]);
 // CHECK-NEXT:  }
-// CHECK-NEXT:  [[ACC]] = ([[ACC]] + (((([[ACC]]_p0 + [[ACC]]_p1) + ([[ACC]]_p2 + [[ACC]]_p3)) + (([[ACC]]_p4 + [[ACC]]_p5) + ([[ACC]]_p6 + [[ACC]]_p7))) + ((([[ACC]]_p8 + [[ACC]]_p9) + ([[ACC]]_p10 + [[ACC]]_p11)) + (([[ACC]]_p12 + [[ACC]]_p13) + ([[ACC]]_p14 + [[ACC]]_p15)))));
+// CHECK-NEXT:  [[ACC]] = ([[ACC]] + (((([[ACC]]_v.s0 + [[ACC]]_v.s1) + ([[ACC]]_v.s2 + [[ACC]]_v.s3)) + (([[ACC]]_v.s4 + [[ACC]]_v.s5) + ([[ACC]]_v.s6 + [[ACC]]_v.s7))) + ((([[ACC]]_v.s8 + [[ACC]]_v.s9) + ([[ACC]]_v.sa + [[ACC]]_v.sb)) + (([[ACC]]_v.sc + [[ACC]]_v.sd) + ([[ACC]]_v.se + [[ACC]]_v.sf)))));
 // CHECK-NEXT:  for (long [[R:j_[0-9]+]] = 33; [[R]] < 40; [[R]] += 2) {
 // CHECK-NEXT:    float [[X:x_[0-9]+]] = in0[[[R]]];
 // CHECK-NEXT:    float [[N:n_[0-9]+]] = [[ACC]] + [[X]];
@@ -68,11 +67,12 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 
 // CHECK-LABEL: __kernel void max_without_remainder(
 // CHECK:       float [[M:max_[0-9]+]] = (-INFINITY);
-// CHECK-NEXT:  float [[M]]_p0 = [[M]], [[M]]_p1 = [[M]], {{.*}}, [[M]]_p15 = [[M]];
+// CHECK-NEXT:  float16 [[M]]_v = (float16)([[M]]);
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 32; [[J]] += 16) {
 // CHECK:         const long [[J]]_15 = [[J]] + 15;
-// CHECK:       }
-// CHECK-NEXT:  [[M]] = (fmax([[M]], (fmax((fmax({{.*}}), {{.*}}))));
+// CHECK:         [[M]]_v = fmax([[M]]_v, (float16)({{.*}}));
+// CHECK-NEXT:  }
+// CHECK-NEXT:  [[M]] = (fmax([[M]], (fmax((fmax((fmax((fmax([[M]]_v.s0, [[M]]_v.s1)), {{.*}}, [[M]]_v.sf))))))))));
 // CHECK-NEXT:  out0[0] = [[M]];
 
 // -----
@@ -99,5 +99,5 @@ func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {rel
 // CHECK-LABEL: __kernel void short_sum(
 // CHECK:       float [[ACC:sum_[0-9]+]] = 0.0f;
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 15; [[J]]++) {
-// CHECK-NOT:   _p0
+// CHECK-NOT:   float16
 // CHECK:       out0[0] = [[ACC]];
