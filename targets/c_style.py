@@ -19,8 +19,9 @@ What the two languages differ in are class attributes of a `CStyleEmitter` subcl
 `targets/c.py`, `targets/opencl.py`): the kernel qualifier, the address-space prefix and pointer
 qualifier of buffers, how the outermost parallel dimensions are obtained (`for` loops in C,
 `get_global_id` with a bounds check in OpenCL), the spelling of each arithmetic op
-(`code_for_op`, e.g. `expf` against `exp`) and the pragma that lets C vectorise a reduction
-loop (`reduction_pragma`). Values nothing reads are left out, and unused parameters and loop
+(`code_for_op`, e.g. `expf` against `exp`), and how a pure reduction loop is made to
+vectorise: C's `#pragma omp simd reduction` (`reduction_pragma`), OpenCL's split of the loop
+into `float16` lanes (an override of `split_reduction`). Values nothing reads are left out, and unused parameters and loop
 results are cast to void, so gcc -Wall -Wextra is quiet. Ops are printed by a `singledispatchmethod` with
 one overload per op class, like xDSL's WGSL printer; an op no overload or `code_for_op` entry
 knows is a `CompileError` naming the op and the target.

@@ -24,7 +24,9 @@ item, and the result is stored with one `memref.store`. Two exceptions store a r
 work item, with a nest over all axes but one: a softmax result (the softmax axis; max, sum,
 then the row), and a group whose anchor is a conv2d of the result's shape and width at least
 MIN_ROW_WIDTH (the width axis; the row's sums accumulate in a scratch `memref.alloca` in an
-order that vectorises, then the group's result is stored along the row).
+order that vectorises, then the group's result is stored along the row; a work item takes
+the rows of CHANNEL_BLOCK output channels at once when they are wide, so its channel axis
+is the result's divided by the block).
 Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
 
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
@@ -170,7 +172,9 @@ def result_nest(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> s
 
     conv = row_anchor(group)
     if conv is not None:  # a work item per output row (see GroupEmitter.store_conv_rows)
-        return parallel_nest(emitter, shape[:-1], lambda row: emitter.store_conv_rows(conv, root, row, out))
+        block = channel_block(conv)
+        rows = (shape[0], shape[1] // block, shape[2])
+        return parallel_nest(emitter, rows, lambda row: emitter.store_conv_rows(conv, root, row, out, block))
 
     def store(idx: list[SSAValue]) -> None:
         emitter.builder.insert(memref.StoreOp.get(emitter.value_at(root, idx), out, idx))
@@ -190,6 +194,22 @@ def row_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
         if isinstance(op, relay.Conv2DOp) and op.res.type.get_shape() == shape and shape[3] >= MIN_ROW_WIDTH:
             return op
     return None
+
+
+# A conv2d work item computes the rows of this many output channels at once when its rows
+# are at least BLOCK_MIN_WIDTH wide: each copied input row then feeds four channels' taps
+# (C: 28 and 56 wide 9-15 -> 19-34 GFLOP/s; 14 wide, gcc's code for four short rows was
+# slower than for one, 15 -> 10).
+CHANNEL_BLOCK = 4
+BLOCK_MIN_WIDTH = 16
+
+
+def channel_block(conv: relay.Conv2DOp) -> int:
+    """How many output channels a work item of `conv` computes: CHANNEL_BLOCK when the rows
+    are wide enough and the channels of each conv group split into whole blocks, else 1."""
+    out_c, width = conv.res.type.get_shape()[1], conv.res.type.get_shape()[3]
+    per_group = out_c // conv.group_count
+    return CHANNEL_BLOCK if width >= BLOCK_MIN_WIDTH and per_group % CHANNEL_BLOCK == 0 else 1
 
 
 def parallel_nest(

@@ -550,25 +550,29 @@ class GroupEmitter(KernelBuilder):
         rows, cols = self.window_range(row0, dh, height, kh), self.window_range(col0, dw, width, kw)
         return self.loops([in_c, rows, cols], [self.f32(0.0)], step)[0]
 
-    def store_conv_rows(self, op: relay.Conv2DOp, root: SSAValue, row: list[SSAValue], out: SSAValue) -> None:
-        """The work item of output row `row` = (n, o, oh) of a group whose anchor is `op` and
-        whose result `root` has the conv's shape. Two scratch rows: the output row's sums,
-        and an input row with its padding as zeros (`padded[left + iw] = data[.., ih, iw]`):
+    def store_conv_rows(
+        self, op: relay.Conv2DOp, root: SSAValue, row: list[SSAValue], out: SSAValue, block: int = 1
+    ) -> None:
+        """The work item of output rows `row` = (n, ob, oh) of a group whose anchor is `op`
+        and whose result `root` has the conv's shape: the rows oh of output channels
+        ob * block + b for b < block (all in one conv group). Two kinds of scratch rows: the
+        output rows' sums, and an input row with its padding as zeros
+        (`padded[left + iw] = data[.., ih, iw]`):
 
             for c, for i in <the window rows inside the input>:
                 padded[left:left + width] = data[n, c, ih, :]
-                for j:  acc[ow] += padded[ow * sw + j * dw] * weight[o, c, i, j]  for every ow
+                for b, for j:  acc[b, ow] += padded[ow * sw + j * dw] * weight[o_b, c, i, j]  for every ow
 
-        then a last loop stores `root` at each (row, ow), reading the conv value from `acc`.
-        The innermost loop has a constant trip count, walks both rows with unit stride (for
-        stride 1), tests nothing and carries nothing, so C and OpenCL compilers vectorise it
-        without reordering a sum: the i-k-j order of a matrix multiply. The copy costs one
-        load per kw multiply-adds. One element per work item with the taps innermost and a
-        test per tap ran at 1-4 GFLOP/s; this order at 11-15 (bench/kernels.py). A consumer
-        that reads the conv at another index (a transpose of a square result) recomputes
-        that element with `conv2d`.
+        then a last loop stores `root` at each (n, o_b, oh, ow), reading the conv value from
+        `acc`. The innermost loop has a constant trip count, walks both rows with unit
+        stride (for stride 1), tests nothing and carries nothing, so C and OpenCL compilers
+        vectorise it without reordering a sum: the i-k-j order of a matrix multiply. The
+        copy costs one load per block * kw multiply-adds. One element per work item with the
+        taps innermost and a test per tap ran at 1-4 GFLOP/s; this order at 11-34
+        (bench/kernels.py). A consumer that reads the conv at another index (a transpose of
+        a square result) recomputes that element with `conv2d`.
         """
-        n, o, oh = row
+        n, ob, oh = row
         _, _, height, width = shape_of(op.data)
         _, in_c, kh, kw = shape_of(op.weight)
         (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
@@ -576,14 +580,23 @@ class GroupEmitter(KernelBuilder):
         out_w = shape_of(op.res)[3]
         padded_w = (out_w - 1) * sw + (kw - 1) * dw + 1  # the input columns the windows span
         copied = max(0, min(width, padded_w - left))  # input columns inside them
-        acc = self.emit(memref.AllocaOp.get(f32, shape=[out_w]))
+        acc = self.emit(memref.AllocaOp.get(f32, shape=[block, out_w]))
         padded = self.emit(memref.AllocaOp.get(f32, shape=[padded_w]))
         zero = self.f32(0.0)
-        self.loops([out_w], [], lambda ows, _: self.store(zero, acc, ows))
+
+        def each_channel(extents: list[Extent], body: Callable[..., list[SSAValue]]) -> None:
+            """Loops over the block's channels b (none for a block of 1) and `extents`."""
+            if block == 1:
+                self.loops(extents, [], lambda ivs, _: body(self.index(0), *ivs))
+            else:
+                self.loops([block, *extents], [], lambda ivs, _: body(*ivs))
+
+        each_channel([out_w], lambda b, ow: self.store(zero, acc, [b, ow]))
         for lo, hi in ((0, min(left, padded_w)), (left + copied, padded_w)):  # the padding
             if lo < hi:
                 self.loops([(self.index(lo), self.index(hi))], [], lambda ps, _: self.store(zero, padded, ps))
-        channel_base = self.conv_channel_base(op, o)
+        first_o = self.mul_const(ob, block)
+        channel_base = self.conv_channel_base(op, first_o)  # the block shares its conv group
         row0 = self.add_const(self.mul_const(oh, sh), -top)
 
         def input_row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -594,27 +607,28 @@ class GroupEmitter(KernelBuilder):
                 [copied], [],
                 lambda qs, _: self.store(self.value_at(op.data, [n, channel, ih, qs[0]]), padded, [self.add_const(qs[0], left)]),
             )  # fmt: skip
-            return self.loops([kw], [], lambda js, _: tap(c, i, js[0]))
+            each_channel([kw], lambda b, j: tap(c, i, b, j))
+            return []
 
-        def tap(c: SSAValue, i: SSAValue, j: SSAValue) -> list[SSAValue]:
-            w = self.value_at(op.weight, [o, c, i, j])
+        def tap(c: SSAValue, i: SSAValue, b: SSAValue, j: SSAValue) -> list[SSAValue]:
+            w = self.value_at(op.weight, [self.add(first_o, b), c, i, j])
             first = self.mul_const(j, dw)  # the padded column of tap j at ow = 0
 
             def accumulate(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
                 x = self.emit(memref.LoadOp.get(padded, [self.add(first, self.mul_const(ows[0], sw))]))
-                total = self.emit(memref.LoadOp.get(acc, ows))
-                return self.store(self.emit(arith.AddfOp(total, self.emit(arith.MulfOp(x, w)))), acc, ows)
+                total = self.emit(memref.LoadOp.get(acc, [b, ows[0]]))
+                return self.store(self.emit(arith.AddfOp(total, self.emit(arith.MulfOp(x, w)))), acc, [b, ows[0]])
 
             return self.loops([out_w], [], accumulate)
 
         self.loops([in_c, self.window_range(row0, dh, height, kh)], [], input_row)
 
-        def store(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            idx = [*row, ows[0]]
-            self.scopes[-1].memo[(op.res, tuple(idx))] = self.emit(memref.LoadOp.get(acc, ows))
+        def store(b: SSAValue, ow: SSAValue) -> list[SSAValue]:
+            idx = [n, self.add(first_o, b), oh, ow]
+            self.scopes[-1].memo[(op.res, tuple(idx))] = self.emit(memref.LoadOp.get(acc, [b, ow]))
             return self.store(self.value_at(root, idx), out, idx)
 
-        self.loops([out_w], [], store)
+        each_channel([out_w], store)
 
     def pool2d(self, op: relay.Pool2DOp, idx: list[SSAValue]) -> SSAValue:
         """Max or average over the window taps inside the input (average: of those taps only)."""

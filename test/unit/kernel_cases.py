@@ -366,6 +366,7 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     # at least 4 wide: a work item per output row, through scratch rows
     _conv("conv2d_rows_padded", "1x2x6x7", "3x2x3x3", "{padding = array<i64: 1, 2, 3, 1>}", "1x3x8x8"),
     _conv("conv2d_rows_strided_dilated_grouped", "1x4x9x11", "4x2x3x2", "{groups = 2 : i64, strides = array<i64: 2, 1>, dilation = array<i64: 1, 2>, padding = array<i64: 1, 0, 2, 3>}", "1x4x5x12"),
+    _conv("conv2d_channel_blocks_grouped", "1x4x5x18", "8x2x3x3", "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>}", "1x8x5x18"),
     GroupCase("max_pool2d", "x:1x2x5x5", "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>"),
     GroupCase("avg_pool2d", "x:2x1x4x4", "%r = relay.nn.avg_pool2d %x {pool_size = array<i64: 2, 3>, padding = array<i64: 1, 1, 0, 1>} : (tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>"),
     GroupCase("global_avg_pool2d", "x:2x3x4x5", "%r = relay.nn.global_avg_pool2d %x : (tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32>"),
@@ -381,6 +382,10 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
         %d = relay.nn.bias_add %c, %b : (tensor<1x4x6x6xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
         %r = relay.nn.relu %d : tensor<1x4x6x6xf32>"""),
+    GroupCase("conv_bias_relu_channel_blocks", "x:1x3x6x20 w:8x3x3x3 b:8", """
+        %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 2, 0, 1>} : (tensor<1x3x6x20xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x5x21xf32>
+        %d = relay.nn.bias_add %c, %b : (tensor<1x8x5x21xf32>, tensor<8xf32>) -> tensor<1x8x5x21xf32>
+        %r = relay.nn.relu %d : tensor<1x8x5x21xf32>"""),
     GroupCase("dense_add_tanh", "x:3x8 w:5x8 b:5", """
         %d = relay.nn.dense %x, %w : (tensor<3x8xf32>, tensor<5x8xf32>) -> tensor<3x5xf32>
         %a = relay.add %d, %b : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>

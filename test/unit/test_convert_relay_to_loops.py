@@ -89,10 +89,10 @@ def check_kernel_form(module) -> None:
         assert 1 <= len(ops[-2].lowerBound) <= 3
         used = {op.name for op in kernel.walk()} - {"func.func"}
         assert used <= ALLOWED, used - ALLOWED
-        # producers are recomputed, never buffered; only a conv2d's output row accumulates
-        # in scratch (one work item per row: a rank-1 buffer)
-        scratch = [op.memref.type for op in kernel.walk() if op.name == "memref.alloca"]
-        assert all(ty.get_shape() == (ty.get_shape()[0],) for ty in scratch)
+        # producers are recomputed, never buffered; only a conv2d's work item has scratch:
+        # its output rows (block x width) and one padded input row
+        scratch = [op.memref.type.get_shape() for op in kernel.walk() if op.name == "memref.alloca"]
+        assert not scratch or [len(shape) for shape in scratch] == [2, 1]
     assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
 
 
@@ -243,6 +243,10 @@ ROW_CONV_CASES = [
     ("1x6x4x8", "6x2x1x3", "{groups = 3 : i64, strides = array<i64: 1, 2>, dilation = array<i64: 1, 2>, padding = array<i64: 0, 3, 0, 0>}", "1x6x4x4"),
     ("1x1x3x4", "2x1x2x2", "{padding = array<i64: 3, 4, 3, 4>}", "1x2x8x11"),  # rows and columns of padding only
     ("1x2x5x16", "1x2x3x3", "{strides = array<i64: 1, 4>}", "1x1x3x4"),  # input columns no window reads
+    # at least 16 wide: blocks of 4 output channels, within each conv group
+    ("1x4x5x18", "8x2x3x3", "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>}", "1x8x5x18"),
+    ("2x2x4x17", "4x2x3x3", "{padding = array<i64: 0, 1, 2, 1>, dilation = array<i64: 1, 1>}", "2x4x4x17"),
+    ("1x2x4x17", "6x2x3x3", "{padding = array<i64: 0, 1, 2, 1>}", "1x6x4x17"),  # 6 channels: no block
 ]
 
 
@@ -299,8 +303,17 @@ def test_wide_conv2d_computes_a_row_per_work_item() -> None:
     (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [3, 4]
     scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
-    assert scratch == [(5,), (7,)]  # the output row, the input row with its padding
+    assert scratch == [(1, 5), (7,)]  # the output row, the input row with its padding
     assert not any(isinstance(op, scf.IfOp) for op in module.walk())
+
+
+def test_wide_conv2d_computes_rows_of_four_channels_per_work_item() -> None:
+    body = f"%r = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t('1x2x4x16')}, {t('8x2x3x3')}) -> {t('1x8x4x16')}"
+    module = lower(fused_module("x:1x2x4x16 w:8x2x3x3", body))
+    (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [2, 4]  # 8 channels / 4
+    scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
+    assert scratch == [(4, 16), (18,)]
 
 
 def test_conv2d_read_at_another_index_is_recomputed() -> None:

@@ -41,7 +41,8 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // the result's axes but the size-1 batch and the width. The sums accumulate in a scratch row;
 // for each input channel and window row inside the input (bounds from index min/max, no test
 // per tap), the input row is copied into a zero-padded scratch row, and each tap adds
-// weight * padded row to the whole output row. The epilogue runs on the row's sums.
+// weight * padded row to the whole output row. The epilogue runs on the row's sums. (Rows
+// 16 or more wide would be computed for blocks of 4 output channels; here a block is 1.)
 
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
@@ -57,10 +58,10 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:         "scf.parallel"(%[[C0]], %[[C0]], %[[C3]], %[[C4]], %[[C1]], %[[C1]])
 // CHECK-NEXT:    ^{{.*}}(%[[O:.*]]: index, %[[H:.*]]: index):
-// CHECK-NEXT:      %[[ACC:.*]] = memref.alloca() : memref<4xf32>
+// CHECK-NEXT:      %[[ACC:.*]] = memref.alloca() : memref<1x4xf32>
 // CHECK-NEXT:      %[[ROW:.*]] = memref.alloca() : memref<6xf32>
 // CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
-// CHECK-NEXT:        memref.store %[[ZERO]], %[[ACC]][%[[Q]]]
+// CHECK-NEXT:        memref.store %[[ZERO]], %[[ACC]][%[[C0]], %[[Q]]]
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C0]] to %[[C1]] step %[[C1]] {
 // CHECK-NEXT:        memref.store %[[ZERO]], %[[ROW]][%[[Q]]]
@@ -84,12 +85,12 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:            scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
 // CHECK-NEXT:              %[[P:.*]] = arith.addi %[[J]], %[[OW]] : index
 // CHECK-NEXT:              %[[XV:.*]] = memref.load %[[ROW]][%[[P]]]
-// CHECK-NEXT:              %[[SUM:.*]] = memref.load %[[ACC]][%[[OW]]]
+// CHECK-NEXT:              %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
 // CHECK-NEXT:              %[[M:.*]] = arith.mulf %[[XV]], %[[WV]] : f32
 // CHECK-NEXT:              %[[S:.*]] = arith.addf %[[SUM]], %[[M]] : f32
-// CHECK-NEXT:              memref.store %[[S]], %[[ACC]][%[[OW]]]
+// CHECK-NEXT:              memref.store %[[S]], %[[ACC]][%[[C0]], %[[OW]]]
 // CHECK:           scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
-// CHECK-NEXT:        %[[SUM:.*]] = memref.load %[[ACC]][%[[OW]]]
+// CHECK-NEXT:        %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
 // CHECK-NEXT:        %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
 // CHECK-NEXT:        %[[V:.*]] = arith.addf %[[SUM]], %[[BIAS]] : f32
 // CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[V]], %[[ZERO]] : f32
