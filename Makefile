@@ -37,7 +37,7 @@ pytest:
 	$(PY) -m pytest -q -n 2 test/unit
 
 bench: setup
-	$(PY) bench/run_all.py
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) *.egg-info
