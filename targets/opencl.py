@@ -57,20 +57,23 @@ class OpenCLEmitter(CStyleEmitter):
 
 
     def split_reduction(self, op: scf.ForOp, combines: list[type[Operation]]) -> bool:
-        """Prints a reduction loop with a `float16` accumulator per iter_arg, if it has constant
-        bounds, at least LANES trips and a small body; else returns False.
+        """Prints a reduction loop with VECTORS `float16` accumulators per iter_arg, if it has
+        constant bounds, at least LANES trips and a small body; else returns False.
 
-        An iteration of the main loop prints the body LANES times, copy u at index k + u,
-        with each combine left out; the values it would combine form one vector, combined
-        into the accumulator lane by lane. Then the lanes fold pairwise into the scalar
-        accumulator, and a remainder loop runs the last trips % LANES iterations on it:
+        Iterations are taken VECTORS * LANES at a time (in loops of at least WIDE_MIN_TRIPS),
+        then LANES at a time, then one at a time. In the vector loops the body is printed once per iteration, with each combine
+        left out; the values of LANES consecutive iterations form one vector, combined into
+        an accumulator lane by lane. Then the vectors and their lanes fold pairwise into
+        the scalar accumulator, and a remainder loop runs the last trips % LANES iterations:
 
-            float16 acc_v = (float16)(0.0f);
-            for (long k = 0; k < 784; k += 16) {
-              <body at k: m0> ... <body at k + 15: m15>
-              acc_v = acc_v + (float16)(m0, ..., m15);
+            float16 acc_v0 = (float16)(0.0f), ..., acc_v3 = (float16)(0.0f);
+            for (long k = 0; k < 768; k += 64) {
+              <body at k: m0> ... <body at k + 15: m15>   acc_v0 = acc_v0 + (float16)(m0, ..., m15);
+              ...                                         acc_v3 = acc_v3 + (float16)(...);
             }
-            acc = acc + (((acc_v.s0 + acc_v.s1) + ...));
+            for (long k = 768; k < 784; k += 16) { ...  acc_v0 = acc_v0 + (float16)(...); }
+            acc_v0 = ((acc_v0 + acc_v1) + (acc_v2 + acc_v3));
+            acc = acc + (((acc_v0.s0 + acc_v0.s1) + ...));
             for (long k = 784; k < 790; k++) { <body into acc> }
 
         This reassociates a float sum on purpose, as `#pragma omp simd reduction` does in C:
@@ -79,12 +82,13 @@ class OpenCLEmitter(CStyleEmitter):
         GFLOP/s). Sixteen independent scalar partials ran at 19-37 GFLOP/s when LLVM's SLP
         vectoriser packed them into an AVX-512 register, but one scalar op after the loop (a
         fused relu) made it pick 4-wide vectors (0.5 -> 1.7 ms for the demo's first layer);
-        the explicit vector runs at 0.3 ms either way. Max and min start the lanes from the
-        initial value (both are idempotent), sums from 0, products from 1.
+        the explicit vectors run at 0.3-0.4 ms either way (PoCL turns the 16 loads of a
+        vector into one vector load). Max and min start their lanes from the initial value
+        (both are idempotent), sums from 0, products from 1.
         """
         bounds = [constant_int(v) for v in (op.lb, op.ub, op.step)]
         block = op.body.block
-        if None in bounds or len(block.ops) * LANES > SPLIT_BODY_BUDGET:
+        if None in bounds or len(block.ops) * LANES * (VECTORS + 1) > SPLIT_BODY_BUDGET:
             return False
         if not all(isinstance(r.type, Float32Type) for r in op.res):
             return False
@@ -92,33 +96,22 @@ class OpenCLEmitter(CStyleEmitter):
         trips = max(0, -(-(ub - lb) // step))
         if trips < LANES:
             return False
-        iv, *carried = block.args
-        combine_ops = [arg.get_user_of_unique_use() for arg in carried]
+        iv = block.args[0]
         accumulators = [self.names[r] for r in op.res]
         for acc, combine in zip(accumulators, combines):
-            self.line(f"{VECTOR} {acc}_v = ({VECTOR})({REDUCTION_IDENTITY.get(combine, acc)});")
+            start = f"({VECTOR})({REDUCTION_IDENTITY.get(combine, acc)})"
+            vectors = ", ".join(f"{acc}_v{v} = {start}" for v in range(VECTORS))
+            self.line(f"{VECTOR} {vectors};")
+        # VECTORS * LANES iterations at a time (in long loops), then LANES at a time into the
+        # first vector
+        wide = VECTORS * LANES if trips >= WIDE_MIN_TRIPS else LANES
+        wide_end = lb + trips // wide * wide * step
         main_end = lb + trips // LANES * LANES * step
-        i = self.declare(iv, "i")
-        self.line(f"for ({self.index_type} {i} = {lb}; {i} < {main_end}; {i} += {LANES * step}) {{")
-        self.depth += 1
-        lanes: list[list[str]] = [[] for _ in carried]
-        for u in range(LANES):
-            if u > 0:
-                self.line(f"const {self.index_type} {i}_{u} = {i} + {u * step};")
-                self.names[iv] = f"{i}_{u}"
-            for inner in block.ops:
-                if inner not in combine_ops and not isinstance(inner, scf.YieldOp):
-                    self.emit(inner)
-            for values, arg, combine in zip(lanes, carried, combine_ops):
-                (value,) = (v for v in combine.operands if v is not arg)
-                values.append(self.expr(value))
-        for acc, combine, values in zip(accumulators, combines, lanes):
-            vector = f"({VECTOR})({', '.join(values)})"
-            self.line(f"{acc}_v = {self.code_for_op[combine](f'{acc}_v', vector)};")
-        self.depth -= 1
-        self.line("}")
+        self.vector_loop(op, lb, wide_end, wide // LANES, combines)
+        self.vector_loop(op, wide_end, main_end, 1, combines)
         for acc, combine in zip(accumulators, combines):
-            lanes_of = [f"{acc}_v.s{u:x}" for u in range(LANES)]
+            self.line(f"{acc}_v0 = {self.fold(combine, [f'{acc}_v{v}' for v in range(VECTORS)])};")
+            lanes_of = [f"{acc}_v0.s{u:x}" for u in range(LANES)]
             self.line(f"{acc} = {self.fold(combine, [acc, self.fold(combine, lanes_of)])};")
         if main_end < ub:
             i = self.declare(iv, "i")
@@ -128,6 +121,38 @@ class OpenCLEmitter(CStyleEmitter):
             self.line("}")
         return True
 
+    def vector_loop(self, op: scf.ForOp, start: int, end: int, vectors: int, combines: list[type[Operation]]) -> None:
+        """`for k in [start, end)`, `vectors * LANES` iterations at a time: the body printed
+        for each, without its combines, and the values of LANES consecutive iterations
+        combined into vector accumulator v (`<acc>_v<v>`). Nothing for an empty range."""
+        if start >= end:
+            return
+        block = op.body.block
+        iv, *carried = block.args
+        step = constant_int(op.step)
+        combine_ops = [arg.get_user_of_unique_use() for arg in carried]
+        i = self.declare(iv, "i")
+        self.line(f"for ({self.index_type} {i} = {start}; {i} < {end}; {i} += {vectors * LANES * step}) {{")
+        self.depth += 1
+        for v in range(vectors):
+            lanes: list[list[str]] = [[] for _ in carried]
+            for u in range(v * LANES, (v + 1) * LANES):
+                self.names[iv] = i
+                if u > 0:
+                    self.line(f"const {self.index_type} {i}_{u} = {i} + {u * step};")
+                    self.names[iv] = f"{i}_{u}"
+                for inner in block.ops:
+                    if inner not in combine_ops and not isinstance(inner, scf.YieldOp):
+                        self.emit(inner)
+                for values, arg, combine in zip(lanes, carried, combine_ops):
+                    (value,) = (x for x in combine.operands if x is not arg)
+                    values.append(self.expr(value))
+            for res, combine, values in zip(op.res, combines, lanes):
+                acc, vector = f"{self.names[res]}_v{v}", f"({VECTOR})({', '.join(values)})"
+                self.line(f"{acc} = {self.code_for_op[combine](acc, vector)};")
+        self.depth -= 1
+        self.line("}")
+
     def fold(self, combine: type[Operation], terms: list[str]) -> str:
         """`terms` combined pairwise (a balanced tree, so the combines are independent)."""
         while len(terms) > 1:
@@ -136,17 +161,23 @@ class OpenCLEmitter(CStyleEmitter):
         return terms[0]
 
 
-# A split reduction's vector: 16 lanes fill an AVX-512 register (two AVX2 ones).
+# A split reduction's vector: 16 lanes fill an AVX-512 register (two AVX2 ones). VECTORS of
+# them accumulate independently, so the adds of consecutive chunks do not wait on each other
+# (the demo's first layer: 0.39 -> 0.34 ms, median of 60 interleaved launches). Only loops
+# of WIDE_MIN_TRIPS or more get them: the body's 4 * 16 more copies made PoCL's cold build
+# of bench/build_kernels.py (48 kernels, reductions of 96-128) 5.4 -> 6.9 s.
+WIDE_MIN_TRIPS = 256
 LANES = 16
 VECTOR = f"float{LANES}"
+VECTORS = 4
 
 # The value a split reduction's lanes start from (max and min: the initial value, which they
 # may then see twice).
 REDUCTION_IDENTITY: dict[type[Operation], str] = {arith.AddfOp: "0.0f", arith.MulfOp: "1.0f"}
 
-# A split reduction prints its body LANES times; above this many ops in all, the loop stays
-# as it is (the copies would cost compile time for little gain).
-SPLIT_BODY_BUDGET = 512
+# A split reduction prints its body (VECTORS + 1) * LANES times; above this many ops in all,
+# the loop stays as it is (the copies would cost compile time for little gain).
+SPLIT_BODY_BUDGET = 1024
 
 
 @dataclass(frozen=True)

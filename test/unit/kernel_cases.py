@@ -370,8 +370,9 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     GroupCase("max_pool2d", "x:1x2x5x5", "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>"),
     GroupCase("avg_pool2d", "x:2x1x4x4", "%r = relay.nn.avg_pool2d %x {pool_size = array<i64: 2, 3>, padding = array<i64: 1, 1, 0, 1>} : (tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>"),
     GroupCase("global_avg_pool2d", "x:2x3x4x5", "%r = relay.nn.global_avg_pool2d %x : (tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32>"),
-    # reductions OpenCL splits into 16 partial accumulators: 37 = 2 * 16 + 5, 48 = 3 * 16
+    # reductions OpenCL splits into float16 lanes: 37 = 2 * 16 + 5, 48 = 3 * 16
     GroupCase("dense_long", "x:3x37 w:4x37", "%r = relay.nn.dense %x, %w : (tensor<3x37xf32>, tensor<4x37xf32>) -> tensor<3x4xf32>"),
+    GroupCase("dense_wide", "x:2x300 w:3x300", "%r = relay.nn.dense %x, %w : (tensor<2x300xf32>, tensor<3x300xf32>) -> tensor<2x3xf32>"),  # 4 * 64 + 2 * 16 + 12
     GroupCase("batch_matmul_long", "x:2x3x48 y:1x2x48", "%r = relay.nn.batch_matmul %x, %y : (tensor<2x3x48xf32>, tensor<1x2x48xf32>) -> tensor<2x3x2xf32>"),
     GroupCase("max_long", "x:2x35", "%r = relay.max %x {axis = array<i64: 1>} : (tensor<2x35xf32>) -> tensor<2xf32>"),
     GroupCase("softmax_long", "x:2x21", "%r = relay.nn.softmax %x : (tensor<2x21xf32>) -> tensor<2x21xf32>"),
