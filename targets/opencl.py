@@ -57,13 +57,14 @@ class OpenCLEmitter(CStyleEmitter):
 
 
     def split_reduction(self, op: scf.ForOp, combines: list[type[Operation]]) -> bool:
-        """Prints a reduction loop with VECTORS `float16` accumulators per iter_arg, if it has
+        """Prints a reduction loop with `float16` accumulators for each iter_arg, if it has
         constant bounds, at least LANES trips and a small body; else returns False.
 
-        Iterations are taken VECTORS * LANES at a time (in loops of at least WIDE_MIN_TRIPS),
-        then LANES at a time, then one at a time. In the vector loops the body is printed once per iteration, with each combine
-        left out; the values of LANES consecutive iterations form one vector, combined into
-        an accumulator lane by lane. Then the vectors and their lanes fold pairwise into
+        Iterations are taken VECTORS * LANES at a time (in loops of at least WIDE_MIN_TRIPS;
+        else there is one vector), then LANES at a time, then one at a time. In the vector
+        loops the body is printed once per iteration, with each combine left out; the values
+        of LANES consecutive iterations form one vector, combined into an accumulator lane by
+        lane. Then the vectors and their lanes fold pairwise into
         the scalar accumulator, and a remainder loop runs the last trips % LANES iterations:
 
             float16 acc_v0 = (float16)(0.0f), ..., acc_v3 = (float16)(0.0f);
@@ -97,20 +98,19 @@ class OpenCLEmitter(CStyleEmitter):
         if trips < LANES:
             return False
         iv = block.args[0]
+        vectors = VECTORS if trips >= WIDE_MIN_TRIPS else 1
         accumulators = [self.names[r] for r in op.res]
         for acc, combine in zip(accumulators, combines):
             start = f"({VECTOR})({REDUCTION_IDENTITY.get(combine, acc)})"
-            vectors = ", ".join(f"{acc}_v{v} = {start}" for v in range(VECTORS))
-            self.line(f"{VECTOR} {vectors};")
-        # VECTORS * LANES iterations at a time (in long loops), then LANES at a time into the
-        # first vector
-        wide = VECTORS * LANES if trips >= WIDE_MIN_TRIPS else LANES
-        wide_end = lb + trips // wide * wide * step
+            self.line(f"{VECTOR} {', '.join(f'{acc}_v{v} = {start}' for v in range(vectors))};")
+        # `vectors` * LANES iterations at a time, then LANES at a time into the first vector
+        wide_end = lb + trips // (vectors * LANES) * vectors * LANES * step
         main_end = lb + trips // LANES * LANES * step
-        self.vector_loop(op, lb, wide_end, wide // LANES, combines)
+        self.vector_loop(op, lb, wide_end, vectors, combines)
         self.vector_loop(op, wide_end, main_end, 1, combines)
         for acc, combine in zip(accumulators, combines):
-            self.line(f"{acc}_v0 = {self.fold(combine, [f'{acc}_v{v}' for v in range(VECTORS)])};")
+            if vectors > 1:
+                self.line(f"{acc}_v0 = {self.fold(combine, [f'{acc}_v{v}' for v in range(vectors)])};")
             lanes_of = [f"{acc}_v0.s{u:x}" for u in range(LANES)]
             self.line(f"{acc} = {self.fold(combine, [acc, self.fold(combine, lanes_of)])};")
         if main_end < ub:

@@ -325,13 +325,14 @@ def test_only_opencl_splits_long_reductions_into_vector_lanes() -> None:
     """OpenCL accumulates a 37-trip dot product in a float16; C keeps one loop and the pragma."""
     case = next(c for c in GROUP_CASES if c.name == "dense_long")
     cl_source, c_source = (kernel_sources(lower(case.module_text(lang)))[0].source for lang in ("opencl", "c"))
-    assert re.search(r"float16 (v[0-9]+)_v0 = \(float16\)\(0.0f\), ", cl_source)
+    assert re.search(r"float16 (v[0-9]+)_v0 = \(float16\)\(0.0f\);", cl_source)
     assert re.search(r"for \(long (i[0-9]+) = 0; \1 < 32; \1 \+= 16\)", cl_source)
     assert re.search(r"for \(long (i[0-9]+) = 32; \1 < 37; \1\+\+\)", cl_source)
     assert "float16" not in c_source and "#pragma omp simd reduction(+:" in c_source
     assert "+= 64" not in cl_source  # four vectors at a time only in loops of 256 or more
     wide = next(c for c in GROUP_CASES if c.name == "dense_wide")
     wide_source = kernel_sources(lower(wide.module_text("opencl")))[0].source
+    assert re.search(r"float16 (v[0-9]+)_v0 = \(float16\)\(0.0f\), \1_v1 = .*, \1_v3 = ", wide_source)
     assert re.search(r"for \(long (i[0-9]+) = 0; \1 < 256; \1 \+= 64\)", wide_source)
     assert re.search(r"for \(long (i[0-9]+) = 256; \1 < 288; \1 \+= 16\)", wide_source)
 
