@@ -18,9 +18,27 @@ from xrelay.errors import (
     PlacementError,
     VerifyError,
 )
-from xrelay.build import Executable, build, load
-from xrelay.interpreter import interpret
 from xrelay.ir import context, parse
+
+# The interpreter (xDSL's interpreters) and the build API (runtime, pyopencl) are imported on
+# first use, so `opt-tool` and `import xrelay` start fast (PEP 562).
+_LAZY = {
+    "interpret": "xrelay.interpreter",
+    "build": "xrelay.build",
+    "load": "xrelay.build",
+    "Executable": "xrelay.build",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'xrelay' has no attribute '{name}'")
+    from importlib import import_module
+
+    value = getattr(import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CompileError",

@@ -205,3 +205,14 @@ def test_error_in_a_long_module_shows_only_the_lines_around_the_op(capsys, write
     assert '%v41 = "relay.sum"(%v40)' in err and "| Operation does not verify: axis 1 is out of range" in err
     assert '"relay.exp"(%v10)' not in err and '"relay.exp"(%v70)' not in err
     assert len(err.splitlines()) < 25
+
+
+def test_startup_does_not_import_the_interpreter_or_runtime():
+    """opt-tool starts once per lit RUN line: xDSL's interpreters and pyopencl cost ~0.6 s."""
+    probe = (
+        "import sys; import xrelay.tools.opt_tool; "
+        "heavy = [m for m in ('xrelay.interpreter', 'xrelay.build', 'xdsl.interpreters', 'pyopencl') "
+        "if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
