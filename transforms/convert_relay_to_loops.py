@@ -31,8 +31,8 @@ Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {
 
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
-index_cast/sitofp, math
-exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return.
+index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
+max, for window bounds, are cmpi + select.)
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
 distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a
