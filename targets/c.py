@@ -21,7 +21,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.utils.target import Target
 
-from xrelay.targets.c_style import COMMON_CODE, CStyleEmitter, Expr, kernel_scope, lowered_kernels
+from xrelay.targets.c_style import (
+    COMMON_CODE,
+    CStyleEmitter,
+    Expr,
+    kernel_scope,
+    lowered_kernels,
+    math_calls,
+)
 
 
 SIMD_MACRO = "XRELAY_OMP_SIMD"
@@ -35,21 +42,10 @@ class CEmitter(CStyleEmitter):
     reduction_pragma = (f"#ifdef {SIMD_MACRO}", "#pragma omp simd {}", "#endif")
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
+        **math_calls("f"),
         arith.MaximumfOp: lambda a, b: f"{a} > {b} ? {a} : {b}",
         arith.MinimumfOp: lambda a, b: f"{a} < {b} ? {a} : {b}",
-        arith.MaxnumfOp: lambda a, b: f"fmaxf({a}, {b})",
-        arith.MinnumfOp: lambda a, b: f"fminf({a}, {b})",
-        math.ExpOp: lambda a: f"expf({a})",
-        math.LogOp: lambda a: f"logf({a})",
-        math.SqrtOp: lambda a: f"sqrtf({a})",
         math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
-        math.TanhOp: lambda a: f"tanhf({a})",
-        math.AbsFOp: lambda a: f"fabsf({a})",
-        math.ErfOp: lambda a: f"erff({a})",
-        math.PowFOp: lambda a, b: f"powf({a}, {b})",
-        math.FloorOp: lambda a: f"floorf({a})",
-        math.CeilOp: lambda a: f"ceilf({a})",
-        math.FmaOp: lambda a, b, c: f"fmaf({a}, {b}, {c})",
     }
 
 

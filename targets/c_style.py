@@ -37,6 +37,7 @@ from typing import ClassVar, NoReturn
 
 import numpy as np
 from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
@@ -641,3 +642,28 @@ COMMON_CODE: dict[type[Operation], Expr] = {
     arith.XOrIOp: lambda a, b: f"{a} ^ {b}",
     arith.SelectOp: lambda c, a, b: f"{c} ? {a} : {b}",
 }
+
+# Maths functions by their C name; C's float versions add an `f` (`expf`), OpenCL's built-ins
+# are overloaded on float (`exp`).
+MATH_FUNCTIONS: dict[type[Operation], str] = {
+    arith.MaxnumfOp: "fmax",
+    arith.MinnumfOp: "fmin",
+    mathd.ExpOp: "exp",
+    mathd.LogOp: "log",
+    mathd.SqrtOp: "sqrt",
+    mathd.TanhOp: "tanh",
+    mathd.AbsFOp: "fabs",
+    mathd.ErfOp: "erf",
+    mathd.PowFOp: "pow",
+    mathd.FloorOp: "floor",
+    mathd.CeilOp: "ceil",
+    mathd.FmaOp: "fma",
+}
+
+
+def math_calls(suffix: str) -> dict[type[Operation], Expr]:
+    """`code_for_op` entries calling MATH_FUNCTIONS, each name followed by `suffix`."""
+    return {
+        op: lambda *args, fn=name + suffix: f"{fn}({', '.join(args)})"
+        for op, name in MATH_FUNCTIONS.items()
+    }

@@ -27,6 +27,7 @@ from xrelay.targets.c_style import (
     constant_int,
     kernel_scope,
     lowered_kernels,
+    math_calls,
 )
 
 
@@ -38,21 +39,10 @@ class OpenCLEmitter(CStyleEmitter):
     global_id = "get_global_id({})"
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
+        **math_calls(""),
         arith.MaximumfOp: lambda a, b: f"fmax({a}, {b})",
         arith.MinimumfOp: lambda a, b: f"fmin({a}, {b})",
-        arith.MaxnumfOp: lambda a, b: f"fmax({a}, {b})",
-        arith.MinnumfOp: lambda a, b: f"fmin({a}, {b})",
-        math.ExpOp: lambda a: f"exp({a})",
-        math.LogOp: lambda a: f"log({a})",
-        math.SqrtOp: lambda a: f"sqrt({a})",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
-        math.TanhOp: lambda a: f"tanh({a})",
-        math.AbsFOp: lambda a: f"fabs({a})",
-        math.ErfOp: lambda a: f"erf({a})",
-        math.PowFOp: lambda a, b: f"pow({a}, {b})",
-        math.FloorOp: lambda a: f"floor({a})",
-        math.CeilOp: lambda a: f"ceil({a})",
-        math.FmaOp: lambda a, b, c: f"fma({a}, {b}, {c})",
     }
 
 

@@ -93,11 +93,11 @@ def test_post_dominators_of_a_diamond():
 
 
 def test_a_broadcast_that_grows_the_operand_keeps_its_pattern():
-    _, block = body_of(f"""func.func @f(%a: tensor<4xf32>, %b: tensor<3x4xf32>) -> tensor<3x4xf32> {{
+    _, block = body_of("""func.func @f(%a: tensor<4xf32>, %b: tensor<3x4xf32>) -> tensor<3x4xf32> {
       %0 = relay.exp %a : tensor<4xf32>
       %1 = relay.add %0, %b : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
       func.return %1 : tensor<3x4xf32>
-    }}""")
+    }""")
     exp, add = build_graph(block).post_dfs_order
     assert exp.outputs[0].pattern == OpPatternKind.BROADCAST
 
