@@ -449,8 +449,8 @@ class CStyleEmitter:
         if combines is not None and self.split_reduction(op, combines):
             self.discard_unused(op.res)
             return
-        operators = None if combines is None else [REDUCTION_OPERATORS[c] for c in combines]
-        if self.reduction_pragma is not None and operators is not None:
+        operators = None if combines is None else [PRAGMA_OPERATORS.get(c) for c in combines]
+        if self.reduction_pragma is not None and operators is not None and None not in operators:
             clauses = " ".join(f"reduction({o}:{self.names[r]})" for o, r in zip(operators, op.res))
             for text in self.reduction_pragma:
                 self.line(text.format(clauses))
@@ -537,15 +537,17 @@ class CStyleEmitter:
             self.line(f"{t} = {tmp};")
 
 
-# Ops that combine a loop-carried value with a new one, as OpenMP reduction operators.
-REDUCTION_OPERATORS: dict[type[Operation], str] = {
-    arith.AddfOp: "+", arith.MulfOp: "*", arith.MaximumfOp: "max", arith.MinimumfOp: "min",
-}  # fmt: skip
+# Ops that combine a loop-carried value with a new one in a reduction loop.
+REDUCTION_OPERATORS = (arith.AddfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp)
+
+# The OpenMP reduction operators of those a `reduction(...)` pragma may reorder. Not max and
+# min: OpenMP combines their lanes without letting a NaN win, as arith.maximumf must.
+PRAGMA_OPERATORS: dict[type[Operation], str] = {arith.AddfOp: "+", arith.MulfOp: "*"}
 
 
 def reduction_combines(loop: scf.ForOp) -> list[type[Operation]] | None:
     """For an innermost loop whose only loop-carried dependences are reductions into its
-    iter_args, the op class combining each (a key of `REDUCTION_OPERATORS`); else None. No
+    iter_args, the op class combining each (one of `REDUCTION_OPERATORS`); else None. No
     nested regions and no stores; each carried value's one use combines it with a value of
     this iteration into what the loop yields in its place. Vectorising such a loop only
     reorders the reduction."""

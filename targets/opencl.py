@@ -40,8 +40,10 @@ class OpenCLEmitter(CStyleEmitter):
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
         **math_calls(""),
-        arith.MaximumfOp: lambda a, b: f"fmax({a}, {b})",
-        arith.MinimumfOp: lambda a, b: f"fmin({a}, {b})",
+        # NaN on either side wins, as in arith.maximumf and numpy (fmax would drop it); the
+        # form works on float and on the float16 accumulators of split reductions alike.
+        arith.MaximumfOp: lambda a, b: f"({a} > {b} || isnan({a})) ? {a} : {b}",
+        arith.MinimumfOp: lambda a, b: f"({a} < {b} || isnan({a})) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
     }
 
@@ -59,12 +61,14 @@ class OpenCLEmitter(CStyleEmitter):
 
             float16 acc_v0 = (float16)(0.0f), ..., acc_v3 = (float16)(0.0f);
             for (long k = 0; k < 768; k += 64) {
-              <body at k: m0> ... <body at k + 15: m15>   acc_v0 = acc_v0 + (float16)(m0, ..., m15);
-              ...                                         acc_v3 = acc_v3 + (float16)(...);
+              <body at k: m0> ... <body at k + 15: m15>
+              const float16 acc_x0 = (float16)(m0, ..., m15); acc_v0 = acc_v0 + acc_x0;
+              ...                                              acc_v3 = acc_v3 + acc_x3;
             }
-            for (long k = 768; k < 784; k += 16) { ...  acc_v0 = acc_v0 + (float16)(...); }
-            acc_v0 = ((acc_v0 + acc_v1) + (acc_v2 + acc_v3));
-            acc = acc + (((acc_v0.s0 + acc_v0.s1) + ...));
+            for (long k = 768; k < 784; k += 16) { ...  acc_v0 = acc_v0 + acc_x0; }
+            acc_v0 = acc_v0 + acc_v1; acc_v2 = acc_v2 + acc_v3; acc_v0 = acc_v0 + acc_v2;
+            float8 acc_h8 = acc_v0.lo + acc_v0.hi; ... float acc_h1 = acc_h2.lo + acc_h2.hi;
+            acc = acc + acc_h1;
             for (long k = 784; k < 790; k++) { <body into acc> }
 
         This reassociates a float sum on purpose, as `#pragma omp simd reduction` does in C:
@@ -99,10 +103,8 @@ class OpenCLEmitter(CStyleEmitter):
         self.vector_loop(op, lb, wide_end, vectors, combines)
         self.vector_loop(op, wide_end, main_end, 1, combines)
         for acc, combine in zip(accumulators, combines):
-            if vectors > 1:
-                self.line(f"{acc}_v0 = {self.fold(combine, [f'{acc}_v{v}' for v in range(vectors)])};")
-            lanes_of = [f"{acc}_v0.s{u:x}" for u in range(LANES)]
-            self.line(f"{acc} = {self.fold(combine, [acc, self.fold(combine, lanes_of)])};")
+            self.fold_vectors(combine, [f"{acc}_v{v}" for v in range(vectors)])
+            self.line(f"{acc} = {self.code_for_op[combine](acc, self.fold_lanes(combine, acc))};")
         if main_end < ub:
             i = self.declare(iv, "i")
             inc = f"{i}++" if step == 1 else f"{i} += {step}"
@@ -138,17 +140,32 @@ class OpenCLEmitter(CStyleEmitter):
                     (value,) = (x for x in combine.operands if x is not arg)
                     values.append(self.expr(value))
             for res, combine, values in zip(op.res, combines, lanes):
-                acc, vector = f"{self.names[res]}_v{v}", f"({VECTOR})({', '.join(values)})"
+                acc, vector = f"{self.names[res]}_v{v}", f"{self.names[res]}_x{v}"
+                self.line(f"const {VECTOR} {vector} = ({VECTOR})({', '.join(values)});")
                 self.line(f"{acc} = {self.code_for_op[combine](acc, vector)};")
         self.depth -= 1
         self.line("}")
 
-    def fold(self, combine: type[Operation], terms: list[str]) -> str:
-        """`terms` combined pairwise (a balanced tree, so the combines are independent)."""
-        while len(terms) > 1:
-            pairs = [terms[n : n + 2] for n in range(0, len(terms), 2)]
-            terms = [f"({self.code_for_op[combine](*p)})" if len(p) == 2 else p[0] for p in pairs]
-        return terms[0]
+    def fold_vectors(self, combine: type[Operation], names: list[str]) -> None:
+        """Combines the vector accumulators `names` pairwise into the first (a balanced tree,
+        so the combines are independent)."""
+        while len(names) > 1:
+            for first, second in zip(names[::2], names[1::2]):
+                self.line(f"{first} = {self.code_for_op[combine](first, second)};")
+            names = names[::2]
+
+    def fold_lanes(self, combine: type[Operation], acc: str) -> str:
+        """Combines the lanes of `<acc>_v0` by halves (float16 -> float8 -> ... -> float), each
+        step a named value, so the combines stay vector ops and the text stays linear in the
+        lanes (the NaN-aware max names its operands twice); returns the scalar's name."""
+        vector, width = f"{acc}_v0", LANES
+        while width > 1:
+            width //= 2
+            half = f"{acc}_h{width}"
+            element = f"float{width}" if width > 1 else "float"
+            self.line(f"{element} {half} = {self.code_for_op[combine](f'{vector}.lo', f'{vector}.hi')};")
+            vector = half
+        return vector
 
 
 # A split reduction's vector: 16 lanes fill an AVX-512 register (two AVX2 ones). VECTORS of

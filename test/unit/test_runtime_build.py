@@ -336,3 +336,33 @@ def test_inputs_by_position(mlp: Any) -> None:
     np.testing.assert_array_equal(exe.run(list(x.values())), exe.run(**x))
     with pytest.raises(InputError, match="the program takes 7 inputs \\(x, w1, b1, w2, b2, w3, b3\\), but 1 were given by position"):
         exe.run([x["x"]])
+
+
+NAN_MODEL = """
+func.func @main(%x: tensor<1x2x4x4xf32>, %y: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
+  %0 = relay.nn.relu %x : tensor<1x2x4x4xf32>
+  %1 = relay.maximum %0, %y : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %2 = relay.minimum %y, %1 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %3 = relay.nn.max_pool2d %2 {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+  %4 = relay.max %2 {axis = array<i64: 2, 3>, keepdims = true} : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x1xf32>
+  %5 = relay.add %3, %4 : (tensor<1x2x2x2xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  func.return %5 : tensor<1x2x2x2xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("nan_in", ["x", "y"])
+def test_nan_propagates_through_max_and_min_like_the_interpreter(device: str, nan_in: str) -> None:
+    """C's `a > b ? a : b` and OpenCL's fmax drop a NaN; numpy and arith.maximumf keep it."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    y = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    if nan_in == "x":
+        x[0, 0, 1, 2] = np.nan  # through relu, maximum (lhs), minimum (rhs), pooling and max
+    else:
+        y[0, 0, 3, 3] = np.nan  # through maximum (rhs), minimum (lhs), pooling and max
+    expected = xrelay.interpret(xrelay.parse(NAN_MODEL), {"x": x, "y": y})
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+    exe = xrelay.build(NAN_MODEL, targets=("c", "opencl"), default_device=device)
+    np.testing.assert_array_equal(exe.run(x=x, y=y), expected)

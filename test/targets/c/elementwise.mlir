@@ -30,7 +30,7 @@ func.func @fused_add_relu(%in0: memref<4x8xf32>, %in1: memref<8xf32>, %out0: mem
 // C-NEXT: float [[A:a_[0-9]+]] = in0[[[I]] * 8 + [[J]]];
 // C-NEXT: float [[B:b_[0-9]+]] = in1[[[J]]];
 // C-NEXT: float [[S:s_[0-9]+]] = [[A]] + [[B]];
-// C-NEXT: float [[R:r_[0-9]+]] = [[S]] > 0.0f ? [[S]] : 0.0f;
+// C-NEXT: float [[R:r_[0-9]+]] = ([[S]] > 0.0f || [[S]] != [[S]]) ? [[S]] : 0.0f;
 // C-NEXT: out0[[[I]] * 8 + [[J]]] = [[R]];
 // C-NEXT: }
 // C-NEXT: }
@@ -71,6 +71,6 @@ func.func @fused_exp_tanh(%in0: memref<16xf32>, %out0: memref<16xf32>) attribute
 // CL-NEXT: float [[E:e_[0-9]+]] = exp([[A]]);
 // CL-NEXT: float [[T:t_[0-9]+]] = tanh([[E]]);
 // CL-NEXT: float [[Q:q_[0-9]+]] = rsqrt([[T]]);
-// CL-NEXT: float [[N:n_[0-9]+]] = fmin([[Q]], (-1.5f));
+// CL-NEXT: float [[N:n_[0-9]+]] = ([[Q]] < (-1.5f) || isnan([[Q]])) ? [[Q]] : (-1.5f);
 // CL-NEXT: out0[[[I]]] = [[N]];
 // CL-NEXT: }

@@ -46,12 +46,9 @@ func.func @k_reduction_cl(%in0: memref<5x7xf32>, %out0: memref<5xf32>) attribute
 // C-SAME: const float *restrict in0, float *restrict out0) {
 // C-NEXT: for (long [[I:i_[0-9]+]] = 0; [[I]] < 5; [[I]]++) {
 // C-NEXT: float [[MAX:max_[0-9]+]] = (-INFINITY);
-// C-NEXT: #ifdef XRELAY_OMP_SIMD
-// C-NEXT: #pragma omp simd reduction(max:[[MAX]])
-// C-NEXT: #endif
 // C-NEXT: for (long [[J:j_[0-9]+]] = 0; [[J]] < 7; [[J]]++) {
 // C-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 7 + [[J]]];
-// C-NEXT: float [[N:n_[0-9]+]] = [[MAX]] > [[X]] ? [[MAX]] : [[X]];
+// C-NEXT: float [[N:n_[0-9]+]] = ([[MAX]] > [[X]] || [[MAX]] != [[MAX]]) ? [[MAX]] : [[X]];
 // C-NEXT: [[MAX]] = [[N]];
 // C-NEXT: }
 // C-NEXT: out0[[[I]]] = [[MAX]];
@@ -68,7 +65,7 @@ func.func @k_reduction_cl(%in0: memref<5x7xf32>, %out0: memref<5xf32>) attribute
 // CL-NEXT: float [[MAX:max_[0-9]+]] = (-INFINITY);
 // CL-NEXT: for (long [[J:j_[0-9]+]] = 0; [[J]] < 7; [[J]]++) {
 // CL-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 7 + [[J]]];
-// CL-NEXT: float [[N:n_[0-9]+]] = fmax([[MAX]], [[X]]);
+// CL-NEXT: float [[N:n_[0-9]+]] = ([[MAX]] > [[X]] || isnan([[MAX]])) ? [[MAX]] : [[X]];
 // CL-NEXT: [[MAX]] = [[N]];
 // CL-NEXT: }
 // CL-NEXT: out0[[[I]]] = [[MAX]];

@@ -36,9 +36,14 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 // CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J]]_1];
 // CHECK:         const long [[J]]_15 = [[J]] + 30;
 // CHECK-NEXT:    float [[X15:x_[0-9]+]] = in0[[[J]]_15];
-// CHECK-NEXT:    [[ACC]]_v0 = [[ACC]]_v0 + (float16)([[X0]], [[X1]], {{.*}}, [[X15]]);
+// CHECK-NEXT:    const float16 [[ACC]]_x0 = (float16)([[X0]], [[X1]], {{.*}}, [[X15]]);
+// CHECK-NEXT:    [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_x0;
 // CHECK-NEXT:  }
-// CHECK-NEXT:  [[ACC]] = ([[ACC]] + (((([[ACC]]_v0.s0 + [[ACC]]_v0.s1) + ([[ACC]]_v0.s2 + [[ACC]]_v0.s3)) + (([[ACC]]_v0.s4 + [[ACC]]_v0.s5) + ([[ACC]]_v0.s6 + [[ACC]]_v0.s7))) + ((([[ACC]]_v0.s8 + [[ACC]]_v0.s9) + ([[ACC]]_v0.sa + [[ACC]]_v0.sb)) + (([[ACC]]_v0.sc + [[ACC]]_v0.sd) + ([[ACC]]_v0.se + [[ACC]]_v0.sf)))));
+// CHECK-NEXT:  float8 [[ACC]]_h8 = [[ACC]]_v0.lo + [[ACC]]_v0.hi;
+// CHECK-NEXT:  float4 [[ACC]]_h4 = [[ACC]]_h8.lo + [[ACC]]_h8.hi;
+// CHECK-NEXT:  float2 [[ACC]]_h2 = [[ACC]]_h4.lo + [[ACC]]_h4.hi;
+// CHECK-NEXT:  float [[ACC]]_h1 = [[ACC]]_h2.lo + [[ACC]]_h2.hi;
+// CHECK-NEXT:  [[ACC]] = [[ACC]] + [[ACC]]_h1;
 // CHECK-NEXT:  for (long [[R:j_[0-9]+]] = 33; [[R]] < 40; [[R]] += 2) {
 // CHECK-NEXT:    float [[X:x_[0-9]+]] = in0[[[R]]];
 // CHECK-NEXT:    float [[N:n_[0-9]+]] = [[ACC]] + [[X]];
@@ -76,19 +81,22 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 // CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
 // CHECK-NEXT:    float [[Y0:y_[0-9]+]] = in1[[[J]]];
 // CHECK-NEXT:    float [[P0:p_[0-9]+]] = [[X0]] * [[Y0]];
-// CHECK:         [[ACC]]_v0 = [[ACC]]_v0 + (float16)([[P0]], {{.*}});
+// CHECK:         const float16 [[ACC]]_x0 = (float16)([[P0]], {{.*}});
+// CHECK-NEXT:    [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_x0;
 // CHECK-NEXT:    const long [[J]]_16 = [[J]] + 16;
-// CHECK:         [[ACC]]_v1 = [[ACC]]_v1 + (float16)(
-// CHECK:         [[ACC]]_v2 = [[ACC]]_v2 + (float16)(
+// CHECK:         [[ACC]]_v1 = [[ACC]]_v1 + [[ACC]]_x1;
+// CHECK:         [[ACC]]_v2 = [[ACC]]_v2 + [[ACC]]_x2;
 // CHECK:         const long [[J]]_63 = [[J]] + 63;
-// CHECK:         [[ACC]]_v3 = [[ACC]]_v3 + (float16)(
+// CHECK:         [[ACC]]_v3 = [[ACC]]_v3 + [[ACC]]_x3;
 // CHECK-NEXT:  }
 // CHECK-NEXT:  for (long [[K:j_[0-9]+]] = 256; [[K]] < 272; [[K]] += 16) {
 // CHECK:         const long [[K]]_15 = [[K]] + 15;
-// CHECK:         [[ACC]]_v0 = [[ACC]]_v0 + (float16)(
+// CHECK:         [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_x0;
 // CHECK-NEXT:  }
-// CHECK-NEXT:  [[ACC]]_v0 = (([[ACC]]_v0 + [[ACC]]_v1) + ([[ACC]]_v2 + [[ACC]]_v3));
-// CHECK-NEXT:  [[ACC]] = ([[ACC]] + {{.*}});
+// CHECK-NEXT:  [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_v1;
+// CHECK-NEXT:  [[ACC]]_v2 = [[ACC]]_v2 + [[ACC]]_v3;
+// CHECK-NEXT:  [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_v2;
+// CHECK:       [[ACC]] = [[ACC]] + [[ACC]]_h1;
 // CHECK-NEXT:  for (long [[R:j_[0-9]+]] = 272; [[R]] < 276; [[R]]++) {
 
 // -----
@@ -117,9 +125,12 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 // CHECK-NEXT:  float16 [[M]]_v0 = (float16)([[M]]);
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 32; [[J]] += 16) {
 // CHECK:         const long [[J]]_15 = [[J]] + 15;
-// CHECK:         [[M]]_v0 = fmax([[M]]_v0, (float16)({{.*}}));
+// CHECK:         const float16 [[M]]_x0 = (float16)({{.*}});
+// CHECK-NEXT:    [[M]]_v0 = ([[M]]_v0 > [[M]]_x0 || isnan([[M]]_v0)) ? [[M]]_v0 : [[M]]_x0;
 // CHECK-NEXT:  }
-// CHECK-NEXT:  [[M]] = (fmax([[M]], (fmax((fmax((fmax((fmax([[M]]_v0.s0, [[M]]_v0.s1)), {{.*}}, [[M]]_v0.sf))))))))));
+// CHECK-NEXT:  float8 [[M]]_h8 = ([[M]]_v0.lo > [[M]]_v0.hi || isnan([[M]]_v0.lo)) ? [[M]]_v0.lo : [[M]]_v0.hi;
+// CHECK:       float [[M]]_h1 = ([[M]]_h2.lo > [[M]]_h2.hi || isnan([[M]]_h2.lo)) ? [[M]]_h2.lo : [[M]]_h2.hi;
+// CHECK-NEXT:  [[M]] = ([[M]] > [[M]]_h1 || isnan([[M]])) ? [[M]] : [[M]]_h1;
 // CHECK-NEXT:  out0[0] = [[M]];
 
 // -----
