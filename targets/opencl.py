@@ -53,7 +53,8 @@ class OpenCLEmitter(CStyleEmitter):
         constant bounds, at least LANES trips and a small body; else returns False.
 
         Iterations are taken VECTORS * LANES at a time (in loops of at least WIDE_MIN_TRIPS;
-        else there is one vector), then LANES at a time, then one at a time. In the vector
+        else there is one vector; a loop with n accumulators, a register block's sums, has
+        VECTORS // n vectors each, at least one), then LANES at a time, then one at a time. In the vector
         loops the body is printed once per iteration, with each combine left out; the values
         of LANES consecutive iterations form one vector, combined into an accumulator lane by
         lane. Then the vectors and their lanes fold pairwise into
@@ -83,16 +84,15 @@ class OpenCLEmitter(CStyleEmitter):
         """
         bounds = [constant_int(v) for v in (op.lb, op.ub, op.step)]
         block = op.body.block
-        if None in bounds or len(block.ops) * LANES * (VECTORS + 1) > SPLIT_BODY_BUDGET:
-            return False
-        if not all(isinstance(r.type, Float32Type) for r in op.res):
+        if None in bounds or not all(isinstance(r.type, Float32Type) for r in op.res):
             return False
         lb, ub, step = bounds
         trips = max(0, -(-(ub - lb) // step))
-        if trips < LANES:
+        # Several accumulators are independent chains already (a register block's outputs).
+        vectors = max(1, VECTORS // len(op.res)) if trips >= WIDE_MIN_TRIPS else 1
+        if trips < LANES or len(block.ops) * LANES * (vectors + 1) > SPLIT_BODY_BUDGET:
             return False
         iv = block.args[0]
-        vectors = VECTORS if trips >= WIDE_MIN_TRIPS else 1
         accumulators = [self.names[r] for r in op.res]
         for acc, combine in zip(accumulators, combines):
             start = f"({VECTOR})({REDUCTION_IDENTITY.get(combine, acc)})"
@@ -182,9 +182,10 @@ VECTORS = 4
 # may then see twice).
 REDUCTION_IDENTITY: dict[type[Operation], str] = {arith.AddfOp: "0.0f", arith.MulfOp: "1.0f"}
 
-# A split reduction prints its body (VECTORS + 1) * LANES times; above this many ops in all,
-# the loop stays as it is (the copies would cost compile time for little gain).
-SPLIT_BODY_BUDGET = 1024
+# A split reduction prints its body (vectors + 1) * LANES times; above this many ops in all,
+# the loop stays as it is (the copies would cost compile time for little gain). A 4 x 4 dense
+# block's body is 41 ops, 1312 printed.
+SPLIT_BODY_BUDGET = 2048
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ intermediate buffer is written:
 
 A group whose result is a conv2d (plus elementwise consumers) is computed a row per work
 item instead (`store_conv_rows`): the sums of an output row accumulate in a scratch row
-(`memref.alloca`) in an order whose innermost loop is unit-stride and carries nothing.
+(`memref.alloca`) in an order whose innermost loop is unit-stride and carries nothing. A
+group whose result has the shape of its dense or batch_matmul is computed a block of outputs
+per work item (`store_matmul_block`): one loop over k with an accumulator per output, so each
+loaded x[i, k] and w[j, k] serves a row or column of the block (register blocking).
 
 Values are memoised per (value, index) in a stack of scopes that follows the region nesting,
 so a value used twice at one index is computed once, and only where it dominates its uses.
@@ -34,6 +37,7 @@ quadratic in the axis length but needs no scratch buffer and no barrier.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -492,30 +496,64 @@ class GroupEmitter(KernelBuilder):
 
     # anchors
 
-    def multiply_accumulate(
-        self, extents: Sequence[int], operands: Callable[[list[SSAValue]], tuple[SSAValue, SSAValue]]
-    ) -> SSAValue:
-        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            a, b = operands(ivs)
-            return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(a, b))))]
-
-        return self.loops(extents, [self.f32(0.0)], step)[0]
-
-    def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
-        depth = shape_of(op.weight)[1]
-        return self.multiply_accumulate(
-            [depth],
-            lambda ks: (self.value_at(op.data, idx[:-1] + ks), self.value_at(op.weight, [idx[-1], ks[0]])),
-        )
-
-    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+    def dot_factors(
+        self, op: relay.DenseOp | relay.BatchMatmulOp, idx: list[SSAValue]
+    ) -> tuple[int, Callable[[SSAValue], tuple[SSAValue, SSAValue]]]:
+        """The depth of the dot product giving output `idx` of `op`, and its two factors at k
+        (both unit-stride in k: dense's weight and batch_matmul's rhs are stored transposed)."""
+        if isinstance(op, relay.DenseOp):
+            return shape_of(op.weight)[1], lambda k: (
+                self.value_at(op.data, idx[:-1] + [k]), self.value_at(op.weight, [idx[-1], k])
+            )
         b, i, j = idx
         x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
         y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
-        def operands(ks: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
-            return self.value_at(op.lhs, [x_batch, i, ks[0]]), self.value_at(op.rhs, [y_batch, j, ks[0]])
+        return shape_of(op.lhs)[2], lambda k: (
+            self.value_at(op.lhs, [x_batch, i, k]), self.value_at(op.rhs, [y_batch, j, k])
+        )
 
-        return self.multiply_accumulate([shape_of(op.lhs)[2]], operands)
+    def dot_products(self, op: relay.DenseOp | relay.BatchMatmulOp, idxs: list[list[SSAValue]]) -> list[SSAValue]:
+        """The outputs of `op` at `idxs`, summed in one loop over k with an accumulator each.
+        A factor several outputs share (x[i, k] across a block of j) is loaded once per k:
+        `value_at` memoises it in the loop body."""
+        depth = self.dot_factors(op, idxs[0])[0]
+        factors = [self.dot_factors(op, idx)[1] for idx in idxs]
+
+        def step(ks: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            products = [self.emit(arith.MulfOp(*factor(ks[0]))) for factor in factors]
+            return [self.emit(arith.AddfOp(acc, p)) for acc, p in zip(accs, products)]
+
+        return self.loops([depth], [self.f32(0.0)] * len(idxs), step)
+
+    def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
+        return self.dot_products(op, [idx])[0]
+
+    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+        return self.dot_products(op, [idx])[0]
+
+    def store_matmul_block(
+        self,
+        op: relay.DenseOp | relay.BatchMatmulOp,
+        root: SSAValue,
+        tile: list[SSAValue],
+        out: SSAValue,
+        block: Sequence[int],
+    ) -> None:
+        """The work item of output block `tile` of a group whose anchor `op` has the shape of
+        its result `root`: the outputs tile[a] * block[a] + o[a] for every offset o < block
+        (register blocking). Their dot products share one loop over k, one accumulator each,
+        so each x[i, k] (and each w[j, k]) is loaded once per block row (column) instead of
+        once per output; then `root` is stored at each, reading the anchor from its sum. A
+        consumer reading the anchor at another index (a transpose of a square result)
+        recomputes that element with `dot_products`.
+        """
+        firsts = [self.mul_const(t, b) for t, b in zip(tile, block)]
+        offsets = itertools.product(*(range(b) for b in block))
+        idxs = [[self.add_const(f, o) for f, o in zip(firsts, offset)] for offset in offsets]
+        for idx, total in zip(idxs, self.dot_products(op, idxs)):
+            self.scopes[-1].memo[(op.res, tuple(idx))] = total
+        for idx in idxs:
+            self.store(self.value_at(root, idx), out, idx)
 
     def store(self, value: SSAValue, ref: SSAValue, idx: Index) -> list[SSAValue]:
         """`ref[idx] = value`; returns no loop-carried values (a loop body that only stores)."""

@@ -372,7 +372,7 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     GroupCase("global_avg_pool2d", "x:2x3x4x5", "%r = relay.nn.global_avg_pool2d %x : (tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32>"),
     # reductions OpenCL splits into float16 lanes: 37 = 2 * 16 + 5, 48 = 3 * 16
     GroupCase("dense_long", "x:3x37 w:4x37", "%r = relay.nn.dense %x, %w : (tensor<3x37xf32>, tensor<4x37xf32>) -> tensor<3x4xf32>"),
-    GroupCase("dense_wide", "x:2x300 w:3x300", "%r = relay.nn.dense %x, %w : (tensor<2x300xf32>, tensor<3x300xf32>) -> tensor<2x3xf32>"),  # 4 * 64 + 2 * 16 + 12
+    GroupCase("dense_wide", "x:1x300 w:3x300", "%r = relay.nn.dense %x, %w : (tensor<1x300xf32>, tensor<3x300xf32>) -> tensor<1x3xf32>"),  # 4 * 64 + 2 * 16 + 12
     GroupCase("batch_matmul_long", "x:2x3x48 y:1x2x48", "%r = relay.nn.batch_matmul %x, %y : (tensor<2x3x48xf32>, tensor<1x2x48xf32>) -> tensor<2x3x2xf32>"),
     GroupCase("max_long", "x:2x35", "%r = relay.max %x {axis = array<i64: 1>} : (tensor<2x35xf32>) -> tensor<2xf32>"),
     GroupCase("softmax_long", "x:2x21", "%r = relay.nn.softmax %x : (tensor<2x21xf32>) -> tensor<2x21xf32>"),
@@ -391,6 +391,20 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %d = relay.nn.dense %x, %w : (tensor<3x8xf32>, tensor<5x8xf32>) -> tensor<3x5xf32>
         %a = relay.add %d, %b : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>
         %r = relay.tanh %a : tensor<3x5xf32>"""),
+    # register blocks of dense and batch_matmul outputs, with their epilogues
+    GroupCase("dense_blocks_bias_relu", "x:8x300 w:12x300 b:12", """
+        %d = relay.nn.dense %x, %w : (tensor<8x300xf32>, tensor<12x300xf32>) -> tensor<8x12xf32>
+        %e = relay.nn.bias_add %d, %b : (tensor<8x12xf32>, tensor<12xf32>) -> tensor<8x12xf32>
+        %r = relay.nn.relu %e : tensor<8x12xf32>"""),  # blocks of 4 x 4
+    GroupCase("dense_blocks_of_two", "x:6x260 w:10x260", "%r = relay.nn.dense %x, %w : (tensor<6x260xf32>, tensor<10x260xf32>) -> tensor<6x10xf32>"),  # 2 x 2
+    GroupCase("dense_blocks_transposed", "x:4x5 w:4x5", """
+        %d = relay.nn.dense %x, %w : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x4xf32>
+        %r = relay.transpose %d : (tensor<4x4xf32>) -> tensor<4x4xf32>"""),  # reads the dense off the block
+    GroupCase("batch_matmul_blocks_add_tanh", "x:1x3x20 y:2x8x20 c:8", """
+        %m = relay.nn.batch_matmul %x, %y : (tensor<1x3x20xf32>, tensor<2x8x20xf32>) -> tensor<2x3x8xf32>
+        %a = relay.add %m, %c : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
+        %r = relay.tanh %a : tensor<2x3x8xf32>"""),  # batch broadcast, blocks of 1 x 4
+    GroupCase("batch_matmul_row_blocks", "x:2x4x256 y:1x4x256", "%r = relay.nn.batch_matmul %x, %y : (tensor<2x4x256xf32>, tensor<1x4x256xf32>) -> tensor<2x4x4xf32>"),  # 4 x 4
     GroupCase("elementwise_chain", "a:2x1x4 b:3x1 c:4", """
         %s = relay.add %a, %b : (tensor<2x1x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>
         %m = relay.multiply %c, %s : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>

@@ -332,6 +332,64 @@ def test_dense_add_tanh() -> None:
     check_lowering(fused_module("x:3x4 w:5x4 b:5", body))
 
 
+# dense (m, k, n) -> the block of outputs a work item computes (rows of 4 only when k >= 256)
+DENSE_BLOCKS = [
+    ((8, 300, 12), (4, 4)),
+    ((6, 260, 10), (2, 2)),  # the largest power of two up to 4 dividing each axis
+    ((3, 300, 7), None),  # odd on both axes: one output per work item
+    ((5, 3, 6), (1, 2)),
+    ((4, 8, 16), (1, 4)),
+]
+
+
+@pytest.mark.parametrize("mkn,block", DENSE_BLOCKS)
+def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block) -> None:
+    """A work item sums a block of outputs in one loop, an accumulator each, then applies the
+    epilogue to each; the nest spans the blocks."""
+    m, k, n = mkn
+    body = f"""
+    %d = relay.nn.dense %x, %w : ({t(f'{m}x{k}')}, {t(f'{n}x{k}')}) -> {t(f'{m}x{n}')}
+    %e = relay.nn.bias_add %d, %b : ({t(f'{m}x{n}')}, {t(str(n))}) -> {t(f'{m}x{n}')}
+    %r = relay.nn.relu %e : {t(f'{m}x{n}')}"""
+    text = fused_module(f"x:{m}x{k} w:{n}x{k} b:{n}", body)
+    module = lower(text)
+    (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    rows, cols = block or (1, 1)
+    tiles = [extent for extent in (m // rows, n // cols) if extent != 1]
+    assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == tiles
+    (loop,) = [op for op in nest.walk() if isinstance(op, scf.ForOp)]
+    assert len(loop.iter_args) == rows * cols
+    loads = [op for op in loop.body.block.ops if op.name == "memref.load"]
+    assert len(loads) == rows + cols  # each x row and w row once per k
+    check_lowering(text)
+
+
+def test_batch_matmul_blocks_with_broadcast_batch_add_tanh() -> None:
+    body = f"""
+    %m = relay.nn.batch_matmul %x, %y : ({t('1x3x20')}, {t('2x8x20')}) -> {t('2x3x8')}
+    %a = relay.add %m, %c : ({t('2x3x8')}, {t('8')}) -> {t('2x3x8')}
+    %r = relay.tanh %a : {t('2x3x8')}"""
+    check_lowering(fused_module("x:1x3x20 y:2x8x20 c:8", body))
+
+
+def test_batch_matmul_row_blocks_with_broadcast_rhs() -> None:
+    body = f"%r = relay.nn.batch_matmul %x, %y : ({t('2x4x256')}, {t('1x8x256')}) -> {t('2x4x8')}"
+    module = lower(fused_module("x:2x4x256 y:1x8x256", body))
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    assert len(loop.iter_args) == 16
+    check_lowering(fused_module("x:2x4x256 y:1x8x256", body))
+
+
+@pytest.mark.parametrize("k", [5, 256])
+def test_dense_read_at_another_index_is_recomputed(k: int) -> None:
+    """A transpose of a square dense result reads the dense off the block: per element."""
+    body = f"""
+    %d = relay.nn.dense %x, %w : ({t(f'4x{k}')}, {t(f'4x{k}')}) -> {t('4x4')}
+    %e = relay.negative %d : {t('4x4')}
+    %r = relay.transpose %e : ({t('4x4')}) -> {t('4x4')}"""
+    check_lowering(fused_module(f"x:4x{k} w:4x{k}", body))
+
+
 def test_elementwise_chain_broadcasting_both_ways() -> None:
     body = f"""
     %e = relay.exp %x : {t('3x1')}

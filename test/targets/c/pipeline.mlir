@@ -2,7 +2,8 @@
 // RUN: opt-tool %s -p 'plan-devices{targets=c,opencl default-device=cpu},fuse-ops,convert-relay-to-loops' -t opencl | filecheck %s --check-prefix=CL
 
 // The whole pipeline: dense+bias_add+relu on the cpu, softmax pinned to opencl. Each target
-// prints the kernels of its own scope, with the signatures of DESIGN.md §3.
+// prints the kernels of its own scope, with the signatures of DESIGN.md §3. A dense work item
+// computes 2 outputs (6 columns: the largest block up to 4 that divides them).
 
 func.func @main(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> tensor<4x6xf32> {
   %0 = relay.nn.dense %x, %w : (tensor<4x8xf32>, tensor<6x8xf32>) -> tensor<4x6xf32>
@@ -18,13 +19,20 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> 
 // C-LABEL: void fused_nn_dense_nn_bias_add_nn_relu(
 // C-SAME: const float *restrict in0, const float *restrict in1, const float *restrict in2, float *restrict out0) {
 // C-NEXT: for (long [[I:[a-z_0-9]+]] = 0; [[I]] < 4; [[I]]++) {
-// C-NEXT: for (long [[J:[a-z_0-9]+]] = 0; [[J]] < 6; [[J]]++) {
+// C-NEXT: for (long [[JB:[a-z_0-9]+]] = 0; [[JB]] < 3; [[JB]]++) {
+// C-NEXT: long [[J0:[a-z_0-9]+]] = [[JB]] * 2;
+// C-NEXT: long [[J1:[a-z_0-9]+]] = [[J0]] + 1;
+// C: #pragma omp simd reduction(+:[[A0:[a-z_0-9]+]]) reduction(+:[[A1:[a-z_0-9]+]])
 // C: for (long [[K:[a-z_0-9]+]] = 0; [[K]] < 8; [[K]]++) {
 // C: in0[[[I]] * 8 + [[K]]]
-// C: in1[[[J]] * 8 + [[K]]]
-// C: in2[[[J]]]
+// C: in1[[[J0]] * 8 + [[K]]]
+// C: in1[[[J1]] * 8 + [[K]]]
+// C: in2[[[J0]]]
 // C: ? {{.*}} : 0.0f;
-// C: out0[[[I]] * 6 + [[J]]] =
+// C: out0[[[I]] * 6 + [[J0]]] =
+// C: in2[[[J1]]]
+// C: ? {{.*}} : 0.0f;
+// C: out0[[[I]] * 6 + [[J1]]] =
 // C-NOT: softmax
 
 // CL-NOT: dense
