@@ -30,7 +30,10 @@ is the result's divided by the block). A third stores a block of outputs per wor
 group whose anchor is a dense or batch_matmul of the result's shape (`matmul_block`: up to
 ROW_BLOCK x COLUMN_BLOCK of the last two axes, each dividing its axis; the nest's last two
 axes are the result's divided by the block; one loop sums the block's dot products, then
-the group's result is stored at each).
+the group's result is stored at each); in a cpu group of short dot products with a small
+rhs, whole rows instead (`transposed_rows`: the nest spans all axes but the last, the row
+axis divided by the rows per work item; two scratch `memref.alloca`, the rhs transposed and
+the rows' sums).
 Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
 
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
@@ -59,6 +62,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import CompileError, location_of
 from xrelay.transforms.loop_builders import GroupEmitter
 
@@ -181,6 +185,10 @@ def result_nest(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> s
         return parallel_nest(emitter, rows, lambda row: emitter.store_conv_rows(conv, root, row, out, block))
 
     matmul = matmul_anchor(group)
+    rows = transposed_rows(matmul, group.se_scope) if matmul is not None else None
+    if matmul is not None and rows is not None:  # whole output rows per work item
+        tiles = (*shape[:-2], shape[-2] // rows)
+        return parallel_nest(emitter, tiles, lambda tile: emitter.store_matmul_rows(matmul, root, tile, out, rows))
     block = matmul_block(matmul) if matmul is not None else None
     if matmul is not None and block is not None:  # a block of outputs per work item
         tiles = tuple(extent // b for extent, b in zip(shape, block))
@@ -243,16 +251,45 @@ def matmul_anchor(group: relay.FusedOp) -> relay.DenseOp | relay.BatchMatmulOp |
     return None
 
 
+def dot_depth(matmul: relay.DenseOp | relay.BatchMatmulOp) -> int:
+    """The length of `matmul`'s dot products (k)."""
+    return (matmul.weight if isinstance(matmul, relay.DenseOp) else matmul.lhs).type.get_shape()[-1]
+
+
 def matmul_block(matmul: relay.DenseOp | relay.BatchMatmulOp) -> tuple[int, ...] | None:
     """The outputs a work item of `matmul` computes along each result axis, or None for one."""
     shape = matmul.res.type.get_shape()
-    depth = (matmul.weight if isinstance(matmul, relay.DenseOp) else matmul.lhs).type.get_shape()[-1]
+    depth = dot_depth(matmul)
     rows = ROW_BLOCK if depth >= ROW_BLOCK_MIN_DEPTH else 1
     block = [1] * len(shape)
     for axis, most in ((-1, COLUMN_BLOCK), (-2, rows)):
         if len(shape) >= -axis:
             block[axis] = largest_power_of_two_dividing(shape[axis], most)
     return tuple(block) if any(b > 1 for b in block) else None
+
+
+# On the cpu, a short dot product (depth below ROW_BLOCK_MIN_DEPTH) whose rhs fits in
+# TRANSPOSED_MAX_FLOATS is computed a block of whole rows per work item instead
+# (`GroupEmitter.store_matmul_rows`): the rhs copied transposed into scratch, the rows summed
+# with unit-stride innermost loops. Blocks of up to TRANSPOSED_ROWS rows, at least
+# TRANSPOSED_MIN_ROWS (each block copies the rhs once). Not OpenCL: the scratch would be a
+# work item's private memory.
+TRANSPOSED_MAX_FLOATS = 64 * 64
+TRANSPOSED_ROWS = 16
+TRANSPOSED_MIN_ROWS = 4
+
+
+def transposed_rows(matmul: relay.DenseOp | relay.BatchMatmulOp, scope: SEScopeAttr) -> int | None:
+    """How many whole output rows a work item of `matmul` computes with a transposed copy of
+    its rhs, or None for register blocks."""
+    shape = matmul.res.type.get_shape()
+    depth = dot_depth(matmul)
+    if scope.device != "cpu" or len(shape) < 2 or depth >= ROW_BLOCK_MIN_DEPTH:
+        return None
+    if depth * shape[-1] > TRANSPOSED_MAX_FLOATS:
+        return None
+    rows = largest_power_of_two_dividing(shape[-2], TRANSPOSED_ROWS)
+    return rows if rows >= TRANSPOSED_MIN_ROWS else None
 
 
 def largest_power_of_two_dividing(extent: int, most: int) -> int:

@@ -21,7 +21,9 @@ item instead (`store_conv_rows`): the sums of an output row accumulate in a scra
 (`memref.alloca`) in an order whose innermost loop is unit-stride and carries nothing. A
 group whose result has the shape of its dense or batch_matmul is computed a block of outputs
 per work item (`store_matmul_block`): one loop over k with an accumulator per output, so each
-loaded x[i, k] and w[j, k] serves a row or column of the block (register blocking).
+loaded x[i, k] and w[j, k] serves a row or column of the block (register blocking); or, for
+short dot products in C, whole rows per work item (`store_matmul_rows`): the rhs copied
+transposed into scratch, the rows' sums in scratch, the innermost loop unit-stride over j.
 
 Values are memoised per (value, index) in a stack of scopes that follows the region nesting,
 so a value used twice at one index is computed once, and only where it dominates its uses.
@@ -498,18 +500,22 @@ class GroupEmitter(KernelBuilder):
 
     def dot_factors(
         self, op: relay.DenseOp | relay.BatchMatmulOp, idx: list[SSAValue]
-    ) -> tuple[int, Callable[[SSAValue], tuple[SSAValue, SSAValue]]]:
+    ) -> tuple[int, Callable[[SSAValue], SSAValue], Callable[[SSAValue], SSAValue]]:
         """The depth of the dot product giving output `idx` of `op`, and its two factors at k
         (both unit-stride in k: dense's weight and batch_matmul's rhs are stored transposed)."""
         if isinstance(op, relay.DenseOp):
-            return shape_of(op.weight)[1], lambda k: (
-                self.value_at(op.data, idx[:-1] + [k]), self.value_at(op.weight, [idx[-1], k])
+            return (
+                shape_of(op.weight)[1],
+                lambda k: self.value_at(op.data, idx[:-1] + [k]),
+                lambda k: self.value_at(op.weight, [idx[-1], k]),
             )
         b, i, j = idx
         x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
         y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
-        return shape_of(op.lhs)[2], lambda k: (
-            self.value_at(op.lhs, [x_batch, i, k]), self.value_at(op.rhs, [y_batch, j, k])
+        return (
+            shape_of(op.lhs)[2],
+            lambda k: self.value_at(op.lhs, [x_batch, i, k]),
+            lambda k: self.value_at(op.rhs, [y_batch, j, k]),
         )
 
     def dot_products(self, op: relay.DenseOp | relay.BatchMatmulOp, idxs: list[list[SSAValue]]) -> list[SSAValue]:
@@ -517,10 +523,10 @@ class GroupEmitter(KernelBuilder):
         A factor several outputs share (x[i, k] across a block of j) is loaded once per k:
         `value_at` memoises it in the loop body."""
         depth = self.dot_factors(op, idxs[0])[0]
-        factors = [self.dot_factors(op, idx)[1] for idx in idxs]
+        factors = [self.dot_factors(op, idx)[1:] for idx in idxs]
 
         def step(ks: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            products = [self.emit(arith.MulfOp(*factor(ks[0]))) for factor in factors]
+            products = [self.emit(arith.MulfOp(lhs(ks[0]), rhs(ks[0]))) for lhs, rhs in factors]
             return [self.emit(arith.AddfOp(acc, p)) for acc, p in zip(accs, products)]
 
         return self.loops([depth], [self.f32(0.0)] * len(idxs), step)
@@ -559,6 +565,57 @@ class GroupEmitter(KernelBuilder):
         """`ref[idx] = value`; returns no loop-carried values (a loop body that only stores)."""
         self.builder.insert(memref.StoreOp.get(value, ref, list(idx)))
         return []
+
+    def store_matmul_rows(
+        self, op: relay.DenseOp | relay.BatchMatmulOp, root: SSAValue, tile: list[SSAValue], out: SSAValue, rows: int
+    ) -> None:
+        """The work item of `rows` whole output rows of a group whose anchor `op` has the
+        shape of its result `root`: rows tile[-1] * rows + r of the matrix at tile[:-1].
+        The rhs (n x k, stored transposed) is copied into a k x n scratch matrix, then
+
+            for r, for k:  acc[r, j] += x[i_r, k] * rhs_t[k, j]  for every j
+
+        whose innermost loop is unit-stride and carries nothing (the i-k-j order of
+        `store_conv_rows`), so no sum ends in a fold of vector lanes; then `root` is stored
+        along the rows, reading the anchor from `acc`. For short dot products, where the
+        lane folds of register blocks cost as much as their multiply-adds (C batch_matmul
+        8x64x64, bench/kernels.py: 14-16 GFLOP/s in register blocks, 28-33 in this order).
+        The copy costs one load and store per `rows` multiply-adds.
+        """
+        *lead, row_tile = tile
+        first = self.mul_const(row_tile, rows)
+        width = shape_of(op.res)[-1]
+        depth, _, _ = self.dot_factors(op, [*lead, first, self.index(0)])
+        rhs_t = self.emit(memref.AllocaOp.get(f32, shape=[depth, width]))
+        acc = self.emit(memref.AllocaOp.get(f32, shape=[rows, width]))
+
+        def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            j, k = ivs
+            return self.store(self.dot_factors(op, [*lead, first, j])[2](k), rhs_t, [k, j])
+
+        self.loops([width, depth], [], copy)
+        self.loops([rows, width], [], lambda ivs, _: self.store(self.f32(0.0), acc, ivs))
+
+        def row_step(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            r, k = ivs
+            x = self.dot_factors(op, [*lead, self.add(first, r), self.index(0)])[1](k)
+
+            def accumulate(js: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                w = self.emit(memref.LoadOp.get(rhs_t, [k, js[0]]))
+                total = self.emit(memref.LoadOp.get(acc, [r, js[0]]))
+                return self.store(self.emit(arith.AddfOp(total, self.emit(arith.MulfOp(x, w)))), acc, [r, js[0]])
+
+            return self.loops([width], [], accumulate)
+
+        self.loops([rows, depth], [], row_step)
+
+        def store(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            r, j = ivs
+            idx = [*lead, self.add(first, r), j]
+            self.scopes[-1].memo[(op.res, tuple(idx))] = self.emit(memref.LoadOp.get(acc, [r, j]))
+            return self.store(self.value_at(root, idx), out, idx)
+
+        self.loops([rows, width], [], store)
 
     def conv_channel_base(self, op: relay.Conv2DOp, o: SSAValue) -> SSAValue:
         """The first input channel of output channel `o`'s group."""

@@ -399,11 +399,15 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     GroupCase("dense_blocks_of_two", "x:6x260 w:10x260", "%r = relay.nn.dense %x, %w : (tensor<6x260xf32>, tensor<10x260xf32>) -> tensor<6x10xf32>"),  # 2 x 2
     GroupCase("dense_blocks_transposed", "x:4x5 w:4x5", """
         %d = relay.nn.dense %x, %w : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x4xf32>
-        %r = relay.transpose %d : (tensor<4x4xf32>) -> tensor<4x4xf32>"""),  # reads the dense off the block
+        %r = relay.transpose %d : (tensor<4x4xf32>) -> tensor<4x4xf32>"""),  # reads the dense off the rows (C) or block
     GroupCase("batch_matmul_blocks_add_tanh", "x:1x3x20 y:2x8x20 c:8", """
         %m = relay.nn.batch_matmul %x, %y : (tensor<1x3x20xf32>, tensor<2x8x20xf32>) -> tensor<2x3x8xf32>
         %a = relay.add %m, %c : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
         %r = relay.tanh %a : tensor<2x3x8xf32>"""),  # batch broadcast, blocks of 1 x 4
+    GroupCase("batch_matmul_rows_add_tanh", "x:3x8x20 y:1x6x20 c:6", """
+        %m = relay.nn.batch_matmul %x, %y : (tensor<3x8x20xf32>, tensor<1x6x20xf32>) -> tensor<3x8x6xf32>
+        %a = relay.add %m, %c : (tensor<3x8x6xf32>, tensor<6xf32>) -> tensor<3x8x6xf32>
+        %r = relay.tanh %a : tensor<3x8x6xf32>"""),  # C: whole rows, 8 at a time; OpenCL: blocks of 1 x 2
     GroupCase("batch_matmul_row_blocks", "x:2x4x256 y:1x4x256", "%r = relay.nn.batch_matmul %x, %y : (tensor<2x4x256xf32>, tensor<1x4x256xf32>) -> tensor<2x4x4xf32>"),  # 4 x 4
     GroupCase("elementwise_chain", "a:2x1x4 b:3x1 c:4", """
         %s = relay.add %a, %b : (tensor<2x1x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>

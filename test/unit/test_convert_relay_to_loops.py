@@ -89,10 +89,11 @@ def check_kernel_form(module) -> None:
         assert 1 <= len(ops[-2].lowerBound) <= 3
         used = {op.name for op in kernel.walk()} - {"func.func"}
         assert used <= ALLOWED, used - ALLOWED
-        # producers are recomputed, never buffered; only a conv2d's work item has scratch:
-        # its output rows (block x width) and one padded input row
+        # producers are recomputed, never buffered; only a conv2d's work item has scratch (its
+        # output rows, block x width, and one padded input row), and a C dense or
+        # batch_matmul's of whole rows (the transposed rhs, and the output rows)
         scratch = [op.memref.type.get_shape() for op in kernel.walk() if op.name == "memref.alloca"]
-        assert not scratch or [len(shape) for shape in scratch] == [2, 1]
+        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2])
     assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
 
 
@@ -338,8 +339,16 @@ DENSE_BLOCKS = [
     ((6, 260, 10), (2, 2)),  # the largest power of two up to 4 dividing each axis
     ((3, 300, 7), None),  # odd on both axes: one output per work item
     ((5, 3, 6), (1, 2)),
-    ((4, 8, 16), (1, 4)),
+    ((2, 8, 16), (1, 4)),
 ]
+
+
+def dense_bias_relu(m: int, k: int, n: int) -> str:
+    body = f"""
+    %d = relay.nn.dense %x, %w : ({t(f'{m}x{k}')}, {t(f'{n}x{k}')}) -> {t(f'{m}x{n}')}
+    %e = relay.nn.bias_add %d, %b : ({t(f'{m}x{n}')}, {t(str(n))}) -> {t(f'{m}x{n}')}
+    %r = relay.nn.relu %e : {t(f'{m}x{n}')}"""
+    return fused_module(f"x:{m}x{k} w:{n}x{k} b:{n}", body)
 
 
 @pytest.mark.parametrize("mkn,block", DENSE_BLOCKS)
@@ -347,11 +356,7 @@ def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block
     """A work item sums a block of outputs in one loop, an accumulator each, then applies the
     epilogue to each; the nest spans the blocks."""
     m, k, n = mkn
-    body = f"""
-    %d = relay.nn.dense %x, %w : ({t(f'{m}x{k}')}, {t(f'{n}x{k}')}) -> {t(f'{m}x{n}')}
-    %e = relay.nn.bias_add %d, %b : ({t(f'{m}x{n}')}, {t(str(n))}) -> {t(f'{m}x{n}')}
-    %r = relay.nn.relu %e : {t(f'{m}x{n}')}"""
-    text = fused_module(f"x:{m}x{k} w:{n}x{k} b:{n}", body)
+    text = dense_bias_relu(m, k, n)
     module = lower(text)
     (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
     rows, cols = block or (1, 1)
@@ -361,6 +366,52 @@ def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block
     assert len(loop.iter_args) == rows * cols
     loads = [op for op in loop.body.block.ops if op.name == "memref.load"]
     assert len(loads) == rows + cols  # each x row and w row once per k
+    check_lowering(text)
+
+
+# C dense (m, k, n) of short dot products -> the rows a work item computes whole
+TRANSPOSED_ROWS = [((16, 20, 12), 16), ((12, 9, 5), 4), ((40, 3, 7), 8), ((8, 64, 64), 8)]
+
+
+@pytest.mark.parametrize("mkn,rows", TRANSPOSED_ROWS)
+def test_c_dense_of_short_dot_products_computes_whole_rows(mkn: tuple[int, int, int], rows: int) -> None:
+    """The weight is copied transposed into scratch (k x n), the rows sum in scratch (rows x n)."""
+    m, k, n = mkn
+    text = dense_bias_relu(m, k, n)
+    module = lower(text)
+    (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [m // rows]
+    scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
+    assert scratch == [(k, n), (rows, n)]
+    assert not any(isinstance(op, scf.ForOp) and op.iter_args for op in nest.walk())
+    check_lowering(text)
+
+
+@pytest.mark.parametrize("mkn", [(16, 256, 4), (16, 65, 64), (2, 8, 4), (6, 8, 4)])
+def test_whole_rows_only_for_short_small_dot_products_in_blocks_of_four_or_more(mkn) -> None:
+    """k >= 256, a k x n rhs above 64 x 64 floats, or fewer than 4 rows: register blocks."""
+    module = lower(dense_bias_relu(*mkn))
+    assert not any(op.name == "memref.alloca" for op in module.walk())
+
+
+def test_opencl_dense_never_computes_whole_rows() -> None:
+    """The scratch would be a work item's private memory: register blocks instead."""
+    opencl = '#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">'
+    text = dense_bias_relu(16, 20, 12).replace(SCOPE, opencl)
+    module = lower(text)
+    assert not any(op.name == "memref.alloca" for op in module.walk())
+    check_lowering(text)
+
+
+def test_c_batch_matmul_rows_with_broadcast_batch_add_tanh() -> None:
+    body = f"""
+    %m = relay.nn.batch_matmul %x, %y : ({t('3x8x20')}, {t('1x6x20')}) -> {t('3x8x6')}
+    %a = relay.add %m, %c : ({t('3x8x6')}, {t('6')}) -> {t('3x8x6')}
+    %r = relay.tanh %a : {t('3x8x6')}"""
+    text = fused_module("x:3x8x20 y:1x6x20 c:6", body)
+    module = lower(text)
+    scratch = [op.memref.type.get_shape() for op in module.walk() if op.name == "memref.alloca"]
+    assert scratch == [(20, 6), (8, 6)]
     check_lowering(text)
 
 
@@ -382,7 +433,8 @@ def test_batch_matmul_row_blocks_with_broadcast_rhs() -> None:
 
 @pytest.mark.parametrize("k", [5, 256])
 def test_dense_read_at_another_index_is_recomputed(k: int) -> None:
-    """A transpose of a square dense result reads the dense off the block: per element."""
+    """A transpose of a square dense result reads the dense off the work item's rows (k = 5)
+    or block (k = 256): those elements are recomputed."""
     body = f"""
     %d = relay.nn.dense %x, %w : ({t(f'4x{k}')}, {t(f'4x{k}')}) -> {t('4x4')}
     %e = relay.negative %d : {t('4x4')}
