@@ -28,11 +28,16 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseIntOrFPElementsAttr, DictionaryAttr, ModuleOp
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import CompileError, Error, InputError
+from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import context, parse
+from xrelay.transforms.plan_devices import SCOPE_ATTR
 from xrelay.runtime import artifact
 from xrelay.runtime.device import DeviceTable, resolve_devices
 from xrelay.runtime.executor import COPY, GraphExecutor, Profile
@@ -48,15 +53,52 @@ def build(
     default_device: str | None = None,
     host_target: str = "c",
     devices: DeviceTable | None = None,
+    params: Mapping[str, np.ndarray] | None = None,
 ) -> Executable:
-    """Compiles `program` (text or a module, which is not changed) for `targets`."""
+    """Compiles `program` (text or a module, which is not changed) for `targets`.
+
+    `params` binds parameters of @main to fixed values (weights): they become constants, so
+    they are placed like constants, written to their devices once, and `run` no longer takes
+    them."""
     module = parse(program) if isinstance(program, str) else program.clone()
+    bind_params(module, params or {})
     lower(module, tuple(targets), default_device, host_target)
     from xrelay.targets.graph_json import executor_graph
     from xrelay.targets.kernels import kernel_sources
 
     graph = executor_graph(module)
     return Executable(graph.graph, kernel_sources(module), graph.params, devices)
+
+
+def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
+    """Replaces the named parameters of @main by `relay.constant`s of their values. A
+    parameter's `relay.se_scope` attribute pins its constant there."""
+    if not params:
+        return
+    main = entry_function(module)
+    names = [arg.name_hint for arg in main.args]
+    unknown = [name for name in params if name not in names]
+    if unknown:
+        raise InputError(
+            f"params {', '.join(repr(n) for n in unknown)} are not parameters of @main "
+            f"(its parameters: {', '.join('%' + str(n) for n in names)})"
+        )
+    arg_attrs = list(main.arg_attrs.data) if main.arg_attrs is not None else [DictionaryAttr({})] * len(names)
+    block = main.body.block
+    for index in reversed(range(len(names))):
+        if names[index] in params:
+            arg = main.args[index]
+            value = check_input(names[index], arg.type, params[names[index]], what="param")
+            scope = arg_attrs[index].data.get(SCOPE_ATTR)
+            dense = DenseIntOrFPElementsAttr(arg.type, BytesAttr(value.astype("<f4").tobytes()))
+            constant = relay.ConstantOp(dense, scope if isinstance(scope, SEScopeAttr) else None)
+            constant.results[0].name_hint = names[index]
+            Rewriter.insert_op(constant, InsertPoint.at_start(block))
+            arg.replace_all_uses_with(constant.results[0])
+            block.erase_arg(arg)
+            del arg_attrs[index]
+    main.arg_attrs = ArrayAttr(arg_attrs)
+    main.update_function_type()
 
 
 def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None, host_target: str) -> None:
@@ -132,7 +174,7 @@ class Executable:
     def _by_name(self, inputs: Inputs, named: Mapping[str, Any]) -> dict[str, Any]:
         if inputs is None or isinstance(inputs, Mapping):
             return {**(inputs or {}), **named}
-        values = list(inputs)
+        values = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)  # one array: one input
         if len(values) != len(self.input_names) or named:
             raise InputError(
                 f"the program takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "

@@ -222,7 +222,7 @@ register_impls(RelayFunctions)
 def constant_value(op: relay.ConstantOp) -> np.ndarray:
     """The constant's value as a float32 array of the result's shape."""
     shape = tuple(op.res.type.get_shape())
-    values = np.asarray(op.value.get_values(), dtype=np.float32)
+    values = np.frombuffer(op.value.data.data, dtype="<f4").astype(np.float32)  # raw bytes: fast
     if values.size == 1:
         return np.full(shape, values.reshape(()), dtype=np.float32)
     return values.reshape(shape)
@@ -254,16 +254,17 @@ def bind_inputs(fn: func.FuncOp, inputs: Mapping[str, np.ndarray] | Sequence[np.
         values = list(inputs)
         if len(values) != len(params):
             raise InputError(f"@{fn.sym_name.data} takes {len(params)} inputs, but {len(values)} were given")
-    return [_check_input(n, p.type, v) for n, p, v in zip(names, params, values)]
+    return [check_input(n, p.type, v) for n, p, v in zip(names, params, values)]
 
 
-def _check_input(name: str, ty: TensorType, value: np.ndarray) -> np.ndarray:
+def check_input(name: str, ty: TensorType, value: np.ndarray, what: str = "input") -> np.ndarray:
+    """`value` as a C-contiguous array, if it has the shape and dtype of `ty`."""
     array = np.asarray(value)
     expected = tuple(ty.get_shape())
     if array.shape != expected:
-        raise InputError(f"input %{name} must have shape {list(expected)} ({ty}), but has shape {list(array.shape)}")
+        raise InputError(f"{what} %{name} must have shape {list(expected)} ({ty}), but has shape {list(array.shape)}")
     if array.dtype != np.float32:
-        raise InputError(f"input %{name} must be float32 ({ty}), but has dtype {array.dtype}")
+        raise InputError(f"{what} %{name} must be float32 ({ty}), but has dtype {array.dtype}")
     return np.array(array, order="C")  # ascontiguousarray would make a rank-0 input rank 1
 
 

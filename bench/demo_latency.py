@@ -2,9 +2,10 @@
 
 Builds the model as the demo does (first layer on OpenCL, the rest on the host) and also all
 on the host (targets c only: the on_device annotation then has no opencl target, so the
-opencl pin is dropped from a copy of the text), and reports the median of several runs of
-`Executable.run` (inputs in, outputs out) next to the same model in numpy with one BLAS
-thread, plus the per-node profile of one run.
+opencl pin is dropped from a copy of the text), each with the weights bound at build time
+(`params=`, as the demo does: a run passes only %x) and with the weights passed as inputs on
+every run; reports the median of several runs of `Executable.run` (inputs in, outputs out)
+next to the same model in numpy with one BLAS thread, plus the per-node profile of one run.
 
     .venv/bin/python bench/demo_latency.py [runs]
 """
@@ -33,12 +34,18 @@ def main() -> None:
     eager = median_ms(lambda: numpy_eager(**inputs), runs)
     print(f"{MODEL.name}, median of {runs} runs")
     print(f"  numpy eager (1 BLAS thread)      {eager:8.3f} ms")
-    for label, program, targets in (("xrelay, layer 1 on opencl:0", text, ("c", "opencl")),
-                                    ("xrelay, all on cpu", host_only, ("c",))):
-        exe = xrelay.build(program, targets=targets)
-        ms = median_ms(lambda: exe.run(inputs), runs)
+    weights = {name: array for name, array in inputs.items() if name != "x"}
+    x = {"x": inputs["x"]}
+    for label, program, targets, params, run_inputs in (
+        ("xrelay, layer 1 on opencl:0", text, ("c", "opencl"), weights, x),
+        ("  the same, weights as inputs", text, ("c", "opencl"), None, inputs),
+        ("xrelay, all on cpu", host_only, ("c",), weights, x),
+        ("  the same, weights as inputs", host_only, ("c",), None, inputs),
+    ):
+        exe = xrelay.build(program, targets=targets, params=params)
+        ms = median_ms(lambda: exe.run(run_inputs), runs)
         print(f"  {label:<32} {ms:8.3f} ms  ({ms / eager:.2f}x numpy)")
-        profile = exe.profile(inputs)
+        profile = exe.profile(run_inputs)
         for name, device, seconds in profile.nodes:
             print(f"      {device:<9} {name:<40} {seconds * 1e3:8.3f} ms")
 

@@ -366,3 +366,43 @@ def test_nan_propagates_through_max_and_min_like_the_interpreter(device: str, na
     assert np.isnan(expected).any() and not np.isnan(expected).all()
     exe = xrelay.build(NAN_MODEL, targets=("c", "opencl"), default_device=device)
     np.testing.assert_array_equal(exe.run(x=x, y=y), expected)
+
+
+PINNED_PARAM = """
+func.func @main(%x: tensor<2x3xf32>, %w: tensor<4x3xf32> {relay.se_scope = #relay.se_scope<device = opencl>},
+                %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
+  %1 = relay.nn.bias_add %0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %3 = relay.nn.relu %1 : tensor<2x4xf32>
+  func.return %3 : tensor<2x4xf32>
+}
+"""
+
+
+def test_params_become_constants_written_once(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (4, 3), (4,)))
+    expected = xrelay.interpret(xrelay.parse(PINNED_PARAM), {"x": x, "w": w, "b": b})
+    exe = xrelay.build(PINNED_PARAM, targets=("c", "opencl"), params={"w": w, "b": b})
+    assert exe.input_names == ["x"]
+    assert sorted(np.asarray(p).shape for p in exe.params.values()) == [(4,), (4, 3)]
+    np.testing.assert_allclose(exe.run(x), expected, rtol=1e-6)
+    # the pinned parameter's scope holds for its constant: the group runs on opencl, not on
+    # the default device (the host)
+    assert exe.placement() == [("fused_nn_dense_nn_bias_add_nn_relu", "opencl:0")]
+    exe.save(tmp_path / "model")
+    np.testing.assert_allclose(xrelay.load(tmp_path / "model").run(x=x), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"v": np.zeros((4, 3), np.float32)}, "params 'v' are not parameters of @main (its parameters: %x, %w, %b)"),
+        ({"w": np.zeros((3, 4), np.float32)}, "param %w must have shape [4, 3] (tensor<4x3xf32>), but has shape [3, 4]"),
+        ({"b": np.zeros(4, np.float64)}, "param %b must be float32 (tensor<4xf32>), but has dtype float64"),
+    ],
+)
+def test_param_errors(params: dict[str, np.ndarray], message: str) -> None:
+    with pytest.raises(InputError) as info:
+        xrelay.build(PINNED_PARAM, targets=("c", "opencl"), params=params)
+    assert str(info.value) == message
