@@ -24,12 +24,14 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import ClassVar
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     I64,
+    MemRefType,
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
@@ -37,7 +39,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -53,7 +55,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from xrelay.dialects.se_scope import SEScopeAttr
@@ -1002,6 +1004,28 @@ class FusedOp(IRDLOperation):
         return None if self.kernel_name is None else self.kernel_name.data
 
 
+class LaunchCalleeInterface(SymbolUserOpInterface):
+    """A launch names a kernel of its module: a `func.func` over one memref per input, of the
+    input's shape, and one for the result."""
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, LaunchOp)
+        kernel = SymbolTable.lookup_symbol(op, op.callee)
+        if not isinstance(kernel, func.FuncOp):
+            raise VerifyException(
+                f"relay.launch calls {op.callee}, which is not a function of the module; "
+                "kernels come from convert-relay-to-loops"
+            )
+        expected = [MemRefType(t.element_type, t.get_shape()) for t in (*op.inputs.types, op.res.type)]
+        found = list(kernel.function_type.inputs.data)
+        if found != expected or kernel.function_type.outputs.data:
+            raise VerifyException(
+                f"relay.launch calls {op.callee} with ({', '.join(map(str, expected))}), but the "
+                f"kernel takes ({', '.join(map(str, found))})"
+                + (" and returns results" if kernel.function_type.outputs.data else "")
+            )
+
+
 @irdl_op_definition
 class LaunchOp(IRDLOperation):
     """A launch of a lowered kernel on a scope (made by convert-relay-to-loops):
@@ -1015,7 +1039,7 @@ class LaunchOp(IRDLOperation):
     res = result_def(TensorType)
     se_scope = prop_def(SEScopeAttr)
     irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaunchCalleeInterface())
     assembly_format = "$callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $res)"
 
     def __init__(

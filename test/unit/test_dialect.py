@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, f32, i64
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, ModuleOp, f32, i64
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -86,7 +86,14 @@ def build_module() -> ModuleOp:
         fused = relay.FusedOp([copy.res, k.res], tensor(2, 3), Region(block), se_scope=gpu, kernel_name="fused_multiply")
         launch = relay.LaunchOp("fused_multiply", [fused.res, k.res], tensor(2, 3), gpu)
         func.ReturnOp(launch.res)
-    return ModuleOp([fn])
+    kernel = func.FuncOp("fused_multiply", ([memref(2, 3), memref(3), memref(2, 3)], []))
+    with ImplicitBuilder(kernel.body.block):
+        func.ReturnOp()
+    return ModuleOp([fn, kernel])
+
+
+def memref(*shape: int) -> MemRefType:
+    return MemRefType(f32, shape)
 
 
 def test_built_module_verifies_prints_and_reparses():
@@ -333,3 +340,30 @@ def test_strided_slice_shape_agrees_with_numpy(shape, data):
     op = relay.StridedSliceOp(operands=[x], result_types=[tensor(*expected)], properties=props)
     assert op.infer_shape() == expected
     op.verify()
+
+
+LAUNCH = """
+func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = relay.launch @k(%a) {se_scope = #relay.se_scope<device = cpu>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "kernel, message",
+    [
+        ("", "relay.launch calls @k, which is not a function of the module; kernels come from convert-relay-to-loops"),
+        (
+            "func.func @k(%in0: memref<3x2xf32>, %out0: memref<2x3xf32>) {\n  func.return\n}",
+            "relay.launch calls @k with (memref<2x3xf32>, memref<2x3xf32>), but the kernel takes "
+            "(memref<3x2xf32>, memref<2x3xf32>)",
+        ),
+    ],
+)
+def test_launch_names_a_kernel_of_matching_signature(kernel: str, message: str):
+    with pytest.raises(xrelay.VerifyError) as info:
+        xrelay.parse(LAUNCH + kernel)
+    assert message in str(info.value)
+    xrelay.parse(LAUNCH + "func.func @k(%in0: memref<2x3xf32>, %out0: memref<2x3xf32>) {\n  func.return\n}")
+
