@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from xdsl.passes import PassPipeline
@@ -37,6 +36,7 @@ import xrelay
 from xrelay.targets.build import build_c, build_opencl, default_opencl_context
 from xrelay.targets.kernels import KernelSource, kernel_sources
 from xrelay.transforms import get_all_passes
+from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
 
 
 def model_text(blocks: int = 8) -> str:
@@ -74,15 +74,6 @@ def lower(text: str, device: str) -> list[KernelSource]:
     module = xrelay.parse(text)
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     return kernel_sources(module)
-
-
-def median_time(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def c_build() -> None:
@@ -137,8 +128,8 @@ def main() -> None:
         root = Path(tmp)
         c_sources = lower(text, "cpu")
         print(f"model: {len(c_sources)} fused groups ({text.count('= relay.')} relay ops)")
-        print(f"lower (cpu)     {median_time(lambda: lower(text, 'cpu'), args.runs) * 1e3:8.1f} ms")
-        print(f"lower (opencl)  {median_time(lambda: lower(text, 'opencl'), args.runs) * 1e3:8.1f} ms")
+        print(f"lower (cpu)     {median_seconds(lambda: lower(text, 'cpu'), args.runs, warmup=False) * 1e3:8.1f} ms")
+        print(f"lower (opencl)  {median_seconds(lambda: lower(text, 'opencl'), args.runs, warmup=False) * 1e3:8.1f} ms")
         for language in ("c", "opencl"):
             runs = args.runs if language == "c" else max(1, args.runs // 2)
             t_cold = statistics.median(subprocess_times(language, root, runs, cold=True))

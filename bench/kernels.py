@@ -18,8 +18,6 @@ os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
@@ -31,6 +29,7 @@ import xrelay  # noqa: E402
 from xrelay.targets.build import build_c, build_opencl, default_opencl_context, import_pyopencl  # noqa: E402
 from xrelay.targets.kernels import KernelSource, kernel_sources  # noqa: E402
 from xrelay.transforms import get_all_passes  # noqa: E402
+from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
 
 
 def t(shape: tuple[int, ...]) -> str:
@@ -96,16 +95,6 @@ def kernel_for(case: Case, target: str) -> KernelSource:
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     (source,) = kernel_sources(module)
     return source
-
-
-def median_seconds(fn: Callable[[], object], runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def run_c(case: Case, arrays: list[np.ndarray], runs: int) -> tuple[float, np.ndarray]:
