@@ -34,7 +34,7 @@ lit:
 	$(VENV)/bin/lit -sv test/
 
 pytest:
-	$(PY) -m pytest -q -n 2 test/unit
+	$(PY) -m pytest -q -n 2 test/unit test/runtime
 
 bench: setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -6,53 +6,43 @@
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
     exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
+
+Only the errors are imported with the package: `import xrelay.runtime` must not load the
+compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on first use
+(PEP 562).
 """
 
-from xrelay.errors import (
-    CompileError,
-    ConfigError,
-    DeviceError,
-    Error,
-    InputError,
-    ParseError,
-    PlacementError,
-    VerifyError,
-)
-from xrelay.ir import context, parse
+from importlib import import_module
+from typing import Any
 
-# The interpreter (xDSL's interpreters) and the build API (runtime, pyopencl) are imported on
-# first use, so `opt-tool` and `import xrelay` start fast (PEP 562).
+from xrelay.errors import ArtifactError, CompileError, DeviceError, Error, InputError
+
+# name -> the module that defines it
 _LAZY = {
+    "parse": "xrelay.ir",
+    "context": "xrelay.ir",
     "interpret": "xrelay.interpreter",
-    "build": "xrelay.build",
-    "load": "xrelay.build",
-    "Executable": "xrelay.build",
+    "build": "xrelay.driver",
+    "load": "xrelay.runtime",
+    "Executable": "xrelay.runtime",
+    "ParseError": "xrelay.diagnostics",
+    "VerifyError": "xrelay.diagnostics",
+    "ConfigError": "xrelay.diagnostics",
+    "PlacementError": "xrelay.diagnostics",
+    "LoweringError": "xrelay.diagnostics",
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'xrelay' has no attribute '{name}'")
-    from importlib import import_module
-
     value = getattr(import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
 
 
-__all__ = [
-    "CompileError",
-    "ConfigError",
-    "DeviceError",
-    "Error",
-    "Executable",
-    "InputError",
-    "ParseError",
-    "PlacementError",
-    "VerifyError",
-    "build",
-    "context",
-    "interpret",
-    "load",
-    "parse",
-]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = sorted(["ArtifactError", "CompileError", "DeviceError", "Error", "InputError", *_LAZY])

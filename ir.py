@@ -13,7 +13,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
 
-from xrelay.errors import ParseError, VerifyError, excerpt, location_of
+from xrelay.diagnostics import ParseError, VerifyError, excerpt, location_of
 
 
 def _relay_dialect():

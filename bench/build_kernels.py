@@ -33,8 +33,10 @@ from pathlib import Path
 from xdsl.passes import PassPipeline
 
 import xrelay
-from xrelay.targets.build import build_c, build_opencl, default_opencl_context
-from xrelay.targets.kernels import KernelSource, kernel_sources
+from xrelay.runtime.c_library import build_c
+from xrelay.runtime.opencl import build_opencl, default_opencl_context
+from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms import get_all_passes
 from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
 

@@ -18,8 +18,9 @@ import numpy as np
 from xdsl.passes import PassPipeline
 
 import xrelay
-from xrelay.targets.build import build_c
-from xrelay.targets.kernels import KernelSource, kernel_sources
+from xrelay.runtime.c_library import build_c
+from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms import get_all_passes
 
 M, K, N = 64, 784, 512

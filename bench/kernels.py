@@ -26,8 +26,10 @@ from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
 from xdsl.passes import PassPipeline  # noqa: E402
 
 import xrelay  # noqa: E402
-from xrelay.targets.build import build_c, build_opencl, default_opencl_context, import_pyopencl  # noqa: E402
-from xrelay.targets.kernels import KernelSource, kernel_sources  # noqa: E402
+from xrelay.runtime.c_library import build_c  # noqa: E402
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl  # noqa: E402
+from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.kernels import kernel_sources  # noqa: E402
 from xrelay.transforms import get_all_passes  # noqa: E402
 from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
 

@@ -18,8 +18,9 @@ import numpy as np
 from xdsl.passes import PassPipeline
 
 import xrelay
-from xrelay.targets.build import build_opencl, default_opencl_context, import_pyopencl
-from xrelay.targets.kernels import KernelSource, kernel_sources
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
+from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms import get_all_passes
 
 ROWS, COLS = 1024, 4096
@@ -44,7 +45,7 @@ def outermost_first(source: KernelSource) -> KernelSource:
     text = source.source.replace("get_global_id(0)", "@").replace("get_global_id(1)", "get_global_id(0)")
     text = text.replace("@", "get_global_id(1)")
     return KernelSource(source.name + "_outer", source.language, text.replace(source.name, source.name + "_outer"),
-                        tuple(reversed(source.global_size)), source.num_inputs, source.scope)  # fmt: skip
+                        tuple(reversed(source.global_size)), source.num_inputs, source.device)  # fmt: skip
 
 
 def median_launch(queue, kernel, buffers, runs: int) -> float:

@@ -2,13 +2,15 @@
 The artifact format of a built program: a plain directory, no pickle.
 
     model.xrelay/
-      manifest.json     format, version, sha256 of every other file, the kernels' metadata
-      graph.json        the executor graph (`-t graph-json`)
-      params.npz        the params (constants), by node name
-      kernels/NAME.c    one translation unit per kernel (.cl for OpenCL C)
+      manifest.json       format, version, sha256 of every other file, the kernels' metadata,
+                          and the machine and compiler each library was built for
+      graph.json          the executor graph (`-t graph-json`, with its `devices` list)
+      params.npz          the params (constants), by node name
+      kernels/NAME.c      one translation unit per kernel (.cl for OpenCL C)
+      kernels/deviceN.so  the C kernels of device N, compiled
 
-Loading checks the format and every hash before reading anything else; kernels are rebuilt
-from their sources (the builders' on-disk cache makes that cheap).
+Loading checks the format and every hash before reading anything else. Reading needs only
+numpy and the standard library: no compiler, no xDSL.
 """
 
 from __future__ import annotations
@@ -17,21 +19,27 @@ import hashlib
 import io
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from xrelay.errors import Error
+from xrelay.errors import ArtifactError
+from xrelay.runtime.kernels import LANGUAGES, KernelSource
 
 FORMAT = "xrelay-executable"
-VERSION = 1
+VERSION = 2
 SUFFIXES = {"c": ".c", "opencl": ".cl"}
 
 
-class ArtifactError(Error):
-    """A saved executable is missing, corrupt or of another format."""
+@dataclass(frozen=True)
+class SavedLibrary:
+    """A device's compiled kernels, and where they can run."""
+
+    data: bytes
+    machine: str  # `xrelay.runtime.c_library.machine()` where it was built
+    compiler: str  # the compiler's version line
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,8 @@ class Artifact:
 
     graph: dict[str, Any]
     params: dict[str, np.ndarray]
-    kernels: list[Any]  # xrelay.targets.kernels.KernelSource
+    kernels: list[KernelSource]
+    libraries: dict[int, SavedLibrary] = field(default_factory=dict)  # by device index
 
 
 def sha256(data: bytes) -> str:
@@ -49,17 +58,25 @@ def sha256(data: bytes) -> str:
 
 def save(path: str | Path, artifact: Artifact) -> None:
     root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise ArtifactError(f"cannot save to {root}: it is a file, and an executable is saved as a "
+                            "directory; choose a new path or remove the file")
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     files = {"graph.json": json.dumps(artifact.graph, indent=1).encode(), "params.npz": _npz(artifact.params)}
     kernels = []
     for k in artifact.kernels:
         name = f"kernels/{k.name}{SUFFIXES[k.language]}"
         files[name] = k.source.encode()
-        kernels.append({"name": k.name, "language": k.language, "file": name, "global_size": list(k.global_size),
-                        "num_inputs": k.num_inputs, "scope": str(k.scope)})
+        kernels.append({**k.to_json(), "file": name})
+    libraries = []
+    for device, library in sorted(artifact.libraries.items()):
+        name = f"kernels/device{device}.so"
+        files[name] = library.data
+        libraries.append({"device": device, "file": name, "machine": library.machine, "compiler": library.compiler})
     for name, data in files.items():
         (root / name).write_bytes(data)
-    manifest = {"format": FORMAT, "version": VERSION, "files": {n: sha256(d) for n, d in files.items()}, "kernels": kernels}
+    manifest = {"format": FORMAT, "version": VERSION, "files": {n: sha256(d) for n, d in files.items()},
+                "kernels": kernels, "libraries": libraries}
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
@@ -79,10 +96,14 @@ def load(path: str | Path) -> Artifact:
     with np.load(io.BytesIO(files["params.npz"]), allow_pickle=False) as npz:
         params = {name: npz[name] for name in npz.files}
     kernels = [_kernel(k, files, root) for k in manifest["kernels"]]
-    return Artifact(json.loads(files["graph.json"]), params, kernels)
+    libraries = {int(entry["device"]): _library(entry, files, root) for entry in manifest.get("libraries", [])}
+    return Artifact(json.loads(files["graph.json"]), params, kernels, libraries)
 
 
 def _manifest(root: Path) -> dict[str, Any]:
+    if root.exists() and not root.is_dir():
+        raise ArtifactError(f"{root} is a file, but a saved xrelay executable is a directory "
+                            "(made by Executable.save); to compile a program use xrelay.build")
     try:
         manifest = json.loads((root / "manifest.json").read_text())
     except FileNotFoundError:
@@ -112,38 +133,19 @@ def _verified(root: Path, name: str, digest: str) -> bytes:
     return data
 
 
-def _kernel(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path) -> Any:
-    from xrelay.targets.kernels import KernelSource
+def _kernel(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path) -> KernelSource:
+    _check_hashed(entry, files, root, f"kernel {entry['name']}")
+    if entry.get("language") not in LANGUAGES:
+        raise ArtifactError(f"{root}/manifest.json gives kernel {entry['name']} the language "
+                            f"{entry.get('language')!r}; expected one of {', '.join(LANGUAGES)}")
+    return KernelSource.from_json(dict(entry), files[entry["file"]].decode())
 
+
+def _library(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path) -> SavedLibrary:
+    _check_hashed(entry, files, root, f"the library of device {entry['device']}")
+    return SavedLibrary(files[entry["file"]], str(entry["machine"]), str(entry["compiler"]))
+
+
+def _check_hashed(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path, what: str) -> None:
     if entry["file"] not in files:
-        raise ArtifactError(f"{root}/manifest.json lists kernel {entry['name']} in {entry['file']}, which it does not hash")
-    return KernelSource(
-        name=entry["name"],
-        language=entry["language"],
-        source=files[entry["file"]].decode(),
-        global_size=tuple(entry["global_size"]),
-        num_inputs=int(entry["num_inputs"]),
-        scope=parse_scope(entry["scope"]),
-    )
-
-
-def parse_scope(text: str) -> Any:
-    """An `#relay.se_scope<...>` from its printed form."""
-    from xdsl.parser import Parser
-
-    from xrelay.dialects.se_scope import SEScopeAttr
-    from xrelay.ir import context
-
-    scope = Parser(context(), text).parse_attribute()
-    if not isinstance(scope, SEScopeAttr):
-        raise ArtifactError(f"expected an #relay.se_scope<...>, but found {text!r}")
-    return scope
-
-
-def scope_keys(scopes: Sequence[str]) -> list[tuple[str, int]]:
-    """`(device, id)` of each printed scope of a graph."""
-    keys = []
-    for text in scopes:
-        scope = parse_scope(text)
-        keys.append((scope.device, scope.id))
-    return keys
+        raise ArtifactError(f"{root}/manifest.json lists {what} in {entry['file']}, which it does not hash")

@@ -1,19 +1,21 @@
 """
-`cpu`: the host as a device. Tensors are numpy arrays; kernels are the C kernels of
-`xrelay.targets.build.build_c`, called through ctypes with their buffer addresses bound once
-(a call then costs about 0.3 us, see the performance guide).
+`cpu`: the host as a device. Tensors are numpy arrays; kernels are C, built by
+`xrelay.runtime.c_library` into one shared library per load (or loaded from a saved one) and
+called through ctypes with their buffer addresses bound once (a call then costs about 0.3 us,
+see the performance guide).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
 
 import numpy as np
 
 from xrelay.errors import DeviceError
-from xrelay.runtime.device import Kernel, Tensor
+from xrelay.runtime.c_library import build_c, c_flags, load_c
+from xrelay.runtime.device import Kernel, LoadedKernels, Tensor
+from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.numpy_device import NumpyDevice
 
 
@@ -21,6 +23,7 @@ class CPUDevice(NumpyDevice):
     """Host memory (numpy) and C kernels built with gcc into one shared library per load."""
 
     kind = "cpu"
+    language = "c"
 
     def __init__(self, index: int = 0):
         super().__init__(index)
@@ -32,13 +35,11 @@ class CPUDevice(NumpyDevice):
         offset = -raw.ctypes.data % 64
         return raw[offset : offset + nbytes]
 
-    def load(self, sources: Sequence[Any]) -> Mapping[str, Kernel]:
-        from xrelay.targets.build import build_c, c_flags
-
+    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
         if not sources:
-            return {}
-        library = build_c(sources, c_flags(sources[0].scope.target or "c"))
-        return {s.name: library[s.name] for s in sources}
+            return LoadedKernels({})
+        built = load_c(library, sources) if library is not None else build_c(sources, c_flags(target))
+        return LoadedKernels({s.name: built[s.name] for s in sources}, built.path.read_bytes())
 
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         for a in args:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from typing import Any, ClassVar, TypeAlias
@@ -24,16 +25,27 @@ from typing import Any, ClassVar, TypeAlias
 import numpy as np
 
 from xrelay.errors import DeviceError
+from xrelay.runtime.kernels import KernelSource
 
 Tensor: TypeAlias = Any
 Kernel: TypeAlias = Any
 DeviceTable: TypeAlias = Mapping["tuple[str, int] | str", "str | Device"]
 
 
+@dataclass(frozen=True)
+class LoadedKernels:
+    """The kernels one device built, by name, and the binary to save with them (a C shared
+    library; None where the platform keeps its own cache, as OpenCL does)."""
+
+    kernels: Mapping[str, Kernel]
+    library: bytes | None = None
+
+
 class Device(ABC):
     """One physical device: memory, kernels, and the work queue they run on."""
 
     kind: ClassVar[str]
+    language: ClassVar[str | None] = None  # the kernel language it builds ("c", "opencl")
     host_memory: ClassVar[bool] = False  # tensors are numpy arrays the host reads directly
 
     def __init__(self, name: str):
@@ -63,8 +75,10 @@ class Device(ABC):
         return False
 
     @abstractmethod
-    def load(self, sources: Sequence[Any]) -> Mapping[str, Kernel]:
-        """Builds kernels (`xrelay.targets.kernels.KernelSource`s) for this device, by name."""
+    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
+        """Builds `sources` for this device with the options of `target` (the scope's target
+        string, e.g. `"c -O2"`), or loads them from `library`, a binary saved by an earlier
+        load of the same sources on this kind of device."""
 
     @abstractmethod
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
@@ -116,6 +130,12 @@ def default_spec(device: str, id: int) -> str:
 def resolve_devices(scopes: Sequence[tuple[str, int]], table: DeviceTable | None = None) -> list[Device]:
     """The physical device of each virtual scope `(device, id)`, through `table`."""
     entries = {_key(k): v for k, v in (table or {}).items()}
+    unknown = [f"{d}:{i}" for d, i in entries if (d, i) not in scopes]
+    if unknown:
+        raise DeviceError(
+            f"the device table maps {', '.join(unknown)}, which the program does not use; "
+            f"its scopes are {', '.join(f'{d}:{i}' for d, i in scopes)}"
+        )
     devices = []
     for device, id in scopes:
         target = entries.get((device, id), None) or default_spec(device, id)

@@ -13,13 +13,13 @@ copies and storage, and the executor only carries them out.
    kernels of the same name).
 5. `run` calls the bound nodes in order.
 
-`devices[i]` is the device of `device_index` i; `devices[0]` is the primary device, used for
-every entry when the graph has no `device_index` column.
+`devices[i]` is the device of `device_index` i, the graph's `devices[i]` entry
+(`{"kind": "opencl", "id": 1, "target": "opencl", "memory": "global"}`); `devices[0]` is the
+primary device, used for every entry when the graph has no `device_index` column.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -238,10 +238,6 @@ def _entries(graph: Mapping[str, Any], num_devices: int) -> list[Entry]:
 
 
 def _labels(graph: Mapping[str, Any], devices: Sequence[Device]) -> list[str]:
-    """`opencl:1` for each device index: the virtual scope when the graph names it."""
-    scopes = graph.get("scopes", [])
-    labels = []
-    for i, device in enumerate(devices):
-        match = re.search(r"device = (\w+), id = (\d+)", scopes[i]) if i < len(scopes) else None
-        labels.append(f"{match[1]}:{match[2]}" if match else device.name)
-    return labels
+    """`opencl:1` for each device index: the virtual device when the graph names it."""
+    named = graph.get("devices", [])
+    return [f"{named[i]['kind']}:{named[i]['id']}" if i < len(named) else d.name for i, d in enumerate(devices)]

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from xrelay.errors import DeviceError
-from xrelay.runtime.device import Device, Kernel, Tensor
+from xrelay.runtime.device import Device, Kernel, LoadedKernels, Tensor
+from xrelay.runtime.kernels import KernelSource
 
 
 class NumpyDevice(Device):
@@ -38,11 +39,11 @@ class NumpyDevice(Device):
     def read(self, src: Tensor, dst: np.ndarray) -> None:
         np.copyto(dst, src)
 
-    def load(self, sources: Sequence[Any]) -> Mapping[str, Kernel]:
+    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
         missing = [s.name for s in sources if s.name not in self.kernels]
         if missing:
             raise DeviceError(f"{self.name} has no Python kernel for {', '.join(missing)}")
-        return {s.name: self.kernels[s.name] for s in sources}
+        return LoadedKernels({s.name: self.kernels[s.name] for s in sources})
 
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         return lambda: kernel(*args)

@@ -3,27 +3,161 @@
 `POCL_DEVICES="pthread pthread"` gives two). All devices of a platform share one context, so
 a copy between two of them is one `enqueue_copy`; each device has its own in-order queue.
 
-Kernels come from `xrelay.targets.build.build_opencl`; each launch gets its own `cl.Kernel`
-object with its buffers set once, so running a node is one enqueue over the kernel's NDRange
-(`KernelSource.global_size`).
+Kernels are built into one pyopencl program per load (`build_opencl`); each launch gets its
+own `cl.Kernel` object with its buffers set once, so running a node is one enqueue over the
+kernel's NDRange (`KernelSource.global_size`).
+
+    prg = build_opencl(ctx, sources)                      # OpenCLProgram
+    prg["fused_add"](queue, a_buf, b_buf, out_buf)        # enqueues on the NDRange
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from xrelay.errors import DeviceError
-from xrelay.runtime.device import Device, Kernel
+from xrelay.errors import CompileError, DeviceError
+from xrelay.runtime.device import Device, Kernel, LoadedKernels
+from xrelay.runtime.kernels import KernelSource
 
+OPENCL_INSTALL_HINT = (
+    "install an OpenCL platform and the pyopencl package, e.g. on Debian "
+    "`apt-get install pocl-opencl-icd` and `pip install pyopencl`"
+)
 OTHER_DEVICE_HINT = (
     "PoCL runs OpenCL on the CPU (`make setup` installs it when run as root); or map the "
     "scope to another device with build(..., devices={...})"
 )
+
+
+# --- the platform ----------------------------------------------------------------------------
+
+
+def import_pyopencl() -> Any:
+    try:
+        import pyopencl
+    except ImportError as e:
+        raise DeviceError(f"no OpenCL: pyopencl cannot be imported ({e}); {OPENCL_INSTALL_HINT}")
+    return pyopencl
+
+
+def opencl_platforms() -> list[Any]:
+    """The OpenCL platforms that have devices; a DeviceError when there are none."""
+    cl = import_pyopencl()
+    try:
+        platforms = [p for p in cl.get_platforms() if p.get_devices()]
+    except cl.Error:
+        platforms = []
+    if not platforms:
+        raise DeviceError(f"no OpenCL platform found; {OPENCL_INSTALL_HINT}")
+    return platforms
+
+
+def default_opencl_context() -> Any:
+    """A new context on every device of the first OpenCL platform."""
+    cl = import_pyopencl()
+    return cl.Context(opencl_platforms()[0].get_devices())
+
+
+@cache
+def platform_context(platform_index: int = 0) -> tuple[Any, list[Any]]:
+    """One context over every device of the platform, and those devices."""
+    cl = import_pyopencl()
+    try:
+        platform = opencl_platforms()[platform_index]
+    except DeviceError as e:
+        raise DeviceError(f"an opencl scope needs an OpenCL device, but {e}; {OTHER_DEVICE_HINT}") from None
+    devices = platform.get_devices()
+    return cl.Context(devices), devices
+
+
+# --- building kernels ----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class OpenCLKernel:
+    """One OpenCL kernel; its `cl.Kernel` object is made once and reused."""
+
+    name: str
+    num_inputs: int
+    global_size: tuple[int, ...]
+    kernel: Any  # pyopencl.Kernel
+
+    def __call__(self, queue: Any, *buffers: Any, wait_for: Sequence[Any] | None = None) -> Any:
+        """Enqueues the kernel over its NDRange on `queue` and returns the event."""
+        if len(buffers) != self.num_inputs + 1:
+            raise TypeError(
+                f"kernel {self.name} takes {self.num_inputs} inputs and one output, "
+                f"but was given {len(buffers)} buffers"
+            )
+        cl = import_pyopencl()
+        self.kernel.set_args(*buffers)
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size, None, wait_for=wait_for)
+
+
+@dataclass(eq=False)
+class OpenCLProgram:
+    """The OpenCL kernels of one build, as one program on one context."""
+
+    program: Any  # pyopencl.Program
+    kernels: dict[str, OpenCLKernel] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> OpenCLKernel:
+        return self.kernels[name]
+
+
+def build_opencl(
+    cl_context: Any | None, sources: Sequence[KernelSource], options: Sequence[str] = ()
+) -> OpenCLProgram:
+    """Builds OpenCL kernels for the devices of `cl_context` (the default context if None).
+
+    Not cached here: the platform caches built programs itself (PoCL: 0.02 s warm), and
+    fetching device binaries to cache them would double a cold PoCL build, which then
+    compiles every kernel's work-group function up front (24 kernels: 3 s -> 7.7 s).
+    """
+    cl = import_pyopencl()
+    for s in sources:
+        if s.language != "opencl":
+            raise CompileError(f"kernel {s.name} is {s.language} code, but this builder builds opencl kernels")
+    context = cl_context if cl_context is not None else default_opencl_context()
+    text = "\n".join(s.source for s in sources)
+    try:
+        program = cl.Program(context, text).build(options=list(options))
+    except cl.RuntimeError as e:
+        names = ", ".join(s.name for s in sources)
+        raise CompileError(f"the OpenCL compiler failed on kernels {names}:\n{e}") from None
+    result = OpenCLProgram(program)
+    for s in sources:
+        kernel = cl.Kernel(program, s.name)
+        result.kernels[s.name] = OpenCLKernel(s.name, s.num_inputs, s.global_size, kernel)
+    return result
+
+
+def run_opencl_kernel(
+    queue: Any, kernel: OpenCLKernel, inputs: Sequence[np.ndarray], out_shape: Sequence[int]
+) -> np.ndarray:
+    """Copies `inputs` and a zeroed output to the device, runs `kernel`, returns the output."""
+    cl = import_pyopencl()
+    mf = cl.mem_flags
+    context = queue.context
+    bufs = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=_host(a)) for a in inputs]
+    out = np.zeros(out_shape, np.float32)
+    out_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=_host(out))
+    kernel(queue, *bufs, out_buf)
+    cl.enqueue_copy(queue, out, out_buf)
+    return out
+
+
+def _host(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, np.float32)
+    return a if a.size else np.zeros(1, np.float32)
+
+
+# --- the device ----------------------------------------------------------------------------
 
 
 @dataclass(eq=False)
@@ -39,27 +173,12 @@ class CLTensor:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
-@cache
-def platform_context(platform_index: int = 0) -> tuple[Any, list[Any]]:
-    """One context over every device of the platform, and those devices."""
-    from xrelay.targets.build import import_pyopencl, opencl_platforms
-
-    cl = import_pyopencl()
-    try:
-        platform = opencl_platforms()[platform_index]
-    except DeviceError as e:
-        raise DeviceError(f"an opencl scope needs an OpenCL device, but {e}; {OTHER_DEVICE_HINT}") from None
-    devices = platform.get_devices()
-    return cl.Context(devices), devices
-
-
 class OpenCLDevice(Device):
     kind = "opencl"
+    language = "opencl"
 
     def __init__(self, index: int = 0, platform: int = 0):
         super().__init__(f"opencl:{index}")
-        from xrelay.targets.build import import_pyopencl
-
         self.cl = import_pyopencl()
         self.context, devices = platform_context(platform)
         if index >= len(devices):
@@ -94,13 +213,11 @@ class OpenCLDevice(Device):
             self.queue.finish()  # the source's storage may be reused by its queue right after
         return True
 
-    def load(self, sources: Sequence[Any]) -> Mapping[str, Kernel]:
-        from xrelay.targets.build import build_opencl
-
+    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
         if not sources:
-            return {}
+            return LoadedKernels({})
         program = build_opencl(self.context, sources)
-        return {s.name: program[s.name] for s in sources}
+        return LoadedKernels({s.name: program[s.name] for s in sources})
 
     def bind(self, kernel: Kernel, args: Sequence[CLTensor]) -> Callable[[], None]:
         own = self.cl.Kernel(kernel.kernel.program, kernel.name)  # one object per launch site

@@ -32,6 +32,7 @@ from xrelay.targets.c_style import (
 )
 
 
+# Defined by the runtime's C builder (`xrelay.runtime.c_library`), which passes -fopenmp-simd.
 SIMD_MACRO = "XRELAY_OMP_SIMD"
 
 

@@ -24,7 +24,7 @@ vectorise: C's `#pragma omp simd reduction` (`reduction_pragma`), OpenCL's split
 into `float16` lanes (an override of `split_reduction`). Values nothing reads are left out, and unused parameters and loop
 results are cast to void, so gcc -Wall -Wextra is quiet. Ops are printed by a `singledispatchmethod` with
 one overload per op class, like xDSL's WGSL printer; an op no overload or `code_for_op` entry
-knows is a `CompileError` naming the op and the target.
+knows is a `LoweringError` naming the op and the target.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import CompileError, location_of
+from xrelay.diagnostics import LoweringError, location_of
 
 SCOPE_ATTR = "relay.se_scope"
 
@@ -71,7 +71,7 @@ Expr = Callable[..., str]
 def lowered_kernels(module: ModuleOp, target: str) -> list[func.FuncOp]:
     """The kernel functions of a lowered module, in module order.
 
-    Raises a `CompileError` at the first relay op that lowering should have removed.
+    Raises a `LoweringError` at the first relay op that lowering should have removed.
     """
     for op in module.walk():
         if isinstance(op, relay.FusedOp | relay.RelayOp) and not isinstance(op, GRAPH_OPS):
@@ -95,7 +95,7 @@ def kernel_scope(kernel: func.FuncOp) -> SEScopeAttr:
 
 
 def _fail(op: Operation, message: str) -> NoReturn:
-    op.emit_error(message, CompileError(message))
+    op.emit_error(message, LoweringError(message))
     raise AssertionError("emit_error raises")
 
 

@@ -4,16 +4,18 @@
     {"nodes": [...], "arg_nodes": [...], "heads": [...], "node_row_ptr": [...],
      "attrs": {"storage_id": ["list_int", [...]], "shape": ["list_shape", [...]],
                "dltype": ["list_str", [...]], "device_index": ["list_int", [...]]},
-     "scopes": ["#relay.se_scope<device = cpu, id = 0, ...>", ...]}
+     "devices": [{"kind": "cpu", "id": 0, "target": "c", "memory": "global"}, ...]}
 
 Nodes, in this order: one `null` node per parameter of @main (named after it), one `null`
 node per `relay.constant` (a *param*, named `p0`, `p1`, ...; its value goes to the
 artifact), then one `tvm_op` node per op of @main in program order: a `relay.launch` is a
 node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
 is `__copy`. Every node has one output, so entry ids equal node ids. `device_index` indexes
-`scopes`, the canonical scopes of the program sorted by DLPack device type, then id: the
-host (cpu) comes first and is the primary device. `storage_id` comes from plan-memory (run
-here on a copy of the module, after inline-calls, when the input has no plan yet).
+`devices`, the canonical scopes of the program sorted by DLPack device type, then id (the
+host, cpu, comes first and is the primary device), each as plain data: the runtime learns
+where a node runs from this list alone. This module is where a scope becomes a device
+index, once, from the attribute (`device_list`). `storage_id` comes from plan-memory: the
+input must have been through `inline-calls,plan-memory`.
 """
 
 from __future__ import annotations
@@ -29,17 +31,11 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
+from xrelay.diagnostics import LoweringError
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.interpreter import constant_value
-from xrelay.transforms.inline_calls import InlineCallsPass
-from xrelay.transforms.plan_memory import (
-    PlanMemoryPass,
-    main_function,
-    scope_of,
-    storage_id,
-    tensors,
-)
+from xrelay.transforms.plan_memory import main_function, scope_of, storage_id, tensors
 
 COPY = "__copy"
 DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
@@ -47,10 +43,12 @@ DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 
 @dataclass
 class ExecutorGraph:
-    """The graph JSON object and the values of its params (by node name)."""
+    """The graph JSON object, the values of its params (by node name), and the scope of each
+    device index."""
 
     graph: dict[str, Any]
     params: dict[str, np.ndarray] = field(default_factory=dict)
+    devices: list[SEScopeAttr] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -62,14 +60,25 @@ class GraphJSONTarget(Target):
 
 
 def executor_graph(module: ModuleOp) -> ExecutorGraph:
-    """The executor graph of a lowered module (planned on a copy when it has no plan yet)."""
+    """The executor graph of a lowered module whose memory is planned."""
     main = main_function(module)
-    if any(storage_id(v) is None for v in tensors(main)):
-        module = module.clone()
-        InlineCallsPass().apply(Context(), module)
-        PlanMemoryPass().apply(Context(), module)
-        main = main_function(module)
+    unplanned = next((v for v in tensors(main) if storage_id(v) is None), None)
+    if unplanned is not None:
+        what = f"%{unplanned.name_hint}" if unplanned.name_hint else "a tensor"
+        message = (f"the graph-json target expects a memory plan, but {what} of @main has no storage id; "
+                   "run inline-calls,plan-memory first (e.g. -p '...,convert-relay-to-loops,inline-calls,plan-memory')")
+        main.emit_error(message, LoweringError(message))
     return _GraphBuilder(main).build()
+
+
+def device_list(values: list[SSAValue]) -> list[SEScopeAttr]:
+    """The distinct canonical scopes of `values`, in device-index order (`scope_order`)."""
+    return sorted({scope_of(v) for v in values}, key=scope_order)
+
+
+def device_entry(scope: SEScopeAttr) -> dict[str, Any]:
+    """A scope as the runtime reads it: `{"kind", "id", "target", "memory"}`."""
+    return {"kind": scope.device, "id": scope.id, "target": scope.target, "memory": scope.memory}
 
 
 @dataclass
@@ -87,7 +96,8 @@ class _GraphBuilder:
             self.add_op(op)
         ret = self.main.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
-        return ExecutorGraph(self.json([self.entries[v] for v in ret.arguments]), self.params)
+        devices = device_list(list(self.entries))
+        return ExecutorGraph(self.json([self.entries[v] for v in ret.arguments], devices), self.params, devices)
 
     def add_node(self, value: SSAValue, node: dict[str, Any]) -> None:
         self.entries[value] = len(self.nodes)
@@ -113,9 +123,9 @@ class _GraphBuilder:
         node = {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[self.entries[v], 0, 0] for v in inputs]}
         self.add_node(op.res, node)
 
-    def json(self, heads: list[int]) -> dict[str, Any]:
+    def json(self, heads: list[int], devices: list[SEScopeAttr]) -> dict[str, Any]:
         values = sorted(self.entries, key=self.entries.__getitem__)
-        scopes = sorted({scope_of(v) for v in values}, key=scope_order)
+        index = {scope: i for i, scope in enumerate(devices)}
         types = [v.type for v in values]
         assert all(isinstance(t, TensorType) for t in types)
         return {
@@ -127,9 +137,9 @@ class _GraphBuilder:
                 "storage_id": ["list_int", [storage_id(v) for v in values]],
                 "shape": ["list_shape", [list(t.get_shape()) for t in types]],  # type: ignore[union-attr]
                 "dltype": ["list_str", [DTYPES.get(str(t.element_type), str(t.element_type)) for t in types]],  # type: ignore[union-attr]
-                "device_index": ["list_int", [scopes.index(scope_of(v)) for v in values]],
+                "device_index": ["list_int", [index[scope_of(v)] for v in values]],
             },
-            "scopes": [str(s) for s in scopes],
+            "devices": [device_entry(s) for s in devices],
         }
 
 
@@ -162,6 +172,6 @@ def format_graph(graph: dict[str, Any]) -> str:
     lines += [f"    {d(k)}: {d(v)}," for k, v in graph["attrs"].items()]
     lines[-1] = lines[-1].rstrip(",")
     lines.append("  },")
-    lines.append(f'  "scopes": {d(graph["scopes"])}')
+    lines.append(f'  "devices": {d(graph["devices"])}')
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -1,48 +1,49 @@
 """
-The kernels of a lowered module as source text, one translation unit each, for the builders.
+The kernels of a lowered module as source text, one translation unit each, for the runtime.
 
-    for k in kernel_sources(module):   # KernelSource(name, language, source, global_size, ...)
+    graph = executor_graph(module)
+    for k in kernel_sources(module, graph.devices):   # xrelay.runtime.kernels.KernelSource
         ...
 
 A kernel's language follows its scope's device (cpu -> "c", opencl -> "opencl"); its
-`global_size` is the NDRange, the trip counts of its outermost scf.parallel in OpenCL's
-dimension order: the innermost (contiguous) loop dimension first (see
-`c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8.
+`device` is its scope's index in the executor graph's `devices` (the same list the graph's
+`device_index` column indexes); its `global_size` is the NDRange, the trip counts of its
+outermost scf.parallel in OpenCL's dimension order: the innermost (contiguous) loop dimension
+first (see `c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import CompileError, location_of
+from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.c import CEmitter
 from xrelay.targets.c_style import CStyleEmitter, global_size, kernel_scope, lowered_kernels
+from xrelay.targets.graph_json import scope_order
 from xrelay.targets.opencl import OpenCLEmitter
 
 EMITTERS: dict[str, type[CStyleEmitter]] = {"cpu": CEmitter, "opencl": OpenCLEmitter}
 LANGUAGES = {"cpu": "c", "opencl": "opencl"}
 
 
-@dataclass(frozen=True)
-class KernelSource:
-    name: str
-    language: str  # "c" | "opencl"
-    source: str  # a complete translation unit for this one kernel
-    global_size: tuple[int, ...]  # the NDRange (the outermost scf.parallel's extents, innermost first)
-    num_inputs: int
-    scope: SEScopeAttr
+def kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = None) -> list[KernelSource]:
+    """The source of every kernel of a lowered module, in module order. `devices` is the
+    executor graph's device list; without it, the kernels' own scopes in device-index order.
+    A kernel on none of `devices` is never launched (its function is not called from @main)
+    and is left out."""
+    kernels = lowered_kernels(module, "kernel builder")
+    if devices is None:
+        devices = sorted({kernel_scope(k) for k in kernels}, key=scope_order)
+    index = {scope: i for i, scope in enumerate(devices)}
+    return [kernel_source(k, index[kernel_scope(k)]) for k in kernels if kernel_scope(k) in index]
 
 
-def kernel_sources(module: ModuleOp) -> list[KernelSource]:
-    """The source of every kernel of a lowered module, in module order."""
-    return [kernel_source(k) for k in lowered_kernels(module, "kernel builder")]
-
-
-def kernel_source(kernel: func.FuncOp) -> KernelSource:
+def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
     scope = kernel_scope(kernel)
     emitter = EMITTERS.get(scope.device or "")
     if emitter is None:
@@ -51,12 +52,12 @@ def kernel_source(kernel: func.FuncOp) -> KernelSource:
             f"its scope {scope} is on device '{scope.device}', but only cpu (C) and opencl "
             "(OpenCL C) kernels are supported"
         )
-        kernel.emit_error(message, CompileError(message))
+        kernel.emit_error(message, LoweringError(message))
     return KernelSource(
         name=kernel.sym_name.data,
         language=LANGUAGES[scope.device],
         source=emitter.render_unit([kernel]),
         global_size=global_size(kernel, emitter.target),
         num_inputs=len(kernel.args) - 1,
-        scope=scope,
+        device=device,
     )

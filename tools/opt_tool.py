@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from xrelay.errors import excerpt
+from xrelay.diagnostics import excerpt
 from xrelay.ir import LocParser, add_location, register_dialects
 from xrelay.targets import get_all_targets
 from xrelay.transforms import get_all_passes

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
-from xrelay.errors import ConfigError
+from xrelay.diagnostics import ConfigError
 
 # Target kinds (the first word of a target string) and the device type each compiles for.
 TARGET_KIND_DEVICES = {

@@ -63,7 +63,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import CompileError, location_of
+from xrelay.diagnostics import LoweringError, location_of
 from xrelay.transforms.loop_builders import GroupEmitter
 
 PASS = "convert-relay-to-loops"
@@ -88,7 +88,7 @@ class ConvertRelayToLoopsPass(ModulePass):
 
 
 def _fail(op: Operation, message: str) -> None:
-    op.emit_error(message, CompileError(message))
+    op.emit_error(message, LoweringError(message))
 
 
 def check_preconditions(module: ModuleOp) -> list[relay.FusedOp]:

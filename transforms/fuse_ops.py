@@ -53,7 +53,7 @@ from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from xrelay.dialects.relay import FusedOp, YieldOp
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import CompileError, ConfigError, location_of
+from xrelay.diagnostics import ConfigError, LoweringError, location_of
 from xrelay.transforms.fusion_graph import IndexedForwardGraph, build_graph, is_primitive
 from xrelay.transforms.fusion_groups import Group, GraphPartitioner
 
@@ -114,7 +114,7 @@ def _is_fusable_position(op: Operation) -> bool:
 
 def _fail(op: Operation, message: str) -> None:
     message = f"{location_of(op)}: {message}"
-    op.emit_error(message, CompileError(message))
+    op.emit_error(message, LoweringError(message))
 
 
 def existing_symbols(module: ModuleOp) -> set[str]:

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xrelay.errors import CompileError, location_of
+from xrelay.diagnostics import LoweringError, location_of
 
 
 @dataclass(frozen=True)
@@ -119,4 +119,4 @@ def is_kernel(fn: func.FuncOp) -> bool:
 
 def _fail(op: Operation, message: str) -> NoReturn:
     message = f"{location_of(op)}: {message}"
-    op.emit_error(message, CompileError(message))
+    op.emit_error(message, LoweringError(message))

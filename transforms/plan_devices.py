@@ -52,7 +52,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import ConfigError, PlacementError, location_of
+from xrelay.diagnostics import ConfigError, PlacementError, location_of
 from xrelay.transforms.compilation_config import CompilationConfig, TARGET_KIND_DEVICES, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
 

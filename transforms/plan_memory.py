@@ -48,7 +48,7 @@ from xdsl.passes import ModulePass
 
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import CompileError, location_of
+from xrelay.diagnostics import LoweringError, location_of
 
 STORAGE_ID = "relay.storage_id"
 SCOPE = "relay.se_scope"
@@ -70,7 +70,7 @@ def main_function(module: ModuleOp) -> func.FuncOp:
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
             return op
-    raise CompileError("plan-memory expects a function @main (the program the executor runs), but the module has none")
+    raise LoweringError("plan-memory expects a function @main (the program the executor runs), but the module has none")
 
 
 # --- Phase 1: check ----------------------------------------------------------------------
@@ -223,4 +223,4 @@ def storage_id(value: SSAValue) -> int | None:
 
 def _fail(op: Operation, message: str) -> NoReturn:
     message = f"{location_of(op)}: plan-memory {message}"
-    op.emit_error(message, CompileError(message))
+    op.emit_error(message, LoweringError(message))

@@ -11,6 +11,7 @@ from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import DiagnosticException
 
 import xrelay
+from xrelay.diagnostics import location_of
 from xrelay.dialects import relay
 from xrelay.dialects.relay import OpPatternKind as K
 from xrelay.dialects.se_scope import SEScopeAttr
@@ -229,8 +230,8 @@ def test_parse_returns_a_verified_module_with_locations():
     module = xrelay.parse(body("%x: tensor<2xf32>", "%0 = relay.exp %x : tensor<2xf32>", "tensor<2xf32>"), "model.mlir")
     assert isinstance(module, ModuleOp)
     exp = next(op for op in module.walk() if isinstance(op, relay.ExpOp))
-    assert xrelay.errors.location_of(exp) == "model.mlir:2:3"
-    assert xrelay.errors.location_of(relay.ExpOp(exp.data)) == "unknown location"
+    assert xrelay.diagnostics.location_of(exp) == "model.mlir:2:3"
+    assert location_of(relay.ExpOp(exp.data)) == "unknown location"
 
 
 def test_parse_error():
@@ -256,9 +257,16 @@ def test_verify_error_names_location_and_shows_the_op():
 
 
 def test_error_hierarchy():
-    for name in ("ParseError", "VerifyError", "ConfigError", "PlacementError", "CompileError", "DeviceError", "InputError"):
+    """Every error is an xrelay.Error; the compiler's are also xDSL diagnostics (so
+    --verify-diagnostics prints them), the runtime's are plain (the runtime imports no xDSL)."""
+    compiler = ("ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError")
+    runtime = ("CompileError", "DeviceError", "InputError", "ArtifactError")
+    for name in (*compiler, *runtime):
         assert issubclass(getattr(xrelay, name), xrelay.Error)
-    assert issubclass(xrelay.Error, DiagnosticException)
+    for name in compiler:
+        assert issubclass(getattr(xrelay, name), DiagnosticException)
+    assert not issubclass(xrelay.Error, DiagnosticException)
+    assert issubclass(xrelay.LoweringError, xrelay.CompileError)
 
 
 # --- round trips of random programs -----------------------------------------------------------

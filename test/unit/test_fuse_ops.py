@@ -17,7 +17,7 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.dialects.relay import OpPatternKind
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import ConfigError
+from xrelay.diagnostics import ConfigError
 from xrelay.transforms.fuse_ops import FuseOpsPass, KernelNames, fuse_group, kernel_name
 from xrelay.transforms.fusion_graph import build_graph, post_dominator_tree
 from xrelay.transforms.fusion_groups import GraphPartitioner, Group

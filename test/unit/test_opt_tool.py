@@ -211,7 +211,7 @@ def test_startup_does_not_import_the_interpreter_or_runtime():
     """opt-tool starts once per lit RUN line: xDSL's interpreters and pyopencl cost ~0.6 s."""
     probe = (
         "import sys; import xrelay.tools.opt_tool; "
-        "heavy = [m for m in ('xrelay.interpreter', 'xrelay.build', 'xdsl.interpreters', 'pyopencl') "
+        "heavy = [m for m in ('xrelay.interpreter', 'xrelay.driver', 'xdsl.interpreters', 'pyopencl') "
         "if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -22,15 +22,11 @@ from xdsl.dialects.builtin import ModuleOp
 import xrelay
 from xrelay.dialects import relay
 from xrelay.errors import CompileError
-from xrelay.targets.build import (
-    CKernel,
-    build_c,
-    build_opencl,
-    default_opencl_context,
-    run_opencl_kernel,
-)
+from xrelay.runtime.c_library import CKernel, build_c
+from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.c import CTarget
-from xrelay.targets.kernels import KernelSource, kernel_sources
+from xrelay.targets.kernels import kernel_sources
 from xrelay.targets.opencl import OpenCLTarget
 
 from kernel_cases import GROUP_CASES, LOOP_KERNELS, SCOPES, GroupCase, LoopKernel, random_inputs
@@ -255,7 +251,7 @@ def test_kernel_sources_fields() -> None:
         source=source.source,
         global_size=(8, 4),  # innermost loop dimension first
         num_inputs=2,
-        scope=module.body.block.first_op.attributes["relay.se_scope"],
+        device=0,
     )
     assert source.source.startswith(
         "__kernel void k_elementwise(__global const float *in0, __global const float *in1, "

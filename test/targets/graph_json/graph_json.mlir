@@ -1,4 +1,4 @@
-// RUN: opt-tool %s -t graph-json --split-input-file | filecheck %s
+// RUN: opt-tool %s -p inline-calls,plan-memory -t graph-json | filecheck %s
 
 #cpu = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">
 #cl = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">
@@ -6,7 +6,7 @@ func.func private @fused_add(memref<4xf32>, memref<4xf32>, memref<4xf32>)
 func.func private @fused_exp(memref<4xf32>, memref<4xf32>)
 
 // Parameters, then constants (params p0, ...), then kernels and copies in program order;
-// device_index indexes "scopes", the host first. An unplanned input is planned on the fly.
+// device_index indexes "devices" (plain data: kind, virtual id, target, memory), the host first.
 // CHECK:      "nodes": [
 // CHECK-NEXT:   {"op": "null", "name": "x", "inputs": []},
 // CHECK-NEXT:   {"op": "null", "name": "p0", "inputs": []},
@@ -25,7 +25,7 @@ func.func private @fused_exp(memref<4xf32>, memref<4xf32>)
 // CHECK-NEXT:   "dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32", "float32", "float32"]],
 // CHECK-NEXT:   "device_index": ["list_int", [1, 1, 0, 1, 0, 0, 0]]
 // CHECK-NEXT: },
-// CHECK-NEXT: "scopes": ["#relay.se_scope<device = cpu, id = 0, target = \"c\", memory = \"global\">", "#relay.se_scope<device = opencl, id = 0, target = \"opencl\", memory = \"global\">"]
+// CHECK-NEXT: "devices": [{"kind": "cpu", "id": 0, "target": "c", "memory": "global"}, {"kind": "opencl", "id": 0, "target": "opencl", "memory": "global"}]
 func.func @main(%x: tensor<4xf32> {relay.se_scope = #cl}) -> (tensor<4xf32>, tensor<4xf32>) {
   %k = relay.constant {value = dense<1.0> : tensor<4xf32>, se_scope = #cl} : tensor<4xf32>
   %0 = relay.launch @fused_add(%x, %k) {se_scope = #cl} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -34,25 +34,4 @@ func.func @main(%x: tensor<4xf32> {relay.se_scope = #cl}) -> (tensor<4xf32>, ten
   %k2 = relay.constant {value = dense<2.0> : tensor<4xf32>, se_scope = #cpu} : tensor<4xf32>
   %3 = relay.launch @fused_add(%2, %k2) {se_scope = #cpu} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %3, %0 : tensor<4xf32>, tensor<4xf32>
-}
-
-// -----
-
-#cl0 = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">
-#cl1 = #relay.se_scope<device = opencl, id = 1, target = "opencl", memory = "global">
-func.func private @k(memref<4xf32>, memref<4xf32>)
-
-// Two OpenCL devices: sorted by id; the recorded storage plan is used as it is; a parameter
-// named like a param keeps its name.
-// CHECK:      {"op": "null", "name": "p0", "inputs": []},
-// CHECK-NEXT: {"op": "null", "name": "p0_1", "inputs": []},
-// CHECK:      "storage_id": ["list_int", [7, 8, 9, 10]],
-// CHECK:      "device_index": ["list_int", [1, 1, 1, 0]]
-// CHECK-NEXT: },
-// CHECK-NEXT: "scopes": ["#relay.se_scope<device = opencl, id = 0, target = \"opencl\", memory = \"global\">", "#relay.se_scope<device = opencl, id = 1, target = \"opencl\", memory = \"global\">"]
-func.func @main(%p0: tensor<4xf32> {relay.se_scope = #cl1, relay.storage_id = 7 : i64}) -> tensor<4xf32> {
-  %k = relay.constant {value = dense<1.0> : tensor<4xf32>, se_scope = #cl1, relay.storage_id = 8 : i64} : tensor<4xf32>
-  %0 = relay.launch @k(%p0) {se_scope = #cl1, relay.storage_id = 9 : i64} : (tensor<4xf32>) -> tensor<4xf32>
-  %1 = relay.device_copy %0 {src_se_scope = #cl1, dst_se_scope = #cl0, relay.storage_id = 10 : i64} : tensor<4xf32>
-  func.return %1 : tensor<4xf32>
 }

@@ -1,17 +1,16 @@
 """
-Kernel builders: C kernels into one shared library (gcc + ctypes), OpenCL kernels into one
-pyopencl program; each gives callable kernels by name.
+C kernels into one shared library (gcc + ctypes), giving callable kernels by name.
 
     lib = build_c(sources, flags=c_flags("c -O2"))       # CLibrary
     lib["fused_add"](a, b, out)                           # numpy float32 arrays
-    prg = build_opencl(ctx, sources)                      # OpenCLProgram
-    prg["fused_add"](queue, a_buf, b_buf, out_buf)        # enqueues on the NDRange
+    lib = load_c(path, sources)                           # a library built before (an artifact's)
 
-C builds are cached on disk under `$XDG_CACHE_HOME/xrelay` (default `~/.cache/xrelay`), keyed
+Builds are cached on disk under `$XDG_CACHE_HOME/xrelay` (default `~/.cache/xrelay`), keyed
 by a hash of the sources, the flags and gcc's version. Files are written to a temporary name in
 the cache directory and renamed into place, so two processes building the same kernels at once
 both succeed. gcc runs with an argument list, never through a shell, and extra flags come only
-from an allow-list. OpenCL programs are cached by the platform (see `build_opencl`).
+from an allow-list. A library records the machine it was built on (`machine()`) and the
+compiler (`c_compiler_version()`), so a saved one is reused only where it can run.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from xrelay.errors import CompileError, DeviceError
-from xrelay.targets.c import SIMD_MACRO
-from xrelay.targets.kernels import KernelSource
+from xrelay.errors import CompileError
+from xrelay.runtime.kernels import KernelSource
 
 C_COMPILER = "gcc"
-# -fopenmp-simd enables the emitter's `omp simd` reduction pragmas (no OpenMP runtime).
+# The C emitter (`xrelay.targets.c`) guards its `omp simd` reduction pragmas with this macro,
+# so its output also compiles warning-free without -fopenmp-simd (no OpenMP runtime needed).
+SIMD_MACRO = "XRELAY_OMP_SIMD"
 C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp-simd",
                 f"-D{SIMD_MACRO}")
 
@@ -51,12 +52,6 @@ C_FLAG_ALLOW_LIST = (
     r"-f(no-)?(fast-math|unroll-loops|tree-vectorize|omit-frame-pointer)",
     r"-fsanitize=(address|undefined)",
 )
-
-OPENCL_INSTALL_HINT = (
-    "install an OpenCL platform and the pyopencl package, e.g. on Debian "
-    "`apt-get install pocl-opencl-icd` and `pip install pyopencl`"
-)
-
 
 # --- the on-disk cache ----------------------------------------------------------------------
 
@@ -155,11 +150,33 @@ class CLibrary:
     """The C kernels of one build, loaded from one shared library."""
 
     path: Path
-    cached: bool  # True when the library came from the on-disk cache
+    cached: bool  # True when the library came from the on-disk cache (or an artifact)
     kernels: dict[str, CKernel] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> CKernel:
         return self.kernels[name]
+
+
+@cache
+def machine() -> str:
+    """The machine a library built with `-march=native` runs on: architecture, CPU model, and
+    a digest of the CPU's feature flags (two hosts of one model may differ in them)."""
+    info = _cpuinfo()
+    model = info.get("model name") or platform.processor() or "unknown cpu"
+    return f"{platform.machine()} {model} (cpu flags {content_key(info.get('flags', ''))[:12]})"
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (empty where there is none)."""
+    fields: dict[str, str] = {}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return fields
+    for line in text.split("\n\n")[0].splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return fields
 
 
 def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = ()) -> CLibrary:
@@ -168,12 +185,24 @@ def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = ()) -> CLibr
     check_c_flags(flags)
     text = "\n".join(s.source for s in sources)
     argv = [*C_BASE_FLAGS, *flags]
-    key = content_key(text, " ".join(argv), c_compiler_version())
+    key = content_key(text, " ".join(argv), c_compiler_version(), machine())
     library = cache_dir() / f"c-{key}.so"
     cached = library.exists()
     if not cached:
         _compile_c(text, argv, library, [s.name for s in sources])
     return _load_c(library, sources, cached)
+
+
+def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
+    """Loads a library built before (an artifact's bytes, already verified) for `sources`.
+
+    The bytes go to the cache directory under their own hash first, so what is loaded is what
+    was verified, whatever happens to the artifact afterwards."""
+    _check_language(sources, "c")
+    library = cache_dir() / f"c-saved-{hashlib.sha256(data).hexdigest()[:32]}.so"
+    if not library.exists():
+        write_atomically(library, data)
+    return _load_c(library, sources, cached=True)
 
 
 def _compile_c(text: str, argv: list[str], library: Path, names: list[str]) -> None:
@@ -212,111 +241,3 @@ def _check_language(sources: Sequence[KernelSource], language: str) -> None:
             raise CompileError(
                 f"kernel {s.name} is {s.language} code, but this builder builds {language} kernels"
             )
-
-
-# --- OpenCL ---------------------------------------------------------------------------------
-
-
-def import_pyopencl() -> Any:
-    try:
-        import pyopencl
-    except ImportError as e:
-        raise DeviceError(f"no OpenCL: pyopencl cannot be imported ({e}); {OPENCL_INSTALL_HINT}")
-    return pyopencl
-
-
-def opencl_platforms() -> list[Any]:
-    """The OpenCL platforms that have devices; a DeviceError when there are none."""
-    cl = import_pyopencl()
-    try:
-        platforms = [p for p in cl.get_platforms() if p.get_devices()]
-    except cl.Error:
-        platforms = []
-    if not platforms:
-        raise DeviceError(f"no OpenCL platform found; {OPENCL_INSTALL_HINT}")
-    return platforms
-
-
-def default_opencl_context() -> Any:
-    """A context on every device of the first OpenCL platform."""
-    cl = import_pyopencl()
-    platform = opencl_platforms()[0]
-    return cl.Context(platform.get_devices())
-
-
-@dataclass(eq=False)
-class OpenCLKernel:
-    """One OpenCL kernel; its `cl.Kernel` object is made once and reused."""
-
-    name: str
-    num_inputs: int
-    global_size: tuple[int, ...]
-    kernel: Any  # pyopencl.Kernel
-
-    def __call__(self, queue: Any, *buffers: Any, wait_for: Sequence[Any] | None = None) -> Any:
-        """Enqueues the kernel over its NDRange on `queue` and returns the event."""
-        if len(buffers) != self.num_inputs + 1:
-            raise TypeError(
-                f"kernel {self.name} takes {self.num_inputs} inputs and one output, "
-                f"but was given {len(buffers)} buffers"
-            )
-        cl = import_pyopencl()
-        self.kernel.set_args(*buffers)
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size, None, wait_for=wait_for)
-
-
-@dataclass(eq=False)
-class OpenCLProgram:
-    """The OpenCL kernels of one build, as one program on one context."""
-
-    program: Any  # pyopencl.Program
-    kernels: dict[str, OpenCLKernel] = field(default_factory=dict)
-
-    def __getitem__(self, name: str) -> OpenCLKernel:
-        return self.kernels[name]
-
-
-def build_opencl(
-    cl_context: Any | None, sources: Sequence[KernelSource], options: Sequence[str] = ()
-) -> OpenCLProgram:
-    """Builds OpenCL kernels for the devices of `cl_context` (the default context if None).
-
-    Not cached here: the platform caches built programs itself (PoCL: 0.02 s warm), and
-    fetching device binaries to cache them would double a cold PoCL build, which then
-    compiles every kernel's work-group function up front (24 kernels: 3 s -> 7.7 s).
-    """
-    cl = import_pyopencl()
-    _check_language(sources, "opencl")
-    context = cl_context if cl_context is not None else default_opencl_context()
-    text = "\n".join(s.source for s in sources)
-    try:
-        program = cl.Program(context, text).build(options=list(options))
-    except cl.RuntimeError as e:
-        names = ", ".join(s.name for s in sources)
-        raise CompileError(f"the OpenCL compiler failed on kernels {names}:\n{e}") from None
-    result = OpenCLProgram(program)
-    for s in sources:
-        kernel = cl.Kernel(program, s.name)
-        result.kernels[s.name] = OpenCLKernel(s.name, s.num_inputs, s.global_size, kernel)
-    return result
-
-
-def run_opencl_kernel(
-    queue: Any, kernel: OpenCLKernel, inputs: Sequence[np.ndarray], out_shape: Sequence[int]
-) -> np.ndarray:
-    """Copies `inputs` and a zeroed output to the device, runs `kernel`, returns the output."""
-    cl = import_pyopencl()
-    mf = cl.mem_flags
-    context = queue.context
-    bufs = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=_host(a)) for a in inputs]
-    out = np.zeros(out_shape, np.float32)
-    out_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=_host(out))
-    kernel(queue, *bufs, out_buf)
-    cl.enqueue_copy(queue, out, out_buf)
-    return out
-
-
-def _host(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a, np.float32)
-    return a if a.size else np.zeros(1, np.float32)
-

@@ -133,6 +133,37 @@ def test_save_load_run(mlp: Any, tmp_path: Path) -> None:
     assert loaded.placement() == exe.placement()
 
 
+def test_load_then_build_then_executable_in_one_process(mlp: Any, tmp_path: Path) -> None:
+    """`xrelay.build` stays the function after `xrelay.load` (a submodule named `build` once
+    replaced it: "'module' object is not callable"); a fresh interpreter, since the bug lived
+    in the order of first imports."""
+    mlp[0].save(tmp_path / "m")
+    script = (
+        "import xrelay\n"
+        f"loaded = xrelay.load({str(tmp_path / 'm')!r})\n"
+        f"built = xrelay.build(open({str(MLP)!r}).read(), targets=('c', 'opencl'))\n"
+        "print(type(loaded) is type(built) is xrelay.Executable, callable(xrelay.build))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out == "True True\n"
+
+
+def test_the_demo_model_loads_without_the_compiler(mlp: Any, tmp_path: Path) -> None:
+    """The MLP (cpu and opencl) saved by the compiler runs from `xrelay.runtime` alone."""
+    exe, x = mlp
+    exe.save(tmp_path / "m")
+    np.savez(tmp_path / "x.npz", **x)
+    script = (
+        "import sys, numpy as np, xrelay.runtime\n"
+        f"out = xrelay.runtime.load({str(tmp_path / 'm')!r}).run(dict(np.load({str(tmp_path / 'x.npz')!r})))\n"
+        f"np.save({str(tmp_path / 'out.npy')!r}, out)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'xdsl'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out == "[]\n"
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), exe.run(x))
+
+
 def test_save_load_keeps_params(tmp_path: Path) -> None:
     text = """
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -163,7 +194,7 @@ def test_load_rejects_an_edited_artifact(mlp: Any, tmp_path: Path) -> None:
     [
         (lambda root: (root / "manifest.json").unlink(), "is not a saved xrelay executable: it has no manifest.json"),
         (lambda root: (root / "params.npz").unlink(), "params.npz is missing; the artifact is incomplete"),
-        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 1"),
+        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 2"),
         (lambda root: _edit_manifest(root, files={"../x": "0"}), "names the file '../x' outside the artifact"),
     ],
 )

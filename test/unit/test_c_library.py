@@ -1,4 +1,5 @@
-"""The kernel builders: gcc + ctypes, pyopencl, the on-disk cache, flags, errors, and ASan."""
+"""The runtime's kernel builders (`runtime/c_library.py`, and `build_opencl` of
+`runtime/opencl.py`): gcc + ctypes, pyopencl, the on-disk cache, flags, errors, and ASan."""
 
 from __future__ import annotations
 
@@ -12,15 +13,11 @@ import pytest
 
 import xrelay
 from xrelay.errors import CompileError, DeviceError
-from xrelay.targets import build
-from xrelay.targets.build import (
-    build_c,
-    build_opencl,
-    c_flags,
-    default_opencl_context,
-    run_opencl_kernel,
-)
-from xrelay.targets.kernels import KernelSource, kernel_sources
+from xrelay.runtime import c_library as build
+from xrelay.runtime.c_library import build_c, c_flags
+from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
+from xrelay.targets.kernels import kernel_sources
 
 from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, random_inputs
 
@@ -74,7 +71,7 @@ import numpy as np
 import xrelay
 sys.path.insert(0, {unit!r})
 from kernel_cases import ELEMENTWISE, random_inputs
-from xrelay.targets.build import build_c
+from xrelay.runtime.c_library import build_c
 from xrelay.targets.kernels import kernel_sources
 lib = build_c(kernel_sources(xrelay.parse(ELEMENTWISE.module_text("c"))), ["-O1", "-g"])
 a, b = random_inputs([(4, 8), (8,)], 0, False)
@@ -163,7 +160,7 @@ sys.path.insert(0, {unit!r})
 import test_targets
 from kernel_cases import LOOP_KERNELS, random_inputs
 import xrelay
-from xrelay.targets.build import build_c
+from xrelay.runtime.c_library import build_c
 from xrelay.targets.kernels import kernel_sources
 
 if {extra!r}:

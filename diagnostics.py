@@ -1,0 +1,63 @@
+"""The compiler's errors, and how they point at the IR.
+
+Each is an `xrelay.Error` and an xDSL `DiagnosticException`: passes raise them through
+`op.emit_error(message, PlacementError(message))`, which attaches the module with the op
+underlined as a note, and `opt-tool` (or a plain `xdsl-opt --verify-diagnostics`) prints
+them without a traceback.
+"""
+
+import re
+
+from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException
+
+from xrelay.errors import CompileError, Error
+
+
+class Diagnostic(Error, DiagnosticException):
+    """Base of the errors the compiler reports at an op or a place in the text."""
+
+
+class ParseError(Diagnostic):
+    """The input text is not valid IR."""
+
+
+class VerifyError(Diagnostic):
+    """The IR parsed but an op does not verify."""
+
+
+class ConfigError(Diagnostic):
+    """The compilation config (targets, default device, host target) is inconsistent."""
+
+
+class PlacementError(Diagnostic):
+    """Device planning found conflicting constraints."""
+
+
+class LoweringError(CompileError, DiagnosticException):
+    """A pass or an emitter cannot lower or print an op."""
+
+
+def location_of(op: Operation) -> str:
+    """`file:line:col` of an op parsed from text, or its name when no location is known."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return "unknown location"
+
+
+_UNDERLINE = re.compile(r"\s*\^+-*")
+
+
+def excerpt(note: str, context: int = 8) -> str:
+    """xDSL's diagnostic note prints the whole module with the failing op underlined; for a
+    long module keep only the lines around the underlined op."""
+    lines = note.splitlines()
+    marked = [i for i, line in enumerate(lines) if _UNDERLINE.fullmatch(line)]
+    if len(lines) <= 4 * context or not marked:
+        return note
+    first, last = max(0, marked[0] - context), min(len(lines), marked[-1] + context)
+    head = ["..."] if first > 0 else []
+    tail = ["..."] if last < len(lines) else []
+    return "\n".join([*head, *lines[first:last], *tail])

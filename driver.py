@@ -1,0 +1,121 @@
+"""
+The compile driver, `xrelay.build`: a relay program in, an `xrelay.runtime.Executable` out.
+
+    exe = xrelay.build(text, targets=("c", "opencl"), default_device="opencl")
+    exe = xrelay.build(text, targets=("c",), params={"w": w})   # weights bound as constants
+    out = exe.run(x=x)                 # numpy in, numpy out (one array, or a tuple)
+
+The pipeline, with the passes by their CLI names (`PIPELINE`): plan-devices, fuse-ops,
+convert-relay-to-loops, inline-calls (calls between relay functions are inlined into @main
+after lowering, when every value already has its scope), plan-memory. Then the compiler's
+last step hands the runtime plain data: the executor graph (`-t graph-json`, whose `devices`
+list gives each canonical scope its `device_index`), the kernel sources with their device
+index, and the constants as params. The runtime builds the kernels on its devices.
+
+Devices: each entry of the graph's `devices` runs on a physical device chosen by the table
+`devices` (see `xrelay.runtime.device`): by default `cpu:N` on the host and `opencl:N` on the
+N-th device of the first OpenCL platform, e.g. `devices={("opencl", 1): "opencl:0"}` runs
+virtual device 1 on the first OpenCL device. The first (the host, when there is one) is the
+primary device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseIntOrFPElementsAttr, DictionaryAttr, ModuleOp
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from xrelay.diagnostics import LoweringError
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.errors import Error, InputError
+from xrelay.interpreter import check_input, entry_function
+from xrelay.ir import context, parse
+from xrelay.runtime import Executable
+from xrelay.runtime.device import DeviceTable
+from xrelay.targets.graph_json import executor_graph
+from xrelay.targets.kernels import kernel_sources
+from xrelay.transforms.plan_devices import SCOPE_ATTR
+
+PIPELINE = ("plan-devices", "fuse-ops", "convert-relay-to-loops", "inline-calls", "plan-memory")
+
+
+def build(
+    program: str | ModuleOp,
+    targets: Sequence[str] = ("c",),
+    default_device: str | None = None,
+    host_target: str = "c",
+    devices: DeviceTable | None = None,
+    params: Mapping[str, np.ndarray] | None = None,
+) -> Executable:
+    """Compiles `program` (text or a module, which is not changed) for `targets`.
+
+    `params` binds parameters of @main to fixed values (weights): they become constants, so
+    they are placed like constants, written to their devices once, and `run` no longer takes
+    them."""
+    module = parse(program) if isinstance(program, str) else program.clone()
+    bind_params(module, params or {})
+    lower(module, tuple(targets), default_device, host_target)
+    graph = executor_graph(module)
+    return Executable(graph.graph, kernel_sources(module, graph.devices), graph.params, devices)
+
+
+def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
+    """Replaces the named parameters of @main by `relay.constant`s of their values. A
+    parameter's `relay.se_scope` attribute pins its constant there."""
+    if not params:
+        return
+    main = entry_function(module)
+    names = [arg.name_hint for arg in main.args]
+    unknown = [name for name in params if name not in names]
+    if unknown:
+        raise InputError(
+            f"params {', '.join(repr(n) for n in unknown)} are not parameters of @main "
+            f"(its parameters: {', '.join('%' + str(n) for n in names)})"
+        )
+    arg_attrs = list(main.arg_attrs.data) if main.arg_attrs is not None else [DictionaryAttr({})] * len(names)
+    block = main.body.block
+    for index in reversed(range(len(names))):
+        if names[index] in params:
+            arg = main.args[index]
+            value = check_input(names[index], arg.type, params[names[index]], what="param")
+            scope = arg_attrs[index].data.get(SCOPE_ATTR)
+            dense = DenseIntOrFPElementsAttr(arg.type, BytesAttr(value.astype("<f4").tobytes()))
+            constant = relay.ConstantOp(dense, scope if isinstance(scope, SEScopeAttr) else None)
+            constant.results[0].name_hint = names[index]
+            Rewriter.insert_op(constant, InsertPoint.at_start(block))
+            arg.replace_all_uses_with(constant.results[0])
+            block.erase_arg(arg)
+            del arg_attrs[index]
+    main.arg_attrs = ArrayAttr(arg_attrs)
+    main.update_function_type()
+
+
+def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None, host_target: str) -> None:
+    """Runs the pipeline in place and verifies the result."""
+    from xrelay.transforms import get_all_passes
+
+    passes = get_all_passes()
+    options = {"targets": targets, "default_device": default_device, "host_target": host_target}
+    ctx = context()
+    for name in PIPELINE:
+        cls = passes[name]()
+        _apply(cls(**options) if name == "plan-devices" else cls(), ctx, module)
+    try:
+        module.verify()
+    except DiagnosticException as e:
+        raise LoweringError(f"the lowered module does not verify (a compiler bug): {e}") from None
+
+
+def _apply(pass_: Any, ctx: Context, module: ModuleOp) -> None:
+    try:
+        pass_.apply(ctx, module)
+    except Error:
+        raise
+    except DiagnosticException as e:
+        raise LoweringError("\n".join([str(e), *getattr(e, "__notes__", [])])) from None

@@ -1,0 +1,157 @@
+"""
+`Executable` and `load`: a built program on its devices, ready to run, save and load again.
+
+    exe = xrelay.runtime.load("model.xrelay")   # numpy, ctypes and pyopencl only
+    out = exe.run(x)                             # numpy in, numpy out (one array, or a tuple)
+    print(exe.profile(x))                        # time per node, copies per device pair, pools
+    exe.save("copy.xrelay")
+
+An executable is the compiler's plain output: the executor graph (whose `devices` list says
+where each node runs), the kernel sources, the params, and the compiled C libraries. Each
+device of the graph runs on a physical device chosen by the table `devices` (see
+`xrelay.runtime.device`): by default `cpu:N` on the host and `opencl:N` on the N-th device
+of the first OpenCL platform.
+
+A saved C library is used when it was built on this machine with this compiler; otherwise
+`load` rebuilds it from the saved sources and says so with a `LibraryRebuiltWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xrelay.errors import CompileError, DeviceError, InputError
+from xrelay.runtime import artifact
+from xrelay.runtime.artifact import Artifact, SavedLibrary
+from xrelay.runtime.c_library import c_compiler_version, machine
+from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices
+from xrelay.runtime.executor import COPY, GraphExecutor, Profile
+from xrelay.runtime.kernels import KernelSource
+
+Inputs = Mapping[str, Any] | Sequence[Any] | None
+
+
+class LibraryRebuiltWarning(UserWarning):
+    """A saved C library was built for another machine or compiler and was rebuilt."""
+
+
+def load(path: str | Path, devices: DeviceTable | None = None) -> Executable:
+    """An executable saved with `Executable.save`; hashes are checked before anything runs."""
+    saved = artifact.load(path)
+    libraries = {device: _usable(library, path, device) for device, library in saved.libraries.items()}
+    return Executable(saved.graph, saved.kernels, saved.params, devices,
+                      {d: lib.data for d, lib in libraries.items() if lib is not None})
+
+
+def _usable(library: SavedLibrary, path: str | Path, device: int) -> SavedLibrary | None:
+    """`library` if it runs here: built on this machine, with this compiler when there is one
+    (a host without gcc can only use what it is given)."""
+    try:
+        compiler = c_compiler_version()
+    except CompileError:
+        compiler = library.compiler
+    if (library.machine, library.compiler) == (machine(), compiler):
+        return library
+    warnings.warn(
+        f"{path}: the C kernels of device {device} were built on {library.machine} with "
+        f"{library.compiler}; this is {machine()} with {compiler}: rebuilding them from the "
+        "saved sources", LibraryRebuiltWarning, stacklevel=3)
+    return None
+
+
+class Executable:
+    """A built program: its executor graph, kernel sources and params, ready on its devices."""
+
+    def __init__(
+        self,
+        graph: dict[str, Any],
+        kernels: Sequence[KernelSource],
+        params: Mapping[str, np.ndarray],
+        devices: DeviceTable | None = None,
+        libraries: Mapping[int, bytes] | None = None,
+    ):
+        self.graph, self.kernels, self.params = graph, list(kernels), dict(params)
+        self.scopes = [(d["kind"], int(d["id"])) for d in graph["devices"]]
+        self.devices = resolve_devices(self.scopes, devices)
+        self.loaded = self._load_kernels(libraries or {})
+        self.executor = GraphExecutor(graph, self.devices, [k.kernels for k in self.loaded], self.params)
+
+    def _load_kernels(self, libraries: Mapping[int, bytes]) -> list[LoadedKernels]:
+        """Each device builds the kernels of its scope (or loads its saved library)."""
+        loaded = []
+        for index, (device, entry) in enumerate(zip(self.devices, self.graph["devices"])):
+            sources = [k for k in self.kernels if k.device == index]
+            self._check_language(device, entry, sources)
+            loaded.append(device.load(sources, entry["target"], libraries.get(index)))
+        return loaded
+
+    @staticmethod
+    def _check_language(device: Device, entry: Mapping[str, Any], sources: Sequence[KernelSource]) -> None:
+        wrong = [k for k in sources if device.language is not None and k.language != device.language]
+        if wrong:
+            language = {"c": "C", "opencl": "OpenCL C"}.get(wrong[0].language, wrong[0].language)
+            raise DeviceError(
+                f"scope {entry['kind']}:{entry['id']}'s kernels are {language} and cannot run on "
+                f"device {device.name}, which runs {device.language} kernels; map the scope to a "
+                f"{entry['kind']} device"
+            )
+
+    # --- running ---------------------------------------------------------------------------
+
+    def run(self, inputs: Inputs = None, /, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Runs the program on numpy inputs, by name (or a sequence in parameter order); one
+        array, or a tuple for several results."""
+        self.executor.set_inputs(self._by_name(inputs, named))
+        self.executor.run()
+        return _results(self.executor.outputs())
+
+    def profile(self, inputs: Inputs = None, /, **named: Any) -> Profile:
+        """Runs once, timing every node (waiting for its device), and reports copies and pools."""
+        self.executor.set_inputs(self._by_name(inputs, named))
+        report = self.executor.profile()
+        report.outputs = _results(self.executor.outputs())
+        return report
+
+    def _by_name(self, inputs: Inputs, named: Mapping[str, Any]) -> dict[str, Any]:
+        if inputs is None or isinstance(inputs, Mapping):
+            return {**(inputs or {}), **named}
+        values = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)  # one array: one input
+        if len(values) != len(self.input_names) or named:
+            raise InputError(
+                f"the program takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "
+                f"but {len(values)} were given by position" + (" and more by name" if named else "")
+            )
+        return dict(zip(self.input_names, values))
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.executor.inputs)
+
+    def placement(self) -> list[tuple[str, str]]:
+        """`(node, device)` for every kernel and copy, in execution order (copies as `src -> dst`)."""
+        ex = self.executor
+        rows = []
+        for _, index, _ in ex.steps:
+            node, device = ex.nodes[index], ex.labels[ex.entries[index].device]
+            if node["attrs"]["func_name"] == COPY:
+                device = f"{ex.labels[ex.entries[node['inputs'][0][0]].device]} -> {device}"
+            rows.append((node["name"], device))
+        return rows
+
+    def save(self, path: str | Path) -> None:
+        """Saves the graph, params, kernel sources and compiled libraries to a directory."""
+        libraries = {
+            index: SavedLibrary(k.library, machine(), c_compiler_version())
+            for index, k in enumerate(self.loaded)
+            if k.library is not None
+        }
+        artifact.save(path, Artifact(self.graph, self.params, self.kernels, libraries))
+
+
+def _results(outputs: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -1,0 +1,37 @@
+"""
+What the compiler hands the runtime for each kernel: plain data, no IR.
+
+    KernelSource(name="fused_add", language="c", source="void fused_add(...) {...}",
+                 global_size=(1024,), num_inputs=2, device=0)
+
+`device` indexes the executor graph's `devices` list (the compiler decided it from the
+kernel's scope); `global_size` is the NDRange, innermost dimension first (C kernels ignore
+it: they loop over their whole nest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+LANGUAGES = ("c", "opencl")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    language: str  # "c" | "opencl"
+    source: str  # a complete translation unit for this one kernel
+    global_size: tuple[int, ...]
+    num_inputs: int
+    device: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest entry of this kernel, without its source."""
+        return {"name": self.name, "language": self.language, "global_size": list(self.global_size),
+                "num_inputs": self.num_inputs, "device": self.device}
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any], source: str) -> KernelSource:
+        return cls(str(entry["name"]), str(entry["language"]), source,
+                   tuple(int(n) for n in entry["global_size"]), int(entry["num_inputs"]), int(entry["device"]))
