@@ -1,5 +1,5 @@
-"""The runtime's kernel builders (`runtime/c_library.py`, and `build_opencl` of
-`runtime/opencl.py`): gcc + ctypes, pyopencl, the on-disk cache, flags, errors, and ASan."""
+"""The runtime's C kernel builder (`runtime/c_library.py`): gcc + ctypes, the on-disk cache,
+flags, errors, and ASan, on kernels the compiler emits."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 import xrelay
-from xrelay.errors import CompileError, DeviceError
-from xrelay.runtime import c_library as build
+from xrelay.errors import CompileError
+from xrelay.runtime import c_library
 from xrelay.runtime.c_library import build_c, c_flags
 from xrelay.runtime.kernels import KernelSource
-from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.kernels import kernel_sources
 
 from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, random_inputs
@@ -35,7 +34,7 @@ def sources(language: str, kernels=LOOP_KERNELS) -> list[KernelSource]:
     return [s for k in kernels for s in kernel_sources(xrelay.parse(k.module_text(language)))]
 
 
-def run_c(lib: build.CLibrary, case) -> np.ndarray:
+def run_c(lib: c_library.CLibrary, case) -> np.ndarray:
     inputs = random_inputs(list(case.inputs), 0, positive=False)
     out = np.zeros(case.output, np.float32)
     lib[case.name](*inputs, out)
@@ -206,57 +205,3 @@ def test_address_sanitizer_catches_an_out_of_bounds_kernel(tmp_path: Path) -> No
     result = run_under_asan(tmp_path, [OUT_OF_BOUNDS.replace("SCOPE", SCOPES["c"])])
     assert result.returncode != 0
     assert "AddressSanitizer: heap-buffer-overflow" in result.stderr and "k_oob" in result.stderr
-
-
-# --- OpenCL ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cl_context():
-    return default_opencl_context()
-
-
-def test_opencl_build_makes_each_kernel_object_once(cache: Path, cl_context) -> None:
-    import pyopencl as cl
-
-    program = build_opencl(cl_context, sources("opencl"))
-    assert program["k_elementwise"].kernel is program["k_elementwise"].kernel
-    assert sorted(program.kernels) == sorted(k.name for k in LOOP_KERNELS)
-    assert list(cache.glob("*")) == []  # the platform caches OpenCL programs, not xrelay
-    queue = cl.CommandQueue(cl_context)
-    for case in LOOP_KERNELS:
-        inputs = random_inputs(list(case.inputs), 0, positive=False)
-        got = run_opencl_kernel(queue, program[case.name], inputs, case.output)
-        np.testing.assert_allclose(got, case.reference(*inputs), rtol=1e-5, atol=1e-5)
-
-
-def test_opencl_kernel_checks_its_arguments(cl_context) -> None:
-    kernel = build_opencl(cl_context, sources("opencl", [ELEMENTWISE]))["k_elementwise"]
-    with pytest.raises(TypeError, match="takes 2 inputs and one output, but was given 1 buffers"):
-        kernel(None, object())
-
-
-def test_opencl_compile_error_carries_the_build_log(cache: Path, cl_context) -> None:
-    (good,) = sources("opencl", [ELEMENTWISE])
-    bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
-    with pytest.raises(CompileError, match="the OpenCL compiler failed on kernels k_elementwise:(.|\n)*undeclared_buffer"):
-        build_opencl(cl_context, [bad])
-
-
-def test_no_opencl_platform_says_how_to_install_one(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pyopencl
-
-    monkeypatch.setattr(pyopencl, "get_platforms", lambda: [])
-    with pytest.raises(DeviceError, match="no OpenCL platform found; .*apt-get install pocl-opencl-icd"):
-        build_opencl(None, sources("opencl", [ELEMENTWISE]))
-
-
-def test_missing_pyopencl_says_how_to_install_it(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pyopencl", None)  # makes `import pyopencl` fail
-    with pytest.raises(DeviceError, match="pyopencl cannot be imported .*apt-get install pocl-opencl-icd"):
-        build_opencl(None, sources("opencl", [ELEMENTWISE]))
-
-
-def test_opencl_builder_rejects_c_sources(cache: Path, cl_context) -> None:
-    with pytest.raises(CompileError, match="is c code, but this builder builds opencl kernels"):
-        build_opencl(cl_context, sources("c", [ELEMENTWISE]))
