@@ -50,7 +50,9 @@ def bench(n: int, device: str, targets: tuple[str, ...]) -> None:
     exe = xrelay.build(chain(n, device), targets=targets, default_device=device)
     x = np.random.default_rng(0).standard_normal(4).astype(np.float32)
     ex = exe.executor
-    steps = [step for _, _, step in ex.steps]
+    with ex.workspace() as workspace:  # held by the bench; exe.run takes another
+        pass
+    steps = workspace.steps
     sync = exe.devices[0].sync
 
     def raw() -> None:
@@ -59,7 +61,7 @@ def bench(n: int, device: str, targets: tuple[str, ...]) -> None:
         sync()
 
     def executor_only() -> None:
-        ex.run()
+        workspace.run()
         sync()
 
     run_us = median_us(lambda: exe.run(v0=x))
@@ -69,9 +71,9 @@ def bench(n: int, device: str, targets: tuple[str, ...]) -> None:
           f"raw bound calls {raw_us:8.1f} us ({raw_us / n:.2f} us/kernel) | "
           f"overhead {(exec_us - raw_us) / n:+.3f} us/node; inputs and outputs {run_us - exec_us:.1f} us per run")
     if device == "cpu":
-        kernels = exe.devices[0].load(exe.kernels)
-        tensors = [ex.tensors[i] for i in range(len(ex.tensors))]
-        calls = [(kernels[ex.nodes[i]["attrs"]["func_name"]], tensors[ex.nodes[i]["inputs"][0][0]], tensors[i]) for _, i, _ in ex.steps]
+        kernels = exe.loaded[0].kernels
+        tensors = workspace.tensors
+        calls = [(kernels[ex.nodes[i]["attrs"]["func_name"]], tensors[ex.nodes[i]["inputs"][0][0]], tensors[i]) for _, i in ex.steps]
 
         def unbound() -> None:
             for kernel, a, out in calls:

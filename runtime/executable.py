@@ -65,7 +65,10 @@ def _usable(library: SavedLibrary, path: str | Path, device: int) -> SavedLibrar
 
 
 class Executable:
-    """A built program: its executor graph, kernel sources and params, ready on its devices."""
+    """A built program: its executor graph, kernel sources and params, ready on its devices.
+
+    `run` and `profile` are safe to call from several threads at once (see
+    `xrelay.runtime.executor`: each concurrent call runs in a workspace of its own)."""
 
     def __init__(
         self,
@@ -106,15 +109,12 @@ class Executable:
     def run(self, inputs: Inputs = None, /, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         """Runs the program on numpy inputs, by name (or a sequence in parameter order); one
         array, or a tuple for several results."""
-        self.executor.set_inputs(self._by_name(inputs, named))
-        self.executor.run()
-        return _results(self.executor.outputs())
+        return _results(self.executor.run(self._by_name(inputs, named)))
 
     def profile(self, inputs: Inputs = None, /, **named: Any) -> Profile:
         """Runs once, timing every node (waiting for its device), and reports copies and pools."""
-        self.executor.set_inputs(self._by_name(inputs, named))
-        report = self.executor.profile()
-        report.outputs = _results(self.executor.outputs())
+        report = self.executor.profile(self._by_name(inputs, named))
+        report.outputs = _results(report.outputs)
         return report
 
     def _by_name(self, inputs: Inputs, named: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class Executable:
         """`(node, device)` for every kernel and copy, in execution order (copies as `src -> dst`)."""
         ex = self.executor
         rows = []
-        for _, index, _ in ex.steps:
+        for _, index in ex.steps:
             node, device = ex.nodes[index], ex.labels[ex.entries[index].device]
             if node["attrs"]["func_name"] == COPY:
                 device = f"{ex.labels[ex.entries[node['inputs'][0][0]].device]} -> {device}"

@@ -4,14 +4,22 @@ The graph executor: runs an executor graph (the `-t graph-json` object) on a lis
 Minimal on purpose, like TVM's heterogeneous graph runtime: the compiler decided devices,
 copies and storage, and the executor only carries them out.
 
-1. Pools: one buffer per storage id, on the device of the entries stored there (a storage id
+1. Storages: one per storage id, on the device of the entries stored there (a storage id
    belongs to one device; a graph that says otherwise is rejected), sized for the largest.
-2. Tensors: every entry is a typed view at the start of its storage's buffer.
-3. Params are written into their storage once.
-4. Every `tvm_op` node is bound once: `__copy` to a copy between its two devices, any other
-   `func_name` to the kernel of that name *of the node's device* (so two devices may have
-   kernels of the same name).
-5. `run` calls the bound nodes in order.
+2. Every `tvm_op` node is resolved once: `__copy` to a copy between its two devices, any
+   other `func_name` to the kernel of that name *of the node's device* (so two devices may
+   have kernels of the same name).
+3. A *workspace* is what one run needs for itself: a buffer per storage, every entry as a
+   typed view at the start of its storage's buffer, and every node bound to those views
+   once, so running a node is one call.
+4. `run` takes a free workspace (or makes one), writes the inputs, calls the bound nodes in
+   order and reads the results. Calls from several threads at once each run in a workspace
+   of their own; workspaces are kept for the next calls, so there are as many as there were
+   concurrent runs at most.
+
+Shared between workspaces, read-only while running: the graph, the devices and their queues,
+the built kernels, and the params' storages (a param is written once, when the storage holds
+nothing else, as plan-memory plans it). Everything a run writes is its workspace's own.
 
 `devices[i]` is the device of `device_index` i, the graph's `devices[i]` entry
 (`{"kind": "opencl", "id": 1, "target": "opencl", "memory": "global"}`); `devices[0]` is the
@@ -20,8 +28,10 @@ primary device, used for every entry when the graph has no `device_index` column
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,17 +94,21 @@ class GraphExecutor:
         self.nodes: list[dict[str, Any]] = list(graph["nodes"])
         self.entries = _entries(graph, len(self.devices))
         self.labels = _labels(graph, self.devices)
-        self.pools = self._allocate()
-        self.tensors = [self._view(e) for e in self.entries]
+        self.storage_devices, self.storage_sizes = self._storages()
         self.params = dict(params or {})
-        self._write_params()
-        self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and n["name"] not in self.params}
-        self.steps = [self._bind(i, kernels) for i, n in enumerate(self.nodes) if n["op"] != "null"]
+        is_param = [n["op"] == "null" and n["name"] in self.params for n in self.nodes]
+        self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and not is_param[i]}
         self.heads = [h[0] for h in graph["heads"]]
+        self.steps = [(self._func_name(i), i) for i, n in enumerate(self.nodes) if n["op"] != "null"]
+        self.kernels = {i: self._kernel(i, kernels) for name, i in self.steps if name != COPY}
+        self.shared = self._shared_params(is_param)
+        self._free = [Workspace(self)]  # the first one now: binding errors show at load
+        self._lock = threading.Lock()
 
     # --- set-up --------------------------------------------------------------------------
 
-    def _allocate(self) -> dict[int, Any]:
+    def _storages(self) -> tuple[dict[int, int], dict[int, int]]:
+        """The device and size of each storage id."""
         sizes: dict[int, int] = {}
         device_of: dict[int, int] = {}
         for e in self.entries:
@@ -104,54 +118,83 @@ class GraphExecutor:
                     f"and {self.labels[e.device]}; a storage id belongs to one device"
                 )
             sizes[e.storage] = max(sizes.get(e.storage, 0), e.nbytes)
-        self.storage_devices = device_of
-        self.storage_sizes = sizes
-        return {sid: self.devices[device_of[sid]].alloc(max(n, 1)) for sid, n in sizes.items()}
+        return device_of, sizes
 
-    def _view(self, e: Entry) -> Tensor:
-        return self.devices[e.device].tensor(self.pools[e.storage], e.shape, e.dtype)
+    def _func_name(self, index: int) -> str:
+        node = self.nodes[index]
+        return node.get("attrs", {}).get("func_name", node["name"])
 
-    def _write_params(self) -> None:
-        for i, node in enumerate(self.nodes):
-            if node["op"] == "null" and node["name"] in self.params:
-                self._write(i, np.asarray(self.params[node["name"]]), f"param {node['name']}")
-
-    def _bind(self, index: int, kernels: Sequence[Mapping[str, Kernel]]) -> tuple[str, int, Callable[[], None]]:
-        node, entry = self.nodes[index], self.entries[index]
-        inputs = [i for i, _, _ in node["inputs"]]
-        func_name = node.get("attrs", {}).get("func_name", node["name"])
-        if func_name == COPY:
-            return (COPY, index, self._copier(inputs[0], index))
-        kernel = kernels[entry.device].get(func_name) if entry.device < len(kernels) else None
+    def _kernel(self, index: int, kernels: Sequence[Mapping[str, Kernel]]) -> Kernel:
+        node, device, func_name = self.nodes[index], self.entries[index].device, self._func_name(index)
+        kernel = kernels[device].get(func_name) if device < len(kernels) else None
         if kernel is None:
             raise DeviceError(f"node {index} ({node['name']}) calls kernel {func_name}, which device "
-                              f"{self.labels[entry.device]} does not have")
-        device = self.devices[entry.device]
-        return (func_name, index, device.bind(kernel, [self.tensors[i] for i in inputs] + [self.tensors[index]]))
+                              f"{self.labels[device]} does not have")
+        return kernel
 
-    def _copier(self, src: int, dst: int) -> Callable[[], None]:
-        """A copy from entry `src` to entry `dst`: direct when a device can, else through the host."""
-        s_dev, d_dev = self.devices[self.entries[src].device], self.devices[self.entries[dst].device]
-        s, d, nbytes = self.tensors[src], self.tensors[dst], self.entries[dst].nbytes
-        if d_dev.host_memory and s_dev.host_memory:
-            return lambda: np.copyto(d, s)
-        if s_dev.host_memory:
-            return lambda: d_dev.write(d, s)
-        if d_dev.host_memory:
-            return lambda: s_dev.read(s, d)
-        staging = np.empty(self.entries[dst].shape, self.entries[dst].dtype)
+    def _shared_params(self, is_param: list[bool]) -> dict[int, Any]:
+        """Buffers of the storages that hold params and nothing else, written once for all
+        workspaces (a param sharing its storage with another tensor is written per workspace)."""
+        others = {e.storage for e, param in zip(self.entries, is_param) if not param}
+        shared: dict[int, Any] = {}
+        for index in (i for i, param in enumerate(is_param) if param):
+            sid = self.entries[index].storage
+            if sid in others:
+                continue
+            shared[sid] = self.alloc(sid)
+            self.write(index, self.view(index, shared[sid]), self.param(index))
+        return shared
 
-        def copy() -> None:
-            if not d_dev.copy_peer(d, s_dev, s, nbytes):
-                s_dev.read(s, staging)
-                d_dev.write(d, staging)
+    def alloc(self, sid: int) -> Any:
+        return self.devices[self.storage_devices[sid]].alloc(max(self.storage_sizes[sid], 1))
 
-        return copy
+    def view(self, index: int, buffer: Any) -> Tensor:
+        e = self.entries[index]
+        return self.devices[e.device].tensor(buffer, e.shape, e.dtype)
+
+    def param(self, index: int) -> np.ndarray:
+        return np.asarray(self.params[self.nodes[index]["name"]])
+
+    def write(self, index: int, tensor: Tensor, array: np.ndarray, what: str | None = None) -> None:
+        entry = self.entries[index]
+        if array.shape != entry.shape:
+            what = what or f"param {self.nodes[index]['name']}"
+            raise InputError(f"{what} must have shape {list(entry.shape)}, but has shape {list(array.shape)}")
+        self.devices[entry.device].write(tensor, _contiguous(array, entry.dtype))
 
     # --- running ---------------------------------------------------------------------------
 
-    def set_inputs(self, inputs: Mapping[str, Any]) -> None:
-        """Checks the inputs' names, shapes and dtypes, and writes them to their devices."""
+    @contextmanager
+    def workspace(self) -> Iterator[Workspace]:
+        """A workspace no other call is using, for the duration of the block."""
+        with self._lock:
+            workspace = self._free.pop() if self._free else None
+        workspace = workspace or Workspace(self)
+        try:
+            yield workspace
+        finally:
+            with self._lock:
+                self._free.append(workspace)
+
+    def run(self, inputs: Mapping[str, Any]) -> list[np.ndarray]:
+        """Runs the graph on `inputs` (by name) and returns fresh arrays of its results."""
+        arrays = self.check_inputs(inputs)
+        with self.workspace() as workspace:
+            workspace.write_inputs(arrays)
+            workspace.run()
+            return workspace.outputs()
+
+    def profile(self, inputs: Mapping[str, Any]) -> Profile:
+        """Runs once, waiting for each node's devices, and reports what it did."""
+        arrays = self.check_inputs(inputs)
+        with self.workspace() as workspace:
+            workspace.write_inputs(arrays)
+            profile = workspace.profile()
+            profile.outputs = workspace.outputs()
+        return profile
+
+    def check_inputs(self, inputs: Mapping[str, Any]) -> dict[int, np.ndarray]:
+        """The inputs as arrays by entry, after checking their names, shapes and dtypes."""
         names = list(self.inputs)
         missing = [n for n in names if n not in inputs]
         unknown = [n for n in inputs if n not in self.inputs]
@@ -163,8 +206,7 @@ class GraphExecutor:
                     f"unknown {', '.join(repr(n) for n in unknown)}" if unknown else "",
                 ]))
             )
-        for name, index in self.inputs.items():
-            self._write(index, self._checked(name, index, inputs[name]), f"input {name}")
+        return {index: self._checked(name, index, inputs[name]) for name, index in self.inputs.items()}
 
     def _checked(self, name: str, index: int, value: Any) -> np.ndarray:
         entry, array = self.entries[index], np.asarray(value)
@@ -173,58 +215,106 @@ class GraphExecutor:
         if array.dtype != entry.dtype:
             raise InputError(f"input {name} must have dtype {entry.dtype}, but has dtype {array.dtype}; "
                              f"convert it with .astype(np.{entry.dtype})")
-        return np.ascontiguousarray(array)
+        return array
 
-    def _write(self, index: int, array: np.ndarray, what: str) -> None:
-        entry = self.entries[index]
-        if array.shape != entry.shape:
-            raise InputError(f"{what} must have shape {list(entry.shape)}, but has shape {list(array.shape)}")
-        self.devices[entry.device].write(self.tensors[index], np.ascontiguousarray(array, dtype=entry.dtype))
+    def pool_bytes(self) -> dict[str, int]:
+        """Bytes allocated per device for one workspace and the shared params (the plan is
+        static, so this is also the peak of one run)."""
+        totals = {label: 0 for label in self.labels}
+        for sid, nbytes in self.storage_sizes.items():
+            totals[self.labels[self.storage_devices[sid]]] += nbytes
+        return totals
+
+
+class Workspace:
+    """One run's storage: a buffer per storage id (the shared params' aside), a view per entry,
+    and every node bound to its views."""
+
+    def __init__(self, executor: GraphExecutor):
+        self.executor = ex = executor
+        pools = {sid: ex.shared[sid] if sid in ex.shared else ex.alloc(sid) for sid in ex.storage_sizes}
+        self.tensors = [ex.view(i, pools[e.storage]) for i, e in enumerate(ex.entries)]
+        for index, node in enumerate(ex.nodes):
+            if node["op"] == "null" and node["name"] in ex.params and ex.entries[index].storage not in ex.shared:
+                ex.write(index, self.tensors[index], ex.param(index))
+        self.steps = [self._bind(name, index) for name, index in ex.steps]
+
+    def _bind(self, func_name: str, index: int) -> Callable[[], None]:
+        ex = self.executor
+        inputs = [i for i, _, _ in ex.nodes[index]["inputs"]]
+        if func_name == COPY:
+            return self._copier(inputs[0], index)
+        device = ex.devices[ex.entries[index].device]
+        return device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
+
+    def _copier(self, src: int, dst: int) -> Callable[[], None]:
+        """A copy from entry `src` to entry `dst`: direct when a device can, else through the host."""
+        ex = self.executor
+        s_dev, d_dev = ex.devices[ex.entries[src].device], ex.devices[ex.entries[dst].device]
+        s, d, nbytes = self.tensors[src], self.tensors[dst], ex.entries[dst].nbytes
+        if d_dev.host_memory and s_dev.host_memory:
+            return lambda: np.copyto(d, s)
+        if s_dev.host_memory:
+            return lambda: d_dev.write(d, s)
+        if d_dev.host_memory:
+            return lambda: s_dev.read(s, d)
+        staging = np.empty(ex.entries[dst].shape, ex.entries[dst].dtype)
+
+        def copy() -> None:
+            if not d_dev.copy_peer(d, s_dev, s, nbytes):
+                s_dev.read(s, staging)
+                d_dev.write(d, staging)
+
+        return copy
+
+    def write_inputs(self, arrays: Mapping[int, np.ndarray]) -> None:
+        for index, array in arrays.items():
+            self.executor.write(index, self.tensors[index], array)
 
     def run(self) -> None:
-        for _, _, step in self.steps:
+        for step in self.steps:
             step()
 
     def outputs(self) -> list[np.ndarray]:
         """Fresh host arrays holding the graph's results."""
-        results = []
-        for head in self.heads:
-            entry = self.entries[head]
+        ex, results = self.executor, []
+        for head in ex.heads:
+            entry = ex.entries[head]
             out = np.empty(entry.shape, entry.dtype)
-            self.devices[entry.device].read(self.tensors[head], out)
+            ex.devices[entry.device].read(self.tensors[head], out)
             results.append(out)
         return results
 
     def profile(self) -> Profile:
         """Runs once, waiting for each node's devices, and reports what it did."""
-        profile = Profile(pool_bytes=self.pool_bytes())
+        ex = self.executor
+        profile = Profile(pool_bytes=ex.pool_bytes())
         start = time.perf_counter()
-        for func_name, index, step in self.steps:
+        for (func_name, index), step in zip(ex.steps, self.steps):
             t0 = time.perf_counter()
             step()
             for dev in self._devices_of(func_name, index):
                 dev.sync()
-            profile.nodes.append((self.nodes[index]["name"], self.labels[self.entries[index].device], time.perf_counter() - t0))
+            profile.nodes.append((ex.nodes[index]["name"], ex.labels[ex.entries[index].device], time.perf_counter() - t0))
             if func_name == COPY:
-                pair = (self.labels[self.entries[self.nodes[index]["inputs"][0][0]].device], self.labels[self.entries[index].device])
+                pair = (ex.labels[ex.entries[ex.nodes[index]["inputs"][0][0]].device], ex.labels[ex.entries[index].device])
                 count, nbytes = profile.copies.get(pair, (0, 0))
-                profile.copies[pair] = (count + 1, nbytes + self.entries[index].nbytes)
+                profile.copies[pair] = (count + 1, nbytes + ex.entries[index].nbytes)
         profile.total_seconds = time.perf_counter() - start
         return profile
 
     def _devices_of(self, func_name: str, index: int) -> list[Device]:
-        devices = [self.devices[self.entries[index].device]]
+        ex = self.executor
+        devices = [ex.devices[ex.entries[index].device]]
         if func_name == COPY:
-            devices.append(self.devices[self.entries[self.nodes[index]["inputs"][0][0]].device])
+            devices.append(ex.devices[ex.entries[ex.nodes[index]["inputs"][0][0]].device])
         return devices
 
-    def pool_bytes(self) -> dict[str, int]:
-        """Bytes allocated per device (the plan is static, so this is also the peak)."""
-        totals = {label: 0 for label in self.labels}
-        for sid, nbytes in self.storage_sizes.items():
-            label = self.labels[self.storage_devices[sid]]
-            totals[label] += nbytes
-        return totals
+
+def _contiguous(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` as C-contiguous `dtype`, keeping its rank (np.ascontiguousarray makes a 0-d
+    array 1-d)."""
+    return np.require(array, dtype=dtype, requirements="C")
 
 
 def _entries(graph: Mapping[str, Any], num_devices: int) -> list[Entry]:

@@ -84,9 +84,7 @@ def python_kernels() -> dict[str, Any]:
 
 
 def run(executor: GraphExecutor, x: dict[str, np.ndarray]) -> np.ndarray:
-    executor.set_inputs(x)
-    executor.run()
-    return executor.outputs()[0]
+    return executor.run(x)[0]
 
 
 def sources(scope: Scope, device: int = 0) -> list[KernelSource]:

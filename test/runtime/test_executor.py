@@ -42,7 +42,7 @@ def test_numpy_devices(nodes: list[Any], expected: Any, names: str) -> None:
     executor = GraphExecutor(graph(nodes, [len(nodes) - 1], [CPU, CL0]), devices, [python_kernels()] * 2)
     x = inputs(names)
     np.testing.assert_array_equal(run(executor, x), expected(x))
-    profile = executor.profile()
+    profile = executor.profile(x)
     copies = {pair: count for pair, (count, _) in profile.copies.items()}
     assert copies == ({("opencl:0", "cpu:0"): 1} if nodes is SIMPLEX else {("opencl:0", "cpu:0"): 1, ("cpu:0", "opencl:0"): 1})
     assert profile.pool_bytes == {"cpu:0": 4 * N * 3, "opencl:0": 4 * N * (3 if nodes is SIMPLEX else 6)}
@@ -98,7 +98,7 @@ def test_input_errors(bad: dict[str, Any], message: str) -> None:
     else:
         x = bad
     with pytest.raises(InputError, match=message):
-        executor.set_inputs(x)
+        executor.check_inputs(x)
 
 
 # --- real devices: C kernels on the host, OpenCL kernels on PoCL -------------------------------
@@ -120,7 +120,7 @@ def test_two_opencl_devices() -> None:
     executor = real_executor(SIMPLEX, [5], [CL0, CL1], ["opencl:0", "opencl:1"])
     x = inputs("ABD")
     np.testing.assert_allclose(run(executor, x), simplex_expected(x), rtol=1e-6)
-    profile = executor.profile()
+    profile = executor.profile(x)
     assert profile.copies == {("opencl:1", "opencl:0"): (1, 4 * N)}
     assert profile.nodes[1][:2] == ("__copy", "opencl:0")
 

@@ -437,3 +437,39 @@ def test_param_errors(params: dict[str, np.ndarray], message: str) -> None:
     with pytest.raises(InputError) as info:
         xrelay.build(PINNED_PARAM, targets=("c", "opencl"), params=params)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("targets", [("c",), ("c", "opencl")])
+def test_concurrent_runs_of_the_bound_mlp(targets: tuple[str, ...]) -> None:
+    """A server shares one model between request threads: 4 threads x 20 runs, weights bound."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = MLP.read_text()
+    if targets == ("c",):
+        text = text.replace("device = opencl", "device = cpu")
+    module = xrelay.parse(text)
+    rng = np.random.default_rng(0)
+    arrays = {a.name_hint: rng.standard_normal(a.type.get_shape()).astype(np.float32) for a in module.ops.first.args}
+    weights = {k: v for k, v in arrays.items() if k != "x"}
+    exe = xrelay.build(text, targets=targets, params=weights)
+
+    xs = [np.random.default_rng(seed).standard_normal(arrays["x"].shape).astype(np.float32) for seed in range(80)]
+    alone = [exe.run(x) for x in xs]  # one at a time: the kernels are deterministic
+    np.testing.assert_allclose(alone[0], xrelay.interpret(module, {**weights, "x": xs[0]}), rtol=1e-4, atol=1e-4)
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(exe.run, xs))
+    ok = [np.array_equal(a, b) for a, b in zip(together, alone)]
+    assert ok.count(False) == 0, f"{ok.count(False)} of 80 concurrent runs were wrong"
+
+
+def test_rank_0_inputs() -> None:
+    """A tensor<f32> parameter takes a 0-d array, as interpret does (it was made 1-d)."""
+    text = """
+func.func @main(%s: tensor<f32>, %x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = relay.multiply %x, %s : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}"""
+    s, x = np.array(2, np.float32), np.arange(3, dtype=np.float32)
+    for targets, device in ((("c",), None), (("c", "opencl"), "opencl")):
+        exe = xrelay.build(text, targets=targets, default_device=device)
+        np.testing.assert_array_equal(exe.run(s=s, x=x), [0, 2, 4])
