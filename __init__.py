@@ -15,7 +15,7 @@ compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on fir
 from importlib import import_module
 from typing import Any
 
-from xrelay.errors import ArtifactError, CompileError, DeviceError, Error, InputError
+from xrelay.errors import ArtifactError, CompileError, DeviceError, Error, InputError, UsageError
 
 # name -> the module that defines it
 _LAZY = {
@@ -45,4 +45,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = sorted(["ArtifactError", "CompileError", "DeviceError", "Error", "InputError", *_LAZY])
+__all__ = sorted(["ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "UsageError", *_LAZY])

@@ -52,7 +52,8 @@ _UNDERLINE = re.compile(r"\s*\^+-*")
 
 def excerpt(note: str, context: int = 8) -> str:
     """xDSL's diagnostic note prints the whole module with the failing op underlined; for a
-    long module keep only the lines around the underlined op."""
+    long module keep only the lines around the underlined op, with large constants elided."""
+    note = elide_constants(note)
     lines = note.splitlines()
     marked = [i for i, line in enumerate(lines) if _UNDERLINE.fullmatch(line)]
     if len(lines) <= 4 * context or not marked:
@@ -61,3 +62,21 @@ def excerpt(note: str, context: int = 8) -> str:
     head = ["..."] if first > 0 else []
     tail = ["..."] if last < len(lines) else []
     return "\n".join([*head, *lines[first:last], *tail])
+
+
+# A constant's value as xDSL prints it: hex bytes, or a list of numbers.
+_LARGE_DENSE = re.compile(r'dense<(?:"0x[0-9A-Fa-f]{64,}"|\[[^<>]{200,}?\])>')
+
+
+def elide_constants(text: str) -> str:
+    """`text` with the value of every large dense constant replaced by `...` (as MLIR's
+    --mlir-elide-elementsattrs-if-larger), so an error about a model with bound weights stays
+    readable."""
+    return _LARGE_DENSE.sub('dense<"..."> /* elided */', text)
+
+
+def shorten_notes(error: BaseException) -> None:
+    """Replaces the module excerpts attached to `error` by short ones."""
+    notes = getattr(error, "__notes__", None)
+    if notes:
+        error.__notes__ = [excerpt(note) for note in notes]

@@ -30,39 +30,66 @@ from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from xrelay.diagnostics import LoweringError
+from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_notes
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import Error, InputError
+from xrelay.errors import Error, InputError, UsageError
 from xrelay.interpreter import check_input, entry_function
-from xrelay.ir import context, parse
+from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
 from xrelay.runtime.device import DeviceTable
 from xrelay.targets.graph_json import executor_graph
 from xrelay.targets.kernels import kernel_sources
+from xrelay.transforms.compilation_config import device_of_target
 from xrelay.transforms.plan_devices import SCOPE_ATTR
 
 PIPELINE = ("plan-devices", "fuse-ops", "convert-relay-to-loops", "inline-calls", "plan-memory")
 
 
+# The device types xrelay has a code generator and a runtime device for.
+GENERATED_DEVICES = {"cpu": "C", "opencl": "OpenCL C"}
+
+
 def build(
-    program: str | ModuleOp,
-    targets: Sequence[str] = ("c",),
+    program: Program,
+    targets: str | Sequence[str] = ("c",),
     default_device: str | None = None,
     host_target: str = "c",
     devices: DeviceTable | None = None,
     params: Mapping[str, np.ndarray] | None = None,
 ) -> Executable:
-    """Compiles `program` (text or a module, which is not changed) for `targets`.
+    """Compiles `program` (relay text, a path to a .mlir file, or a module, which is not
+    changed) for `targets` (target strings, or one string: "c", "c,opencl").
 
     `params` binds parameters of @main to fixed values (weights): they become constants, so
     they are placed like constants, written to their devices once, and `run` no longer takes
     them."""
-    module = parse(program) if isinstance(program, str) else program.clone()
+    module = as_module(program, "xrelay.build").clone()
+    targets = target_list(targets)
     bind_params(module, params or {})
-    lower(module, tuple(targets), default_device, host_target)
+    lower(module, targets, default_device, host_target)
     graph = executor_graph(module)
     return Executable(graph.graph, kernel_sources(module, graph.devices), graph.params, devices)
+
+
+def target_list(targets: str | Sequence[str]) -> tuple[str, ...]:
+    """`targets` as a tuple of target strings, each with a code generator."""
+    if isinstance(targets, str):
+        targets = [t.strip() for t in targets.split(",")]
+    if not isinstance(targets, Sequence) or not all(isinstance(t, str) for t in targets):
+        raise UsageError(
+            f"targets must be a target string or a sequence of them, e.g. ('c', 'opencl'), "
+            f"but was {targets!r}"
+        )
+    for target in targets:
+        device = device_of_target(target)
+        if device not in GENERATED_DEVICES:
+            raise ConfigError(
+                f"target \"{target}\" is for device type {device}, but xrelay generates kernels only for "
+                + " and ".join(f"{d} ({lang})" for d, lang in GENERATED_DEVICES.items())
+                + "; use targets such as ('c', 'opencl')"
+            )
+    return tuple(targets)
 
 
 def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
@@ -115,7 +142,8 @@ def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None
 def _apply(pass_: Any, ctx: Context, module: ModuleOp) -> None:
     try:
         pass_.apply(ctx, module)
-    except Error:
+    except Error as e:
+        shorten_notes(e)  # the module excerpt, without the bound weights
         raise
     except DiagnosticException as e:
-        raise LoweringError("\n".join([str(e), *getattr(e, "__notes__", [])])) from None
+        raise LoweringError("\n".join([str(e), *map(excerpt, getattr(e, "__notes__", []))])) from None

@@ -26,3 +26,7 @@ class InputError(Error):
 
 class ArtifactError(Error):
     """A saved executable is missing, corrupt or of another format."""
+
+
+class UsageError(Error, TypeError):
+    """An API function was called with an argument of the wrong kind (also a TypeError)."""

@@ -28,7 +28,9 @@ from xdsl.interpreter import (
 from xdsl.interpreters.func import FuncFunctions
 
 from xrelay.dialects import relay
+from xrelay.diagnostics import location_of
 from xrelay.errors import InputError
+from xrelay.ir import Program, as_module
 
 _erf = np.vectorize(math.erf, otypes=[np.float32])
 
@@ -269,15 +271,32 @@ def check_input(name: str, ty: TensorType, value: np.ndarray, what: str = "input
 
 
 def interpret(
-    module: ModuleOp,
-    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+    program: Program,
+    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
+    /,
     entry: str = "main",
+    **named: np.ndarray,
 ) -> np.ndarray | tuple[np.ndarray, ...]:
-    """Runs `@entry` of `module` on numpy; one array, or a tuple for several results."""
+    """Runs `@entry` of `program` (a module, relay text or a .mlir path, as `xrelay.build`
+    takes) on numpy inputs, by name (a dict or keywords) or by position; one array, or a tuple
+    for several results."""
+    module = as_module(program, "xrelay.interpret")
+    check_not_lowered(module)
     fn = entry_function(module, entry)
-    args = bind_inputs(fn, inputs)
+    args = bind_inputs(fn, named if inputs is None else {**inputs, **named} if isinstance(inputs, Mapping) else inputs)
     interp = Interpreter(module)
     interp.register_implementations(FuncFunctions())
     interp.register_implementations(RelayFunctions())
     results = interp.call_op(fn, tuple(args))
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def check_not_lowered(module: ModuleOp) -> None:
+    """The interpreter runs relay ops; a module after convert-relay-to-loops runs kernels."""
+    launch = next((op for op in module.walk() if isinstance(op, relay.LaunchOp)), None)
+    if launch is not None:
+        raise InputError(
+            f"xrelay.interpret runs relay programs up to fuse-ops, but this module is lowered "
+            f"(relay.launch @{launch.callee.string_value()} at {location_of(launch)}); interpret the "
+            "module before convert-relay-to-loops, or run the lowered one with xrelay.build"
+        )

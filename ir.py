@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import os
 import re
+from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
@@ -14,6 +16,7 @@ from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
 
 from xrelay.diagnostics import ParseError, VerifyError, excerpt, location_of
+from xrelay.errors import UsageError
 
 
 def _relay_dialect():
@@ -114,3 +117,34 @@ def add_location(error: VerifyException, module: Operation) -> None:
 
 def _with_notes(e: BaseException) -> str:
     return "\n".join([str(e), *map(excerpt, getattr(e, "__notes__", []))])
+
+
+Program = str | bytes | os.PathLike[str] | ModuleOp
+
+
+def as_module(program: Program, what: str) -> ModuleOp:
+    """The module a user handed to `what` (e.g. "xrelay.build"): relay text (str or bytes), a
+    path to a .mlir file (a `pathlib.Path`, or a one-line string naming an existing file), or
+    a module, which is returned as it is."""
+    if isinstance(program, ModuleOp):
+        return program
+    if isinstance(program, bytes):
+        return parse(program.decode())
+    if isinstance(program, os.PathLike):
+        return parse_file(Path(program), what)
+    if isinstance(program, str):
+        if "\n" not in program and program.strip().endswith(".mlir") and "{" not in program:
+            return parse_file(Path(program.strip()), what)
+        return parse(program)
+    raise UsageError(
+        f"{what} takes relay text, a path to a .mlir file or an xDSL module, "
+        f"but was given {type(program).__name__}"
+    )
+
+
+def parse_file(path: Path, what: str) -> ModuleOp:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ParseError(f"{what} was given the path {str(path)!r}, which cannot be read: {e.strerror}") from None
+    return parse(text, str(path))

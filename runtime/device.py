@@ -47,6 +47,9 @@ class Device(ABC):
     kind: ClassVar[str]
     language: ClassVar[str | None] = None  # the kernel language it builds ("c", "opencl")
     host_memory: ClassVar[bool] = False  # tensors are numpy arrays the host reads directly
+    # True where a kernel is compiled at its first launch (PoCL): the executor launches each
+    # once when it loads, so the first `run` is as fast as the others.
+    compiles_at_first_launch: ClassVar[bool] = False
 
     def __init__(self, name: str):
         self.name = name

@@ -33,7 +33,6 @@ from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_de
 from xrelay.runtime.executor import COPY, GraphExecutor, Profile
 from xrelay.runtime.kernels import KernelSource
 
-Inputs = Mapping[str, Any] | Sequence[Any] | None
 
 
 class LibraryRebuiltWarning(UserWarning):
@@ -106,27 +105,29 @@ class Executable:
 
     # --- running ---------------------------------------------------------------------------
 
-    def run(self, inputs: Inputs = None, /, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
-        """Runs the program on numpy inputs, by name (or a sequence in parameter order); one
-        array, or a tuple for several results."""
+    def run(self, *inputs: Any, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Runs the program on numpy inputs: positional in @main's parameter order
+        (`run(x, y)`, or one sequence `run([x, y])`), a dict by name (`run({"x": x})`), or
+        keywords (`run(x=x)`); one array, or a tuple for several results."""
         return _results(self.executor.run(self._by_name(inputs, named)))
 
-    def profile(self, inputs: Inputs = None, /, **named: Any) -> Profile:
+    def profile(self, *inputs: Any, **named: Any) -> Profile:
         """Runs once, timing every node (waiting for its device), and reports copies and pools."""
         report = self.executor.profile(self._by_name(inputs, named))
         report.outputs = _results(report.outputs)
         return report
 
-    def _by_name(self, inputs: Inputs, named: Mapping[str, Any]) -> dict[str, Any]:
-        if inputs is None or isinstance(inputs, Mapping):
-            return {**(inputs or {}), **named}
-        values = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)  # one array: one input
-        if len(values) != len(self.input_names) or named:
+    def _by_name(self, inputs: tuple[Any, ...], named: Mapping[str, Any]) -> dict[str, Any]:
+        if len(inputs) == 1 and isinstance(inputs[0], Mapping):
+            return {**inputs[0], **named}
+        if len(inputs) == 1 and isinstance(inputs[0], list | tuple):
+            inputs = tuple(inputs[0])
+        if inputs and (named or len(inputs) != len(self.input_names)):
             raise InputError(
                 f"the program takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "
-                f"but {len(values)} were given by position" + (" and more by name" if named else "")
+                f"but {len(inputs)} were given by position" + (" and more by name" if named else "")
             )
-        return dict(zip(self.input_names, values))
+        return dict(zip(self.input_names, inputs)) if inputs else dict(named)
 
     @property
     def input_names(self) -> list[str]:

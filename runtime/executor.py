@@ -103,6 +103,7 @@ class GraphExecutor:
         self.kernels = {i: self._kernel(i, kernels) for name, i in self.steps if name != COPY}
         self.shared = self._shared_params(is_param)
         self._free = [Workspace(self)]  # the first one now: binding errors show at load
+        self._free[0].warm_up()
         self._lock = threading.Lock()
 
     # --- set-up --------------------------------------------------------------------------
@@ -266,6 +267,17 @@ class Workspace:
                 d_dev.write(d, staging)
 
         return copy
+
+    def warm_up(self) -> None:
+        """Launches once each kernel of a device that compiles kernels at their first launch,
+        on this workspace's (unset) buffers, which every run overwrites before it reads them."""
+        ex = self.executor
+        cold = {ex.entries[i].device for name, i in ex.steps if name != COPY and ex.devices[ex.entries[i].device].compiles_at_first_launch}
+        for (name, index), step in zip(ex.steps, self.steps):
+            if name != COPY and ex.entries[index].device in cold:
+                step()
+        for device in cold:
+            ex.devices[device].sync()
 
     def write_inputs(self, arrays: Mapping[int, np.ndarray]) -> None:
         for index, array in arrays.items():

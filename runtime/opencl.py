@@ -176,6 +176,7 @@ class CLTensor:
 class OpenCLDevice(Device):
     kind = "opencl"
     language = "opencl"
+    compiles_at_first_launch = True  # PoCL builds a work-group function per kernel then: 0.2-2.5 s
 
     def __init__(self, index: int = 0, platform: int = 0):
         super().__init__(f"opencl:{index}")

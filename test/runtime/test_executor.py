@@ -142,3 +142,23 @@ def test_device_table_maps_virtual_ids() -> None:
 def test_device_table_errors(scope: tuple[str, int], table: Any, message: str) -> None:
     with pytest.raises(DeviceError, match=message):
         resolve_devices([scope], table)
+
+
+def test_kernels_of_a_device_that_compiles_at_first_launch_are_launched_at_load() -> None:
+    """PoCL compiles a kernel at its first launch: the executor launches each once when it
+    loads, on that device only, so the first run is as fast as the next."""
+
+    class LazyCompiler(NumpyDevice):
+        compiles_at_first_launch = True
+
+    calls: list[str] = []
+
+    def counting(name: str, fn: Any) -> Any:
+        return lambda *args: (calls.append(name), fn(*args))
+
+    lazy = {name: counting(f"device:{name}", fn) for name, fn in python_kernels().items()}
+    host = {name: counting(f"host:{name}", fn) for name, fn in python_kernels().items()}
+    executor = GraphExecutor(graph(DUPLEX, [8], [CPU, CL0]), [NumpyDevice(0), LazyCompiler(1)], [host, lazy])
+    assert calls == ["device:add", "device:add"]  # both launches of add on the lazy device, nothing else
+    x = inputs("ABCD")
+    np.testing.assert_allclose(run(executor, x), duplex_expected(x), rtol=1e-6)

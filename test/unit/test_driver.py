@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xrelay
+from xrelay import driver
 from xrelay.errors import DeviceError, InputError
 from xrelay.runtime.artifact import ArtifactError
 
@@ -473,3 +474,76 @@ func.func @main(%s: tensor<f32>, %x: tensor<3xf32>) -> tensor<3xf32> {
     for targets, device in ((("c",), None), (("c", "opencl"), "opencl")):
         exe = xrelay.build(text, targets=targets, default_device=device)
         np.testing.assert_array_equal(exe.run(s=s, x=x), [0, 2, 4])
+
+
+# --- what a program, targets and inputs may be -----------------------------------------------
+
+ADD = """func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = relay.add %a, %b : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}"""
+
+
+def test_a_program_is_text_bytes_a_path_or_a_module(tmp_path: Path) -> None:
+    path = tmp_path / "add.mlir"
+    path.write_text(ADD)
+    a, b = np.array([1, 2], np.float32), np.array([10, 20], np.float32)
+    for program in (ADD, ADD.encode(), path, str(path), xrelay.parse(ADD)):
+        np.testing.assert_array_equal(xrelay.build(program).run(a, b), [11, 22])
+        np.testing.assert_array_equal(xrelay.interpret(program, a=a, b=b), [11, 22])
+    with pytest.raises(xrelay.ParseError, match="xrelay.build was given the path '.*nope.mlir', which cannot be read"):
+        xrelay.build(str(tmp_path / "nope.mlir"))
+    with pytest.raises(xrelay.UsageError, match="takes relay text, a path to a .mlir file or an xDSL module, but was given int"):
+        xrelay.build(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("targets", ["c", "c,opencl", "c, opencl", ["c"], ("c", "opencl")])
+def test_targets_may_be_one_string(targets: Any) -> None:
+    a = np.ones(2, np.float32)
+    np.testing.assert_array_equal(xrelay.build(ADD, targets=targets).run(a, a), [2, 2])
+
+
+@pytest.mark.parametrize(
+    "targets, error, message",
+    [
+        (None, xrelay.UsageError, "targets must be a target string or a sequence of them, e.g. \\('c', 'opencl'\\), but was None"),
+        (("cuda",), xrelay.ConfigError, 'target "cuda" is for device type cuda, but xrelay generates kernels only for cpu \\(C\\) and opencl'),
+        ("o", xrelay.ConfigError, "unknown target kind 'o'"),
+    ],
+)
+def test_target_errors(targets: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        xrelay.build(ADD, targets=targets)
+
+
+def test_inputs_positional_sequence_dict_or_keywords() -> None:
+    exe = xrelay.build(ADD)
+    a, b = np.array([1, 2], np.float32), np.array([10, 20], np.float32)
+    for result in (exe.run(a, b), exe.run([a, b]), exe.run({"a": a, "b": b}), exe.run(a=a, b=b), exe.run({"a": a}, b=b)):
+        np.testing.assert_array_equal(result, [11, 22])
+    with pytest.raises(InputError, match="takes 2 inputs \\(a, b\\), but 3 were given by position"):
+        exe.run(a, b, a)
+
+
+def test_interpret_says_a_lowered_module_is_for_build() -> None:
+    module = xrelay.parse(ADD)
+    driver.lower(module, ("c",), None, "c")
+    with pytest.raises(InputError, match="xrelay.interpret runs relay programs up to fuse-ops, but this module is lowered \\(relay.launch @fused_add"):
+        xrelay.interpret(module, a=np.ones(2, np.float32), b=np.ones(2, np.float32))
+
+
+def test_errors_elide_bound_weights() -> None:
+    """An error in a model whose weights are bound shows the op, not megabytes of hex (the MLP
+    pins a layer to opencl, but the only target is c)."""
+    text = MLP.read_text()
+    module = xrelay.parse(text)
+    rng = np.random.default_rng(0)
+    weights = {a.name_hint: rng.random(a.type.get_shape(), np.float32) for a in module.ops.first.args if a.name_hint != "x"}
+    with pytest.raises(xrelay.Error) as info:
+        xrelay.build(text, targets=("c",), params=weights)
+    report = "\n".join([str(info.value), *getattr(info.value, "__notes__", [])])
+    assert len(report) < 20_000 and "elided" in report, report[:2000]
+
+
+def test_dir_lists_the_lazy_names() -> None:
+    assert {"build", "interpret", "load", "parse", "Executable", "PlacementError"} <= set(dir(xrelay))
