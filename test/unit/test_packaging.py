@@ -1,13 +1,14 @@
-"""Packaging: the wheel holds every subpackage and every file they need, and the demo model
-builds and runs from it, installed into a fresh venv, with no part of this source tree on
-sys.path.
+"""Packaging: the wheel holds every subpackage and every file they need, the demo model builds
+and runs from it, installed into a fresh venv with no part of this source tree on sys.path,
+and `pip install -e .` is a plain path entry installed without setuptools' warning.
 
 The wheel is built by pip as a user's `pip install` would (an isolated build with
 pyproject's build backend), from a copy of the working tree's files that git does not ignore,
 so a stale `build/` directory cannot leak into it. Its dependencies come from the package
 index, as for a user. About 25 s, most of it pip fetching: setuptools for the isolated build
 (the wheel takes ~6 s), then xdsl, pyopencl and their dependencies (~8 s); building and running
-the model in the new venv takes ~3 s. A warm pip cache shortens the fetching.
+the model in the new venv takes ~3 s. The editable install takes ~5 s more (its isolated
+build). A warm pip cache shortens the fetching.
 """
 
 import json
@@ -70,10 +71,7 @@ def packaged(path: PurePosixPath) -> bool:
     return top not in NOT_PACKAGED and not top.startswith(".") and "__pycache__" not in path.parts
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("packaging")
-    tree = tmp / "xrelay-src"
+def copy_source_tree(tree: Path) -> Path:
     for path in source_files():
         src, dst = ROOT / path, tree / path
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -81,15 +79,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             os.symlink(os.readlink(src), dst)  # .src/xrelay -> ..
         else:
             shutil.copy2(src, dst)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("packaging")
     dist = tmp / "dist"
-    pip(["wheel", "--no-deps", "--wheel-dir", str(dist), str(tree)])
+    pip(["wheel", "--no-deps", "--wheel-dir", str(dist), str(copy_source_tree(tmp / "xrelay-src"))])
     (built,) = dist.glob("xrelay-*.whl")
     return built
 
 
-def pip(args: list[str]) -> None:
+def pip(args: list[str]) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "pip", "-q", *args], capture_output=True, text=True)
     assert done.returncode == 0, f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done
 
 
 def test_the_wheel_holds_every_package_folder_and_file(wheel: Path):
@@ -138,3 +143,19 @@ def test_the_demo_model_runs_from_the_installed_wheel(wheel: Path, tmp_path: Pat
     )
     assert opt.returncode == 0, opt.stderr
     assert 'relay.exp %a {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c"' in opt.stdout
+
+
+def test_an_editable_install_is_a_plain_path_entry_and_quiet(tmp_path: Path):
+    # `make setup`'s install, without the dependencies. setuptools installs a package whose
+    # folder has another name through an import hook, and warns about it in a box on every
+    # install; `.src/xrelay` makes it a src layout, installed as one path in a .pth file.
+    tree = copy_source_tree(tmp_path / "xrelay-src")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    done = pip(["--python", str(venv / "bin" / "python"), "install", "--no-deps", "-e", str(tree)])
+    assert "Editable installation" not in done.stderr and "!!" not in done.stderr, done.stderr
+
+    (site,) = venv.glob("lib/python*/site-packages")
+    assert not list(site.glob("__editable__*finder*")), "an import hook, not a path entry"
+    (pth,) = site.glob("__editable__.xrelay-*.pth")
+    assert pth.read_text().split() == [str((tree / ".src").resolve())]
