@@ -12,6 +12,9 @@ setup: $(VENV)/.installed opencl
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@# Metadata an older set-up left in the root would shadow the installed entry points
+	@# (`python -m ...` puts the root on sys.path); setuptools now writes it under .src.
+	rm -rf xrelay.egg-info
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
@@ -40,4 +43,4 @@ bench: setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) *.egg-info .src/*.egg-info build

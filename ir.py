@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects import get_all_dialects
+from xdsl.dialects import get_all_dialects as get_all_xdsl_dialects
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -16,23 +16,16 @@ from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
 
 from xrelay.diagnostics import ParseError, VerifyError, excerpt, location_of
+from xrelay.dialects import get_all_dialects
 from xrelay.errors import UsageError
-
-
-def _relay_dialect():
-    from xrelay.dialects.relay import Relay
-
-    return Relay
 
 
 def register_dialects(ctx: Context) -> None:
     """Registers xDSL's dialects and `relay` lazily in `ctx` (those not registered yet)."""
     registered = set(ctx.registered_dialect_names)
-    for name, factory in get_all_dialects().items():
+    for name, factory in (get_all_xdsl_dialects() | get_all_dialects()).items():
         if name not in registered:
             ctx.register_dialect(name, factory)
-    if "relay" not in registered:
-        ctx.register_dialect("relay", _relay_dialect)
 
 
 def context() -> Context:

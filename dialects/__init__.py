@@ -1,0 +1,15 @@
+"""xrelay's dialects, by name, each imported on first use (like xDSL's `get_all_dialects`)."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def _relay() -> Dialect:
+    from xrelay.dialects.relay import Relay
+
+    return Relay
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    return {"relay": _relay}

@@ -24,25 +24,34 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xrelay.diagnostics import excerpt
 from xrelay.ir import LocParser, add_location, register_dialects
-from xrelay.targets import get_all_targets
-from xrelay.transforms import get_all_passes
+from xrelay.universe import XRELAY_UNIVERSE
 
 
 class OptTool(xDSLOptMain):
+    """`xdsl-opt` that stamps every parsed op with its location and reports errors briefly.
+
+    `xDSLOptMain` registers the dialects, passes and targets of every installed xDSL plugin
+    (xDSL's multiverse), xrelay's own among them through its `xdsl.universe` entry point. The
+    `register_all_*` methods below add from `XRELAY_UNIVERSE` only what is still missing:
+    nothing once xrelay is installed, everything when it runs from a source tree that is not
+    (no entry point).
+    """
+
     version_format = "opt-tool (xrelay, xdsl {xdsl_version})"
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
-        register_dialects(self.ctx)
+        register_dialects(self.ctx)  # those not registered yet
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        for name, factory in get_all_passes().items():
-            self.register_pass(name, factory)
+        for name, factory in XRELAY_UNIVERSE.all_passes.items():
+            self.available_passes.setdefault(name, factory)
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
-        self.available_targets.update(get_all_targets())
+        for name, factory in XRELAY_UNIVERSE.all_targets.items():
+            self.available_targets.setdefault(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -85,8 +94,8 @@ def _epilog() -> str:
 
     return "\n".join(
         [
-            listing("xrelay passes (-p):", list(get_all_passes())),
-            listing("xrelay targets (-t):", list(get_all_targets())),
+            listing("xrelay passes (-p):", list(XRELAY_UNIVERSE.all_passes)),
+            listing("xrelay targets (-t):", list(XRELAY_UNIVERSE.all_targets)),
             "xDSL's own passes (cse, dce, canonicalize, ...) and targets are listed under -p and",
             "-t above.",
         ]
