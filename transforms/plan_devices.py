@@ -15,9 +15,12 @@ each use of its result with `constrain_result`, and on the function result when 
 `relay.device_copy` (`src_se_scope`/`dst_se_scope`), `relay.se_scope` argument/result
 attributes of functions, and `se_scope` already on relay ops (pinned ops, earlier runs).
 
-Phase 0, check: build the CompilationConfig; every scope in the input must name a device with
-  a target and that device's configured target (checked as phase 1 reads each scope, so all
-  errors come before the IR changes); fused or lowered ops are rejected.
+Phase 0, check: every value is defined before its use (SSA dominance, which xDSL's `verify()`
+  does not check, and which write-back's walk in program order relies on; a module built in
+  Python reaches this pass unverified); build the CompilationConfig; every scope in the input
+  must name a device with a target and that device's configured target (checked as phase 1
+  reads each scope, so all errors come before the IR changes); fused or lowered ops are
+  rejected.
 Phase 1, collect and solve: functions' parameter and result domains first, then every op in
   program order. A primitive op, its operands and its result share one domain; calls share
   the callee's domains; `func.return` shares the function's result domains. Domains are
@@ -56,8 +59,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
+from xrelay.dialects.dominance import verify_dominance
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import ConfigError, PlacementError, location_of
+from xrelay.errors import ConfigError, PlacementError, VerifyError, location_of
 from xrelay.transforms.compilation_config import CompilationConfig, TARGET_KIND_DEVICES, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
 
@@ -77,6 +81,7 @@ class PlanDevicesPass(ModulePass):
     host_target: str = "c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        verify_dominance(op, VerifyError)
         config = CompilationConfig.from_options(self.targets, self.default_device, self.host_target)
         functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
         constraints = collect_constraints(config, functions)
