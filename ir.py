@@ -5,18 +5,21 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects as get_all_xdsl_dialects
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 
 from xrelay.diagnostics import ParseError, VerifyError, excerpt, location_of
 from xrelay.dialects import get_all_dialects
+from xrelay.dialects.dominance import SOURCE_NAMES, verify_dominance
 from xrelay.errors import UsageError
 
 
@@ -62,6 +65,13 @@ class LocParser(Parser):
             op.location = self.location_at(first.start)
         return op
 
+    def _register_ssa_definition(self, name: str, values: Sequence[SSAValue], span: Span) -> None:
+        # A value used before its definition: keep its name for the dominance error.
+        if name in self.forward_ssa_references:
+            for index, value in enumerate(values):
+                SOURCE_NAMES[value] = f"%{name}" if len(values) == 1 else f"%{name}#{index}"
+        super()._register_ssa_definition(name, values, span)
+
     def location_at(self, position: int) -> FileLineColLoc:
         line = bisect.bisect_right(self.line_starts, position)
         column = position - self.line_starts[line - 1] + 1
@@ -82,12 +92,14 @@ def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> M
 
 
 def verify(module: Operation) -> None:
-    """`module.verify()`; the message of a failure starts with the failing op's `file:line:col`."""
+    """`module.verify()`, then SSA dominance (`dialects/dominance.py`); the message of a
+    failure starts with the failing op's `file:line:col`."""
     try:
         module.verify()
     except VerifyException as e:
         add_location(e, module)
         raise
+    verify_dominance(module)
 
 
 def add_location(error: VerifyException, module: Operation) -> None:

@@ -8,12 +8,14 @@ at fault where there is one, and exits with status 1, without a Python traceback
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import textwrap
 from collections.abc import Sequence
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -23,6 +25,7 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xrelay.diagnostics import excerpt
+from xrelay.dialects.dominance import verify_dominance
 from xrelay.ir import LocParser, add_location, register_dialects
 from xrelay.universe import XRELAY_UNIVERSE
 
@@ -58,6 +61,20 @@ class OptTool(xDSLOptMain):
         arg_parser.prog = "opt-tool"  # also when run as `python -m xrelay.tools.opt_tool`
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the epilog's lines
         arg_parser.epilog = _epilog()
+
+    def setup_pipeline(self) -> None:
+        # xDSL verifies the module before, between and after the passes; its `verify()` does
+        # not check SSA dominance (a use before its definition, a cycle), so check it there too.
+        super().setup_pipeline()
+        verify = self.pipeline.callback
+
+        def callback(before: ModulePass | None, module: ModuleOp, after: ModulePass | None) -> None:
+            if verify is not None:
+                verify(before, module, after)
+            if not self.args.disable_verify:
+                verify_dominance(module)
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=callback)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         # The pipeline verifies the module before and after every pass; a failure names the

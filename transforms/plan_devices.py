@@ -3,19 +3,24 @@ plan-devices: give every relay value an SEScope (where its result is stored and 
 
 Words: a *domain* is a set of values that must share one scope (`device_domains.py`); a
 *consumer* is an op that reads a value where it is (a primitive op, `func.call`,
-`func.return`); an *annotation* is `relay.on_device` or `relay.device_copy`, which consumers
-see through. Ordinary values (parameters, primitive and call results, device_copy results,
-pinned constants) have one domain that every use shares; an `on_device` result and an
-unpinned constant are planned per use.
+`func.return`); an *annotation* is `relay.on_device` or `relay.device_copy`, a *copy point*:
+it reads its operand on one scope (its operand domain) and its result may be read on
+another. A *reader* is a consumer or an annotation. Ordinary values (parameters, primitive and
+call results, device_copy results, pinned constants) have one domain that every use shares;
+an `on_device` result and an unpinned constant are planned per use. No reader sees through an
+annotation: in a chain of them, each link reads the link before it.
 
 Constraints come from `relay.on_device` (`se_scope` on its operand with `constrain_body`, on
 each use of its result with `constrain_result`, and on the function result when returned),
 `relay.device_copy` (`src_se_scope`/`dst_se_scope`), `relay.se_scope` argument/result
 attributes of functions, and `se_scope` already on relay ops (pinned ops, earlier runs).
 
-Phase 0, check: build the CompilationConfig; every scope in the input must name a device with
-  a target and that device's configured target (checked as phase 1 reads each scope, so all
-  errors come before the IR changes); fused or lowered ops are rejected.
+Phase 0, check: every value is defined before its use (SSA dominance, which xDSL's `verify()`
+  does not check, and which write-back's walk in program order relies on; a module built in
+  Python reaches this pass unverified); build the CompilationConfig; every scope in the input
+  must name a device with a target and that device's configured target (checked as phase 1
+  reads each scope, so all errors come before the IR changes); fused or lowered ops are
+  rejected.
 Phase 1, collect and solve: functions' parameter and result domains first, then every op in
   program order. A primitive op, its operands and its result share one domain; calls share
   the callee's domains; `func.return` shares the function's result domains. Domains are
@@ -24,14 +29,17 @@ Phase 2, default: free on_devices (both flags false) first, in program order: ea
   Default(use, operand), then the operand Default(operand, first use). Then, functions in
   module order, results take Default(result, default scope) and parameters
   Default(parameter, first result). Every other domain takes Default(domain, default scope).
-Phase 3, write back: canonical `se_scope` on every relay op but device_copy, canonical
-  `relay.se_scope` on every function argument and result. Each consumer operand is rewired
-  to its source value (through annotations) on the consumer's scope: the value itself when
-  the scopes agree, else one `relay.device_copy` per (value, scope), made where the
-  annotation stood (an explicit copy is reused) and reading the value where it lives, so a
-  chain of annotations costs one copy. Unpinned constants are materialised once per scope
-  they are used on. `relay.on_device` and redundant copies disappear; an explicit copy that
-  nobody reads stays unless it duplicates another.
+Phase 3, write back, ops in program order: canonical `se_scope` on every relay op but
+  device_copy, canonical `relay.se_scope` on every function argument and result. Every
+  reader's operand is rewired to what the link under it produced: an on_device's operand
+  (as the on_device read it) when the two scopes agree, else a `relay.device_copy` from the
+  on_device's operand scope to the reader's scope, made where the on_device stood; an
+  explicit device_copy reads its operand on its source scope and stays, canonical, unless
+  its two scopes agree. So each link of a chain is its own copy point, and a chain of k
+  annotations costs up to k copies. A value is copied to a scope at most once: a second
+  copy of one value to one scope, explicit or not, reads the first. Unpinned constants are
+  materialised once per scope they are used on. `relay.on_device` and redundant copies
+  disappear; an explicit copy that nobody reads stays unless it is redundant.
 
 Invariants: input and output verify; the output has no `relay.on_device`; running the pass on
 its own output changes nothing; interpretation results are unchanged.
@@ -51,8 +59,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
+from xrelay.dialects.dominance import verify_dominance
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import ConfigError, PlacementError, location_of
+from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, location_of
 from xrelay.transforms.compilation_config import CompilationConfig, TARGET_KIND_DEVICES, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
 
@@ -72,6 +81,7 @@ class PlanDevicesPass(ModulePass):
     host_target: str = "c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        verify_dominance(op, VerifyError)
         config = CompilationConfig.from_options(self.targets, self.default_device, self.host_target)
         functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
         constraints = collect_constraints(config, functions)
@@ -345,23 +355,22 @@ def _default_free(c: Constraints, op: relay.OnDeviceOp) -> None:
 # --- Phase 3: write back ------------------------------------------------------------------------
 
 
-@dataclass
-class Source:
-    """Where a consumer's operand really comes from: a value that stays, on its scope."""
-
-    value: SSAValue
-    scope: SEScopeAttr
-    annotation: Operation | None  # the on_device/device_copy the consumer reads through
-
-
 class WriteBack:
-    """Writes the solution into the IR: scopes, rewired operands, copies, constants."""
+    """Writes the solution into the IR: scopes, rewired operands, copies, constants.
+
+    Ops are visited in program order, so every value a reader asks for has been written
+    already; a copy is made right before the annotation it stands for, after the value it
+    copies and before every reader that asks for it."""
 
     def __init__(self, c: Constraints):
         self.c = c
         self.canonical_of: dict[Domain, SEScopeAttr] = {}  # by root: scopes are final now
         self.canonical_forms: dict[SEScopeAttr, SEScopeAttr] = {}
-        self.sources: dict[SSAValue, Source] = {}
+        self.link_inputs: dict[relay.OnDeviceOp, tuple[SSAValue, SEScopeAttr]] = {}
+        """Each on_device's operand as the annotation reads it, and on which scope."""
+        self.copy_results: dict[SSAValue, SSAValue] = {}
+        """What each explicit device_copy's result became: the copy itself, an equal copy made
+        earlier, or its operand when the two scopes agree."""
         self.copies: dict[tuple[SSAValue, SEScopeAttr], SSAValue] = {}
         self.constants: dict[tuple[relay.ConstantOp, SEScopeAttr], SSAValue] = {}
         self.last_constant: dict[relay.ConstantOp, Operation] = {}
@@ -402,8 +411,11 @@ class WriteBack:
             self.rewire_operands(op)
         elif isinstance(op, (func.CallOp, func.ReturnOp)):
             self.rewire_operands(op)
-        elif isinstance(op, relay.DeviceCopyOp) and not op.res.uses:
-            self.write_dead_copy(op)
+        elif isinstance(op, relay.OnDeviceOp):
+            scope = self.scope(self.c.ops[op])
+            self.link_inputs[op] = (self.value_on(op.data, scope), scope)
+        elif isinstance(op, relay.DeviceCopyOp):
+            self.write_device_copy(op)
 
     def rewire_operands(self, consumer: Operation) -> None:
         for i, operand in enumerate(consumer.operands):
@@ -411,56 +423,49 @@ class WriteBack:
             if value is not operand:
                 consumer.operands[i] = value
 
-    def write_dead_copy(self, op: relay.DeviceCopyOp) -> None:
-        """A copy nobody reads still copies: it stays, from the value's source, unless it is
-        redundant (equal scopes, or the value already has a copy there)."""
-        dst = self.scope(self.c.values[op.res])
-        source = self.source(op.data, self.scope(self.c.ops[op]))
-        key = (source.value, dst)
-        if source.scope == dst or key in self.copies:
-            return  # erased with the annotations
-        op.operands[0] = source.value
-        op.properties["src_se_scope"], op.properties["dst_se_scope"] = source.scope, dst
-        self.kept.add(op)
-        self.copies[key] = op.res
+    def write_device_copy(self, op: relay.DeviceCopyOp) -> None:
+        """The copy reads its operand on its source scope and stays, canonical, unless it is
+        redundant: equal scopes, or that value already has a copy on the destination."""
+        src, dst = self.scope(self.c.ops[op]), self.scope(self.c.values[op.res])
+        value = self.value_on(op.data, src)
+        key = (value, dst)
+        if src == dst:
+            self.copy_results[op.res] = value
+        elif key in self.copies:
+            self.copy_results[op.res] = self.copies[key]
+        else:
+            if value is not op.data:
+                op.operands[0] = value
+            op.properties["src_se_scope"], op.properties["dst_se_scope"] = src, dst
+            self.kept.add(op)
+            self.copies[key] = self.copy_results[op.res] = op.res
 
     def value_on(self, value: SSAValue, scope: SEScopeAttr) -> SSAValue:
-        """`value` as a consumer on `scope` should read it."""
-        source = self.source(value, scope)
-        if source.scope == scope:
-            return source.value
-        key = (source.value, scope)
+        """`value` as a reader on `scope` (its operand's domain, canonical) should read it. An
+        on_device is a copy point: its operand as it read it, copied here if the scopes
+        differ. Any other value is already on `scope`: the domains agree."""
+        owner = value.owner
+        if isinstance(owner, relay.OnDeviceOp):
+            inner, inner_scope = self.link_inputs[owner]
+            if inner_scope == scope:
+                return inner
+            return self.copy(inner, inner_scope, scope, owner)
+        if isinstance(owner, relay.DeviceCopyOp):
+            return self.copy_results[value]
+        if isinstance(owner, relay.ConstantOp) and owner not in self.c.ops:
+            return self.constant_on(owner, scope)
+        return value
+
+    def copy(self, value: SSAValue, src: SEScopeAttr, dst: SEScopeAttr, at: Operation) -> SSAValue:
+        """`value` (on `src`) on `dst`: the copy made earlier, or a new one before `at`."""
+        key = (value, dst)
         if key not in self.copies:
-            assert source.annotation is not None, "scopes of a direct use always agree"
-            self.copies[key] = self.copy(source, scope)
+            new = relay.DeviceCopyOp(value, src, dst)
+            new.res.name_hint = at.results[0].name_hint
+            Rewriter.insert_op(new, InsertPoint.before(at))
+            self.kept.add(new)
+            self.copies[key] = new.res
         return self.copies[key]
-
-    def source(self, value: SSAValue, scope: SEScopeAttr) -> Source:
-        annotation = value.owner
-        if isinstance(annotation, (relay.OnDeviceOp, relay.DeviceCopyOp)):
-            if value not in self.sources:
-                inner = self.source(annotation.operands[0], self.scope(self.c.ops[annotation]))
-                self.sources[value] = Source(inner.value, inner.scope, annotation)
-            return self.sources[value]
-        if isinstance(annotation, relay.ConstantOp) and annotation not in self.c.ops:
-            return Source(self.constant_on(annotation, scope), scope, None)
-        return Source(value, self.scope(self.c.values[value]), None)
-
-    def copy(self, source: Source, dst: SEScopeAttr) -> SSAValue:
-        """One copy of `source` to `dst`: an explicit device_copy read directly, or a new one."""
-        annotation = source.annotation
-        if isinstance(annotation, relay.DeviceCopyOp) and annotation not in self.kept:
-            annotation.operands[0] = source.value
-            annotation.properties["src_se_scope"] = source.scope
-            annotation.properties["dst_se_scope"] = dst
-            self.kept.add(annotation)
-            return annotation.res
-        assert annotation is not None
-        new = relay.DeviceCopyOp(source.value, source.scope, dst)
-        new.res.name_hint = annotation.results[0].name_hint
-        Rewriter.insert_op(new, InsertPoint.before(annotation))
-        self.kept.add(new)
-        return new.res
 
     def constant_on(self, op: relay.ConstantOp, scope: SEScopeAttr) -> SSAValue:
         """The constant materialised on `scope`: the op itself first, then one clone per scope."""

@@ -1,9 +1,11 @@
 """plan-devices: the domain store, and differential tests on random graphs.
 
 On random programs, planning must not change what `xrelay.interpret` computes, must leave no
-`relay.on_device`, must keep every edge reading the same value, directly or through exactly
-one copy, with a copy on exactly the edges whose two ends are on different scopes (and a value
-copied to a scope at most once), and must be idempotent.
+`relay.on_device`, must keep every edge reading the same value, directly or through copies (at
+most one per annotation on the edge: each is its own copy point), with a copy on exactly the
+edges whose two ends are on different scopes (and a value copied to a scope at most once), and
+must be idempotent. Chains of annotations are checked against a reference planner in
+test_plan_devices_chains.py.
 """
 
 from __future__ import annotations
@@ -177,14 +179,17 @@ def assert_same_results(before, after) -> None:
 CONSUMERS = (relay.RelayOp, func.CallOp, func.ReturnOp)
 
 
-def _through_annotations(value: SSAValue) -> SSAValue:
+def _through_annotations(value: SSAValue) -> tuple[SSAValue, int]:
+    """The value under a chain of annotations, and how many annotations the chain has."""
+    links = 0
     while isinstance(value.owner, (relay.OnDeviceOp, relay.DeviceCopyOp)):
-        value = value.owner.operands[0]
-    return value
+        value, links = value.owner.operands[0], links + 1
+    return value, links
 
 
-def edges(module: ModuleOp) -> dict[tuple[Operation, int], SSAValue]:
-    """Each consumer operand and the value it reads once annotations are seen through."""
+def edges(module: ModuleOp) -> dict[tuple[Operation, int], tuple[SSAValue, int]]:
+    """Each consumer operand, the value it reads once annotations are seen through, and the
+    number of annotations in between."""
     return {
         (op, i): _through_annotations(operand)
         for op in module.walk()
@@ -193,14 +198,16 @@ def edges(module: ModuleOp) -> dict[tuple[Operation, int], SSAValue]:
     }
 
 
-def check_edges(before: dict[tuple[Operation, int], SSAValue]) -> None:
-    """Every edge of the input reads the same value after planning, directly or through one
-    copy (a constant may be read from its copy on the consumer's scope)."""
-    for (op, i), source in before.items():
-        operand = op.operands[i]
-        if isinstance(operand.owner, relay.DeviceCopyOp):
-            operand = operand.owner.data
-        assert not isinstance(operand.owner, (relay.OnDeviceOp, relay.DeviceCopyOp))
+def check_edges(before: dict[tuple[Operation, int], tuple[SSAValue, int]]) -> None:
+    """Every edge of the input reads the same value after planning, directly or through a
+    chain of copies, at most one per annotation it read through (each annotation is its own
+    copy point); a constant may be read from its copy on some scope."""
+    for (op, i), (source, links) in before.items():
+        operand, copies = op.operands[i], 0
+        while isinstance(operand.owner, relay.DeviceCopyOp):
+            operand, copies = operand.owner.data, copies + 1
+        assert not isinstance(operand.owner, relay.OnDeviceOp)
+        assert copies <= links, "a copy without an annotation asking for it"
         if isinstance(source.owner, relay.ConstantOp):
             assert isinstance(operand.owner, relay.ConstantOp)
             assert operand.owner.value == source.owner.value

@@ -77,13 +77,14 @@ func.func @copy_and_annotation_merge(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A copy of a copy reads the original value: one copy per (value, scope), straight from
-// where the value lives.
+// A copy of a copy is a chain of two copy points: each copies from its operand's scope, so
+// the second copies the first's result (DESIGN.md: a use never reads through an annotation).
 
 // CHECK-LABEL: func.func @copy_of_copy
 // CHECK:         %[[X:.*]] = relay.exp %a {se_scope = #relay.se_scope<device = cpu{{[^>]*}}>}
-// CHECK-NEXT:    %[[COPY:.*]] = relay.device_copy %[[X]] {src_se_scope = #relay.se_scope<device = cpu{{[^>]*}}>, dst_se_scope = #relay.se_scope<device = opencl, id = 1{{[^>]*}}>}
-// CHECK-NEXT:    relay.negative %[[COPY]] {se_scope = #relay.se_scope<device = opencl, id = 1{{[^>]*}}>}
+// CHECK-NEXT:    %[[COPY:.*]] = relay.device_copy %[[X]] {src_se_scope = #relay.se_scope<device = cpu{{[^>]*}}>, dst_se_scope = #relay.se_scope<device = opencl, id = 0{{[^>]*}}>}
+// CHECK-NEXT:    %[[COPY2:.*]] = relay.device_copy %[[COPY]] {src_se_scope = #relay.se_scope<device = opencl, id = 0{{[^>]*}}>, dst_se_scope = #relay.se_scope<device = opencl, id = 1{{[^>]*}}>}
+// CHECK-NEXT:    relay.negative %[[COPY2]] {se_scope = #relay.se_scope<device = opencl, id = 1{{[^>]*}}>}
 // CHECK-NOT:     relay.device_copy
 func.func @copy_of_copy(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = relay.exp %a : tensor<4xf32>
