@@ -61,6 +61,12 @@ class LocParser(Parser):
             # A custom syntax that builds an invalid attribute or type (e.g. a function type
             # where a tensor type belongs) raises a VerifyException: report it where it is.
             self.raise_error(str(e), first.start, first.end)
+        except XDSLParseError:
+            raise  # already located (a nested op's, or the parser's own)
+        except Exception as e:
+            # xDSL itself gives up on some input it accepts syntactically (`array<i128: 1>`:
+            # NotImplementedError from its dense-array packing): an error here, not a traceback.
+            self.raise_error(f"xDSL cannot build this op ({type(e).__name__}: {e})", first.start, first.end)
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(first.start)
         return op

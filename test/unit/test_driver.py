@@ -547,3 +547,13 @@ def test_errors_elide_bound_weights() -> None:
 
 def test_dir_lists_the_lazy_names() -> None:
     assert {"build", "interpret", "load", "parse", "Executable", "PlacementError"} <= set(dir(xrelay))
+
+
+def test_an_attribute_xdsl_cannot_build_is_a_parse_error() -> None:
+    text = """func.func @main(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = "relay.sum"(%x) {axis = array<i128: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}"""
+    for call in (xrelay.parse, xrelay.build):
+        with pytest.raises(xrelay.ParseError, match="<input>:2:3(.|\\n)*xDSL cannot build this op \\(NotImplementedError"):
+            call(text)
