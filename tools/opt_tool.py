@@ -3,19 +3,26 @@
 Every user error (bad syntax, a failed verification, a pass failure, a bad pipeline or
 target spec, a missing file) is printed to stderr, with the file:line:col of the text or op
 at fault where there is one, and exits with status 1, without a Python traceback.
+
+Beyond xdsl-opt: several `-p` flags run one after the other, as one pipeline; pass options
+are checked by their CLI names (`default-device`): an unknown one, one without a value, or
+one given twice is an error; `--time-passes` and `--print-between-passes` write to stderr
+(as MLIR's timing and IR dumps do), so stdout holds only the output.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_pipeline
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -65,12 +72,15 @@ class OptTool(xDSLOptMain):
     def setup_pipeline(self) -> None:
         # xDSL verifies the module before, between and after the passes; its `verify()` does
         # not check SSA dominance (a use before its definition, a cycle), so check it there too.
+        # Its callback prints pass timings and IR dumps with print(): to stderr here.
+        check_pipeline(self.args.passes, self.available_passes)
         super().setup_pipeline()
         verify = self.pipeline.callback
 
         def callback(before: ModulePass | None, module: ModuleOp, after: ModulePass | None) -> None:
             if verify is not None:
-                verify(before, module, after)
+                with contextlib.redirect_stdout(sys.stderr):
+                    verify(before, module, after)
             if not self.args.disable_verify:
                 verify_dominance(module)
 
@@ -91,6 +101,53 @@ class OptTool(xDSLOptMain):
         text = chunk.read().decode()
         parser = LocParser(self.ctx, text, self.get_input_name(), line_offset=start_offset)
         return parser.parse_module(not self.args.no_implicit_module)
+
+
+def join_pass_flags(argv: Sequence[str]) -> list[str]:
+    """`-p a -p b` as `-p a,b`: several pipelines run one after the other (argparse would
+    keep only the last)."""
+    rest, pipelines, args = [], [], iter(argv)
+    for arg in args:
+        if arg in ("-p", "--passes"):
+            pipelines.append(next(args, ""))
+        elif arg.startswith("--passes="):
+            pipelines.append(arg.removeprefix("--passes="))
+        elif arg.startswith("-p") and not arg.startswith("--"):
+            pipelines.append(arg.removeprefix("-p").removeprefix("="))
+        else:
+            rest.append(arg)
+    return [*rest, "-p", ",".join(p for p in pipelines if p)] if pipelines else rest
+
+
+def check_pipeline(spec: str, passes: dict[str, Callable[[], type[ModulePass]]]) -> None:
+    """Rejects options a pass does not have, options without a value and options given
+    twice, naming them as the command line spells them (xDSL would name the field, ignore the
+    repetition, or take a missing value as empty)."""
+    _check_repeated_options(spec)
+    for arg_spec in parse_pipeline(spec):
+        if arg_spec.name not in passes:
+            continue  # xDSL names unknown passes
+        fields = {f.name: f for f in dataclasses.fields(passes[arg_spec.name]())}
+        cli = ", ".join(name.replace("_", "-") for name in fields) or "none"
+        for name, values in arg_spec.parameters.items():
+            field = fields.get(name.replace("-", "_"))
+            if field is None:
+                raise ValueError(f"{arg_spec.name} has no option '{name}'; its options are {cli}")
+            if values == () and field.type not in (bool, "bool"):
+                raise ValueError(f"option '{name}' of {arg_spec.name} needs a value, e.g. {name}=...")
+
+
+def _check_repeated_options(spec: str) -> None:
+    lexer, after_brace_or_space, seen = PipelineLexer(spec), False, set[str]()
+    while (token := lexer.lex()).kind is not SpecTokenKind.EOF:
+        if token.kind is SpecTokenKind.L_BRACE:
+            seen.clear()
+        if token.kind is SpecTokenKind.IDENT and after_brace_or_space:
+            name = token.span.text.replace("_", "-")
+            if name in seen:
+                raise ValueError(f"option '{name}' is given twice in {spec!r}; give each option once")
+            seen.add(name)
+        after_brace_or_space = token.kind in (SpecTokenKind.L_BRACE, SpecTokenKind.SPACE)
 
 
 def _fail(message: str) -> NoReturn:
@@ -121,7 +178,8 @@ def _epilog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        tool = OptTool(description="xrelay optimizer driver (xdsl-opt with relay)", args=argv)
+        args = join_pass_flags(sys.argv[1:] if argv is None else argv)
+        tool = OptTool(description="xrelay optimizer driver (xdsl-opt with relay)", args=args)
     except SystemExit as e:
         # argparse reports a bad flag or -t choice with exit status 2; ours is 1.
         sys.exit(0 if e.code in (0, None) else 1)
@@ -137,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(_describe(e))
     except (ValueError, OSError) as e:
         _fail(str(e))
+    except ModuleNotFoundError as e:
+        what = f"target '{tool.args.target}'" if tool.args.target else "this pipeline"
+        _fail(f"{what} needs the Python package '{e.name}', which is not installed; install it (pip install {e.name}) or use another")
     except Exception as e:
         # An error that xDSL already attributed to an op (raised through `op.emit_error`,
         # e.g. a pattern of one of xDSL's passes giving up) is a user error; anything else

@@ -170,6 +170,7 @@ def fuse_group(members: Sequence[Operation], names: KernelNames) -> FusedOp:
         properties=group_properties(last.se_scope, names.claim(kernel_name(members))),
         regions=[Region(body)],
     )
+    fused.location = last.location  # errors about the group point where it stands
     last.parent_block().insert_op_before(fused, last)
     last.results[0].replace_all_uses_with(fused.res)
     argument_of = dict(zip(inputs, body.args))

@@ -23,7 +23,7 @@ func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
 // SPEC-NEXT: ^
 // SPEC-NEXT: Expected argument name here
 // SPEC-NOT: Traceback
-// OPTION: opt-tool: error: invalid pass pipeline: Provided arguments ["bogus"] not found in expected arguments []
+// OPTION: opt-tool: error: invalid pass pipeline: cse has no option 'bogus'; its options are none
 // OPTION-NOT: Traceback
 // UNKNOWN: opt-tool: error: invalid pass pipeline: Unrecognized passes: ['no-such-pass']
 // UNKNOWN-NOT: Traceback

@@ -155,7 +155,7 @@ ERRORS = {
     "pass option value": (GOOD, ["-p", "plan-devices{default-device=tpu}"], r"unknown default-device 'tpu'"),
     "unknown target kind": (GOOD, ["-p", "plan-devices{targets=fpga}"], r"unknown target kind 'fpga'"),
     "bad pipeline spec": (GOOD, ["-p", "cse{"], r"malformed pass pipeline: Error parsing pass pipeline specification"),
-    "unknown pass option": (GOOD, ["-p", "cse{bogus=1}"], r'invalid pass pipeline: Provided arguments \["bogus"\] not found'),
+    "unknown pass option": (GOOD, ["-p", "cse{bogus=1}"], r"invalid pass pipeline: cse has no option 'bogus'; its options are none"),
     "unknown pass": (GOOD, ["-p", "no-such-pass"], r"invalid pass pipeline: Unrecognized passes: \['no-such-pass'\]"),
     "unknown target": (GOOD, ["-t", "no-such-target"], r"argument -t/--target: invalid choice: 'no-such-target'"),
     "unknown flag": (GOOD, ["--no-such-flag"], r"unrecognized arguments: --no-such-flag"),
