@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export POCL_DEVICES ?= pthread pthread
 
-.PHONY: setup opencl demo test lit pytest bench clean
+.PHONY: setup opencl demo test lit pytest lint bench clean
 
 setup: $(VENV)/.installed opencl
 
@@ -35,6 +35,15 @@ lit:
 
 pytest:
 	$(PY) -m pytest -q -n 2 test/unit test/runtime
+
+# pyright cannot follow the editable install's import hook, so it finds `xrelay` through a link
+# to the repository root ([tool.pyright] extraPaths in pyproject.toml).
+lint: setup $(VENV)/pyright/xrelay
+	$(VENV)/bin/pyright
+
+$(VENV)/pyright/xrelay:
+	mkdir -p $(VENV)/pyright
+	ln -sfn $(CURDIR) $@
 
 bench: setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
