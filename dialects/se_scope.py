@@ -11,6 +11,7 @@ form (every field set) comes from the compilation config (`transforms/compilatio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from xdsl.dialects.builtin import IntAttr, NoneAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute
@@ -23,6 +24,13 @@ from xdsl.utils.exceptions import VerifyException
 DEVICE_TYPES = ("cpu", "cuda", "opencl", "vulkan", "metal", "rocm", "hexagon", "webgpu", "ext_dev")
 
 FIELDS = ("device", "id", "target", "memory")
+
+
+_T = TypeVar("_T")
+
+
+def _either(mine: _T | None, theirs: _T | None) -> _T | None:
+    return mine if mine is not None else theirs
 
 
 def _opt_str(value: str | None) -> StringAttr | NoneAttr:
@@ -95,12 +103,15 @@ class SEScopeAttr(ParametrizedAttribute):
 
     def join(self, other: SEScopeAttr) -> SEScopeAttr | None:
         """Field by field the constrained value; None when both constrain a field differently."""
-        joined = []
         for mine, theirs in zip(self.fields(), other.fields()):
             if mine is not None and theirs is not None and mine != theirs:
                 return None
-            joined.append(mine if mine is not None else theirs)
-        return SEScopeAttr(*joined)
+        return SEScopeAttr(
+            _either(self.device, other.device),
+            _either(self.id, other.id),
+            _either(self.target, other.target),
+            _either(self.memory, other.memory),
+        )
 
     def default(self, fallback: SEScopeAttr) -> SEScopeAttr:
         """Our constrained fields; unconstrained ones from `fallback` (its target only when
