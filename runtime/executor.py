@@ -52,9 +52,11 @@ class Profile:
     """What one profiled run did: time per node, copies per device pair, pool bytes per device."""
 
     outputs: Any = None
-    nodes: list[tuple[str, str, float]] = field(default_factory=list)  # (node, device, seconds)
-    copies: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # -> (count, bytes)
-    pool_bytes: dict[str, int] = field(default_factory=dict)
+    # (node, device, seconds)
+    nodes: list[tuple[str, str, float]] = field(default_factory=list[tuple[str, str, float]])
+    # (source device, destination device) -> (count, bytes)
+    copies: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict[tuple[str, str], tuple[int, int]])
+    pool_bytes: dict[str, int] = field(default_factory=dict[str, int])
     total_seconds: float = 0.0
 
     def __str__(self) -> str:
@@ -90,7 +92,7 @@ class GraphExecutor:
         self._write_params()
         self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and n["name"] not in self.params}
         self.steps = [self._bind(i, kernels) for i, n in enumerate(self.nodes) if n["op"] != "null"]
-        self.heads = [h[0] for h in graph["heads"]]
+        self.heads: list[int] = [h[0] for h in graph["heads"]]
 
     # --- set-up --------------------------------------------------------------------------
 
@@ -187,7 +189,7 @@ class GraphExecutor:
 
     def outputs(self) -> list[np.ndarray]:
         """Fresh host arrays holding the graph's results."""
-        results = []
+        results: list[np.ndarray] = []
         for head in self.heads:
             entry = self.entries[head]
             out = np.empty(entry.shape, entry.dtype)
@@ -206,7 +208,7 @@ class GraphExecutor:
                 dev.sync()
             profile.nodes.append((self.nodes[index]["name"], self.labels[self.entries[index].device], time.perf_counter() - t0))
             if func_name == COPY:
-                pair = (self.labels[self.entries[self.nodes[index]["inputs"][0][0]].device], self.labels[self.entries[index].device])
+                pair = (self.labels[self.entries[self.copy_source(index)].device], self.labels[self.entries[index].device])
                 count, nbytes = profile.copies.get(pair, (0, 0))
                 profile.copies[pair] = (count + 1, nbytes + self.entries[index].nbytes)
         profile.total_seconds = time.perf_counter() - start
@@ -215,8 +217,12 @@ class GraphExecutor:
     def _devices_of(self, func_name: str, index: int) -> list[Device]:
         devices = [self.devices[self.entries[index].device]]
         if func_name == COPY:
-            devices.append(self.devices[self.entries[self.nodes[index]["inputs"][0][0]].device])
+            devices.append(self.devices[self.entries[self.copy_source(index)].device])
         return devices
+
+    def copy_source(self, index: int) -> int:
+        """The entry that the `__copy` node `index` copies from."""
+        return self.nodes[index]["inputs"][0][0]
 
     def pool_bytes(self) -> dict[str, int]:
         """Bytes allocated per device (the plan is static, so this is also the peak)."""
