@@ -685,7 +685,7 @@ def _padding(values: tuple[int, ...] | None) -> tuple[int, int, int, int]:
         raise VerifyException(
             f"expected padding [top, left, bottom, right] of non-negative values, but found {list(values)}"
         )
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _window_out(size: int, pad: int, window: int, stride: int, dilation: int, what: str) -> int:

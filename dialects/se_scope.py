@@ -139,7 +139,7 @@ class SEScopeAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, str | int] = {}
+        values: dict[str, StringAttr | IntAttr] = {}
 
         def parse_entry() -> None:
             start = parser.pos
@@ -159,8 +159,7 @@ class SEScopeAttr(ParametrizedAttribute):
         if parser.parse_optional_punctuation(">") is None:
             parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_entry)
             parser.parse_punctuation(">")
-        scope = SEScopeAttr(**values)  # type: ignore[arg-type]
-        return (scope.device_attr, scope.id_attr, scope.target_attr, scope.memory_attr)
+        return tuple(values.get(key, NoneAttr()) for key in FIELDS)
 
     def print_parameters(self, printer: Printer) -> None:
         entries = [(key, value) for key, value in zip(FIELDS, self.fields()) if value is not None]
@@ -174,7 +173,7 @@ class SEScopeAttr(ParametrizedAttribute):
         printer.print_string(">")
 
 
-def _parse_field_value(parser: AttrParser, key: str) -> str | int:
+def _parse_field_value(parser: AttrParser, key: str) -> StringAttr | IntAttr:
     start = parser.pos
     if key == "device":
         device = parser.parse_identifier(" (a device type such as cpu or opencl)")
@@ -184,10 +183,10 @@ def _parse_field_value(parser: AttrParser, key: str) -> str | int:
                 start,
                 parser.pos,
             )
-        return device
+        return StringAttr(device)
     if key == "id":
         value = parser.parse_integer(allow_boolean=False, allow_negative=True)
         if value < 0:
             parser.raise_error(f"se_scope id must be >= 0, but found {value}", start, parser.pos)
-        return value
-    return parser.parse_str_literal(f" (the se_scope {key}, a string)")
+        return IntAttr(value)
+    return StringAttr(parser.parse_str_literal(f" (the se_scope {key}, a string)"))
