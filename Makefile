@@ -37,9 +37,10 @@ pytest:
 	$(PY) -m pytest -q -n 2 test/unit test/runtime
 
 # pyright cannot follow the editable install's import hook, so it finds `xrelay` through a link
-# to the repository root ([tool.pyright] extraPaths in pyproject.toml).
+# to the repository root ([tool.pyright] extraPaths in pyproject.toml). `-p` names our config:
+# pyright would prefer a pyrightconfig.json in any parent directory to it.
 lint: setup $(VENV)/pyright/xrelay
-	$(VENV)/bin/pyright
+	$(VENV)/bin/pyright -p pyproject.toml
 
 $(VENV)/pyright/xrelay:
 	mkdir -p $(VENV)/pyright
