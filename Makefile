@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export POCL_DEVICES ?= pthread pthread
 
-.PHONY: setup opencl demo test lit pytest bench clean
+.PHONY: setup opencl demo test lit pytest lint bench clean
 
 setup: $(VENV)/.installed opencl
 
@@ -38,6 +38,12 @@ lit:
 
 pytest:
 	$(PY) -m pytest -q -n 2 test/unit test/runtime
+
+# pyright finds `xrelay` through the editable install (a .pth entry for .src, whose xrelay links
+# to the root). `-p` names our config: pyright would prefer a pyrightconfig.json in any parent
+# directory to it.
+lint: setup
+	$(VENV)/bin/pyright -p pyproject.toml
 
 bench: setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import ClassVar
+from typing import ClassVar, cast, overload
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     I64,
     MemRefType,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -85,6 +86,7 @@ def _shape(value: SSAValue, what: str) -> Shape:
     ty = value.type
     if not isinstance(ty, TensorType):
         raise VerifyException(f"expected {what} to be a tensor, but found {ty}")
+    ty = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
     if ty.element_type != f32:
         raise VerifyException(f"expected {what} to have element type f32, but found {ty}")
     shape = tuple(ty.get_shape())
@@ -93,7 +95,11 @@ def _shape(value: SSAValue, what: str) -> Shape:
     return shape
 
 
-def _ints(attr: DenseArrayBase | None) -> tuple[int, ...] | None:
+@overload
+def _ints(attr: DenseArrayBase[IntegerType]) -> tuple[int, ...]: ...
+@overload
+def _ints(attr: DenseArrayBase[IntegerType] | None) -> tuple[int, ...] | None: ...
+def _ints(attr: DenseArrayBase[IntegerType] | None) -> tuple[int, ...] | None:
     return None if attr is None else tuple(attr.get_values())
 
 
@@ -113,7 +119,7 @@ def broadcast_shapes(lhs: Shape, rhs: Shape) -> Shape:
     rank = max(len(lhs), len(rhs))
     padded_lhs = (1,) * (rank - len(lhs)) + lhs
     padded_rhs = (1,) * (rank - len(rhs)) + rhs
-    out = []
+    out: list[int] = []
     for a, b in zip(padded_lhs, padded_rhs):
         if a != b and 1 not in (a, b):
             raise VerifyException(
@@ -679,7 +685,7 @@ def _padding(values: tuple[int, ...] | None) -> tuple[int, int, int, int]:
         raise VerifyException(
             f"expected padding [top, left, bottom, right] of non-negative values, but found {list(values)}"
         )
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _window_out(size: int, pad: int, window: int, stride: int, dilation: int, what: str) -> int:
@@ -1016,7 +1022,10 @@ class LaunchCalleeInterface(SymbolUserOpInterface):
                 f"relay.launch calls {op.callee}, which is not a function of the module; "
                 "kernels come from convert-relay-to-loops"
             )
-        expected = [MemRefType(t.element_type, t.get_shape()) for t in (*op.inputs.types, op.res.type)]
+        # The operand constraints, checked before traits, made every input a tensor; xDSL
+        # types the values of a variadic operand as plain attributes.
+        inputs = cast(tuple[TensorType[Attribute], ...], op.inputs.types)
+        expected = [MemRefType(t.element_type, t.get_shape()) for t in (*inputs, op.res.type)]
         found = list(kernel.function_type.inputs.data)
         if found != expected or kernel.function_type.outputs.data:
             raise VerifyException(

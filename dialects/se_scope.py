@@ -11,6 +11,7 @@ form (every field set) comes from the compilation config (`transforms/compilatio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from xdsl.dialects.builtin import IntAttr, NoneAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute
@@ -23,6 +24,13 @@ from xdsl.utils.exceptions import VerifyException
 DEVICE_TYPES = ("cpu", "cuda", "opencl", "vulkan", "metal", "rocm", "hexagon", "webgpu", "ext_dev")
 
 FIELDS = ("device", "id", "target", "memory")
+
+
+_T = TypeVar("_T")
+
+
+def _either(mine: _T | None, theirs: _T | None) -> _T | None:
+    return mine if mine is not None else theirs
 
 
 def _opt_str(value: str | None) -> StringAttr | NoneAttr:
@@ -95,12 +103,15 @@ class SEScopeAttr(ParametrizedAttribute):
 
     def join(self, other: SEScopeAttr) -> SEScopeAttr | None:
         """Field by field the constrained value; None when both constrain a field differently."""
-        joined = []
         for mine, theirs in zip(self.fields(), other.fields()):
             if mine is not None and theirs is not None and mine != theirs:
                 return None
-            joined.append(mine if mine is not None else theirs)
-        return SEScopeAttr(*joined)
+        return SEScopeAttr(
+            _either(self.device, other.device),
+            _either(self.id, other.id),
+            _either(self.target, other.target),
+            _either(self.memory, other.memory),
+        )
 
     def default(self, fallback: SEScopeAttr) -> SEScopeAttr:
         """Our constrained fields; unconstrained ones from `fallback` (its target only when
@@ -128,7 +139,7 @@ class SEScopeAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, str | int] = {}
+        values: dict[str, StringAttr | IntAttr] = {}
 
         def parse_entry() -> None:
             start = parser.pos
@@ -148,8 +159,7 @@ class SEScopeAttr(ParametrizedAttribute):
         if parser.parse_optional_punctuation(">") is None:
             parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_entry)
             parser.parse_punctuation(">")
-        scope = SEScopeAttr(**values)  # type: ignore[arg-type]
-        return (scope.device_attr, scope.id_attr, scope.target_attr, scope.memory_attr)
+        return tuple(values.get(key, NoneAttr()) for key in FIELDS)
 
     def print_parameters(self, printer: Printer) -> None:
         entries = [(key, value) for key, value in zip(FIELDS, self.fields()) if value is not None]
@@ -163,7 +173,7 @@ class SEScopeAttr(ParametrizedAttribute):
         printer.print_string(">")
 
 
-def _parse_field_value(parser: AttrParser, key: str) -> str | int:
+def _parse_field_value(parser: AttrParser, key: str) -> StringAttr | IntAttr:
     start = parser.pos
     if key == "device":
         device = parser.parse_identifier(" (a device type such as cpu or opencl)")
@@ -173,10 +183,10 @@ def _parse_field_value(parser: AttrParser, key: str) -> str | int:
                 start,
                 parser.pos,
             )
-        return device
+        return StringAttr(device)
     if key == "id":
         value = parser.parse_integer(allow_boolean=False, allow_negative=True)
         if value < 0:
             parser.raise_error(f"se_scope id must be >= 0, but found {value}", start, parser.pos)
-        return value
-    return parser.parse_str_literal(f" (the se_scope {key}, a string)")
+        return IntAttr(value)
+    return StringAttr(parser.parse_str_literal(f" (the se_scope {key}, a string)"))

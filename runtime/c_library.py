@@ -23,7 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -73,7 +73,7 @@ def content_key(*parts: str) -> str:
 
 
 @contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
+def atomic_path(final: Path) -> Generator[Path, None, None]:
     """A temporary path next to `final`; renamed onto it when the block succeeds."""
     fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
     os.close(fd)
@@ -151,7 +151,7 @@ class CLibrary:
 
     path: Path
     cached: bool  # True when the library came from the on-disk cache (or an artifact)
-    kernels: dict[str, CKernel] = field(default_factory=dict)
+    kernels: dict[str, CKernel] = field(default_factory=dict[str, CKernel])
 
     def __getitem__(self, name: str) -> CKernel:
         return self.kernels[name]

@@ -139,7 +139,7 @@ def resolve_devices(scopes: Sequence[tuple[str, int]], table: DeviceTable | None
             f"the device table maps {', '.join(unknown)}, which the program does not use; "
             f"its scopes are {', '.join(f'{d}:{i}' for d, i in scopes)}"
         )
-    devices = []
+    devices: list[Device] = []
     for device, id in scopes:
         target = entries.get((device, id), None) or default_spec(device, id)
         devices.append(target if isinstance(target, Device) else open_device(target))

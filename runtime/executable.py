@@ -85,7 +85,7 @@ class Executable:
 
     def _load_kernels(self, libraries: Mapping[int, bytes]) -> list[LoadedKernels]:
         """Each device builds the kernels of its scope (or loads its saved library)."""
-        loaded = []
+        loaded: list[LoadedKernels] = []
         for index, (device, entry) in enumerate(zip(self.devices, self.graph["devices"])):
             sources = [k for k in self.kernels if k.device == index]
             self._check_language(device, entry, sources)
@@ -136,11 +136,11 @@ class Executable:
     def placement(self) -> list[tuple[str, str]]:
         """`(node, device)` for every kernel and copy, in execution order (copies as `src -> dst`)."""
         ex = self.executor
-        rows = []
+        rows: list[tuple[str, str]] = []
         for _, index in ex.steps:
             node, device = ex.nodes[index], ex.labels[ex.entries[index].device]
             if node["attrs"]["func_name"] == COPY:
-                device = f"{ex.labels[ex.entries[node['inputs'][0][0]].device]} -> {device}"
+                device = f"{ex.labels[ex.entries[ex.copy_source(index)].device]} -> {device}"
             rows.append((node["name"], device))
         return rows
 

@@ -62,9 +62,11 @@ class Profile:
     """What one profiled run did: time per node, copies per device pair, pool bytes per device."""
 
     outputs: Any = None
-    nodes: list[tuple[str, str, float]] = field(default_factory=list)  # (node, device, seconds)
-    copies: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # -> (count, bytes)
-    pool_bytes: dict[str, int] = field(default_factory=dict)
+    # (node, device, seconds)
+    nodes: list[tuple[str, str, float]] = field(default_factory=list[tuple[str, str, float]])
+    # (source device, destination device) -> (count, bytes)
+    copies: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict[tuple[str, str], tuple[int, int]])
+    pool_bytes: dict[str, int] = field(default_factory=dict[str, int])
     total_seconds: float = 0.0
 
     def __str__(self) -> str:

@@ -104,7 +104,7 @@ class OpenCLProgram:
     """The OpenCL kernels of one build, as one program on one context."""
 
     program: Any  # pyopencl.Program
-    kernels: dict[str, OpenCLKernel] = field(default_factory=dict)
+    kernels: dict[str, OpenCLKernel] = field(default_factory=dict[str, OpenCLKernel])
 
     def __getitem__(self, name: str) -> OpenCLKernel:
         return self.kernels[name]

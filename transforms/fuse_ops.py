@@ -49,9 +49,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
-from xrelay.dialects.relay import FusedOp, YieldOp
+from xrelay.dialects.relay import FusedOp, RelayOp, YieldOp
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.diagnostics import ConfigError, LoweringError, location_of
 from xrelay.transforms.fusion_graph import IndexedForwardGraph, build_graph, is_primitive
@@ -92,7 +93,7 @@ def check_max_depth(max_depth: int) -> None:
 
 def function_bodies(module: ModuleOp) -> list[Block]:
     """The body of each function with a body, in module order, after checking where ops are."""
-    bodies = []
+    bodies: list[Block] = []
     for op in module.walk():
         if isinstance(op, func.FuncOp) and op.body.blocks:
             if len(op.body.blocks) > 1:
@@ -119,7 +120,7 @@ def _fail(op: Operation, message: str) -> None:
 
 def existing_symbols(module: ModuleOp) -> set[str]:
     """Names a new kernel must not take: functions, and kernels of groups already fused."""
-    names = set()
+    names: set[str] = set()
     for op in module.walk():
         if isinstance(op, func.FuncOp):
             names.add(op.sym_name.data)
@@ -144,9 +145,9 @@ def remove_dead_ops(block: Block) -> None:
 # --- Phase 4: materialise ---------------------------------------------------------------------
 
 
-def op_groups(block: Block, graph: IndexedForwardGraph, groups: list[Group]) -> list[list[Operation]]:
+def op_groups(block: Block, graph: IndexedForwardGraph, groups: list[Group]) -> list[list[RelayOp]]:
     """The primitive ops of each group in program order; groups ordered by their last op."""
-    by_root: dict[int, list[Operation]] = {}
+    by_root: dict[int, list[RelayOp]] = {}
     for node, group in zip(graph.post_dfs_order, groups):
         if node.op is not None and is_primitive(node.op):
             by_root.setdefault(id(group.find_root()), []).append(node.op)
@@ -155,10 +156,10 @@ def op_groups(block: Block, graph: IndexedForwardGraph, groups: list[Group]) -> 
     return sorted(members, key=lambda ops: position[ops[-1]])
 
 
-def fuse_group(members: Sequence[Operation], names: KernelNames) -> FusedOp:
+def fuse_group(members: Sequence[RelayOp], names: KernelNames) -> FusedOp:
     """Moves `members` (in program order) into a new `relay.fused` at the last one's place."""
     last = members[-1]
-    inside = set(members)
+    inside: set[Operation] = set(members)
     _check_one_result(members, inside)
     inputs = group_inputs(last, inside)
     body = Block(arg_types=[value.type for value in inputs])
@@ -171,7 +172,7 @@ def fuse_group(members: Sequence[Operation], names: KernelNames) -> FusedOp:
         regions=[Region(body)],
     )
     fused.location = last.location  # errors about the group point where it stands
-    last.parent_block().insert_op_before(fused, last)
+    Rewriter.insert_op(fused, InsertPoint.before(last))
     last.results[0].replace_all_uses_with(fused.res)
     argument_of = dict(zip(inputs, body.args))
     for op in members:
@@ -205,15 +206,14 @@ def group_inputs(last: Operation, inside: set[Operation]) -> list[SSAValue]:
     from the last op, operands in order, each value once."""
     inputs: dict[SSAValue, None] = {}
     walked = {last}
-    stack = [(last, iter(last.operands))]
+    stack = [iter(last.operands)]
     while stack:
-        op, operands = stack[-1]
-        for value in operands:
-            producer = value.owner if isinstance(value.owner, Operation) else None
-            if producer in inside:
+        for value in stack[-1]:
+            producer = value.owner
+            if isinstance(producer, Operation) and producer in inside:
                 if producer not in walked:
                     walked.add(producer)
-                    stack.append((producer, iter(producer.operands)))
+                    stack.append(iter(producer.operands))
                     break
             else:
                 inputs.setdefault(value, None)
@@ -231,8 +231,8 @@ def kernel_name(members: Iterable[Operation]) -> str:
 class KernelNames:
     """Unique kernel names, TVM's way: the second `fused_exp` is `fused_exp_1`, and so on."""
 
-    taken: set[str] = field(default_factory=set)
-    next_suffix: dict[str, int] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set[str])
+    next_suffix: dict[str, int] = field(default_factory=dict[str, int])
 
     def claim(self, name: str) -> str:
         if name in self.taken:

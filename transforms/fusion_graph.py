@@ -26,12 +26,13 @@ edge pattern met on the way there (TVM's single-pass LCA construction for a DAG)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TypeGuard
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
-from xrelay.dialects.relay import PRIMITIVE_OPS, ConcatenateOp, OpPatternKind
+from xrelay.dialects.relay import PRIMITIVE_OPS, ConcatenateOp, OpPatternKind, RelayOp
 
 ELEMWISE = OpPatternKind.ELEMWISE
 BROADCAST = OpPatternKind.BROADCAST
@@ -82,7 +83,7 @@ class IndexedForwardGraph:
 _PRIMITIVE_TYPES = frozenset(PRIMITIVE_OPS)
 
 
-def is_primitive(op: Operation) -> bool:
+def is_primitive(op: Operation) -> TypeGuard[RelayOp]:
     # An exact type lookup: `isinstance` against 37 IRDL classes dominated the pass's time.
     return type(op) in _PRIMITIVE_TYPES
 
@@ -104,11 +105,12 @@ def edge_pattern(consumer: Operation, operand: SSAValue) -> OpPatternKind:
 
 
 def _same_shape(a: SSAValue, b: SSAValue) -> bool:
-    return (
-        isinstance(a.type, TensorType)
-        and isinstance(b.type, TensorType)
-        and tuple(a.type.get_shape()) == tuple(b.type.get_shape())
-    )
+    shape = _tensor_shape(a.type)
+    return shape is not None and shape == _tensor_shape(b.type)
+
+
+def _tensor_shape(ty: Attribute) -> tuple[int, ...] | None:
+    return tuple(ty.get_shape()) if isinstance(ty, TensorType) else None
 
 
 class _GraphBuilder:
@@ -148,7 +150,7 @@ class _GraphBuilder:
         parent: Node,
         pattern_of: Callable[[SSAValue], OpPatternKind],
     ) -> list[Node]:
-        children = []
+        children: list[Node] = []
         for value in values:
             child = self.update(value, parent, pattern_of(value))
             if child is not None:
@@ -231,13 +233,13 @@ class DomNode:
 def post_dominator_tree(graph: IndexedForwardGraph) -> list[DomNode]:
     """One tree node per graph node (same index), built in reverse post-DFS order."""
     order = graph.post_dfs_order
-    tree: list[DomNode] = [None] * len(order)  # type: ignore[list-item]
+    tree: list[DomNode | None] = [None] * len(order)
     for index in reversed(range(len(order))):
         tree[index] = _dom_node(order[index], tree)
-    return tree
+    return [node for node in tree if node is not None]  # all of them, by now
 
 
-def _dom_node(gnode: Node, tree: list[DomNode]) -> DomNode:
+def _dom_node(gnode: Node, tree: Sequence[DomNode | None]) -> DomNode:
     if gnode.extern_ref:
         return DomNode(gnode, None, 1, OPAQUE)
     pattern = ELEMWISE

@@ -68,8 +68,8 @@ class Group:
         while root.parent is not None:
             root = root.parent
         node = self
-        while node is not root:  # path compression
-            node.parent, node = root, node.parent  # type: ignore[assignment]
+        while (parent := node.parent) is not None:  # path compression
+            node.parent, node = root, parent
         return root
 
 

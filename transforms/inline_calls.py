@@ -27,6 +27,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.diagnostics import LoweringError, location_of
 
@@ -73,11 +74,12 @@ def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
     """Clones the callee's body before `call` and forwards its returned values."""
     block = callee.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, call.arguments))
+    before_call = InsertPoint.before(call)
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             results = [mapping.get(v, v) for v in op.arguments]
             break
-        call.parent_block().insert_op_before(op.clone(mapping), call)
+        Rewriter.insert_op(op.clone(mapping), before_call)
     else:
         _fail(call, f"cannot inline @{callee.sym_name.data}: its body does not end in func.return")
     for old, new in zip(call.results, results):

@@ -28,7 +28,7 @@ Not yet: in-place kernels, sharing across the storages of two scopes on one phys
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -105,12 +105,21 @@ def scope_of(value: SSAValue) -> SEScopeAttr:
         what, attr = f"parameter %{value.name_hint or value.index} of @main", f"{SCOPE} attribute"
     else:
         anchor = value.owner
-        scope = anchor.dst_se_scope if isinstance(anchor, relay.DeviceCopyOp) else anchor.se_scope  # type: ignore[union-attr]
+        assert isinstance(anchor, Operation), "only a block argument belongs to a block"
+        scope = _result_scope(anchor)
         what, attr = anchor.name, "se_scope"
     if isinstance(scope, SEScopeAttr) and scope.is_fully_constrained:
         return scope
     found = f"has the partial {attr} {scope}" if isinstance(scope, SEScopeAttr) else f"has no {attr}"
     _fail(anchor, f"needs the canonical scope of every tensor, but {what} {found}; run plan-devices first")
+
+
+def _result_scope(op: Operation) -> Attribute | None:
+    if isinstance(op, relay.DeviceCopyOp):
+        return op.dst_se_scope
+    if isinstance(op, (relay.RelayOp, relay.LaunchOp, relay.OnDeviceOp, relay.FusedOp)):
+        return op.se_scope
+    return None
 
 
 def arg_attrs(fn: func.FuncOp, index: int) -> dict[str, Attribute]:
@@ -121,6 +130,7 @@ def arg_attrs(fn: func.FuncOp, index: int) -> dict[str, Attribute]:
 
 def nbytes(ty: Attribute) -> int:
     assert isinstance(ty, TensorType)
+    ty = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
     count = 1
     for dim in ty.get_shape():
         count *= dim
@@ -149,10 +159,10 @@ def last_uses(main: func.FuncOp) -> dict[SSAValue, int]:
 class StoragePlan:
     """Storage id per tensor, and each storage's scope and size in bytes."""
 
-    ids: dict[SSAValue, int] = field(default_factory=dict)
-    scopes: list[SEScopeAttr] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    free: dict[SEScopeAttr, list[int]] = field(default_factory=dict)
+    ids: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
+    scopes: list[SEScopeAttr] = field(default_factory=list[SEScopeAttr])
+    sizes: list[int] = field(default_factory=list[int])
+    free: dict[SEScopeAttr, list[int]] = field(default_factory=dict[SEScopeAttr, list[int]])
 
     def fresh(self, scope: SEScopeAttr, size: int) -> int:
         self.scopes.append(scope)
@@ -215,9 +225,11 @@ def write_back(main: func.FuncOp, plan: StoragePlan) -> None:
 def storage_id(value: SSAValue) -> int | None:
     """The storage id plan-memory recorded for a tensor of @main, or None."""
     if isinstance(value, BlockArgument):
-        attr = arg_attrs(value.owner.parent_op(), value.index).get(STORAGE_ID)  # type: ignore[arg-type]
+        fn = value.owner.parent_op()
+        attr = arg_attrs(fn, value.index).get(STORAGE_ID) if isinstance(fn, func.FuncOp) else None
     else:
-        attr = value.owner.attributes.get(STORAGE_ID)
+        owner = value.owner
+        attr = owner.attributes.get(STORAGE_ID) if isinstance(owner, Operation) else None
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
