@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -121,7 +121,7 @@ class Executable:
         if len(inputs) == 1 and isinstance(inputs[0], Mapping):
             return {**inputs[0], **named}
         if len(inputs) == 1 and isinstance(inputs[0], list | tuple):
-            inputs = tuple(inputs[0])
+            inputs = tuple(cast(Sequence[Any], inputs[0]))  # one sequence of arrays
         if inputs and (named or len(inputs) != len(self.input_names)):
             raise InputError(
                 f"the program takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "

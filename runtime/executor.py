@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,7 +100,7 @@ class GraphExecutor:
         self.params = dict(params or {})
         is_param = [n["op"] == "null" and n["name"] in self.params for n in self.nodes]
         self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and not is_param[i]}
-        self.heads = [h[0] for h in graph["heads"]]
+        self.heads: list[int] = [h[0] for h in graph["heads"]]
         self.steps = [(self._func_name(i), i) for i, n in enumerate(self.nodes) if n["op"] != "null"]
         self.kernels = {i: self._kernel(i, kernels) for name, i in self.steps if name != COPY}
         self.shared = self._shared_params(is_param)
@@ -168,7 +168,7 @@ class GraphExecutor:
     # --- running ---------------------------------------------------------------------------
 
     @contextmanager
-    def workspace(self) -> Iterator[Workspace]:
+    def workspace(self) -> Generator[Workspace, None, None]:
         """A workspace no other call is using, for the duration of the block."""
         with self._lock:
             workspace = self._free.pop() if self._free else None
@@ -219,6 +219,10 @@ class GraphExecutor:
             raise InputError(f"input {name} must have dtype {entry.dtype}, but has dtype {array.dtype}; "
                              f"convert it with .astype(np.{entry.dtype})")
         return array
+
+    def copy_source(self, index: int) -> int:
+        """The entry that the `__copy` node `index` copies from."""
+        return self.nodes[index]["inputs"][0][0]
 
     def pool_bytes(self) -> dict[str, int]:
         """Bytes allocated per device for one workspace and the shared params (the plan is
@@ -291,7 +295,7 @@ class Workspace:
 
     def outputs(self) -> list[np.ndarray]:
         """Fresh host arrays holding the graph's results."""
-        ex, results = self.executor, []
+        ex, results = self.executor, list[np.ndarray]()
         for head in ex.heads:
             entry = ex.entries[head]
             out = np.empty(entry.shape, entry.dtype)
@@ -311,7 +315,7 @@ class Workspace:
                 dev.sync()
             profile.nodes.append((ex.nodes[index]["name"], ex.labels[ex.entries[index].device], time.perf_counter() - t0))
             if func_name == COPY:
-                pair = (ex.labels[ex.entries[ex.nodes[index]["inputs"][0][0]].device], ex.labels[ex.entries[index].device])
+                pair = (ex.labels[ex.entries[ex.copy_source(index)].device], ex.labels[ex.entries[index].device])
                 count, nbytes = profile.copies.get(pair, (0, 0))
                 profile.copies[pair] = (count + 1, nbytes + ex.entries[index].nbytes)
         profile.total_seconds = time.perf_counter() - start
@@ -321,7 +325,7 @@ class Workspace:
         ex = self.executor
         devices = [ex.devices[ex.entries[index].device]]
         if func_name == COPY:
-            devices.append(ex.devices[ex.entries[ex.nodes[index]["inputs"][0][0]].device])
+            devices.append(ex.devices[ex.entries[ex.copy_source(index)].device])
         return devices
 
 
