@@ -41,6 +41,10 @@ C_COMPILER = "gcc"
 SIMD_MACRO = "XRELAY_OMP_SIMD"
 C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp-simd",
                 f"-D{SIMD_MACRO}")
+# Libraries every kernel library links, after the source: libm, and glibc's vector maths
+# (libmvec), which gcc calls for a vectorised expf or tanhf under -ffast-math (or a `simd`
+# declaration); without it such a library fails to load (undefined symbol _ZGVeN16v_expf).
+C_LINK_FLAGS = ("-lmvec", "-lm")
 
 # Extra C flags a target string may carry ("c -O2"); anything else is rejected.
 C_FLAG_ALLOW_LIST = (
@@ -210,7 +214,7 @@ def _compile_c(text: str, argv: list[str], library: Path, names: list[str]) -> N
     write_atomically(source, text.encode())
     with atomic_path(library) as tmp:
         result = subprocess.run(
-            [C_COMPILER, *argv, "-o", str(tmp), str(source)],
+            [C_COMPILER, *argv, "-o", str(tmp), str(source), *C_LINK_FLAGS],
             capture_output=True,
             text=True,
             check=False,

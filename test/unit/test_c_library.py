@@ -4,6 +4,7 @@ flags, errors, and ASan, on kernels the compiler emits."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,35 @@ def test_address_sanitizer_catches_an_out_of_bounds_kernel(tmp_path: Path) -> No
     result = run_under_asan(tmp_path, [OUT_OF_BOUNDS.replace("SCOPE", SCOPES["c"])])
     assert result.returncode != 0
     assert "AddressSanitizer: heap-buffer-overflow" in result.stderr and "k_oob" in result.stderr
+
+
+# One instance of every pattern of the flag allow-list (`-fsanitize=address` needs ASan's
+# runtime preloaded: the ASan tests above build with it).
+ALLOWED_FLAGS = [
+    "-O0", "-O1", "-O2", "-O3", "-Os", "-g", "-march=native", "-mtune=native", "-mavx2", "-mno-avx512f",
+    "-mfma", "-msse4.2", "-ffast-math", "-fno-fast-math", "-funroll-loops", "-fno-tree-vectorize",
+    "-fomit-frame-pointer", "-fsanitize=undefined",
+]  # fmt: skip
+
+
+def test_every_allowed_flag_matches_the_allow_list() -> None:
+    patterns = set()
+    for flag in [*ALLOWED_FLAGS, "-fsanitize=address"]:
+        matching = [p for p in c_library.C_FLAG_ALLOW_LIST if re.fullmatch(p, flag)]
+        assert matching, flag
+        patterns.update(matching)
+    assert patterns == set(c_library.C_FLAG_ALLOW_LIST)
+
+
+@pytest.mark.parametrize("flag", ALLOWED_FLAGS)
+def test_every_allowed_flag_builds_loads_and_runs(cache: Path, flag: str) -> None:
+    """`c -ffast-math` once built a library that did not load (gcc called libmvec's
+    _ZGVeN16v_expf, which was not linked): each flag builds a kernel with exp and tanh."""
+    text = """func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %0 = relay.exp %x : tensor<64xf32>
+  %1 = relay.tanh %0 : tensor<64xf32>
+  func.return %1 : tensor<64xf32>
+}"""
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    out = xrelay.build(text, targets=(f"c {flag}",)).run(x)
+    np.testing.assert_allclose(out, np.tanh(np.exp(x)), rtol=1e-5)
