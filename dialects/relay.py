@@ -567,6 +567,18 @@ class ReduceOp(OneOperandOp):
     axis = opt_prop_def(I64Array)
     keepdims = opt_prop_def(BoolAttr)
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.COMM_REDUCE
+    # Sum and mean are defined over no elements (0, and 0/0 = NaN as numpy); max and min are not.
+    EMPTY_IS_DEFINED: ClassVar[bool] = True
+
+    def verify_(self) -> None:
+        shape = _shape(self.data, "data")
+        empty = [a for a in self.reduced_axes if shape[a] == 0]
+        if empty and not self.EMPTY_IS_DEFINED:
+            raise VerifyException(
+                f"'{self.name}' reduces axis {empty[0]} of length 0, which has no "
+                f"{self.name.removeprefix('relay.')}imum; reduce a non-empty axis"
+            )
+        super().verify_()
 
     @property
     def reduced_axes(self) -> tuple[int, ...]:
@@ -610,6 +622,7 @@ class MaxOp(ReduceOp):
     """`np.max`"""
 
     name = "relay.max"
+    EMPTY_IS_DEFINED: ClassVar[bool] = False
 
 
 @irdl_op_definition
@@ -617,6 +630,7 @@ class MinOp(ReduceOp):
     """`np.min`"""
 
     name = "relay.min"
+    EMPTY_IS_DEFINED: ClassVar[bool] = False
 
 
 # --- anchors (OutEWiseFusable) ----------------------------------------------------------------

@@ -33,6 +33,14 @@ DeviceTable: TypeAlias = Mapping["tuple[str, int] | str", "str | Device"]
 
 
 @dataclass(frozen=True)
+class MemoryLimits:
+    """A device's memory: the largest buffer it allocates and its total, in bytes."""
+
+    buffer: int | None
+    total: int | None
+
+
+@dataclass(frozen=True)
 class LoadedKernels:
     """The kernels one device built, by name, and the binary to save with them (a C shared
     library; None where the platform keeps its own cache, as OpenCL does)."""
@@ -60,6 +68,10 @@ class Device(ABC):
     @abstractmethod
     def alloc(self, nbytes: int) -> Any:
         """A buffer of at least `nbytes` bytes."""
+
+    def memory_limits(self) -> MemoryLimits:
+        """How large one buffer, and all of them together, may be (None: unknown)."""
+        return MemoryLimits(None, None)
 
     @abstractmethod
     def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:

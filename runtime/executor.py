@@ -28,6 +28,7 @@ primary device, used for every entry when the graph has no `device_index` column
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -54,7 +55,7 @@ class Entry:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize  # Python ints: no int64 overflow
 
 
 @dataclass
@@ -121,7 +122,33 @@ class GraphExecutor:
                     f"and {self.labels[e.device]}; a storage id belongs to one device"
                 )
             sizes[e.storage] = max(sizes.get(e.storage, 0), e.nbytes)
+        self._check_memory(device_of, sizes)
         return device_of, sizes
+
+    def _check_memory(self, device_of: dict[int, int], sizes: dict[int, int]) -> None:
+        """Every buffer, and each device's buffers together, fit the device's memory."""
+        totals = [0] * len(self.devices)
+        for index, e in enumerate(self.entries):
+            limit = self.devices[e.device].memory_limits().buffer
+            if limit is not None and e.nbytes > limit:
+                raise DeviceError(
+                    f"{self._describe(index)} takes {_bytes(e.nbytes)}, but device {self.labels[e.device]} "
+                    f"allocates at most {_bytes(limit)} in one buffer; make the tensor smaller"
+                )
+        for sid, nbytes in sizes.items():
+            totals[device_of[sid]] += nbytes
+        for device, total in enumerate(totals):
+            limit = self.devices[device].memory_limits().total
+            if limit is not None and total > limit:
+                raise DeviceError(
+                    f"the program needs {_bytes(total)} on device {self.labels[device]}, which has "
+                    f"{_bytes(limit)}; place part of it on another device or make it smaller"
+                )
+
+    def _describe(self, index: int) -> str:
+        node = self.nodes[index]
+        what = "input" if node["op"] == "null" else "the result of"
+        return f"{what} {node['name']} (node {index}, shape {list(self.entries[index].shape)})"
 
     def _func_name(self, index: int) -> str:
         node = self.nodes[index]
@@ -327,6 +354,16 @@ class Workspace:
         if func_name == COPY:
             devices.append(ex.devices[ex.entries[ex.copy_source(index)].device])
         return devices
+
+
+def _bytes(n: int) -> str:
+    """`n` bytes in binary units: 3.55 PiB."""
+    size, unit = float(n), "bytes"
+    for next_unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, next_unit
+    return f"{n} bytes" if unit == "bytes" else f"{size:.3g} {unit}"
 
 
 def _contiguous(array: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -8,13 +8,15 @@ table `load` looks kernel names up in.
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from xrelay.errors import DeviceError
-from xrelay.runtime.device import Device, Kernel, LoadedKernels, Tensor
+from xrelay.runtime.device import Device, Kernel, LoadedKernels, MemoryLimits, Tensor
 from xrelay.runtime.kernels import KernelSource
 
 
@@ -28,6 +30,13 @@ class NumpyDevice(Device):
 
     def alloc(self, nbytes: int) -> np.ndarray:
         return np.empty(nbytes, dtype=np.uint8)
+
+    def memory_limits(self) -> MemoryLimits:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # physical memory
+        except (ValueError, OSError, AttributeError):
+            return MemoryLimits(None, None)
+        return MemoryLimits(total, total)
 
     def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:
         count = int(np.prod(shape, dtype=np.int64))

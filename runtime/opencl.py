@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from xrelay.errors import CompileError, DeviceError
-from xrelay.runtime.device import Device, Kernel, LoadedKernels
+from xrelay.runtime.device import Device, Kernel, LoadedKernels, MemoryLimits
 from xrelay.runtime.kernels import KernelSource
 
 OPENCL_INSTALL_HINT = (
@@ -193,6 +193,9 @@ class OpenCLDevice(Device):
 
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(nbytes, 4))
+
+    def memory_limits(self) -> MemoryLimits:
+        return MemoryLimits(int(self.device.max_mem_alloc_size), int(self.device.global_mem_size))
 
     def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> CLTensor:
         return CLTensor(buffer, tuple(shape), np.dtype(dtype))

@@ -86,7 +86,18 @@ def check_lowered(main: func.FuncOp) -> None:
             _fail(op, "expects a lowered @main (relay.launch, relay.device_copy, relay.constant, "
                   f"func.return), but found {op.name}; run convert-relay-to-loops first")
     for value in tensors(main):
+        _check_tensor(main, value)
         scope_of(value)
+
+
+def _check_tensor(main: func.FuncOp, value: SSAValue) -> None:
+    if isinstance(value.type, TensorType):
+        return
+    op, what = main, f"parameter %{value.name_hint or value.index}" if isinstance(value, BlockArgument) else ""
+    if isinstance(value.owner, Operation):
+        op, what = value.owner, f"the result of {value.owner.name}"
+    _fail(op, f"expects @main's values to be tensors (the executor's buffers), but {what} is "
+          f"{value.type}; @main takes and returns tensors, memrefs belong to kernels")
 
 
 def tensors(main: func.FuncOp) -> Iterator[SSAValue]:

@@ -557,3 +557,39 @@ def test_an_attribute_xdsl_cannot_build_is_a_parse_error() -> None:
     for call in (xrelay.parse, xrelay.build):
         with pytest.raises(xrelay.ParseError, match="<input>:2:3(.|\\n)*xDSL cannot build this op \\(NotImplementedError"):
             call(text)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+@pytest.mark.parametrize("op, expected", [("sum", 0.0), ("mean", np.nan)])
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_sum_and_mean_over_an_empty_axis(op: str, expected: float, device: str) -> None:
+    """Defined as numpy defines them (0, and 0/0); max and min over one are verify errors."""
+    text = f"""func.func @main(%x: tensor<0x4xf32>) -> tensor<4xf32> {{
+  %0 = relay.{op} %x {{axis = array<i64: 0>}} : (tensor<0x4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}}"""
+    x = np.zeros((0, 4), np.float32)
+    out = xrelay.build(text, targets=("c", "opencl"), default_device=device).run(x)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(out, xrelay.interpret(text, x=x))
+    np.testing.assert_array_equal(out, np.full(4, expected, np.float32))
+    with pytest.raises(xrelay.VerifyError, match="'relay.max' reduces axis 0 of length 0"):
+        xrelay.build(text.replace(f"relay.{op}", "relay.max"))
+
+
+@pytest.mark.parametrize("shape, size", [("100000x100000x100000", "3.55 PiB"), ("9223372036854775807x4", "128 EiB")])
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_a_tensor_larger_than_the_device_is_a_build_error(shape: str, size: str, device: str) -> None:
+    """It was numpy's MemoryError, a ValueError (an int64 overflow), or no error on OpenCL."""
+    ty = f"tensor<{shape}xf32>"
+    text = f"func.func @main(%x: {ty}) -> {ty} {{\n  %0 = relay.exp %x : {ty}\n  func.return %0 : {ty}\n}}"
+    message = f"input x \\(node 0, shape \\[{shape.replace('x', ', ')}\\]\\) takes {size}, but device {device}:0 allocates at most"
+    with pytest.raises(DeviceError, match=message):
+        xrelay.build(text, targets=("c", "opencl"), default_device=device)
+
+
+def test_a_memref_parameter_of_main_is_named() -> None:
+    text = "func.func @main(%x: memref<4xf32>) -> memref<4xf32> {\n  func.return %x : memref<4xf32>\n}"
+    with pytest.raises(xrelay.CompileError, match="parameter %x is memref<4xf32>; @main takes and returns tensors"):
+        xrelay.build(text)

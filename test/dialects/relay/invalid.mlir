@@ -469,3 +469,20 @@ func.func @launch_no_scope(%x: tensor<3xf32>) -> tensor<3xf32> {
   func.return %0 : tensor<3xf32>
 }
 // CHECK: property 'se_scope' expected in operation 'relay.launch'
+
+// -----
+
+// A max or min over an empty axis has no value (numpy raises); sum and mean are defined.
+func.func @max_of_nothing(%a: tensor<0x4xf32>) -> tensor<4xf32> {
+  // CHECK: 'relay.max' reduces axis 0 of length 0, which has no maximum; reduce a non-empty axis
+  %0 = relay.max %a {axis = array<i64: 0>} : (tensor<0x4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @min_of_nothing(%a: tensor<3x0xf32>) -> tensor<3xf32> {
+  // CHECK: 'relay.min' reduces axis 1 of length 0, which has no minimum; reduce a non-empty axis
+  %0 = relay.min %a {axis = array<i64: -1>} : (tensor<3x0xf32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}

@@ -112,3 +112,11 @@ func.func @main(%a: tensor<8xf32> {relay.se_scope = #cpu}) -> tensor<8xf32> {
 func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {
   func.return %a : tensor<8xf32>
 }
+
+// -----
+
+// @main takes tensors; a memref parameter is named (it was an AssertionError).
+// CHECK: plan-memory expects @main's values to be tensors (the executor's buffers), but parameter %x is memref<4xf32>; @main takes and returns tensors, memrefs belong to kernels
+func.func @main(%x: memref<4xf32>) -> memref<4xf32> {
+  func.return %x : memref<4xf32>
+}
