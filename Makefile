@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export POCL_DEVICES ?= pthread pthread
 
-.PHONY: setup opencl demo test lit pytest bench clean
+.PHONY: setup opencl demo test lit pytest bench bench-setup clean
 
 setup: $(VENV)/.installed opencl
 
@@ -39,7 +39,15 @@ lit:
 pytest:
 	$(PY) -m pytest -q -n 2 test/unit test/runtime
 
-bench: setup
+# The benchmarks' baselines (onnx, onnxruntime, threadpoolctl: the `bench` extra), not needed
+# by the demo or the tests.
+bench-setup: setup $(VENV)/.bench-installed
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+bench: bench-setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
