@@ -29,6 +29,10 @@ from an xrelay without it). onnxruntime and onnx are the `bench` extra (`make be
 it); without onnxruntime the ORT column is skipped. OPENBLAS_CORETYPE, when the environment
 sets it, is left as it is (it slows numpy's sgemm; the header says whether it is set).
 
+Under each table is the 1-minute load average before and after its run. On a shared machine,
+times at several threads swing with whatever else runs (a threaded OpenBLAS or PoCL waits for
+its slowest thread, and a busy core makes that one slow): compare ratios within one run.
+
     .venv/bin/python bench/models.py [--rounds 30] [--models mlp,cnn,resnet,transformer]
                                      [--threads 1,2] [--profile] [--print-relay MODEL]
 """
@@ -518,6 +522,7 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool) -
     import xrelay
 
     results: dict[str, Any] = {"threads": threads, "blas": blas, "models": {}, "failed": []}
+    results["load"] = [os.getloadavg()[0]]  # the 1-minute load average before and after
     if onnxruntime is None:
         results["ort_note"] = "onnx or onnxruntime is not installed (`make bench` installs them): no ORT column"
     else:
@@ -555,6 +560,7 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool) -
         if profile:
             entry["slowest"] = {"c": slowest_nodes(exe_c, x), "opencl": slowest_nodes(exe_cl, x)}
         results["models"][model.name] = entry
+    results["load"].append(os.getloadavg()[0])
     return results
 
 
@@ -584,7 +590,8 @@ def table(results: dict[str, Any]) -> str:
             f"{ms['c'] / ort:.2f}x" if ort else "n/a", f"{ms['opencl'] / ort:.2f}x" if ort else "n/a",
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"{results['blas']}; {results['ort_note']}"]
+    load = " to ".join(f"{x:.1f}" for x in results["load"])
+    lines += ["", f"{results['blas']}; {results['ort_note']}; load average {load} on {os.cpu_count()} cores"]
     if note:
         lines.append("1-thread build: this xrelay.build has no num_threads "
                      "(XRELAY_NUM_THREADS and OMP_NUM_THREADS were set all the same)")
