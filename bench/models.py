@@ -29,12 +29,19 @@ from an xrelay without it). onnxruntime and onnx are the `bench` extra (`make be
 it); without onnxruntime the ORT column is skipped. OPENBLAS_CORETYPE, when the environment
 sets it, is left as it is (it slows numpy's sgemm; the header says whether it is set).
 
+No thread pool spins between calls: a pool that spins after its call (onnxruntime's by
+default, and OpenBLAS's for about 0.1 s) takes a core from whatever the interleaved run times
+next (measured: a one-thread xrelay C run of the ResNet block took 30 ms instead of 14 after a
+two-thread numpy or onnxruntime call). So each process also sets OPENBLAS_THREAD_TIMEOUT=4 (the
+shortest), OMP_WAIT_POLICY=passive (for OpenMP kernels) and onnxruntime's
+`session.intra_op.allow_spinning` to 0; `--spin` keeps every runtime's default.
+
 Under each table is the 1-minute load average before and after its run. On a shared machine,
 times at several threads swing with whatever else runs (a threaded OpenBLAS or PoCL waits for
 its slowest thread, and a busy core makes that one slow): compare ratios within one run.
 
     .venv/bin/python bench/models.py [--rounds 30] [--models mlp,cnn,resnet,transformer]
-                                     [--threads 1,2] [--profile] [--print-relay MODEL]
+                                     [--threads 1,2] [--profile] [--spin] [--print-relay MODEL]
 """
 
 from __future__ import annotations
@@ -483,12 +490,14 @@ def close(out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
 # ----------------------------------------------------------------------------------------------
 
 
-def ort_session(model: Any, threads: int) -> Any:
+def ort_session(model: Any, threads: int, spin: bool = True) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
@@ -502,7 +511,7 @@ def slowest_nodes(exe: Any, x: np.ndarray, count: int = 5, runs: int = 5) -> lis
     return sorted(medians, key=lambda node: -node[2])[:count]
 
 
-def run_threads(models: list[Model], threads: int, rounds: int, profile: bool) -> dict[str, Any]:
+def run_threads(models: list[Model], threads: int, rounds: int, profile: bool, spin: bool) -> dict[str, Any]:
     """Builds, checks and times every model at `threads` threads; the results as plain data."""
     blas = "numpy BLAS threads: OPENBLAS_NUM_THREADS only (threadpoolctl is not installed)"
     try:
@@ -521,7 +530,7 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool) -
 
     import xrelay
 
-    results: dict[str, Any] = {"threads": threads, "blas": blas, "models": {}, "failed": []}
+    results: dict[str, Any] = {"threads": threads, "blas": blas, "models": {}, "failed": [], "spin": spin}
     results["load"] = [os.getloadavg()[0]]  # the 1-minute load average before and after
     if onnxruntime is None:
         results["ort_note"] = "onnx or onnxruntime is not installed (`make bench` installs them): no ORT column"
@@ -541,7 +550,7 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool) -
             "opencl": lambda: exe_cl.run(x),
         }
         if onnxruntime is not None:
-            session = ort_session(model.onnx_model(inputs, x.shape), threads)
+            session = ort_session(model.onnx_model(inputs, x.shape), threads, spin)
             impls["ort"] = lambda: session.run(None, {"x": x})[0]
 
         ref = model.reference({"x": x, **inputs})
@@ -592,6 +601,10 @@ def table(results: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     load = " to ".join(f"{x:.1f}" for x in results["load"])
     lines += ["", f"{results['blas']}; {results['ort_note']}; load average {load} on {os.cpu_count()} cores"]
+    if threads > 1:
+        lines.append("idle threads spin between calls (each runtime's default)" if results["spin"] else
+                     "idle threads do not spin between calls (OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive, "
+                     "onnxruntime allow_spinning=0)")  # fmt: skip
     if note:
         lines.append("1-thread build: this xrelay.build has no num_threads "
                      "(XRELAY_NUM_THREADS and OMP_NUM_THREADS were set all the same)")
@@ -625,12 +638,13 @@ def run_in_subprocess(args: argparse.Namespace, threads: int) -> dict[str, Any]:
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "XRELAY_NUM_THREADS", "OPENBLAS_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT"):
         env[var] = str(threads)
+    if not args.spin:
+        env.update(OPENBLAS_THREAD_TIMEOUT="4", OMP_WAIT_POLICY="passive")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.json"
         command = [sys.executable, __file__, "--worker", str(threads), "--json", str(out),
                    "--rounds", str(args.rounds), "--models", args.models]  # fmt: skip
-        if args.profile:
-            command.append("--profile")
+        command += ["--profile"] * args.profile + ["--spin"] * args.spin
         if subprocess.run(command, env=env).returncode != 0:
             sys.exit(f"the run at {threads} thread(s) failed")
         return json.loads(out.read_text())
@@ -642,6 +656,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")
     parser.add_argument("--profile", action="store_true", help="print the slowest xrelay nodes per model")
+    parser.add_argument("--spin", action="store_true", help="let idle threads spin between calls (the defaults)")
     parser.add_argument("--print-relay", metavar="MODEL", help="print a model's relay text and exit")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
@@ -654,7 +669,7 @@ def main() -> None:
         parser.error(f"unknown models {unknown}; choose from {list(MODELS)}")
     models = [MODELS[m] for m in args.models.split(",")]
     if args.worker is not None:
-        results = run_threads(models, args.worker, args.rounds, args.profile)
+        results = run_threads(models, args.worker, args.rounds, args.profile, args.spin)
         Path(args.json).write_text(json.dumps(results))
         return
 
