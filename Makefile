@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export POCL_DEVICES ?= pthread pthread
 
-.PHONY: setup opencl demo test lit pytest lint bench clean
+.PHONY: setup opencl demo test lit pytest lint bench bench-setup clean
 
 setup: $(VENV)/.installed opencl
 
@@ -45,7 +45,15 @@ pytest:
 lint: setup
 	$(VENV)/bin/pyright -p pyproject.toml
 
-bench: setup
+# The benchmarks' baselines (onnx, onnxruntime, threadpoolctl: the `bench` extra), not needed
+# by the demo or the tests.
+bench-setup: setup $(VENV)/.bench-installed
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+bench: bench-setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:

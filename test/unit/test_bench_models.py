@@ -1,0 +1,77 @@
+"""bench/models.py's four models at tiny sizes: the relay text, built for C and for OpenCL and
+interpreted, matches the numpy version; so does the ONNX graph when onnxruntime is installed
+(the `bench` extra). This keeps the benchmark's model definitions right."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xrelay
+
+BENCH = Path(__file__).parents[2] / "bench"
+sys.path.insert(0, str(BENCH))  # models.py imports timing.py from there
+_spec = importlib.util.spec_from_file_location("bench_models", BENCH / "models.py")
+models = sys.modules["bench_models"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(models)
+
+TINY = {
+    "mlp": {"batch": 3, "sizes": (12, 8, 8, 5)},
+    "cnn": {"batch": 2, "size": 8, "channels": (1, 2, 3), "classes": 4},
+    "resnet": {"batch": 1, "channels": 3, "size": 5},
+    "transformer": {"seq": 4, "d_model": 8, "heads": 2, "ffn": 16},
+}
+
+
+def tiny(name: str) -> tuple[models.Model, str, dict[str, np.ndarray], np.ndarray]:
+    model = models.MODELS[name].at(**TINY[name])
+    text = model.text()
+    inputs = models.random_inputs(text, seed=1)
+    return model, text, inputs, model.reference(inputs)
+
+
+def test_the_default_sizes_are_the_issues() -> None:
+    shapes = {
+        name: tuple(xrelay.parse(m.text()).ops.first.args[0].type.get_shape()) for name, m in models.MODELS.items()
+    }
+    assert shapes == {"mlp": (64, 784), "cnn": (8, 1, 28, 28), "resnet": (1, 64, 56, 56), "transformer": (128, 256)}
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_relay_matches_numpy(name: str) -> None:
+    model, text, inputs, ref = tiny(name)
+    np.testing.assert_allclose(xrelay.interpret(text, inputs), ref, rtol=1e-4, atol=1e-5)
+    x = inputs.pop("x")
+    for options in ({"targets": ("c",)}, {"targets": ("c", "opencl"), "default_device": "opencl"}):
+        exe, _ = models.build_xrelay(text, inputs, 1, **options)
+        np.testing.assert_allclose(exe.run(x), ref, rtol=1e-4, atol=1e-5, err_msg=str(options))
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_onnx_matches_numpy(name: str) -> None:
+    pytest.importorskip("onnxruntime")
+    model, _, inputs, ref = tiny(name)
+    x = inputs.pop("x")
+    session = models.ort_session(model.onnx_model(inputs, x.shape), 1)
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_the_numpy_layers() -> None:
+    """The hand-written numpy conv and pool against plain loops."""
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    loops = np.zeros((2, 4, 4, 5))
+    for n, o, i, j in np.ndindex(*loops.shape):
+        loops[n, o, i, j] = np.sum(xp[n, :, i : i + 3, j : j + 3] * w[o]) + b[o]
+    np.testing.assert_allclose(models.conv3x3_numpy(x, w, b), loops)
+    pooled = models.max_pool2_numpy(x[:, :, :, :4])
+    assert pooled[1, 2, 1, 0] == x[1, 2, 2:4, 0:2].max()
