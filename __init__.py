@@ -45,4 +45,8 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = sorted(["ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "UsageError", *_LAZY])
+__all__ = [  # errors first, then the lazily imported names
+    "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "UsageError",
+    "parse", "context", "interpret", "build", "load", "Executable",
+    "ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError",
+]  # fmt: skip

@@ -27,8 +27,8 @@ from xdsl.interpreter import (
 )
 from xdsl.interpreters.func import FuncFunctions
 
-from xrelay.dialects import relay
 from xrelay.diagnostics import location_of
+from xrelay.dialects import relay
 from xrelay.errors import InputError
 from xrelay.ir import Program, as_module
 

@@ -25,8 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 
-import xrelay  # noqa: E402
-from demo import MODEL, random_weights  # noqa: E402
+from demo import MODEL, random_weights
+
+import xrelay
 
 ROUNDS = 5
 THREADS = (1, 2, 4)

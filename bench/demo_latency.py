@@ -22,8 +22,9 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 
-import xrelay  # noqa: E402
-from demo import MODEL, median_ms, numpy_eager, random_weights  # noqa: E402
+from demo import MODEL, median_ms, numpy_eager, random_weights
+
+import xrelay
 
 
 def main() -> None:
@@ -43,7 +44,7 @@ def main() -> None:
         ("  the same, weights as inputs", host_only, ("c",), None, inputs),
     ):
         exe = xrelay.build(program, targets=targets, params=params)
-        ms = median_ms(lambda: exe.run(run_inputs), runs)
+        ms = median_ms(lambda exe=exe, run_inputs=run_inputs: exe.run(run_inputs), runs)
         print(f"  {label:<32} {ms:8.3f} ms  ({ms / eager:.2f}x numpy)")
         profile = exe.profile(run_inputs)
         for name, device, seconds in profile.nodes:

@@ -50,23 +50,23 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-import argparse  # noqa: E402
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Mapping  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
-from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 sys.path.insert(0, str(Path(__file__).parent))
-from timing import interleaved_medians  # noqa: E402
+from timing import interleaved_medians
 
 Shape = tuple[int, ...]
 Arrays = dict[str, np.ndarray]
@@ -544,14 +544,15 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool, s
         exe_c, threaded = build_xrelay(text, inputs, threads, targets=("c",))
         exe_cl, _ = build_xrelay(text, inputs, threads, targets=("c", "opencl"), default_device="opencl")
         build_s = time.perf_counter() - start
+        # each lambda binds this model's objects as defaults: they are called in this iteration
         impls: dict[str, Callable[[], object]] = {
-            "numpy": lambda: model.reference({"x": x, **inputs}),
-            "c": lambda: exe_c.run(x),
-            "opencl": lambda: exe_cl.run(x),
+            "numpy": lambda model=model, x=x, inputs=inputs: model.reference({"x": x, **inputs}),
+            "c": lambda exe=exe_c, x=x: exe.run(x),
+            "opencl": lambda exe=exe_cl, x=x: exe.run(x),
         }
         if onnxruntime is not None:
             session = ort_session(model.onnx_model(inputs, x.shape), threads, spin)
-            impls["ort"] = lambda: session.run(None, {"x": x})[0]
+            impls["ort"] = lambda session=session, x=x: session.run(None, {"x": x})[0]
 
         ref = model.reference({"x": x, **inputs})
         checks = {name: close(np.asarray(fn()), ref) for name, fn in impls.items() if name != "numpy"}

@@ -26,14 +26,14 @@ from typing import ClassVar, cast, overload
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    I64,
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
-    I64,
-    MemRefType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -48,8 +48,8 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     lazy_traits_def,
-    opt_prop_def,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -850,7 +850,7 @@ class SoftmaxOp(OneOperandOp):
         return normalize_axis(_int(self.axis, -1), len(_shape(self.data, "data")))
 
     def infer_shape(self) -> Shape:
-        self.axis_value
+        _ = self.axis_value  # checks the axis is in range
         return _shape(self.data, "data")
 
 

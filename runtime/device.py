@@ -99,7 +99,7 @@ class Device(ABC):
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         """A call that runs `kernel` on `args` (inputs, then the output)."""
 
-    def sync(self) -> None:
+    def sync(self) -> None:  # noqa: B027 (a device without a queue has nothing to wait for)
         """Waits until the work queued on this device is done."""
 
 
@@ -153,7 +153,7 @@ def resolve_devices(scopes: Sequence[tuple[str, int]], table: DeviceTable | None
         )
     devices: list[Device] = []
     for device, id in scopes:
-        target = entries.get((device, id), None) or default_spec(device, id)
+        target = entries.get((device, id)) or default_spec(device, id)
         devices.append(target if isinstance(target, Device) else open_device(target))
     return devices
 

@@ -34,7 +34,6 @@ from xrelay.runtime.executor import COPY, GraphExecutor, Profile
 from xrelay.runtime.kernels import KernelSource
 
 
-
 class LibraryRebuiltWarning(UserWarning):
     """A saved C library was built for another machine or compiler and was rebuilt."""
 

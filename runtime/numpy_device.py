@@ -9,7 +9,6 @@ table `load` looks kernel names up in.
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 

@@ -41,7 +41,7 @@ def import_pyopencl() -> Any:
     try:
         import pyopencl
     except ImportError as e:
-        raise DeviceError(f"no OpenCL: pyopencl cannot be imported ({e}); {OPENCL_INSTALL_HINT}")
+        raise DeviceError(f"no OpenCL: pyopencl cannot be imported ({e}); {OPENCL_INSTALL_HINT}") from None
     return pyopencl
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.diagnostics import ConfigError
+from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 
 # Target kinds (the first word of a target string) and the device type each compiles for.
 TARGET_KIND_DEVICES = {

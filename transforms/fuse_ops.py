@@ -52,11 +52,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
+from xrelay.diagnostics import ConfigError, LoweringError, location_of
 from xrelay.dialects.relay import FusedOp, RelayOp, YieldOp
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import ConfigError, LoweringError, location_of
 from xrelay.transforms.fusion_graph import IndexedForwardGraph, build_graph, is_primitive
-from xrelay.transforms.fusion_groups import Group, GraphPartitioner
+from xrelay.transforms.fusion_groups import GraphPartitioner, Group
 
 MAX_KERNEL_NAME = 80
 

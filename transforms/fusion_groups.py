@@ -132,10 +132,9 @@ class GraphPartitioner:
         elif group.pattern <= BROADCAST:
             if dom.pattern <= INJECTIVE or dom.pattern == COMM_REDUCE:
                 self._fuse_if(node, sink, _into_injective_or_reduce)
-        elif group.pattern in (INJECTIVE, TUPLE):
+        elif group.pattern in (INJECTIVE, TUPLE) and phase == 1:
             # Deferred to phase 1, so that anchors finish fusing first.
-            if phase == 1:
-                self._fuse_if(node, sink, _at_most_injective)
+            self._fuse_if(node, sink, _at_most_injective)
         # CommReduce nodes start no fusion.
 
     def _fuse_into_tuple(self, node: Node, group: Group, sink: Node) -> None:

@@ -18,9 +18,8 @@ A call to a missing function, to a kernel, or a recursive call is an error at th
 
 from __future__ import annotations
 
-from typing import NoReturn
-
 from dataclasses import dataclass
+from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects import func

@@ -58,11 +58,11 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.dominance import verify_dominance
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, location_of
-from xrelay.transforms.compilation_config import CompilationConfig, TARGET_KIND_DEVICES, target_kind
+from xrelay.transforms.compilation_config import TARGET_KIND_DEVICES, CompilationConfig, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
 
 SCOPE_ATTR = "relay.se_scope"

@@ -28,10 +28,9 @@ Not yet: in-place kernels, sharing across the storages of two scopes on one phys
 
 from __future__ import annotations
 
-from typing import NoReturn, cast
-
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NoReturn, cast
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -46,9 +45,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import LoweringError, location_of
 
 STORAGE_ID = "relay.storage_id"
 SCOPE = "relay.se_scope"

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from graphs import CL0, CPU, inputs, simplex_expected, simplex_on
 
 import xrelay.runtime
 from xrelay.errors import ArtifactError
 from xrelay.runtime import Executable, LibraryRebuiltWarning
 from xrelay.runtime.c_library import c_compiler_version, machine
-
-from graphs import CL0, CPU, inputs, simplex_expected, simplex_on
 
 
 @pytest.fixture
@@ -64,7 +63,7 @@ def test_load_rebuilds_a_library_of_another_machine_or_compiler(saved: Path, fie
     data = manifest(saved)
     data["libraries"][0][field] = "elsewhere"
     (saved / "manifest.json").write_text(json.dumps(data))
-    with pytest.warns(LibraryRebuiltWarning, match=f"device 0 were built on .*elsewhere.*: rebuilding them from the saved sources"):
+    with pytest.warns(LibraryRebuiltWarning, match="device 0 were built on .*elsewhere.*: rebuilding them from the saved sources"):
         exe = xrelay.runtime.load(saved)
     x = inputs("ABD")
     np.testing.assert_allclose(exe.run(x), simplex_expected(x), rtol=1e-6)

@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from graphs import CL0, CL1, CPU, DUPLEX, N, graph, sources
 
 from xrelay.runtime import Executable
-
-from graphs import CL0, CL1, CPU, DUPLEX, N, graph, sources
 
 THREADS, CALLS = 4, 25
 MIXES = {

@@ -15,6 +15,22 @@ from typing import Any
 
 import numpy as np
 import pytest
+from graphs import (
+    CL0,
+    CL1,
+    CPU,
+    DUPLEX,
+    SIMPLEX,
+    N,
+    Scope,
+    duplex_expected,
+    graph,
+    inputs,
+    python_kernels,
+    run,
+    simplex_expected,
+    sources,
+)  # fmt: skip
 
 from xrelay.errors import DeviceError, InputError
 from xrelay.runtime.cpu import CPUDevice
@@ -22,10 +38,6 @@ from xrelay.runtime.device import open_device, resolve_devices
 from xrelay.runtime.executor import GraphExecutor
 from xrelay.runtime.numpy_device import NumpyDevice
 
-from graphs import (
-    CL0, CL1, CPU, DUPLEX, N, SIMPLEX, Scope, duplex_expected, graph, inputs, python_kernels, run,
-    simplex_expected, sources,
-)  # fmt: skip
 
 def real_executor(nodes: list[Any], heads: list[int], scopes: list[Scope], specs: list[str]) -> GraphExecutor:
     devices = [open_device(s) for s in specs]

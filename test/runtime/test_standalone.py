@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from graphs import CL0, CPU, inputs, simplex_expected, simplex_on
 
 from xrelay.runtime import Executable
-
-from graphs import CL0, CPU, inputs, simplex_expected, simplex_on
 
 RUNTIME = Path(__file__).parents[2] / "runtime"
 COMPILER = ("xdsl", "xrelay.dialects", "xrelay.transforms", "xrelay.targets", "xrelay.ir",

@@ -6,8 +6,8 @@ lower with convert-relay-to-loops. Shared by test_targets.py and test_build.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, random_inputs
 
 import xrelay
 from xrelay.errors import CompileError
@@ -18,8 +19,6 @@ from xrelay.runtime import c_library
 from xrelay.runtime.c_library import build_c, c_flags
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import kernel_sources
-
-from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, random_inputs
 
 UNIT = Path(__file__).parent
 REPO = UNIT.parent.parent

@@ -13,6 +13,9 @@ import re
 
 import numpy as np
 import pytest
+from loop_interpreter import run_lowered
+from random_graphs import random_inputs as random_graph_inputs
+from random_graphs import random_module_text
 from xdsl.dialects import arith, func, scf
 
 import xrelay
@@ -21,10 +24,6 @@ from xrelay.errors import CompileError
 from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
-
-from loop_interpreter import run_lowered
-from random_graphs import random_inputs as random_graph_inputs
-from random_graphs import random_module_text
 
 SCOPE = '#relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">'
 

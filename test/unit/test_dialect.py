@@ -277,8 +277,8 @@ def test_random_programs_round_trip_and_keep_their_meaning(seed):
     import io
 
     import numpy as np
-    from xdsl.printer import Printer
     from random_graphs import random_inputs, random_module_text
+    from xdsl.printer import Printer
 
     module = xrelay.parse(random_module_text(seed, num_ops=12))
     custom = str(module)
@@ -308,8 +308,8 @@ def test_verify_error_of_a_long_module_shows_the_lines_around_the_op():
 # --- shape inference against numpy (properties) ---------------------------------------------
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
 

@@ -26,7 +26,7 @@ from xrelay.errors import DeviceError, InputError
 from xrelay.runtime.artifact import ArtifactError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from random_graphs import random_inputs, random_module_text  # noqa: E402
+from random_graphs import random_inputs, random_module_text
 
 T = "tensor<2x16xf32>"
 CL = "#relay.se_scope<device = opencl>"

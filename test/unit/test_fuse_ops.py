@@ -9,21 +9,20 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_graphs import random_inputs, random_module_text
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 import xrelay
+from xrelay.diagnostics import ConfigError
 from xrelay.dialects import relay
 from xrelay.dialects.relay import OpPatternKind
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import ConfigError
 from xrelay.transforms.fuse_ops import FuseOpsPass, KernelNames, fuse_group, kernel_name
 from xrelay.transforms.fusion_graph import build_graph, post_dominator_tree
 from xrelay.transforms.fusion_groups import GraphPartitioner, Group
 from xrelay.transforms.plan_devices import PlanDevicesPass
-
-from random_graphs import random_inputs, random_module_text
 
 T = "tensor<4xf32>"
 

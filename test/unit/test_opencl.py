@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_cases import ELEMENTWISE, LOOP_KERNELS, random_inputs
 
 import xrelay
 from xrelay.errors import CompileError, DeviceError
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.kernels import kernel_sources
-
-from kernel_cases import ELEMENTWISE, LOOP_KERNELS, random_inputs
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from random_graphs import random_inputs, random_module_text
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -29,8 +30,6 @@ from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.transforms.compilation_config import CompilationConfig
 from xrelay.transforms.device_domains import DeviceDomains
 from xrelay.transforms.plan_devices import PlanDevicesPass
-
-from random_graphs import random_inputs, random_module_text
 
 TARGETS = ("c", "opencl")
 CONFIG = CompilationConfig.from_options(TARGETS)
@@ -346,7 +345,9 @@ def annotated_module_text(seed: int, num_ops: int = 10, noise: float = 0.01) -> 
     helper = _random_body(rng, noise, dict(zip(["%x", "%y"], helper_params)), num_ops // 3, None)
     main_homes = {name: rng.choice(HOMES) for name in ("%a", "%b", "%c")}
     main = _random_body(rng, noise, main_homes, num_ops, (helper_params, helper_result))
-    attr = lambda home: f" {{relay.se_scope = {home}}}"
+    def attr(home: str) -> str:
+        return f" {{relay.se_scope = {home}}}"
+
     return (
         f"func.func @helper(%x: {T}{attr(helper_params[0])}, %y: {T}{attr(helper_params[1])}) "
         f"-> ({T}{attr(helper_result)}) {{\n{_body_text(helper, [helper_result])}}}\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from random_graphs import random_module_text
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
@@ -15,8 +16,6 @@ import xrelay
 from xrelay.dialects.dominance import verify_dominance
 from xrelay.transforms import get_all_passes
 from xrelay.transforms.plan_devices import PlanDevicesPass
-
-from random_graphs import random_module_text
 
 T = "tensor<4xf32>"
 CYCLE = f"""func.func @main(%a: {T}) -> {T} {{
