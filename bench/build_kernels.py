@@ -70,7 +70,7 @@ def model_text(blocks: int = 8) -> str:
 
 def lower(text: str, device: str) -> list[KernelSource]:
     target = "c" if device == "cpu" else "opencl"
-    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops"
+    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops,dce"
     module = xrelay.parse(text)
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     return kernel_sources(module)

@@ -91,7 +91,7 @@ CASES = [
 
 def kernel_for(case: Case, target: str) -> KernelSource:
     module = xrelay.parse(case.module_text())
-    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops"
+    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops,dce"
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     (source,) = kernel_sources(module)
     return source

@@ -21,8 +21,9 @@ qualifier of buffers, how the outermost parallel dimensions are obtained (`for` 
 `get_global_id` with a bounds check in OpenCL), the spelling of each arithmetic op
 (`code_for_op`, e.g. `expf` against `exp`), and how a pure reduction loop is made to
 vectorise: C's `#pragma omp simd reduction` (`reduction_pragma`), OpenCL's split of the loop
-into `float16` lanes (an override of `split_reduction`). Values nothing reads are left out, and unused parameters and loop
-results are cast to void, so gcc -Wall -Wextra is quiet. Ops are printed by a `singledispatchmethod` with
+into `float16` lanes (an override of `split_reduction`). The emitter prints every op it is
+given: dead values are removed before it, by `dce` in the pipeline. Unused parameters and
+loop results are cast to void, so gcc -Wall -Wextra is quiet. Ops are printed by a `singledispatchmethod` with
 one overload per op class, like xDSL's WGSL printer; an op no overload or `code_for_op` entry
 knows is a `CompileError` naming the op and the target.
 """
@@ -215,7 +216,6 @@ class CStyleEmitter:
         self.depth = 0
         self.names: dict[SSAValue, str] = {}
         self.next_number = 0
-        self.dead = dead_ops(kernel)
 
     # --- entry point ---
 
@@ -375,8 +375,6 @@ class CStyleEmitter:
         expression = self.code_for_op.get(type(op))
         if expression is None or len(op.results) != 1:
             self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}")
-        if op in self.dead:
-            return
         self.assign(op.results[0], expression(*(self.expr(v) for v in op.operands)), op)
 
     @emit.register
@@ -385,15 +383,11 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: arith.CmpfOp) -> None:
-        if op in self.dead:
-            return
         predicate = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
         self.assign(op.result, CMPF[predicate](self.expr(op.lhs), self.expr(op.rhs)), op)
 
     @emit.register
     def _(self, op: arith.CmpiOp) -> None:
-        if op in self.dead:
-            return
         predicate = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
         lhs, rhs = self.expr(op.lhs), self.expr(op.rhs)
         if predicate.startswith("u"):
@@ -402,14 +396,10 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: arith.IndexCastOp | arith.SIToFPOp) -> None:
-        if op in self.dead:
-            return
         self.assign(op.result, f"({self.c_type(op.result.type, op)}){self.expr(op.input)}", op)
 
     @emit.register
     def _(self, op: arith.UIToFPOp) -> None:
-        if op in self.dead:
-            return
         self.assign(op.result, f"(float)(unsigned long){self.expr(op.input)}", op)
 
     @emit.register
@@ -418,8 +408,6 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: memref.LoadOp) -> None:
-        if op in self.dead:
-            return
         self.assign(op.res, f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]", op)
 
     @emit.register
@@ -573,29 +561,6 @@ def constant_int(value: SSAValue) -> int | None:
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
     return None
-
-
-# Values nothing reads are left out, so the C compiles without unused-variable warnings.
-PURE_VALUE_OPS = (memref.LoadOp, arith.ConstantOp)
-
-
-def dead_ops(kernel: func.FuncOp) -> set[Operation]:
-    """Pure value ops whose results nothing live reads (transitively)."""
-    candidates = [
-        op
-        for op in kernel.walk()
-        if len(op.results) == 1
-        and (isinstance(op, PURE_VALUE_OPS) or (op.dialect_name() in ("arith", "math")))
-    ]
-    dead: set[Operation] = set()
-    changed = True
-    while changed:
-        changed = False
-        for op in candidates:
-            if op not in dead and all(u.operation in dead for u in op.results[0].uses):
-                dead.add(op)
-                changed = True
-    return dead
 
 
 # --- comparisons ----------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from xrelay.errors import excerpt
 from xrelay.ir import LocParser, add_location, register_dialects
 from xrelay.targets import get_all_targets
-from xrelay.transforms import get_all_passes
+from xrelay.transforms import PASSES, get_all_passes
 
 
 class OptTool(xDSLOptMain):
@@ -85,7 +85,7 @@ def _epilog() -> str:
 
     return "\n".join(
         [
-            listing("xrelay passes (-p):", list(get_all_passes())),
+            listing("xrelay passes (-p):", list(PASSES)),
             listing("xrelay targets (-t):", list(get_all_targets())),
             "xDSL's own passes (cse, dce, canonicalize, ...) and targets are listed under -p and",
             "-t above.",

@@ -1,4 +1,9 @@
-"""xrelay's passes, by CLI name, each imported on first use (like xDSL's `get_all_passes`)."""
+"""xrelay's passes, by CLI name, each imported on first use (like xDSL's `get_all_passes`).
+
+`get_all_passes` also holds the few of xDSL's own passes that xrelay's pipelines run (the
+compile pipeline's `dce`), so that a pipeline spec naming them resolves through this
+registry alone; opt-tool registers all of xDSL's passes anyway.
+"""
 
 from collections.abc import Callable
 from importlib import import_module
@@ -14,10 +19,18 @@ PASSES: dict[str, tuple[str, str]] = {
     "convert-relay-to-loops": ("convert_relay_to_loops", "ConvertRelayToLoopsPass"),
 }
 
+# xDSL's passes that xrelay's pipelines run: CLI name -> (module under xdsl.transforms, class)
+XDSL_PASSES: dict[str, tuple[str, str]] = {
+    "dce": ("dead_code_elimination", "DeadCodeElimination"),
+}
 
-def _loader(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    return lambda: getattr(import_module(f"xrelay.transforms.{module}"), cls)
+
+def _loader(package: str, module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    return lambda: getattr(import_module(f"{package}.{module}"), cls)
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {name: _loader(module, cls) for name, (module, cls) in PASSES.items()}
+    return {
+        **{name: _loader("xdsl.transforms", m, c) for name, (m, c) in XDSL_PASSES.items()},
+        **{name: _loader("xrelay.transforms", m, c) for name, (m, c) in PASSES.items()},
+    }
