@@ -44,7 +44,15 @@ from xrelay.runtime.executor import COPY, GraphExecutor, Profile
 
 Inputs = Mapping[str, Any] | Sequence[Any] | None
 
-PIPELINE = ("plan-devices", "fuse-ops", "convert-relay-to-loops", "dce", "inline-calls", "plan-memory")
+PIPELINE = (
+    "plan-devices",
+    "fuse-ops",
+    "convert-relay-to-loops",
+    "dce",
+    "split-reductions",
+    "inline-calls",
+    "plan-memory",
+)
 
 
 def build(

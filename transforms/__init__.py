@@ -17,6 +17,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "inline-calls": ("inline_calls", "InlineCallsPass"),
     "plan-memory": ("plan_memory", "PlanMemoryPass"),
     "convert-relay-to-loops": ("convert_relay_to_loops", "ConvertRelayToLoopsPass"),
+    "split-reductions": ("split_reductions", "SplitReductionsPass"),
 }
 
 # xDSL's passes that xrelay's pipelines run: CLI name -> (module under xdsl.transforms, class)
