@@ -19,8 +19,8 @@ body small enough for its copies (SPLIT_BODY_BUDGET).
 Phase 2, split, in front of each loop:
 - accumulators: per iter_arg VECTORS vectors in loops of WIDE_MIN_TRIPS or more (fewer when
   the loop carries several, e.g. a register block's sums: they are independent chains
-  already), else one; each a `vector.broadcast` of the combine's identity (0 for a sum, 1
-  for a product) or of the initial value (max and min: they may see it twice);
+  already), else one; each a `vector.broadcast` of the combine's identity (-0.0 for a sum,
+  1 for a product) or of the initial value (max and min: they may see it twice);
 - a wide loop taking `vectors * LANES` iterations per trip, then a narrow loop taking LANES
   into the first vector: each trip clones the body once per iteration (at the induction
   variable plus `u * step`) without its combines; the values of LANES consecutive
@@ -48,7 +48,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import Float32Type, FloatAttr, IndexType, IntegerAttr, ModuleOp, VectorType, f32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -83,8 +83,9 @@ COMBINING_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
     arith.MinimumfOp: vector.CombiningKindFlag.MINIMUMF,
 }
 
-# The lanes of a sum or product start from the identity; max and min from the initial value.
-IDENTITIES: dict[type[Operation], float] = {arith.AddfOp: 0.0, arith.MulfOp: 1.0}
+# The lanes of a sum or product start from the identity (-0.0: -0.0 + x is x for every x,
+# 0.0 + -0.0 is 0.0); max and min from the initial value.
+IDENTITIES: dict[type[Operation], float] = {arith.AddfOp: -0.0, arith.MulfOp: 1.0}
 
 LANE_VECTOR = VectorType(f32, [LANES])
 
@@ -201,13 +202,13 @@ class Inserter:
         self.builder = Builder(InsertPoint.before(loop))
         self.entry = kernel.body.block
         self.constants = {
-            (op.value.type, op.value.value.data): op.result
+            constant_key(op.value): op.result
             for op in self.entry.ops
             if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr | FloatAttr)
         }
 
     def constant(self, value: IntegerAttr | FloatAttr) -> SSAValue:
-        key = (value.type, value.value.data)
+        key = constant_key(value)
         if key not in self.constants:
             op = arith.ConstantOp(value)
             after = next(o for o in self.entry.ops if not isinstance(o, arith.ConstantOp))
@@ -222,6 +223,10 @@ class Inserter:
 
     def insert(self, op: Operation) -> SSAValue:
         return self.builder.insert(op).results[0]
+
+
+def constant_key(value: IntegerAttr | FloatAttr) -> tuple[Attribute, str]:
+    return value.type, repr(value.value.data)  # (repr: 0.0 and -0.0 are two constants)
 
 
 def split(inserter: Inserter, found: Reduction) -> list[list[SSAValue]]:

@@ -27,7 +27,7 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 }
 
 // CHECK-LABEL: __kernel void sum_with_remainder(
-// CHECK:       float16 [[START:sum_lanes_[0-9]+]] = (float16)(0.0f);
+// CHECK:       float16 [[START:sum_lanes_[0-9]+]] = (float16)((-0.0f));
 // CHECK-NEXT:  float16 [[ACC:sum_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 1; [[J]] < 33; [[J]] += 32) {
 // CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
@@ -77,7 +77,7 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 }
 
 // CHECK-LABEL: __kernel void sum_of_products(
-// CHECK:       float16 [[START:sum_lanes_[0-9]+]] = (float16)(0.0f);
+// CHECK:       float16 [[START:sum_lanes_[0-9]+]] = (float16)((-0.0f));
 // CHECK-NEXT:  float16 [[A0:sum_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  float16 [[A1:sum_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  float16 [[A2:sum_lanes_[0-9]+]] = [[START]];

@@ -6,7 +6,8 @@
 // the accumulator; the lanes then fold with vector.reduction into the initial value, and the
 // loop itself runs the iterations left (trips % 16).
 
-// 20 trips (lb 1, step 2): one trip of 16 lanes, then the original loop from 33.
+// 20 trips (lb 1, step 2): one trip of 16 lanes (a sum's start from -0.0, its identity),
+// then the original loop from 33.
 
 // CHECK-LABEL: func.func @sum_with_remainder
 // CHECK-SAME:    (%[[IN:.*]]: memref<40xf32>, %{{.*}}: memref<1xf32>)
@@ -14,11 +15,11 @@
 // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
 // CHECK-DAG:     %[[C40:.*]] = arith.constant 40 : index
 // CHECK-DAG:     %[[INIT:.*]] = arith.constant 5.000000e-01 : f32
-// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:     %[[NEGZERO:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK-DAG:     %[[C30:.*]] = arith.constant 30 : index
 // CHECK-DAG:     %[[C32:.*]] = arith.constant 32 : index
 // CHECK-DAG:     %[[C33:.*]] = arith.constant 33 : index
-// CHECK:         %[[START:.*]] = vector.broadcast %[[ZERO]] : f32 to vector<16xf32>
+// CHECK:         %[[START:.*]] = vector.broadcast %[[NEGZERO]] : f32 to vector<16xf32>
 // CHECK-NEXT:    %[[LANES:.*]] = scf.for %[[J:.*]] = %[[C1]] to %[[C33]] step %[[C32]] iter_args(%[[ACC:.*]] = %[[START]]) -> (vector<16xf32>) {
 // CHECK-NEXT:      %[[X0:.*]] = memref.load %[[IN]][%[[J]]] : memref<40xf32>
 // CHECK-NEXT:      %[[J1:.*]] = arith.addi %[[J]], %[[C2]] : index
