@@ -49,6 +49,8 @@ PIPELINE = (
     "fuse-ops",
     "convert-relay-to-loops",
     "dce",
+    "licm",
+    "cse",
     "split-reductions",
     "inline-calls",
     "plan-memory",

@@ -4,8 +4,8 @@ The model is a stack of blocks (conv2d+bias_add+relu, dense+bias_add+tanh, softm
 reduction fed by elementwise ops), placed on one device. Measured, each as the median of
 several runs:
 
-  lower      parse, plan-devices, fuse-ops, convert-relay-to-loops, dce, split-reductions,
-             and the kernel sources
+  lower      parse, the passes xrelay.build runs up to split-reductions, and the kernel
+             sources
   c cold       build_c of every kernel into one shared library, with an empty xrelay cache
   c warm       the same: the library comes from the on-disk cache and is loaded
   opencl cold  build_opencl of every kernel into one program, then one launch of each (PoCL
@@ -71,7 +71,8 @@ def model_text(blocks: int = 8) -> str:
 
 def lower(text: str, device: str) -> list[KernelSource]:
     target = "c" if device == "cpu" else "opencl"
-    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops,dce,split-reductions"
+    lowering = "convert-relay-to-loops,dce,licm,cse,split-reductions"
+    spec = f"plan-devices{{targets={target}}},fuse-ops,{lowering}"
     module = xrelay.parse(text)
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     return kernel_sources(module)

@@ -33,7 +33,7 @@ MODEL = f"""func.func @main(%x: tensor<{M}x{K}xf32>, %w: tensor<{N}x{K}xf32>, %b
 
 def emitted() -> KernelSource:
     module = xrelay.parse(MODEL)
-    PassPipeline.parse_spec(get_all_passes(), "plan-devices,fuse-ops,convert-relay-to-loops,dce").apply(
+    PassPipeline.parse_spec(get_all_passes(), "plan-devices,fuse-ops,convert-relay-to-loops,dce,licm,cse").apply(
         xrelay.context(), module
     )
     (source,) = kernel_sources(module)

@@ -33,7 +33,7 @@ MODEL = f"""func.func @main(%x: tensor<{ROWS}x{COLS}xf32>, %b: tensor<{COLS}xf32
 
 def emitted_kernel() -> KernelSource:
     module = xrelay.parse(MODEL)
-    spec = "plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,split-reductions"
+    spec = "plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions"
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     (source,) = kernel_sources(module)
     return source

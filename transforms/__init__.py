@@ -1,8 +1,9 @@
 """xrelay's passes, by CLI name, each imported on first use (like xDSL's `get_all_passes`).
 
 `get_all_passes` also holds the few of xDSL's own passes that xrelay's pipelines run (the
-compile pipeline's `dce`), so that a pipeline spec naming them resolves through this
-registry alone; opt-tool registers all of xDSL's passes anyway.
+compile pipeline cleans up after convert-relay-to-loops with dce, licm and cse), so that a
+pipeline spec naming them resolves through this registry alone; opt-tool registers all of
+xDSL's passes anyway.
 """
 
 from collections.abc import Callable
@@ -23,6 +24,8 @@ PASSES: dict[str, tuple[str, str]] = {
 # xDSL's passes that xrelay's pipelines run: CLI name -> (module under xdsl.transforms, class)
 XDSL_PASSES: dict[str, tuple[str, str]] = {
     "dce": ("dead_code_elimination", "DeadCodeElimination"),
+    "cse": ("common_subexpression_elimination", "CommonSubexpressionElimination"),
+    "licm": ("loop_invariant_code_motion", "LoopInvariantCodeMotionPass"),
 }
 
 

@@ -147,7 +147,7 @@ def test_several_accumulators_share_the_vectors() -> None:
 
 def _group_loops(name: str) -> list[tuple[int, int, int, int]]:
     case = next(c for c in GROUP_CASES if c.name == name)
-    spec = "convert-relay-to-loops,dce,split-reductions"
+    spec = "convert-relay-to-loops,dce,licm,cse,split-reductions"
     module = xrelay.parse(case.module_text("opencl"))
     PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
     return for_loops(module)

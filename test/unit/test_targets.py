@@ -41,7 +41,7 @@ TARGETS = {"c": CTarget, "opencl": OpenCLTarget}
 
 
 # The passes `xrelay.build` runs from the lowering to the printers (its PIPELINE).
-LOWERING = "convert-relay-to-loops,dce,split-reductions"
+LOWERING = "convert-relay-to-loops,dce,licm,cse,split-reductions"
 
 
 def lower(text: str) -> ModuleOp:
