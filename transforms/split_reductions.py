@@ -47,7 +47,17 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf, vector
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IndexType, IntegerAttr, ModuleOp, VectorType, f32
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    VectorType,
+    f32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -88,6 +98,7 @@ COMBINING_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
 IDENTITIES: dict[type[Operation], float] = {arith.AddfOp: -0.0, arith.MulfOp: 1.0}
 
 LANE_VECTOR = VectorType(f32, [LANES])
+LANE_POSITIONS = [DenseArrayBase.from_list(i64, [lane]) for lane in range(LANES)]
 
 
 @dataclass(frozen=True)
@@ -206,6 +217,7 @@ class Inserter:
             for op in self.entry.ops
             if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr | FloatAttr)
         }
+        self.indices: dict[int, SSAValue] = {}
 
     def constant(self, value: IntegerAttr | FloatAttr) -> SSAValue:
         key = constant_key(value)
@@ -217,9 +229,10 @@ class Inserter:
         return self.constants[key]
 
     def index(self, n: int) -> SSAValue:
-        value = self.constant(IntegerAttr(n, IndexType()))
-        value.name_hint = value.name_hint or f"c{n}"
-        return value
+        if n not in self.indices:  # (the lane offsets ask for the same few again and again)
+            value = self.indices[n] = self.constant(IntegerAttr(n, IndexType()))
+            value.name_hint = value.name_hint or f"c{n}"
+        return self.indices[n]
 
     def insert(self, op: Operation) -> SSAValue:
         return self.builder.insert(op).results[0]
@@ -302,8 +315,8 @@ def lane_values(
             at = inside.insert(arith.AddiOp(iv, inserter.index(u * found.step))).result
             at.name_hint = body.args[0].name_hint
         mapper: dict[SSAValue, SSAValue] = {body.args[0]: at}
-        for op in copied:
-            inside.insert(op.clone(mapper))
+        for op in copied:  # (no regions: a pure reduction loop's body has none)
+            inside.insert(op.clone_without_regions(mapper))
         for per_arg, carried, combine in zip(values, body.args[1:], found.combines):
             (value,) = (x for x in combine.operands if x is not carried)
             per_arg.append(mapper.get(value, value))
@@ -314,7 +327,12 @@ def gather(inside: Builder, values: list[SSAValue]) -> SSAValue:
     """A vector of `values`: a broadcast of the first, each other inserted at its lane."""
     lanes = inside.insert(vector.BroadcastOp(values[0], LANE_VECTOR)).vector
     for position, value in enumerate(values[1:], start=1):
-        lanes = inside.insert(vector.InsertOp(value, lanes, [position])).result
+        # (`create` with the position made once: InsertOp's constructor cost a third of
+        # the pass's time)
+        insert = vector.InsertOp.create(
+            operands=[value, lanes], result_types=[LANE_VECTOR], properties={"static_position": LANE_POSITIONS[position]}
+        )
+        lanes = inside.insert(insert).result
     return lanes
 
 
