@@ -4,11 +4,11 @@
 `__kernel` functions over `__global` buffers. The outermost parallel nest is the NDRange:
 each of its dimensions is a `get_global_id`, the innermost loop dimension `get_global_id(0)`
 (leading dimensions merged when there are more than three), with a bounds check so a
-rounded-up global size is safe. Inner loops are `for`
-loops; the `vector<16xf32>` values of split-reductions (which accumulates a pure reduction
-loop 16 iterations at a time in vector lanes) are `float16`s, built by one constructor per
-`vector.insert` chain, their lanes folded by halves (`.lo`, `.hi`); maths uses OpenCL's
-overloaded built-ins (`exp`, `fmax`, `rsqrt`, ...).
+rounded-up global size is safe. Inner loops are `for` loops. The `vector<16xf32>` values
+that split-reductions makes (a pure reduction loop accumulating 16 iterations at a time in
+vector lanes) are `float16`s: one constructor per `vector.insert` chain, the lanes of a
+`vector.reduction` folded by halves (`.lo`, `.hi`). Maths uses OpenCL's overloaded
+built-ins (`exp`, `fmax`, `rsqrt`, ...).
 """
 
 from __future__ import annotations
