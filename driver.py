@@ -21,12 +21,13 @@ primary device.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseIntOrFPElementsAttr, DictionaryAttr, ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -43,7 +44,18 @@ from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
 from xrelay.transforms.plan_devices import SCOPE_ATTR
 
-PIPELINE = ("plan-devices", "fuse-ops", "convert-relay-to-loops", "inline-calls", "plan-memory")
+# The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
+PIPELINE = (
+    "plan-devices",
+    "fuse-ops",
+    "convert-relay-to-loops",
+    "dce",
+    "licm",
+    "cse",
+    "split-reductions",
+    "inline-calls",
+    "plan-memory",
+)
 
 
 # The device types xrelay has a code generator and a runtime device for.
@@ -125,9 +137,7 @@ def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
 
 def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None, host_target: str) -> None:
     """Runs the pipeline in place and verifies the result."""
-    from xrelay.transforms import get_all_passes
-
-    passes = get_all_passes()
+    passes = all_passes()
     options = {"targets": targets, "default_device": default_device, "host_target": host_target}
     ctx = context()
     for name in PIPELINE:
@@ -137,6 +147,15 @@ def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None
         module.verify()
     except DiagnosticException as e:
         raise LoweringError(f"the lowered module does not verify (a compiler bug): {e}") from None
+
+
+def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's passes and xrelay's, by CLI name: what the pipelines here (and opt-tool) name."""
+    from xdsl.transforms import get_all_passes as get_all_xdsl_passes
+
+    from xrelay.transforms import get_all_passes
+
+    return {**get_all_xdsl_passes(), **get_all_passes()}
 
 
 def _apply(pass_: Any, ctx: Context, module: ModuleOp) -> None:

@@ -4,7 +4,8 @@ The model is a stack of blocks (conv2d+bias_add+relu, dense+bias_add+tanh, softm
 reduction fed by elementwise ops), placed on one device. Measured, each as the median of
 several runs:
 
-  lower      parse, plan-devices, fuse-ops, convert-relay-to-loops, and the kernel sources
+  lower      parse, the passes xrelay.build runs up to split-reductions, and the kernel
+             sources
   c cold       build_c of every kernel into one shared library, with an empty xrelay cache
   c warm       the same: the library comes from the on-disk cache and is loaded
   opencl cold  build_opencl of every kernel into one program, then one launch of each (PoCL
@@ -37,7 +38,7 @@ from xrelay.runtime.c_library import build_c
 from xrelay.runtime.opencl import build_opencl, default_opencl_context
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import kernel_sources
-from xrelay.transforms import get_all_passes
+from xrelay.driver import all_passes
 from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
 
 
@@ -72,9 +73,10 @@ def model_text(blocks: int = 8) -> str:
 
 def lower(text: str, device: str) -> list[KernelSource]:
     target = "c" if device == "cpu" else "opencl"
-    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops"
+    lowering = "convert-relay-to-loops,dce,licm,cse,split-reductions"
+    spec = f"plan-devices{{targets={target}}},fuse-ops,{lowering}"
     module = xrelay.parse(text)
-    PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
+    PassPipeline.parse_spec(all_passes(), spec).apply(xrelay.context(), module)
     return kernel_sources(module)
 
 

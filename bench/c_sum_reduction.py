@@ -21,7 +21,7 @@ import xrelay
 from xrelay.runtime.c_library import build_c
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import kernel_sources
-from xrelay.transforms import get_all_passes
+from xrelay.driver import all_passes
 
 M, K, N = 64, 784, 512
 MODEL = f"""func.func @main(%x: tensor<{M}x{K}xf32>, %w: tensor<{N}x{K}xf32>, %b: tensor<{N}xf32>) -> tensor<{M}x{N}xf32> {{
@@ -34,7 +34,7 @@ MODEL = f"""func.func @main(%x: tensor<{M}x{K}xf32>, %w: tensor<{N}x{K}xf32>, %b
 
 def emitted() -> KernelSource:
     module = xrelay.parse(MODEL)
-    PassPipeline.parse_spec(get_all_passes(), "plan-devices,fuse-ops,convert-relay-to-loops").apply(
+    PassPipeline.parse_spec(all_passes(), "plan-devices,fuse-ops,convert-relay-to-loops,dce,licm,cse").apply(
         xrelay.context(), module
     )
     (source,) = kernel_sources(module)

@@ -1,11 +1,12 @@
 """GFLOP/s of the anchor kernels xrelay generates, C and OpenCL (PoCL), against numpy.
 
-Each case is one relay op lowered by plan-devices, fuse-ops and convert-relay-to-loops for
-one target, built as the runtime builds it, checked against numpy, and timed as the median
-of several calls (an OpenCL call is one launch, waited for; buffers stay on the device).
-numpy runs in the same process with one BLAS thread (OPENBLAS_NUM_THREADS=1, the
-environment's OPENBLAS_CORETYPE left as it is): `np.dot` for dense and batch_matmul, an
-im2col (sliding_window_view + tensordot) for conv2d.
+Each case is one relay op lowered as `xrelay.build` lowers it (plan-devices, fuse-ops,
+convert-relay-to-loops, dce, licm, cse, split-reductions) for one target, built as
+the runtime builds it, checked against numpy, and timed as the median of several calls (an
+OpenCL call is one launch, waited for; buffers stay on the device). numpy runs in the same
+process with one BLAS thread (OPENBLAS_NUM_THREADS=1, the environment's OPENBLAS_CORETYPE
+left as it is): `np.dot` for dense and batch_matmul, an im2col (sliding_window_view +
+tensordot) for conv2d.
 
     POCL_DEVICES="pthread pthread" .venv/bin/python bench/kernels.py [--runs N] [--only NAME]
 """
@@ -30,7 +31,7 @@ from xrelay.runtime.c_library import build_c  # noqa: E402
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl  # noqa: E402
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import kernel_sources  # noqa: E402
-from xrelay.transforms import get_all_passes  # noqa: E402
+from xrelay.driver import all_passes  # noqa: E402
 from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
 
 
@@ -93,8 +94,9 @@ CASES = [
 
 def kernel_for(case: Case, target: str) -> KernelSource:
     module = xrelay.parse(case.module_text())
-    spec = f"plan-devices{{targets={target}}},fuse-ops,convert-relay-to-loops"
-    PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
+    lowering = "convert-relay-to-loops,dce,licm,cse,split-reductions"
+    spec = f"plan-devices{{targets={target}}},fuse-ops,{lowering}"
+    PassPipeline.parse_spec(all_passes(), spec).apply(xrelay.context(), module)
     (source,) = kernel_sources(module)
     return source
 

@@ -21,7 +21,7 @@ import xrelay
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import kernel_sources
-from xrelay.transforms import get_all_passes
+from xrelay.driver import all_passes
 
 ROWS, COLS = 1024, 4096
 
@@ -34,8 +34,8 @@ MODEL = f"""func.func @main(%x: tensor<{ROWS}x{COLS}xf32>, %b: tensor<{COLS}xf32
 
 def emitted_kernel() -> KernelSource:
     module = xrelay.parse(MODEL)
-    spec = "plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops"
-    PassPipeline.parse_spec(get_all_passes(), spec).apply(xrelay.context(), module)
+    spec = "plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions"
+    PassPipeline.parse_spec(all_passes(), spec).apply(xrelay.context(), module)
     (source,) = kernel_sources(module)
     return source
 

@@ -1,7 +1,7 @@
 """
 The C-style kernel emitter that C and OpenCL C share (tinygrad's `CStyleLanguage` shape).
 
-Input: a kernel made by convert-relay-to-loops,
+Input: a kernel made by convert-relay-to-loops (and, for OpenCL, split-reductions),
 
     func.func @fused_add(%in0: memref<4x8xf32>, %in1: memref<8xf32>, %out0: memref<4x8xf32>)
         attributes {relay.se_scope = #relay.se_scope<...>} {
@@ -11,20 +11,24 @@ Input: a kernel made by convert-relay-to-loops,
     }
 
 whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
-memref.load/store/alloca, arith and math. Output: one C-style function per kernel. Memrefs are
-flat pointers indexed with linearised row-major strides; constants are inlined as literals;
-every other value is a local variable named after its SSA name.
+memref.load/store/alloca, arith and math (and, in OpenCL, vector.broadcast/insert/reduction
+on `vector<16xf32>`). Output: one C-style function per kernel. Memrefs are flat pointers
+indexed with linearised row-major strides; constants are inlined as literals; every other
+value is a local variable named after its SSA name.
 
 What the two languages differ in are class attributes of a `CStyleEmitter` subclass (see
 `targets/c.py`, `targets/opencl.py`): the kernel qualifier, the address-space prefix and pointer
 qualifier of buffers, how the outermost parallel dimensions are obtained (`for` loops in C,
 `get_global_id` with a bounds check in OpenCL), the spelling of each arithmetic op
-(`code_for_op`, e.g. `expf` against `exp`), and how a pure reduction loop is made to
-vectorise: C's `#pragma omp simd reduction` (`reduction_pragma`), OpenCL's split of the loop
-into `float16` lanes (an override of `split_reduction`). Values nothing reads are left out, and unused parameters and loop
-results are cast to void, so gcc -Wall -Wextra is quiet. Ops are printed by a `singledispatchmethod` with
-one overload per op class, like xDSL's WGSL printer; an op no overload or `code_for_op` entry
-knows is a `LoweringError` naming the op and the target.
+(`code_for_op`, e.g. `expf` against `exp`), the vector widths the language has (OpenCL's
+`float16`; C none, so a vector op is an error), and the lines that let the compiler reorder
+a pure reduction loop (C's `#pragma omp simd reduction`, `reduction_pragma`).
+
+The emitter prints every op it is given: dead values are removed before it, by `dce` in
+the pipeline. Unused parameters and loop results are cast to void, so gcc -Wall -Wextra is
+quiet. Ops are printed by a `singledispatchmethod` with one overload per op class, like
+xDSL's WGSL printer; an op no overload or `code_for_op` entry knows is a `LoweringError`
+naming the op and the target.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from functools import singledispatchmethod
 from typing import ClassVar, NoReturn
 
 import numpy as np
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     Float32Type,
@@ -47,6 +51,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
+    VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -208,6 +213,8 @@ class CStyleEmitter:
     reduction_pragma: ClassVar[tuple[str, ...] | None] = None
     # Pure ops as expressions over their operands' C expressions.
     code_for_op: ClassVar[dict[type[Operation], Expr]]
+    # The lane counts of the language's float vector types (`float16`); none in C.
+    vector_widths: ClassVar[tuple[int, ...]] = ()
 
     def __init__(self, kernel: func.FuncOp):
         self.kernel = kernel
@@ -215,7 +222,6 @@ class CStyleEmitter:
         self.depth = 0
         self.names: dict[SSAValue, str] = {}
         self.next_number = 0
-        self.dead = dead_ops(kernel)
 
     # --- entry point ---
 
@@ -248,6 +254,8 @@ class CStyleEmitter:
             return "int"  # C's comparisons yield int; i1 values stay 0 or 1
         if isinstance(ty, IntegerType) and ty.width.data == 64:
             return "long"
+        if isinstance(ty, VectorType):
+            return self.vector_type(ty, op)
         self.fail(op, f"cannot represent type {ty} (in '{op.name}' at {location_of(op)})")
 
     def expr(self, value: SSAValue) -> str:
@@ -268,8 +276,6 @@ class CStyleEmitter:
     def declare(self, value: SSAValue, prefix: str = "v") -> str:
         """Gives `value` a fresh C name (its SSA name plus a number, so none collide)."""
         hint = re.sub(r"\W", "_", value.name_hint or "")
-        # Numbers grow with every call, so names are unique even for a value printed again
-        # (the body copies of OpenCL's split reductions).
         number = self.next_number = max(len(self.names), self.next_number)
         self.next_number += 1
         name = f"{hint}_{number}" if hint else f"{prefix}{number}"
@@ -375,8 +381,6 @@ class CStyleEmitter:
         expression = self.code_for_op.get(type(op))
         if expression is None or len(op.results) != 1:
             self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}")
-        if op in self.dead:
-            return
         self.assign(op.results[0], expression(*(self.expr(v) for v in op.operands)), op)
 
     @emit.register
@@ -385,15 +389,11 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: arith.CmpfOp) -> None:
-        if op in self.dead:
-            return
         predicate = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
         self.assign(op.result, CMPF[predicate](self.expr(op.lhs), self.expr(op.rhs)), op)
 
     @emit.register
     def _(self, op: arith.CmpiOp) -> None:
-        if op in self.dead:
-            return
         predicate = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
         lhs, rhs = self.expr(op.lhs), self.expr(op.rhs)
         if predicate.startswith("u"):
@@ -402,14 +402,10 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: arith.IndexCastOp | arith.SIToFPOp) -> None:
-        if op in self.dead:
-            return
         self.assign(op.result, f"({self.c_type(op.result.type, op)}){self.expr(op.input)}", op)
 
     @emit.register
     def _(self, op: arith.UIToFPOp) -> None:
-        if op in self.dead:
-            return
         self.assign(op.result, f"(float)(unsigned long){self.expr(op.input)}", op)
 
     @emit.register
@@ -418,8 +414,6 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: memref.LoadOp) -> None:
-        if op in self.dead:
-            return
         self.assign(op.res, f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]", op)
 
     @emit.register
@@ -446,9 +440,6 @@ class CStyleEmitter:
             self.assign(res, self.expr(init), op)
             self.names[arg] = self.names[res]  # the carried value is the result's variable
         combines = reduction_combines(op)
-        if combines is not None and self.split_reduction(op, combines):
-            self.discard_unused(op.res)
-            return
         operators = None if combines is None else [PRAGMA_OPERATORS.get(c) for c in combines]
         if self.reduction_pragma is not None and operators is not None and None not in operators:
             clauses = " ".join(f"reduction({o}:{self.names[r]})" for o, r in zip(operators, op.res))
@@ -458,12 +449,6 @@ class CStyleEmitter:
         self.body(op.body.block)
         self.line("}")
         self.discard_unused(op.res)
-
-    def split_reduction(self, op: scf.ForOp, combines: list[type[Operation]]) -> bool:
-        """Prints a pure reduction loop (`combines`: the op class combining each iter_arg) in a
-        language's own reordered form and returns True, or returns False to print it as it is
-        (the default; OpenCL splits it into vector lanes)."""
-        return False
 
     @emit.register
     def _(self, op: scf.ParallelOp) -> None:
@@ -536,6 +521,96 @@ class CStyleEmitter:
         for tmp, (t, _) in zip(temps, pairs):
             self.line(f"{t} = {tmp};")
 
+    # --- vectors (OpenCL's float16, made by split-reductions; C has none) ---
+
+    def require_vectors(self, op: Operation) -> None:
+        if not self.vector_widths:
+            self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}: {self.target} kernels have "
+                      "no vector types (split-reductions vectorises opencl kernels only)")
+
+    def vector_type(self, ty: VectorType, op: Operation) -> str:
+        self.require_vectors(op)
+        shape = ty.get_shape()
+        if len(shape) != 1 or shape[0] not in self.vector_widths or not isinstance(ty.element_type, Float32Type):
+            self.fail(op, f"cannot represent type {ty} (in '{op.name}' at {location_of(op)}); "
+                      f"its vectors are of f32 with {', '.join(map(str, self.vector_widths))} lanes")
+        return f"float{shape[0]}"
+
+    def lanes_of(self, ty: Attribute, op: Operation) -> int:
+        assert isinstance(ty, VectorType)
+        self.vector_type(ty, op)
+        return ty.get_shape()[0]
+
+    def in_constructor(self, op: vector.BroadcastOp | vector.InsertOp) -> bool:
+        """Whether `op` only starts an insert chain of its block: its vector is then printed
+        with the chain's last insert, as one constructor `(float16)(a, b, ...)`."""
+        user = op.results[0].get_user_of_unique_use()
+        if not isinstance(user, vector.InsertOp) or user.dest is not op.results[0]:
+            return False
+        scalar = isinstance(op, vector.InsertOp) or not isinstance(op.source.type, VectorType)
+        return scalar and user.parent_block() is op.parent_block()
+
+    def lane_exprs(self, op: vector.InsertOp) -> list[str]:
+        """The expression of each lane of `op`'s vector, through the chain printed with it."""
+        width = self.lanes_of(op.result.type, op)
+        start = op.dest.owner
+        if isinstance(start, vector.InsertOp) and self.in_constructor(start):
+            lanes = self.lane_exprs(start)
+        elif isinstance(start, vector.BroadcastOp) and self.in_constructor(start):
+            lanes = [self.expr(start.source)] * width
+        else:
+            lanes = [f"{self.expr(op.dest)}.s{lane:x}" for lane in range(width)]
+        position = op.static_position.get_values()
+        if op.dynamic_position or len(position) != 1 or isinstance(op.source.type, VectorType):
+            self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}: only a scalar at a "
+                      "constant lane of a 1-d vector")
+        lanes[position[0]] = self.expr(op.source)
+        return lanes
+
+    @emit.register
+    def _(self, op: vector.BroadcastOp) -> None:
+        self.require_vectors(op)
+        if isinstance(op.source.type, VectorType):
+            self.fail(op, f"cannot emit '{op.name}' of a vector at {location_of(op)}")
+        if not self.in_constructor(op):
+            self.assign(op.vector, f"({self.c_type(op.vector.type, op)})({self.expr(op.source)})", op)
+
+    @emit.register
+    def _(self, op: vector.InsertOp) -> None:
+        self.require_vectors(op)
+        if not self.in_constructor(op):
+            lanes = ", ".join(self.lane_exprs(op))
+            self.assign(op.result, f"({self.c_type(op.result.type, op)})({lanes})", op)
+
+    @emit.register
+    def _(self, op: vector.ReductionOp) -> None:
+        """A scalar that combines the lanes: by halves (`.lo`, `.hi`, each a named vector, so
+        the combines stay vector ops and the text stays linear in the lanes) where the order
+        is free (max, min, or `reassoc`), else lane after lane."""
+        self.require_vectors(op)
+        combine = LANE_COMBINES.get(op.kind.data)
+        width = self.lanes_of(op.vector.type, op)
+        if combine is None or width & (width - 1):
+            self.fail(op, f"cannot emit '{op.name}' <{op.kind.data}> of {width} lanes at {location_of(op)}")
+        code = self.code_for_op[combine]
+        name, value = self.declare(op.dest), self.expr(op.vector)
+        if combine in (arith.MaximumfOp, arith.MinimumfOp) or arith.FastMathFlag.REASSOC in op.fastmath.data:
+            while width > 2:
+                width //= 2
+                half = f"{name}_h{width}"
+                self.line(f"float{width} {half} = {code(f'{value}.lo', f'{value}.hi')};")
+                value = half
+            value = code(f"{value}.lo", f"{value}.hi")
+        else:
+            total = f"{value}.s0"
+            for lane in range(1, width):
+                total = code(f"({total})" if lane > 1 else total, f"{value}.s{lane:x}")
+            value = total
+        if op.acc is not None:  # (through a variable: the NaN-aware max names its operands twice)
+            self.line(f"float {name}_h1 = {value};")
+            value = code(self.expr(op.acc), f"{name}_h1")
+        self.line(f"{self.c_type(op.dest.type, op)} {name} = {value};")
+
 
 # Ops that combine a loop-carried value with a new one in a reduction loop.
 REDUCTION_OPERATORS = (arith.AddfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp)
@@ -568,34 +643,13 @@ def reduction_combines(loop: scf.ForOp) -> list[type[Operation]] | None:
     return combines
 
 
-def constant_int(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
-# Values nothing reads are left out, so the C compiles without unused-variable warnings.
-PURE_VALUE_OPS = (memref.LoadOp, arith.ConstantOp)
-
-
-def dead_ops(kernel: func.FuncOp) -> set[Operation]:
-    """Pure value ops whose results nothing live reads (transitively)."""
-    candidates = [
-        op
-        for op in kernel.walk()
-        if len(op.results) == 1
-        and (isinstance(op, PURE_VALUE_OPS) or (op.dialect_name() in ("arith", "math")))
-    ]
-    dead: set[Operation] = set()
-    changed = True
-    while changed:
-        changed = False
-        for op in candidates:
-            if op not in dead and all(u.operation in dead for u in op.results[0].uses):
-                dead.add(op)
-                changed = True
-    return dead
+# `vector.reduction` kinds, by the op that combines two lanes.
+LANE_COMBINES: dict[str, type[Operation]] = {
+    "add": arith.AddfOp,
+    "mul": arith.MulfOp,
+    "maximumf": arith.MaximumfOp,
+    "minimumf": arith.MinimumfOp,
+}
 
 
 # --- comparisons ----------------------------------------------------------------------------

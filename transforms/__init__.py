@@ -12,6 +12,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "inline-calls": ("inline_calls", "InlineCallsPass"),
     "plan-memory": ("plan_memory", "PlanMemoryPass"),
     "convert-relay-to-loops": ("convert_relay_to_loops", "ConvertRelayToLoopsPass"),
+    "split-reductions": ("split_reductions", "SplitReductionsPass"),
 }
 
 

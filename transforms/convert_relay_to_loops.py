@@ -36,6 +36,10 @@ axis divided by the rows per work item; two scratch `memref.alloca`, the rhs tra
 the rows' sums).
 Phase 3, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
 
+Index arithmetic is folded as it is built but emitted where it is asked for, also inside
+loops it does not depend on: `xrelay.build` runs dce, licm and cse after this pass, which
+hoist it and merge the copies (see `loop_builders.KernelBuilder`).
+
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and

@@ -66,3 +66,17 @@ func.func @k_store_input(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {
 func.func @k_strided_layout(%in0: memref<4xf32, strided<[2]>>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   func.return
 }
+
+// -----
+
+// C kernels have no vector types: split-reductions vectorises opencl kernels only.
+
+func.func @k_vector(%in0: memref<4xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %x = memref.load %in0[%c0] : memref<4xf32>
+  // CHECK: the c target cannot emit 'vector.broadcast' at {{.*}}invalid.mlir:{{[0-9]+}}:3: c kernels have no vector types (split-reductions vectorises opencl kernels only)
+  %v = vector.broadcast %x : f32 to vector<16xf32>
+  %r = vector.reduction <add>, %v fastmath<reassoc> : vector<16xf32> into f32
+  memref.store %r, %out0[%c0] : memref<1xf32>
+  func.return
+}

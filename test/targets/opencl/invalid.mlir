@@ -62,3 +62,27 @@ func.func @k_bounds(%in0: memref<4xf32>, %out0: memref<4xf32>) attributes {relay
   }) : (index, index, index) -> ()
   func.return
 }
+
+// -----
+
+// A vector the language cannot spell, or a lane fold it has no combine for, is an error
+// naming the op.
+
+func.func @five_lanes(%in0: memref<1xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %a = memref.load %in0[%c0] : memref<1xf32>
+  // CHECK: the opencl target cannot represent type vector<5xf32> (in 'vector.broadcast' at {{.*}}invalid.mlir:{{[0-9]+}}:3); its vectors are of f32 with 2, 4, 8, 16 lanes
+  %v = vector.broadcast %a : f32 to vector<5xf32>
+  func.return
+}
+
+// -----
+
+func.func @maxnumf_lanes(%in0: memref<1xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %a = memref.load %in0[%c0] : memref<1xf32>
+  %v = vector.broadcast %a : f32 to vector<4xf32>
+  // CHECK: the opencl target cannot emit 'vector.reduction' <maxnumf> of 4 lanes at {{.*}}invalid.mlir:{{[0-9]+}}:3
+  %r = vector.reduction <maxnumf>, %v : vector<4xf32> into f32
+  func.return
+}

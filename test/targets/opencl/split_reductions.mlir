@@ -1,11 +1,10 @@
-// RUN: opt-tool %s --split-input-file -t opencl | filecheck %s
+// RUN: opt-tool %s --split-input-file -p split-reductions -t opencl | filecheck %s
 
-// A pure reduction loop of at least 16 trips accumulates in the lanes of float16s: 64
-// iterations at a time (16 into each of four vectors; loops of 256 or more), then 16 at a
-// time into the first; the body is
-// printed once per iteration without its combine, and 16 iterations' values combine into a
-// vector. The vectors, then the lanes, fold pairwise into the accumulator, and a remainder
-// loop does the last trips % 16.
+// The OpenCL C of split-reductions' loops (test/transforms/split_reductions/ checks their
+// IR): the vector<16xf32> accumulators are float16s; each iteration's body is printed once
+// (the pass cloned it), and the 16 values of a vector.insert chain make one constructor.
+// The vectors fold pairwise, their lanes by halves (.lo, .hi), into the accumulator, and
+// the remainder loop does the last trips % 16.
 
 // 20 trips (lb 1, step 2): one main iteration of 16 copies, then 4 remainder trips.
 func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
@@ -28,28 +27,30 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 }
 
 // CHECK-LABEL: __kernel void sum_with_remainder(
-// CHECK:       float [[ACC:sum_[0-9]+]] = 0.5f;
-// CHECK-NEXT:  float16 [[ACC]]_v0 = (float16)(0.0f);
+// CHECK:       float16 [[START:sum_lanes_[0-9]+]] = (float16)((-0.0f));
+// CHECK-NEXT:  float16 [[ACC:sum_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 1; [[J]] < 33; [[J]] += 32) {
 // CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
-// CHECK-NEXT:    const long [[J]]_1 = [[J]] + 2;
-// CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J]]_1];
-// CHECK:         const long [[J]]_15 = [[J]] + 30;
-// CHECK-NEXT:    float [[X15:x_[0-9]+]] = in0[[[J]]_15];
-// CHECK-NEXT:    const float16 [[ACC]]_x0 = (float16)([[X0]], [[X1]], {{.*}}, [[X15]]);
-// CHECK-NEXT:    [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_x0;
+// CHECK-NEXT:    long [[J1:j_[0-9]+]] = [[J]] + 2;
+// CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J1]]];
+// CHECK:         long [[J15:j_[0-9]+]] = [[J]] + 30;
+// CHECK-NEXT:    float [[X15:x_[0-9]+]] = in0[[[J15]]];
+// CHECK-NEXT:    float16 [[LANES:v[0-9]+]] = (float16)([[X0]], [[X1]], {{.*}}, [[X15]]);
+// CHECK-NEXT:    float16 [[NEXT:v[0-9]+]] = [[ACC]] + [[LANES]];
+// CHECK-NEXT:    [[ACC]] = [[NEXT]];
 // CHECK-NEXT:  }
-// CHECK-NEXT:  float8 [[ACC]]_h8 = [[ACC]]_v0.lo + [[ACC]]_v0.hi;
-// CHECK-NEXT:  float4 [[ACC]]_h4 = [[ACC]]_h8.lo + [[ACC]]_h8.hi;
-// CHECK-NEXT:  float2 [[ACC]]_h2 = [[ACC]]_h4.lo + [[ACC]]_h4.hi;
-// CHECK-NEXT:  float [[ACC]]_h1 = [[ACC]]_h2.lo + [[ACC]]_h2.hi;
-// CHECK-NEXT:  [[ACC]] = [[ACC]] + [[ACC]]_h1;
+// CHECK-NEXT:  float8 [[F:sum_lanes_[0-9]+]]_h8 = [[ACC]].lo + [[ACC]].hi;
+// CHECK-NEXT:  float4 [[F]]_h4 = [[F]]_h8.lo + [[F]]_h8.hi;
+// CHECK-NEXT:  float2 [[F]]_h2 = [[F]]_h4.lo + [[F]]_h4.hi;
+// CHECK-NEXT:  float [[F]] = [[F]]_h2.lo + [[F]]_h2.hi;
+// CHECK-NEXT:  float [[SUM:sum_[0-9]+]] = 0.5f + [[F]];
+// CHECK-NEXT:  float [[REST:sum_[0-9]+]] = [[SUM]];
 // CHECK-NEXT:  for (long [[R:j_[0-9]+]] = 33; [[R]] < 40; [[R]] += 2) {
 // CHECK-NEXT:    float [[X:x_[0-9]+]] = in0[[[R]]];
-// CHECK-NEXT:    float [[N:n_[0-9]+]] = [[ACC]] + [[X]];
-// CHECK-NEXT:    [[ACC]] = [[N]];
+// CHECK-NEXT:    float [[N:n_[0-9]+]] = [[REST]] + [[X]];
+// CHECK-NEXT:    [[REST]] = [[N]];
 // CHECK-NEXT:  }
-// CHECK-NEXT:  out0[0] = [[ACC]];
+// CHECK-NEXT:  out0[0] = [[REST]];
 
 // -----
 
@@ -76,27 +77,38 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 }
 
 // CHECK-LABEL: __kernel void sum_of_products(
-// CHECK:       float16 [[ACC:sum_[0-9]+]]_v0 = (float16)(0.0f), {{.*}}, [[ACC]]_v3 = (float16)(0.0f);
+// CHECK:       float16 [[START:sum_lanes_[0-9]+]] = (float16)((-0.0f));
+// CHECK-NEXT:  float16 [[A0:sum_lanes_[0-9]+]] = [[START]];
+// CHECK-NEXT:  float16 [[A1:sum_lanes_[0-9]+]] = [[START]];
+// CHECK-NEXT:  float16 [[A2:sum_lanes_[0-9]+]] = [[START]];
+// CHECK-NEXT:  float16 [[A3:sum_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 256; [[J]] += 64) {
 // CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
 // CHECK-NEXT:    float [[Y0:y_[0-9]+]] = in1[[[J]]];
 // CHECK-NEXT:    float [[P0:p_[0-9]+]] = [[X0]] * [[Y0]];
-// CHECK:         const float16 [[ACC]]_x0 = (float16)([[P0]], {{.*}});
-// CHECK-NEXT:    [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_x0;
-// CHECK-NEXT:    const long [[J]]_16 = [[J]] + 16;
-// CHECK:         [[ACC]]_v1 = [[ACC]]_v1 + [[ACC]]_x1;
-// CHECK:         [[ACC]]_v2 = [[ACC]]_v2 + [[ACC]]_x2;
-// CHECK:         const long [[J]]_63 = [[J]] + 63;
-// CHECK:         [[ACC]]_v3 = [[ACC]]_v3 + [[ACC]]_x3;
+// CHECK:         float16 [[L0:v[0-9]+]] = (float16)([[P0]], {{.*}});
+// CHECK-NEXT:    float16 [[N0:v[0-9]+]] = [[A0]] + [[L0]];
+// CHECK-NEXT:    long {{j_[0-9]+}} = [[J]] + 16;
+// CHECK:         float16 [[N1:v[0-9]+]] = [[A1]] + {{v[0-9]+}};
+// CHECK:         float16 [[N2:v[0-9]+]] = [[A2]] + {{v[0-9]+}};
+// CHECK:         long {{j_[0-9]+}} = [[J]] + 63;
+// CHECK:         float16 [[N3:v[0-9]+]] = [[A3]] + {{v[0-9]+}};
+// CHECK-NEXT:    [[A0]] = [[N0]];
+// CHECK-NEXT:    [[A1]] = [[N1]];
+// CHECK-NEXT:    [[A2]] = [[N2]];
+// CHECK-NEXT:    [[A3]] = [[N3]];
 // CHECK-NEXT:  }
+// CHECK-NEXT:  float16 [[B0:sum_lanes_[0-9]+]] = [[A0]];
 // CHECK-NEXT:  for (long [[K:j_[0-9]+]] = 256; [[K]] < 272; [[K]] += 16) {
-// CHECK:         const long [[K]]_15 = [[K]] + 15;
-// CHECK:         [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_x0;
+// CHECK:         long {{j_[0-9]+}} = [[K]] + 15;
+// CHECK:         [[B0]] = {{v[0-9]+}};
 // CHECK-NEXT:  }
-// CHECK-NEXT:  [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_v1;
-// CHECK-NEXT:  [[ACC]]_v2 = [[ACC]]_v2 + [[ACC]]_v3;
-// CHECK-NEXT:  [[ACC]]_v0 = [[ACC]]_v0 + [[ACC]]_v2;
-// CHECK:       [[ACC]] = [[ACC]] + [[ACC]]_h1;
+// CHECK-NEXT:  float16 [[F01:v[0-9]+]] = [[B0]] + [[A1]];
+// CHECK-NEXT:  float16 [[F23:v[0-9]+]] = [[A2]] + [[A3]];
+// CHECK-NEXT:  float16 [[F:v[0-9]+]] = [[F01]] + [[F23]];
+// CHECK-NEXT:  float8 [[H:sum_lanes_[0-9]+]]_h8 = [[F]].lo + [[F]].hi;
+// CHECK:       float [[SUM:sum_[0-9]+]] = 0.0f + [[H]];
+// CHECK-NEXT:  float [[REST:sum_[0-9]+]] = [[SUM]];
 // CHECK-NEXT:  for (long [[R:j_[0-9]+]] = 272; [[R]] < 276; [[R]]++) {
 
 // -----
@@ -121,17 +133,18 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 }
 
 // CHECK-LABEL: __kernel void max_without_remainder(
-// CHECK:       float [[M:max_[0-9]+]] = (-INFINITY);
-// CHECK-NEXT:  float16 [[M]]_v0 = (float16)([[M]]);
+// CHECK:       float16 [[START:max_lanes_[0-9]+]] = (float16)((-INFINITY));
+// CHECK-NEXT:  float16 [[M:max_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 32; [[J]] += 16) {
-// CHECK:         const long [[J]]_15 = [[J]] + 15;
-// CHECK:         const float16 [[M]]_x0 = (float16)({{.*}});
-// CHECK-NEXT:    [[M]]_v0 = ([[M]]_v0 > [[M]]_x0 || isnan([[M]]_v0)) ? [[M]]_v0 : [[M]]_x0;
+// CHECK:         long {{j_[0-9]+}} = [[J]] + 15;
+// CHECK:         float16 [[L:v[0-9]+]] = (float16)({{.*}});
+// CHECK-NEXT:    float16 [[N:v[0-9]+]] = ([[M]] > [[L]] || isnan([[M]])) ? [[M]] : [[L]];
+// CHECK-NEXT:    [[M]] = [[N]];
 // CHECK-NEXT:  }
-// CHECK-NEXT:  float8 [[M]]_h8 = ([[M]]_v0.lo > [[M]]_v0.hi || isnan([[M]]_v0.lo)) ? [[M]]_v0.lo : [[M]]_v0.hi;
-// CHECK:       float [[M]]_h1 = ([[M]]_h2.lo > [[M]]_h2.hi || isnan([[M]]_h2.lo)) ? [[M]]_h2.lo : [[M]]_h2.hi;
-// CHECK-NEXT:  [[M]] = ([[M]] > [[M]]_h1 || isnan([[M]])) ? [[M]] : [[M]]_h1;
-// CHECK-NEXT:  out0[0] = [[M]];
+// CHECK-NEXT:  float8 [[H:max_lanes_[0-9]+]]_h8 = ([[M]].lo > [[M]].hi || isnan([[M]].lo)) ? [[M]].lo : [[M]].hi;
+// CHECK:       float [[H]] = ([[H]]_h2.lo > [[H]]_h2.hi || isnan([[H]]_h2.lo)) ? [[H]]_h2.lo : [[H]]_h2.hi;
+// CHECK-NEXT:  float [[MAX:max_[0-9]+]] = ((-INFINITY) > [[H]] || isnan((-INFINITY))) ? (-INFINITY) : [[H]];
+// CHECK-NEXT:  out0[0] = [[MAX]];
 
 // -----
 

@@ -1,0 +1,58 @@
+// RUN: opt-tool %s --split-input-file -t opencl | filecheck %s
+
+// Vector values (split-reductions makes them) are OpenCL vectors. A chain of vector.insert
+// that nothing else reads is one constructor, starting from its broadcast's scalar or from
+// the lanes (.s0 ... .sf) of the vector it starts from; a vector.reduction folds by halves
+// where the order is free (reassoc, max, min), and lane after lane where it is not.
+
+// CHECK-LABEL: __kernel void lanes(
+// CHECK:         float [[A:a_[0-9]+]] = in0[0];
+// CHECK-NEXT:    float [[B:b_[0-9]+]] = in0[1];
+// CHECK-NEXT:    float4 [[FULL:full_[0-9]+]] = (float4)([[A]], [[B]], [[A]], [[B]]);
+// CHECK-NEXT:    float4 [[ONE:one_[0-9]+]] = (float4)([[FULL]].s0, [[FULL]].s1, [[B]], [[FULL]].s3);
+// CHECK-NEXT:    float4 [[SUM:sum_[0-9]+]] = [[FULL]] + [[ONE]];
+// CHECK-NEXT:    float2 [[R:r_[0-9]+]]_h2 = [[SUM]].lo + [[SUM]].hi;
+// CHECK-NEXT:    float [[R]] = [[R]]_h2.lo + [[R]]_h2.hi;
+// CHECK-NEXT:    float [[S:s_[0-9]+]] = (([[SUM]].s0 + [[SUM]].s1) + [[SUM]].s2) + [[SUM]].s3;
+// CHECK-NEXT:    float2 [[M:m_[0-9]+]]_h2 = ([[SUM]].lo < [[SUM]].hi || isnan([[SUM]].lo)) ? [[SUM]].lo : [[SUM]].hi;
+// CHECK-NEXT:    float [[M]]_h1 = ([[M]]_h2.lo < [[M]]_h2.hi || isnan([[M]]_h2.lo)) ? [[M]]_h2.lo : [[M]]_h2.hi;
+// CHECK-NEXT:    float [[M]] = ([[A]] < [[M]]_h1 || isnan([[A]])) ? [[A]] : [[M]]_h1;
+
+func.func @lanes(%in0: memref<2xf32>, %out0: memref<3xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %a = memref.load %in0[%c0] : memref<2xf32>
+  %b = memref.load %in0[%c1] : memref<2xf32>
+  %v0 = vector.broadcast %a : f32 to vector<4xf32>
+  %v1 = vector.insert %b, %v0 [1] : f32 into vector<4xf32>
+  %v2 = vector.insert %a, %v1 [2] : f32 into vector<4xf32>
+  %full = vector.insert %b, %v2 [3] : f32 into vector<4xf32>
+  %one = vector.insert %b, %full [2] : f32 into vector<4xf32>
+  %sum = arith.addf %full, %one : vector<4xf32>
+  %r = vector.reduction <add>, %sum fastmath<reassoc> : vector<4xf32> into f32
+  %s = vector.reduction <add>, %sum : vector<4xf32> into f32
+  %m = vector.reduction <minimumf>, %sum, %a : vector<4xf32> into f32
+  memref.store %r, %out0[%c0] : memref<3xf32>
+  memref.store %s, %out0[%c1] : memref<3xf32>
+  memref.store %m, %out0[%c2] : memref<3xf32>
+  func.return
+}
+
+// -----
+
+// A broadcast that is not the start of a chain is a constructor of its own.
+
+// CHECK-LABEL: __kernel void splat(
+// CHECK:         float [[A:a_[0-9]+]] = in0[0];
+// CHECK-NEXT:    float8 [[V:v_[0-9]+]] = (float8)([[A]]);
+// CHECK-NEXT:    float8 [[W:w_[0-9]+]] = [[V]] * [[V]];
+func.func @splat(%in0: memref<1xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %a = memref.load %in0[%c0] : memref<1xf32>
+  %v = vector.broadcast %a : f32 to vector<8xf32>
+  %w = arith.mulf %v, %v : vector<8xf32>
+  %r = vector.reduction <mul>, %w fastmath<reassoc> : vector<8xf32> into f32
+  memref.store %r, %out0[%c0] : memref<1xf32>
+  func.return
+}
