@@ -31,7 +31,7 @@ opencl:
 demo: setup
 	$(PY) examples/demo.py
 
-test: setup lit pytest
+test: setup lint lit pytest
 
 lit:
 	$(VENV)/bin/lit -sv test/
@@ -43,6 +43,8 @@ pytest:
 # to the root). `-p` names our config: pyright would prefer a pyrightconfig.json in any parent
 # directory to it.
 lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pyright -p pyproject.toml
 
 # The benchmarks' baselines (onnx, onnxruntime, threadpoolctl: the `bench` extra), not needed

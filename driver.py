@@ -90,14 +90,13 @@ def target_list(targets: str | Sequence[str]) -> tuple[str, ...]:
         targets = [t.strip() for t in targets.split(",")]
     if not isinstance(targets, Sequence) or not all(isinstance(t, str) for t in targets):
         raise UsageError(
-            f"targets must be a target string or a sequence of them, e.g. ('c', 'opencl'), "
-            f"but was {targets!r}"
+            f"targets must be a target string or a sequence of them, e.g. ('c', 'opencl'), but was {targets!r}"
         )
     for target in targets:
         device = device_of_target(target)
         if device not in GENERATED_DEVICES:
             raise ConfigError(
-                f"target \"{target}\" is for device type {device}, but xrelay generates kernels only for "
+                f'target "{target}" is for device type {device}, but xrelay generates kernels only for '
                 + " and ".join(f"{d} ({lang})" for d, lang in GENERATED_DEVICES.items())
                 + "; use targets such as ('c', 'opencl')"
             )

@@ -181,7 +181,9 @@ class RelayFunctions(InterpreterFunctions):
         return (_f32(pool2d(args[0], op)),)
 
     @impl(relay.GlobalAvgPool2DOp)
-    def run_global_avg_pool2d(self, interp: Interpreter, op: relay.GlobalAvgPool2DOp, args: PythonValues) -> PythonValues:
+    def run_global_avg_pool2d(
+        self, interp: Interpreter, op: relay.GlobalAvgPool2DOp, args: PythonValues
+    ) -> PythonValues:
         return (_f32(np.mean(args[0], axis=(2, 3), keepdims=True)),)
 
     @impl(relay.SoftmaxOp)

@@ -148,8 +148,7 @@ def as_module(program: Program, what: str) -> ModuleOp:
             return parse_file(Path(program.strip()), what)
         return parse(program)
     raise UsageError(
-        f"{what} takes relay text, a path to a .mlir file or an xDSL module, "
-        f"but was given {type(program).__name__}"
+        f"{what} takes relay text, a path to a .mlir file or an xDSL module, but was given {type(program).__name__}"
     )
 
 

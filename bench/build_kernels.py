@@ -31,15 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import median_seconds
 from xdsl.passes import PassPipeline
 
 import xrelay
-from xrelay.runtime.c_library import build_c
-from xrelay.runtime.opencl import build_opencl, default_opencl_context
-from xrelay.runtime.kernels import KernelSource
-from xrelay.targets.kernels import kernel_sources
 from xrelay.driver import all_passes
-from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
+from xrelay.runtime.c_library import build_c
+from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.opencl import build_opencl, default_opencl_context
+from xrelay.targets.kernels import kernel_sources
 
 
 def model_text(blocks: int = 8) -> str:

@@ -18,10 +18,10 @@ import numpy as np
 from xdsl.passes import PassPipeline
 
 import xrelay
+from xrelay.driver import all_passes
 from xrelay.runtime.c_library import build_c
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import kernel_sources
-from xrelay.driver import all_passes
 
 M, K, N = 64, 784, 512
 MODEL = f"""func.func @main(%x: tensor<{M}x{K}xf32>, %w: tensor<{N}x{K}xf32>, %b: tensor<{N}xf32>) -> tensor<{M}x{N}xf32> {{

@@ -30,7 +30,9 @@ def chain(n: int, device: str) -> str:
     lines = [f"func.func @main(%v0: {ty}) -> {ty} {{"]
     for i in range(n):
         lines.append(f"  %v{i + 1} = relay.nn.softmax %v{i} : ({ty}) -> {ty}")
-    lines.append(f"  %r = relay.on_device %v{n} {{se_scope = #relay.se_scope<device = {device}>, constrain_result = true}} : {ty}")
+    lines.append(
+        f"  %r = relay.on_device %v{n} {{se_scope = #relay.se_scope<device = {device}>, constrain_result = true}} : {ty}"
+    )
     lines.append(f"  func.return %r : {ty}\n}}")
     return "\n".join(lines)
 
@@ -67,13 +69,18 @@ def bench(n: int, device: str, targets: tuple[str, ...]) -> None:
     run_us = median_us(lambda: exe.run(v0=x))
     exec_us = median_us(executor_only)
     raw_us = median_us(raw)
-    print(f"{device:>7}, {n} nodes: run() {run_us:8.1f} us | executor loop {exec_us:8.1f} us | "
-          f"raw bound calls {raw_us:8.1f} us ({raw_us / n:.2f} us/kernel) | "
-          f"overhead {(exec_us - raw_us) / n:+.3f} us/node; inputs and outputs {run_us - exec_us:.1f} us per run")
+    print(
+        f"{device:>7}, {n} nodes: run() {run_us:8.1f} us | executor loop {exec_us:8.1f} us | "
+        f"raw bound calls {raw_us:8.1f} us ({raw_us / n:.2f} us/kernel) | "
+        f"overhead {(exec_us - raw_us) / n:+.3f} us/node; inputs and outputs {run_us - exec_us:.1f} us per run"
+    )
     if device == "cpu":
         kernels = exe.loaded[0].kernels
         tensors = workspace.tensors
-        calls = [(kernels[ex.nodes[i]["attrs"]["func_name"]], tensors[ex.nodes[i]["inputs"][0][0]], tensors[i]) for _, i in ex.steps]
+        calls = [
+            (kernels[ex.nodes[i]["attrs"]["func_name"]], tensors[ex.nodes[i]["inputs"][0][0]], tensors[i])
+            for _, i in ex.steps
+        ]
 
         def unbound() -> None:
             for kernel, a, out in calls:

@@ -88,7 +88,9 @@ def concat_block(w: Writer, x: str) -> str:
     a = w.op(f"relay.negative {x} : {M}")
     b = w.op(f"relay.abs {x} : {M}")
     c = w.op(f"relay.concatenate {a}, {b} {{axis = 1 : i64}} : ({M}, {M}) -> tensor<8x32xf32>")
-    return w.op(f"relay.strided_slice {c} {{begin = array<i64: 0, 8>, end = array<i64: 8, 24>}} : (tensor<8x32xf32>) -> {M}")
+    return w.op(
+        f"relay.strided_slice {c} {{begin = array<i64: 0, 8>, end = array<i64: 8, 24>}} : (tensor<8x32xf32>) -> {M}"
+    )
 
 
 def injective_block(w: Writer, x: str) -> str:
@@ -142,14 +144,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     args = parser.parse_args()
-    print(f"{'ops':>7} {'groups':>7} {'gc on':>10} {'per op':>9} {'gc off':>10} {'per op':>9}"
-          f"  (fuse-ops, median of {args.runs} runs)")
+    print(
+        f"{'ops':>7} {'groups':>7} {'gc on':>10} {'per op':>9} {'gc off':>10} {'per op':>9}"
+        f"  (fuse-ops, median of {args.runs} runs)"
+    )
     for size in args.sizes:
         text, count = module_text(size)
         on, groups = time_pass(text, args.runs, collect=True)
         off, _ = time_pass(text, args.runs, collect=False)
-        print(f"{count:>7} {groups:>7} {on * 1e3:>7.0f} ms {on / count * 1e6:>6.0f} us"
-              f" {off * 1e3:>7.0f} ms {off / count * 1e6:>6.0f} us")
+        print(
+            f"{count:>7} {groups:>7} {on * 1e3:>7.0f} ms {on / count * 1e6:>6.0f} us"
+            f" {off * 1e3:>7.0f} ms {off / count * 1e6:>6.0f} us"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -18,21 +18,21 @@ import os
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import numpy as np  # noqa: E402
-from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
-from xdsl.passes import PassPipeline  # noqa: E402
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from timing import median_seconds
+from xdsl.passes import PassPipeline
 
-import xrelay  # noqa: E402
-from xrelay.runtime.c_library import build_c  # noqa: E402
-from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl  # noqa: E402
+import xrelay
+from xrelay.driver import all_passes
+from xrelay.runtime.c_library import build_c
 from xrelay.runtime.kernels import KernelSource
-from xrelay.targets.kernels import kernel_sources  # noqa: E402
-from xrelay.driver import all_passes  # noqa: E402
-from timing import median_seconds  # noqa: E402  (bench/ is on sys.path)
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
+from xrelay.targets.kernels import kernel_sources
 
 
 def t(shape: tuple[int, ...]) -> str:
@@ -137,7 +137,7 @@ def main() -> None:
         rng = np.random.default_rng(0)
         arrays = [rng.standard_normal(s).astype(np.float32) for s in case.inputs]
         expected = case.reference(*arrays)
-        numpy_s = median_seconds(lambda: case.reference(*arrays), args.runs)
+        numpy_s = median_seconds(lambda case=case, arrays=arrays: case.reference(*arrays), args.runs)
         c_s, c_out = run_c(case, arrays, args.runs)
         cl_s, cl_out = run_opencl(case, arrays, args.runs, context)
         for out in (c_out, cl_out):

@@ -607,8 +607,10 @@ def table(results: dict[str, Any]) -> str:
                      "idle threads do not spin between calls (OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive, "
                      "onnxruntime allow_spinning=0)")  # fmt: skip
     if note:
-        lines.append("1-thread build: this xrelay.build has no num_threads "
-                     "(XRELAY_NUM_THREADS and OMP_NUM_THREADS were set all the same)")
+        lines.append(
+            "1-thread build: this xrelay.build has no num_threads "
+            "(XRELAY_NUM_THREADS and OMP_NUM_THREADS were set all the same)"
+        )
     return "\n".join(lines)
 
 

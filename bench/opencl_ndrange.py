@@ -18,10 +18,10 @@ import numpy as np
 from xdsl.passes import PassPipeline
 
 import xrelay
-from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
-from xrelay.runtime.kernels import KernelSource
-from xrelay.targets.kernels import kernel_sources
 from xrelay.driver import all_passes
+from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
+from xrelay.targets.kernels import kernel_sources
 
 ROWS, COLS = 1024, 4096
 

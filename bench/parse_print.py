@@ -72,8 +72,7 @@ def module_text(num_ops: int) -> tuple[str, int]:
     lines = lines[:num_ops]
     x = lines[-1].split(" = ")[0]
     header = (
-        f"func.func @main(%x: {X}, %w: tensor<8x8x3x3xf32>, %bias: tensor<8xf32>, "
-        f"%proj: tensor<256x256xf32>) -> {X} {{"
+        f"func.func @main(%x: {X}, %w: tensor<8x8x3x3xf32>, %bias: tensor<8xf32>, %proj: tensor<256x256xf32>) -> {X} {{"
     )
     text = "\n".join([header, *("  " + line for line in lines), f"  func.return {x} : {X}", "}", ""])
     return text, len(lines)
@@ -134,12 +133,18 @@ def main() -> None:
         rows = [
             ("opt-tool start-up (1 op)", median_time(lambda: opt_tool(str(tiny)), args.runs)),
             ("opt-tool parse + verify + print", median_time(lambda: opt_tool(str(path)), args.runs)),
-            ("opt-tool ... --print-op-generic", median_time(lambda: opt_tool(str(path), "--print-op-generic"), args.runs)),
+            (
+                "opt-tool ... --print-op-generic",
+                median_time(lambda: opt_tool(str(path), "--print-op-generic"), args.runs),
+            ),
             ("opt-tool on the generic form", median_time(lambda: opt_tool(str(generic_path)), args.runs)),
         ]
     rows += [
         ("in-process parse (custom syntax)", median_time(lambda: LocParser(ctx, text, "b").parse_module(), args.runs)),
-        ("in-process parse (generic syntax)", median_time(lambda: LocParser(ctx, generic_text, "b").parse_module(), args.runs)),
+        (
+            "in-process parse (generic syntax)",
+            median_time(lambda: LocParser(ctx, generic_text, "b").parse_module(), args.runs),
+        ),
         ("in-process verify", median_time(module.verify, args.runs)),
         ("in-process print (custom syntax)", median_time(lambda: print_module(False), args.runs)),
         ("in-process print (generic syntax)", median_time(lambda: print_module(True), args.runs)),
@@ -149,6 +154,7 @@ def main() -> None:
     for name, (wall, cpu) in rows:
         per_op = "" if "start-up" in name else f"{cpu / count * 1e6:7.0f} us"
         print(f"  {name:<36} {wall:7.2f}s {cpu:7.2f}s {per_op:>10}")
+
 
 if __name__ == "__main__":
     main()

@@ -122,9 +122,7 @@ def broadcast_shapes(lhs: Shape, rhs: Shape) -> Shape:
     out: list[int] = []
     for a, b in zip(padded_lhs, padded_rhs):
         if a != b and 1 not in (a, b):
-            raise VerifyException(
-                f"operand shapes {list(lhs)} and {list(rhs)} are not broadcast-compatible"
-            )
+            raise VerifyException(f"operand shapes {list(lhs)} and {list(rhs)} are not broadcast-compatible")
         out.append(b if a == 1 else a)
     return tuple(out)
 
@@ -151,9 +149,7 @@ class RelayOp(IRDLOperation):
         expected = tensor(self.infer_shape())
         found = self.results[0].type
         if found != expected:
-            raise VerifyException(
-                f"expected result type {expected} for '{self.name}', but found {found}"
-            )
+            raise VerifyException(f"expected result type {expected} for '{self.name}', but found {found}")
 
 
 class UnaryElemwiseOp(RelayOp):
@@ -164,9 +160,7 @@ class UnaryElemwiseOp(RelayOp):
     assembly_format = "$data attr-dict `:` type($res)"
 
     def __init__(self, data: SSAValue, se_scope: SEScopeAttr | None = None):
-        super().__init__(
-            operands=[data], result_types=[data.type], properties={"se_scope": se_scope}
-        )
+        super().__init__(operands=[data], result_types=[data.type], properties={"se_scope": se_scope})
 
     def infer_shape(self) -> Shape:
         return _shape(self.data, "the operand")
@@ -181,9 +175,7 @@ class BinaryBroadcastOp(RelayOp):
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, se_scope: SEScopeAttr | None = None):
         shape = broadcast_shapes(_shape(lhs, "lhs"), _shape(rhs, "rhs"))
-        super().__init__(
-            operands=[lhs, rhs], result_types=[tensor(shape)], properties={"se_scope": se_scope}
-        )
+        super().__init__(operands=[lhs, rhs], result_types=[tensor(shape)], properties={"se_scope": se_scope})
 
     def infer_shape(self) -> Shape:
         return broadcast_shapes(_shape(self.lhs, "lhs"), _shape(self.rhs, "rhs"))
@@ -278,9 +270,7 @@ class ClipOp(UnaryElemwiseOp):
     a_min = prop_def(FloatAttr)
     a_max = prop_def(FloatAttr)
 
-    def __init__(
-        self, data: SSAValue, a_min: float, a_max: float, se_scope: SEScopeAttr | None = None
-    ):
+    def __init__(self, data: SSAValue, a_min: float, a_max: float, se_scope: SEScopeAttr | None = None):
         IRDLOperation.__init__(
             self,
             operands=[data],
@@ -375,8 +365,7 @@ class BiasAddOp(RelayOp):
         axis = self.axis_value
         if bias != (shape[axis],):
             raise VerifyException(
-                f"expected a bias of shape [{shape[axis]}] (axis {axis} of data), "
-                f"but found {list(bias)}"
+                f"expected a bias of shape [{shape[axis]}] (axis {axis} of data), but found {list(bias)}"
             )
         return shape
 
@@ -510,13 +499,11 @@ class StridedSliceOp(OneOperandOp):
         strides = _ints(self.strides) or (1,) * len(begin)
         if not len(begin) == len(end) == len(strides):
             raise VerifyException(
-                f"expected begin, end and strides of one length, but found "
-                f"{len(begin)}, {len(end)} and {len(strides)}"
+                f"expected begin, end and strides of one length, but found {len(begin)}, {len(end)} and {len(strides)}"
             )
         if len(begin) > len(shape):
             raise VerifyException(
-                f"expected at most {len(shape)} slice entries for a tensor of rank {len(shape)}, "
-                f"but found {len(begin)}"
+                f"expected at most {len(shape)} slice entries for a tensor of rank {len(shape)}, but found {len(begin)}"
             )
         if 0 in strides:
             raise VerifyException(f"expected nonzero strides, but found {list(strides)}")
@@ -552,8 +539,7 @@ class ConcatenateOp(RelayOp):
         for i, s in enumerate(shapes):
             if len(s) != len(first) or s[:axis] + s[axis + 1 :] != first[:axis] + first[axis + 1 :]:
                 raise VerifyException(
-                    f"input {i} of shape {list(s)} does not match input 0 of shape {list(first)} "
-                    f"outside axis {axis}"
+                    f"input {i} of shape {list(s)} does not match input 0 of shape {list(first)} outside axis {axis}"
                 )
         return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1 :]
 
@@ -673,15 +659,11 @@ class BatchMatmulOp(RelayOp):
         if len(x) != 3 or len(y) != 3:
             raise VerifyException(f"expected rank-3 operands, but found {list(x)} and {list(y)}")
         if x[2] != y[2] or (x[0] != y[0] and 1 not in (x[0], y[0])):
-            raise VerifyException(
-                f"expected lhs [b, m, k] and rhs [b, n, k], but found {list(x)} and {list(y)}"
-            )
+            raise VerifyException(f"expected lhs [b, m, k] and rhs [b, n, k], but found {list(x)} and {list(y)}")
         return (max(x[0], y[0]), x[1], y[1])
 
 
-def _window_params(
-    name: str, values: tuple[int, ...] | None, default: tuple[int, ...], count: int
-) -> tuple[int, ...]:
+def _window_params(name: str, values: tuple[int, ...] | None, default: tuple[int, ...], count: int) -> tuple[int, ...]:
     if values is None:
         return default
     if len(values) != count:
@@ -705,8 +687,7 @@ def _padding(values: tuple[int, ...] | None) -> tuple[int, int, int, int]:
 def _window_out(size: int, pad: int, window: int, stride: int, dilation: int, what: str) -> int:
     if stride <= 0 or dilation <= 0:
         raise VerifyException(
-            f"expected positive {what} stride and dilation, but found stride {stride} and "
-            f"dilation {dilation}"
+            f"expected positive {what} stride and dilation, but found stride {stride} and dilation {dilation}"
         )
     span = dilation * (window - 1) + 1
     out = (size + pad - span) // stride + 1
@@ -752,9 +733,7 @@ class Conv2DOp(RelayOp):
     def infer_shape(self) -> Shape:
         x, w = _shape(self.data, "data"), _shape(self.weight, "weight")
         if len(x) != 4 or len(w) != 4:
-            raise VerifyException(
-                f"expected NCHW data and OIHW weight of rank 4, but found {list(x)} and {list(w)}"
-            )
+            raise VerifyException(f"expected NCHW data and OIHW weight of rank 4, but found {list(x)} and {list(w)}")
         groups = self.group_count
         if groups <= 0 or x[1] % groups or w[0] % groups or w[1] * groups != x[1]:
             raise VerifyException(
@@ -864,9 +843,7 @@ class ConstantOp(RelayOp):
     assembly_format = "attr-dict `:` type($res)"
 
     def __init__(self, value: DenseIntOrFPElementsAttr, se_scope: SEScopeAttr | None = None):
-        super().__init__(
-            result_types=[value.type], properties={"value": value, "se_scope": se_scope}
-        )
+        super().__init__(result_types=[value.type], properties={"value": value, "se_scope": se_scope})
 
     def infer_shape(self) -> Shape:
         if self.value.type != self.res.type:
@@ -965,12 +942,12 @@ class YieldOp(IRDLOperation):
 class FusedOp(IRDLOperation):
     """A fused group of primitive ops, isolated from above, with one result:
 
-        %r = relay.fused(%a, %b) {kernel_name = "fused_add_exp", se_scope = #relay.se_scope<...>}
-               : (T, T) -> T {
-        ^bb0(%x: T, %y: T):
-          ...
-          relay.yield %v : T
-        }
+    %r = relay.fused(%a, %b) {kernel_name = "fused_add_exp", se_scope = #relay.se_scope<...>}
+           : (T, T) -> T {
+    ^bb0(%x: T, %y: T):
+      ...
+      relay.yield %v : T
+    }
     """
 
     name = "relay.fused"
@@ -1015,8 +992,7 @@ class FusedOp(IRDLOperation):
             raise VerifyException("expected the body to end in relay.yield of exactly one value")
         if terminator.args[0].type != self.res.type:
             raise VerifyException(
-                f"expected the yielded type {terminator.args[0].type} to equal the result type "
-                f"{self.res.type}"
+                f"expected the yielded type {terminator.args[0].type} to equal the result type {self.res.type}"
             )
 
     @property
@@ -1053,7 +1029,7 @@ class LaunchCalleeInterface(SymbolUserOpInterface):
 class LaunchOp(IRDLOperation):
     """A launch of a lowered kernel on a scope (made by convert-relay-to-loops):
 
-        %r = relay.launch @fused_add(%a, %b) {se_scope = #relay.se_scope<...>} : (T, T) -> T
+    %r = relay.launch @fused_add(%a, %b) {se_scope = #relay.se_scope<...>} : (T, T) -> T
     """
 
     name = "relay.launch"
@@ -1065,9 +1041,7 @@ class LaunchOp(IRDLOperation):
     traits = traits_def(Pure(), LaunchCalleeInterface())
     assembly_format = "$callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $res)"
 
-    def __init__(
-        self, callee: str, inputs: Sequence[SSAValue], result_type: Attribute, se_scope: SEScopeAttr
-    ):
+    def __init__(self, callee: str, inputs: Sequence[SSAValue], result_type: Attribute, se_scope: SEScopeAttr):
         super().__init__(
             operands=[list(inputs)],
             result_types=[result_type],

@@ -93,8 +93,7 @@ class SEScopeAttr(ParametrizedAttribute):
     def verify(self) -> None:
         if self.device is not None and self.device not in DEVICE_TYPES:
             raise VerifyException(
-                f"unknown device type '{self.device}' in se_scope; expected one of "
-                + ", ".join(DEVICE_TYPES)
+                f"unknown device type '{self.device}' in se_scope; expected one of " + ", ".join(DEVICE_TYPES)
             )
         if self.id is not None and self.id < 0:
             raise VerifyException(f"se_scope id must be >= 0, but found {self.id}")

@@ -50,14 +50,17 @@ def fused_groups(text: str) -> dict[str, list[str]]:
     passes["plan-devices"]()(targets=TARGETS).apply(xrelay.context(), module)
     passes["fuse-ops"]()().apply(xrelay.context(), module)
     return {
-        op.kernel: [inner.name.removeprefix("relay.") for inner in op.body.block.ops if not isinstance(inner, relay.YieldOp)]
+        op.kernel: [
+            inner.name.removeprefix("relay.") for inner in op.body.block.ops if not isinstance(inner, relay.YieldOp)
+        ]
         for op in module.walk()
         if isinstance(op, relay.FusedOp) and op.kernel is not None
     }
 
 
-def numpy_eager(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray,
-                w3: np.ndarray, b3: np.ndarray) -> np.ndarray:
+def numpy_eager(
+    x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray, w3: np.ndarray, b3: np.ndarray
+) -> np.ndarray:
     """The MLP op by op in numpy, as a user would write it."""
     h = np.maximum(x @ w1.T + b1, 0)
     h = np.maximum(h @ w2.T + b2, 0)
@@ -87,8 +90,10 @@ def main() -> None:
     weights = {name: array for name, array in inputs.items() if name != "x"}
     start = time.perf_counter()
     exe = xrelay.build(text, targets=TARGETS, params=weights)
-    print(f"xrelay.build(targets={TARGETS}, params=<the weights>) in {time.perf_counter() - start:.2f} s "
-          f"on {', '.join(d.name for d in exe.devices)} (primary: {exe.devices[0].name})\n")
+    print(
+        f"xrelay.build(targets={TARGETS}, params=<the weights>) in {time.perf_counter() - start:.2f} s "
+        f"on {', '.join(d.name for d in exe.devices)} (primary: {exe.devices[0].name})\n"
+    )
 
     groups = fused_groups(text)
     x = inputs["x"]
@@ -111,8 +116,10 @@ def main() -> None:
 
     eager_ms = median_ms(lambda: numpy_eager(**inputs))
     xrelay_ms = median_ms(lambda: exe.run(x=x))
-    print(f"latency (median of 50 runs): xrelay {xrelay_ms:.3f} ms, numpy eager (1 BLAS thread) {eager_ms:.3f} ms "
-          f"(xrelay/numpy {xrelay_ms / eager_ms:.2f}x)")
+    print(
+        f"latency (median of 50 runs): xrelay {xrelay_ms:.3f} ms, numpy eager (1 BLAS thread) {eager_ms:.3f} ms "
+        f"(xrelay/numpy {xrelay_ms / eager_ms:.2f}x)"
+    )
     if not ok:
         sys.exit(1)
 

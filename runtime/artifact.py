@@ -59,8 +59,10 @@ def sha256(data: bytes) -> str:
 def save(path: str | Path, artifact: Artifact) -> None:
     root = Path(path)
     if root.exists() and not root.is_dir():
-        raise ArtifactError(f"cannot save to {root}: it is a file, and an executable is saved as a "
-                            "directory; choose a new path or remove the file")
+        raise ArtifactError(
+            f"cannot save to {root}: it is a file, and an executable is saved as a "
+            "directory; choose a new path or remove the file"
+        )
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     files = {"graph.json": json.dumps(artifact.graph, indent=1).encode(), "params.npz": _npz(artifact.params)}
     kernels: list[dict[str, Any]] = []
@@ -75,8 +77,13 @@ def save(path: str | Path, artifact: Artifact) -> None:
         libraries.append({"device": device, "file": name, "machine": library.machine, "compiler": library.compiler})
     for name, data in files.items():
         (root / name).write_bytes(data)
-    manifest = {"format": FORMAT, "version": VERSION, "files": {n: sha256(d) for n, d in files.items()},
-                "kernels": kernels, "libraries": libraries}
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "files": {n: sha256(d) for n, d in files.items()},
+        "kernels": kernels,
+        "libraries": libraries,
+    }
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
@@ -103,8 +110,10 @@ def load(path: str | Path) -> Artifact:
 
 def _manifest(root: Path) -> dict[str, Any]:
     if root.exists() and not root.is_dir():
-        raise ArtifactError(f"{root} is a file, but a saved xrelay executable is a directory "
-                            "(made by Executable.save); to compile a program use xrelay.build")
+        raise ArtifactError(
+            f"{root} is a file, but a saved xrelay executable is a directory "
+            "(made by Executable.save); to compile a program use xrelay.build"
+        )
     try:
         manifest = json.loads((root / "manifest.json").read_text())
     except FileNotFoundError:
@@ -137,8 +146,10 @@ def _verified(root: Path, name: str, digest: str) -> bytes:
 def _kernel(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path) -> KernelSource:
     _check_hashed(entry, files, root, f"kernel {entry['name']}")
     if entry.get("language") not in LANGUAGES:
-        raise ArtifactError(f"{root}/manifest.json gives kernel {entry['name']} the language "
-                            f"{entry.get('language')!r}; expected one of {', '.join(LANGUAGES)}")
+        raise ArtifactError(
+            f"{root}/manifest.json gives kernel {entry['name']} the language "
+            f"{entry.get('language')!r}; expected one of {', '.join(LANGUAGES)}"
+        )
     return KernelSource.from_json(dict(entry), files[entry["file"]].decode())
 
 

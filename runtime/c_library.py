@@ -39,8 +39,7 @@ C_COMPILER = "gcc"
 # The C emitter (`xrelay.targets.c`) guards its `omp simd` reduction pragmas with this macro,
 # so its output also compiles warning-free without -fopenmp-simd (no OpenMP runtime needed).
 SIMD_MACRO = "XRELAY_OMP_SIMD"
-C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp-simd",
-                f"-D{SIMD_MACRO}")
+C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp-simd", f"-D{SIMD_MACRO}")
 # Libraries every kernel library links, after the source: libm, and glibc's vector maths
 # (libmvec), which gcc calls for a vectorised expf or tanhf under -ffast-math (or a `simd`
 # declaration); without it such a library fails to load (undefined symbol _ZGVeN16v_expf).
@@ -111,8 +110,7 @@ def check_c_flags(flags: Sequence[str], target: str | None = None) -> None:
         if not any(re.fullmatch(p, flag) for p in C_FLAG_ALLOW_LIST):
             where = f" in target {target!r}" if target is not None else ""
             raise CompileError(
-                f"unsupported C compiler flag {flag!r}{where}; allowed flags match: "
-                f"{', '.join(C_FLAG_ALLOW_LIST)}"
+                f"unsupported C compiler flag {flag!r}{where}; allowed flags match: {', '.join(C_FLAG_ALLOW_LIST)}"
             )
 
 
@@ -120,8 +118,7 @@ def check_c_flags(flags: Sequence[str], target: str | None = None) -> None:
 def c_compiler_version() -> str:
     if shutil.which(C_COMPILER) is None:
         raise CompileError(
-            f"no C compiler: '{C_COMPILER}' is not on PATH; install it "
-            "(on Debian: `apt-get install gcc`)"
+            f"no C compiler: '{C_COMPILER}' is not on PATH; install it (on Debian: `apt-get install gcc`)"
         )
     result = subprocess.run([C_COMPILER, "--version"], capture_output=True, text=True, check=False)
     return result.stdout.splitlines()[0] if result.stdout else C_COMPILER
@@ -138,8 +135,7 @@ class CKernel:
     def __call__(self, *arrays: np.ndarray) -> None:
         if len(arrays) != self.num_inputs + 1:
             raise TypeError(
-                f"kernel {self.name} takes {self.num_inputs} inputs and one output, "
-                f"but was given {len(arrays)} arrays"
+                f"kernel {self.name} takes {self.num_inputs} inputs and one output, but was given {len(arrays)} arrays"
             )
         for a in arrays:
             if a.dtype != np.float32 or not a.flags.c_contiguous:
@@ -220,9 +216,7 @@ def _compile_c(text: str, argv: list[str], library: Path, names: list[str]) -> N
             check=False,
         )
         if result.returncode != 0:
-            raise CompileError(
-                f"{C_COMPILER} failed to compile kernels {', '.join(names)}:\n{result.stderr}"
-            )
+            raise CompileError(f"{C_COMPILER} failed to compile kernels {', '.join(names)}:\n{result.stderr}")
 
 
 def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibrary:
@@ -242,6 +236,4 @@ def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibra
 def _check_language(sources: Sequence[KernelSource], language: str) -> None:
     for s in sources:
         if s.language != language:
-            raise CompileError(
-                f"kernel {s.name} is {s.language} code, but this builder builds {language} kernels"
-            )
+            raise CompileError(f"kernel {s.name} is {s.language} code, but this builder builds {language} kernels")

@@ -42,8 +42,13 @@ def load(path: str | Path, devices: DeviceTable | None = None) -> Executable:
     """An executable saved with `Executable.save`; hashes are checked before anything runs."""
     saved = artifact.load(path)
     libraries = {device: _usable(library, path, device) for device, library in saved.libraries.items()}
-    return Executable(saved.graph, saved.kernels, saved.params, devices,
-                      {d: lib.data for d, lib in libraries.items() if lib is not None})
+    return Executable(
+        saved.graph,
+        saved.kernels,
+        saved.params,
+        devices,
+        {d: lib.data for d, lib in libraries.items() if lib is not None},
+    )
 
 
 def _usable(library: SavedLibrary, path: str | Path, device: int) -> SavedLibrary | None:
@@ -58,7 +63,10 @@ def _usable(library: SavedLibrary, path: str | Path, device: int) -> SavedLibrar
     warnings.warn(
         f"{path}: the C kernels of device {device} were built on {library.machine} with "
         f"{library.compiler}; this is {machine()} with {compiler}: rebuilding them from the "
-        "saved sources", LibraryRebuiltWarning, stacklevel=3)
+        "saved sources",
+        LibraryRebuiltWarning,
+        stacklevel=3,
+    )
     return None
 
 

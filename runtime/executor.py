@@ -158,8 +158,10 @@ class GraphExecutor:
         node, device, func_name = self.nodes[index], self.entries[index].device, self._func_name(index)
         kernel = kernels[device].get(func_name) if device < len(kernels) else None
         if kernel is None:
-            raise DeviceError(f"node {index} ({node['name']}) calls kernel {func_name}, which device "
-                              f"{self.labels[device]} does not have")
+            raise DeviceError(
+                f"node {index} ({node['name']}) calls kernel {func_name}, which device "
+                f"{self.labels[device]} does not have"
+            )
         return kernel
 
     def _shared_params(self, is_param: list[bool]) -> dict[int, Any]:
@@ -231,10 +233,15 @@ class GraphExecutor:
         if missing or unknown:
             raise InputError(
                 f"the program takes inputs {', '.join(names)}; "
-                + "; ".join(filter(None, [
-                    f"missing {', '.join(missing)}" if missing else "",
-                    f"unknown {', '.join(repr(n) for n in unknown)}" if unknown else "",
-                ]))
+                + "; ".join(
+                    filter(
+                        None,
+                        [
+                            f"missing {', '.join(missing)}" if missing else "",
+                            f"unknown {', '.join(repr(n) for n in unknown)}" if unknown else "",
+                        ],
+                    )
+                )
             )
         return {index: self._checked(name, index, inputs[name]) for name, index in self.inputs.items()}
 
@@ -243,8 +250,10 @@ class GraphExecutor:
         if array.shape != entry.shape:
             raise InputError(f"input {name} must have shape {list(entry.shape)}, but has shape {list(array.shape)}")
         if array.dtype != entry.dtype:
-            raise InputError(f"input {name} must have dtype {entry.dtype}, but has dtype {array.dtype}; "
-                             f"convert it with .astype(np.{entry.dtype})")
+            raise InputError(
+                f"input {name} must have dtype {entry.dtype}, but has dtype {array.dtype}; "
+                f"convert it with .astype(np.{entry.dtype})"
+            )
         return array
 
     def copy_source(self, index: int) -> int:
@@ -305,7 +314,11 @@ class Workspace:
         """Launches once each kernel of a device that compiles kernels at their first launch,
         on this workspace's (unset) buffers, which every run overwrites before it reads them."""
         ex = self.executor
-        cold = {ex.entries[i].device for name, i in ex.steps if name != COPY and ex.devices[ex.entries[i].device].compiles_at_first_launch}
+        cold = {
+            ex.entries[i].device
+            for name, i in ex.steps
+            if name != COPY and ex.devices[ex.entries[i].device].compiles_at_first_launch
+        }
         for (name, index), step in zip(ex.steps, self.steps):
             if name != COPY and ex.entries[index].device in cold:
                 step()
@@ -340,7 +353,9 @@ class Workspace:
             step()
             for dev in self._devices_of(func_name, index):
                 dev.sync()
-            profile.nodes.append((ex.nodes[index]["name"], ex.labels[ex.entries[index].device], time.perf_counter() - t0))
+            profile.nodes.append(
+                (ex.nodes[index]["name"], ex.labels[ex.entries[index].device], time.perf_counter() - t0)
+            )
             if func_name == COPY:
                 pair = (ex.labels[ex.entries[ex.copy_source(index)].device], ex.labels[ex.entries[index].device])
                 count, nbytes = profile.copies.get(pair, (0, 0))

@@ -28,10 +28,21 @@ class KernelSource:
 
     def to_json(self) -> dict[str, Any]:
         """The manifest entry of this kernel, without its source."""
-        return {"name": self.name, "language": self.language, "global_size": list(self.global_size),
-                "num_inputs": self.num_inputs, "device": self.device}
+        return {
+            "name": self.name,
+            "language": self.language,
+            "global_size": list(self.global_size),
+            "num_inputs": self.num_inputs,
+            "device": self.device,
+        }
 
     @classmethod
     def from_json(cls, entry: dict[str, Any], source: str) -> KernelSource:
-        return cls(str(entry["name"]), str(entry["language"]), source,
-                   tuple(int(n) for n in entry["global_size"]), int(entry["num_inputs"]), int(entry["device"]))
+        return cls(
+            str(entry["name"]),
+            str(entry["language"]),
+            source,
+            tuple(int(n) for n in entry["global_size"]),
+            int(entry["num_inputs"]),
+            int(entry["device"]),
+        )

@@ -110,9 +110,7 @@ class OpenCLProgram:
         return self.kernels[name]
 
 
-def build_opencl(
-    cl_context: Any | None, sources: Sequence[KernelSource], options: Sequence[str] = ()
-) -> OpenCLProgram:
+def build_opencl(cl_context: Any | None, sources: Sequence[KernelSource], options: Sequence[str] = ()) -> OpenCLProgram:
     """Builds OpenCL kernels for the devices of `cl_context` (the default context if None).
 
     Not cached here: the platform caches built programs itself (PoCL: 0.02 s warm), and

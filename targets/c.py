@@ -31,7 +31,6 @@ from xrelay.targets.c_style import (
     math_calls,
 )
 
-
 # Defined by the runtime's C builder (`xrelay.runtime.c_library`), which passes -fopenmp-simd.
 SIMD_MACRO = "XRELAY_OMP_SIMD"
 

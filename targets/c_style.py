@@ -55,9 +55,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import LoweringError, location_of
 
 SCOPE_ATTR = "relay.se_scope"
 
@@ -125,12 +125,16 @@ def constant_index(value: SSAValue, target: str) -> int:
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
     if isinstance(op, Operation):
-        _fail(op, f"the {target} target expects constant bounds on the top-level scf.parallel, "
-              f"but found one computed by '{op.name}' at {location_of(op)}")
+        _fail(
+            op,
+            f"the {target} target expects constant bounds on the top-level scf.parallel, "
+            f"but found one computed by '{op.name}' at {location_of(op)}",
+        )
     parent = op.parent_op()
     assert parent is not None
-    _fail(parent, f"the {target} target expects constant bounds on the top-level scf.parallel, "
-          "but found a block argument")
+    _fail(
+        parent, f"the {target} target expects constant bounds on the top-level scf.parallel, but found a block argument"
+    )
 
 
 def trip_counts(loop: scf.ParallelOp, target: str) -> tuple[int, ...]:
@@ -336,8 +340,10 @@ class CStyleEmitter:
     def parameter(self, arg: SSAValue, position: int, count: int) -> str:
         ty = arg.type
         if not isinstance(ty, MemRefType) or any(d < 0 for d in ty.get_shape()):
-            self.fail(self.kernel, f"expects kernel arguments of static memref type, but "
-                      f"@{self.kernel.sym_name.data} has {ty}")
+            self.fail(
+                self.kernel,
+                f"expects kernel arguments of static memref type, but @{self.kernel.sym_name.data} has {ty}",
+            )
         if not isinstance(ty.layout, NoneAttr):
             self.fail(self.kernel, f"expects row-major memrefs without a layout, but found {ty}")
         is_output = position == count - 1
@@ -419,8 +425,11 @@ class CStyleEmitter:
     @emit.register
     def _(self, op: memref.StoreOp) -> None:
         if op.memref in self.kernel.args[:-1]:
-            self.fail(op, f"expects stores only into the output or scratch buffers, but "
-                      f"'memref.store' at {location_of(op)} writes input {self.names[op.memref]}")
+            self.fail(
+                op,
+                f"expects stores only into the output or scratch buffers, but "
+                f"'memref.store' at {location_of(op)} writes input {self.names[op.memref]}",
+            )
         target = f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]"
         self.line(f"{target} = {self.expr(op.value)};")
 
@@ -525,15 +534,21 @@ class CStyleEmitter:
 
     def require_vectors(self, op: Operation) -> None:
         if not self.vector_widths:
-            self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}: {self.target} kernels have "
-                      "no vector types (split-reductions vectorises opencl kernels only)")
+            self.fail(
+                op,
+                f"cannot emit '{op.name}' at {location_of(op)}: {self.target} kernels have "
+                "no vector types (split-reductions vectorises opencl kernels only)",
+            )
 
     def vector_type(self, ty: VectorType, op: Operation) -> str:
         self.require_vectors(op)
         shape = ty.get_shape()
         if len(shape) != 1 or shape[0] not in self.vector_widths or not isinstance(ty.element_type, Float32Type):
-            self.fail(op, f"cannot represent type {ty} (in '{op.name}' at {location_of(op)}); "
-                      f"its vectors are of f32 with {', '.join(map(str, self.vector_widths))} lanes")
+            self.fail(
+                op,
+                f"cannot represent type {ty} (in '{op.name}' at {location_of(op)}); "
+                f"its vectors are of f32 with {', '.join(map(str, self.vector_widths))} lanes",
+            )
         return f"float{shape[0]}"
 
     def lanes_of(self, ty: Attribute, op: Operation) -> int:
@@ -562,8 +577,9 @@ class CStyleEmitter:
             lanes = [f"{self.expr(op.dest)}.s{lane:x}" for lane in range(width)]
         position = op.static_position.get_values()
         if op.dynamic_position or len(position) != 1 or isinstance(op.source.type, VectorType):
-            self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}: only a scalar at a "
-                      "constant lane of a 1-d vector")
+            self.fail(
+                op, f"cannot emit '{op.name}' at {location_of(op)}: only a scalar at a constant lane of a 1-d vector"
+            )
         lanes[position[0]] = self.expr(op.source)
         return lanes
 
@@ -719,7 +735,4 @@ MATH_FUNCTIONS: dict[type[Operation], str] = {
 
 def math_calls(suffix: str) -> dict[type[Operation], Expr]:
     """`code_for_op` entries calling MATH_FUNCTIONS, each name followed by `suffix`."""
-    return {
-        op: lambda *args, fn=name + suffix: f"{fn}({', '.join(args)})"
-        for op, name in MATH_FUNCTIONS.items()
-    }
+    return {op: lambda *args, fn=name + suffix: f"{fn}({', '.join(args)})" for op, name in MATH_FUNCTIONS.items()}

@@ -65,8 +65,10 @@ def executor_graph(module: ModuleOp) -> ExecutorGraph:
     unplanned = next((v for v in tensors(main) if storage_id(v) is None), None)
     if unplanned is not None:
         what = f"%{unplanned.name_hint}" if unplanned.name_hint else "a tensor"
-        message = (f"the graph-json target expects a memory plan, but {what} of @main has no storage id; "
-                   "run inline-calls,plan-memory first (e.g. -p '...,convert-relay-to-loops,inline-calls,plan-memory')")
+        message = (
+            f"the graph-json target expects a memory plan, but {what} of @main has no storage id; "
+            "run inline-calls,plan-memory first (e.g. -p '...,convert-relay-to-loops,inline-calls,plan-memory')"
+        )
         main.emit_error(message, LoweringError(message))
     return _GraphBuilder(main).build()
 

@@ -58,7 +58,5 @@ class OpenCLTarget(Target):
     name = "opencl"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        kernels = [
-            k for k in lowered_kernels(module, self.name) if kernel_scope(k).device == "opencl"
-        ]
+        kernels = [k for k in lowered_kernels(module, self.name) if kernel_scope(k).device == "opencl"]
         output.write(OpenCLEmitter.render_unit(kernels))

@@ -197,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(e))
     except ModuleNotFoundError as e:
         what = f"target '{tool.args.target}'" if tool.args.target else "this pipeline"
-        _fail(f"{what} needs the Python package '{e.name}', which is not installed; install it (pip install {e.name}) or use another")
+        _fail(
+            f"{what} needs the Python package '{e.name}', which is not installed; install it (pip install {e.name}) or use another"
+        )
     except Exception as e:
         # An error that xDSL already attributed to an op (raised through `op.emit_error`,
         # e.g. a pattern of one of xDSL's passes giving up) is a user error; anything else

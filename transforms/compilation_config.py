@@ -32,8 +32,7 @@ def device_of_target(target: str) -> str:
     kind = target_kind(target)
     if kind not in TARGET_KIND_DEVICES:
         raise ConfigError(
-            f"unknown target kind '{kind}' in target \"{target}\"; expected one of "
-            + ", ".join(TARGET_KIND_DEVICES)
+            f"unknown target kind '{kind}' in target \"{target}\"; expected one of " + ", ".join(TARGET_KIND_DEVICES)
         )
     return TARGET_KIND_DEVICES[kind]
 
@@ -55,15 +54,12 @@ class CompilationConfig:
         by_device = _targets_by_device(targets)
         host_device = device_of_target(host_target)
         if host_device != "cpu":
-            raise ConfigError(
-                f"host-target must compile for cpu, but \"{host_target}\" compiles for {host_device}"
-            )
+            raise ConfigError(f'host-target must compile for cpu, but "{host_target}" compiles for {host_device}')
         by_device.setdefault("cpu", host_target)
         device = _default_device(targets, default_device)
         if device not in by_device:
             raise ConfigError(
-                f"default-device {device} has no target; add one to targets "
-                f"(configured: {', '.join(targets)})"
+                f"default-device {device} has no target; add one to targets (configured: {', '.join(targets)})"
             )
         return CompilationConfig(
             targets=by_device,
@@ -93,8 +89,8 @@ class CompilationConfig:
         if device is None or self.targets.get(device) != scope.target:
             configured = self.targets.get(device or "", "none")
             return (
-                f"scope {scope.short_str()} names target \"{scope.target}\", but the target "
-                f"configured for {device or 'its device'} is \"{configured}\""
+                f'scope {scope.short_str()} names target "{scope.target}", but the target '
+                f'configured for {device or "its device"} is "{configured}"'
             )
         return None
 
@@ -123,7 +119,7 @@ def _targets_by_device(targets: Sequence[str]) -> dict[str, str]:
         device = device_of_target(target)
         if device in by_device:
             raise ConfigError(
-                f"two targets for device type {device}: \"{by_device[device]}\" and \"{target}\"; "
+                f'two targets for device type {device}: "{by_device[device]}" and "{target}"; '
                 "give one target per device type"
             )
         by_device[device] = target
@@ -138,8 +134,7 @@ def _default_device(targets: Sequence[str], default_device: str | None) -> str:
     if default_device in TARGET_KIND_DEVICES:
         return TARGET_KIND_DEVICES[default_device]
     raise ConfigError(
-        f"unknown default-device '{default_device}'; expected a device type such as "
-        + ", ".join(DEVICE_TYPES)
+        f"unknown default-device '{default_device}'; expected a device type such as " + ", ".join(DEVICE_TYPES)
     )
 
 

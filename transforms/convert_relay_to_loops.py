@@ -58,16 +58,15 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, scf
-from xdsl.dialects import memref
+from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.diagnostics import LoweringError, location_of
 from xrelay.transforms.loop_builders import GroupEmitter
 
 PASS = "convert-relay-to-loops"

@@ -97,14 +97,20 @@ def function_bodies(module: ModuleOp) -> list[Block]:
     for op in module.walk():
         if isinstance(op, func.FuncOp) and op.body.blocks:
             if len(op.body.blocks) > 1:
-                _fail(op, f"fuse-ops expects functions of one block, but @{op.sym_name.data} "
-                          f"has {len(op.body.blocks)}; fuse-ops handles dataflow functions only")
+                _fail(
+                    op,
+                    f"fuse-ops expects functions of one block, but @{op.sym_name.data} "
+                    f"has {len(op.body.blocks)}; fuse-ops handles dataflow functions only",
+                )
             bodies.append(op.body.block)
         elif is_primitive(op) and not _is_fusable_position(op):
             parent = op.parent_op()
-            _fail(op, f"fuse-ops expects '{op.name}' at the top level of a function body, "
-                      f"but found it inside '{parent.name if parent else 'nothing'}'; "
-                      f"move it out of the region, or call a function that holds it")
+            _fail(
+                op,
+                f"fuse-ops expects '{op.name}' at the top level of a function body, "
+                f"but found it inside '{parent.name if parent else 'nothing'}'; "
+                f"move it out of the region, or call a function that holds it",
+            )
     return bodies
 
 

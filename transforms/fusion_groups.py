@@ -123,9 +123,7 @@ class GraphPartitioner:
                 continue
             self._fuse_by_pattern(node, group, dom, sink, phase)
 
-    def _fuse_by_pattern(
-        self, node: Node, group: Group, dom: DomNode, sink: Node, phase: int
-    ) -> None:
+    def _fuse_by_pattern(self, node: Node, group: Group, dom: DomNode, sink: Node, phase: int) -> None:
         if group.pattern == OUT_EWISE_FUSABLE:
             if phase == 0 and dom.pattern == ELEMWISE:
                 self._fuse_if(node, sink, _at_most_broadcast)

@@ -47,9 +47,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -330,7 +329,6 @@ class KernelBuilder:
         return list(op.results)
 
 
-
 class GroupEmitter(KernelBuilder):
     """Emits the scalar code of one fused group: `value_at(v, idx)` for any value of the group."""
 
@@ -456,9 +454,7 @@ class GroupEmitter(KernelBuilder):
         shifted_exp, total = self.softmax_row(op, row)
         return self.emit(arith.DivfOp(shifted_exp(idx[axis]), total))
 
-    def softmax_row(
-        self, op: relay.SoftmaxOp, row: list[SSAValue]
-    ) -> tuple[Callable[[SSAValue], SSAValue], SSAValue]:
+    def softmax_row(self, op: relay.SoftmaxOp, row: list[SSAValue]) -> tuple[Callable[[SSAValue], SSAValue], SSAValue]:
         """For the row at `row` (the index without the axis): `exp(x[k] - max)` and the sum."""
         axis, extent = op.axis_value, shape_of(op.data)[op.axis_value]
 
@@ -741,7 +737,9 @@ class GroupEmitter(KernelBuilder):
         (total,) = self.loops(
             [rows, cols], [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], at(*ivs)))]
         )
-        return self.emit(arith.DivfOp(total, self.index_to_f32(self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0])))))
+        return self.emit(
+            arith.DivfOp(total, self.index_to_f32(self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0]))))
+        )
 
     def index_to_f32(self, value: SSAValue) -> SSAValue:
         known = self.known.get(value)

@@ -140,12 +140,9 @@ def _collect_signature(c: Constraints, fn: func.FuncOp) -> None:
     name = fn.sym_name.data
     ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
     c.params[name] = [
-        _attr_domain(c, fn, fn.arg_attrs, i, f"argument {_arg_name(fn, i)} of @{name}")
-        for i in range(len(ins))
+        _attr_domain(c, fn, fn.arg_attrs, i, f"argument {_arg_name(fn, i)} of @{name}") for i in range(len(ins))
     ]
-    c.results[name] = [
-        _attr_domain(c, fn, fn.res_attrs, i, f"result #{i} of @{name}") for i in range(len(outs))
-    ]
+    c.results[name] = [_attr_domain(c, fn, fn.res_attrs, i, f"result #{i} of @{name}") for i in range(len(outs))]
     if not fn.is_declaration:
         for arg, domain in zip(fn.args, c.params[name]):
             c.values[arg] = domain
@@ -164,10 +161,7 @@ def _attr_domain(
     if scope is None:
         return c.domains.fresh()
     if not isinstance(scope, SEScopeAttr):
-        msg = (
-            f"expected {SCOPE_ATTR} of {what} ({location_of(fn)}) to be a #relay.se_scope, "
-            f"but found {scope}"
-        )
+        msg = f"expected {SCOPE_ATTR} of {what} ({location_of(fn)}) to be a #relay.se_scope, but found {scope}"
         fn.emit_error(msg, PlacementError(msg))
     origin = f"{SCOPE_ATTR} of {what}"
     scope = _checked(c, fn, scope, f"{origin} ({location_of(fn)})")
@@ -297,10 +291,7 @@ def _checked(c: Constraints, op: Operation, scope: SEScopeAttr, what: str) -> SE
     target implies filled in."""
     problem = c.config.check(scope)
     if problem is not None:
-        msg = (
-            f"{what}: {problem}; add the target to plan-devices' targets option or change "
-            "the scope"
-        )
+        msg = f"{what}: {problem}; add the target to plan-devices' targets option or change the scope"
         op.emit_error(msg, ConfigError(msg))
     if scope.device is None and scope.target is not None:
         device = TARGET_KIND_DEVICES.get(target_kind(scope.target))
@@ -488,9 +479,7 @@ class WriteBack:
         """Drop on_device ops and the copies that were merged or redundant; unused constants
         get the default scope."""
         for op in reversed(ops):
-            if isinstance(op, relay.OnDeviceOp) or (
-                isinstance(op, relay.DeviceCopyOp) and op not in self.kept
-            ):
+            if isinstance(op, relay.OnDeviceOp) or (isinstance(op, relay.DeviceCopyOp) and op not in self.kept):
                 assert not op.res.uses, "every reader was rewired to the annotation's source"
                 Rewriter.erase_op(op)
             elif isinstance(op, relay.ConstantOp) and op.se_scope is None:

@@ -79,11 +79,16 @@ def check_lowered(main: func.FuncOp) -> None:
     """@main holds only launches, copies, constants and the return; every tensor has a scope."""
     for op in main.body.block.ops:
         if isinstance(op, func.CallOp):
-            _fail(op, f"expects no calls in @main, but found a call to @{op.callee.string_value()}; "
-                  "run inline-calls first")
+            _fail(
+                op,
+                f"expects no calls in @main, but found a call to @{op.callee.string_value()}; run inline-calls first",
+            )
         if not isinstance(op, (*GRAPH_OPS, func.ReturnOp)):
-            _fail(op, "expects a lowered @main (relay.launch, relay.device_copy, relay.constant, "
-                  f"func.return), but found {op.name}; run convert-relay-to-loops first")
+            _fail(
+                op,
+                "expects a lowered @main (relay.launch, relay.device_copy, relay.constant, "
+                f"func.return), but found {op.name}; run convert-relay-to-loops first",
+            )
     for value in tensors(main):
         _check_tensor(main, value)
         scope_of(value)
@@ -95,8 +100,11 @@ def _check_tensor(main: func.FuncOp, value: SSAValue) -> None:
     op, what = main, f"parameter %{value.name_hint or value.index}" if isinstance(value, BlockArgument) else ""
     if isinstance(value.owner, Operation):
         op, what = value.owner, f"the result of {value.owner.name}"
-    _fail(op, f"expects @main's values to be tensors (the executor's buffers), but {what} is "
-          f"{value.type}; @main takes and returns tensors, memrefs belong to kernels")
+    _fail(
+        op,
+        f"expects @main's values to be tensors (the executor's buffers), but {what} is "
+        f"{value.type}; @main takes and returns tensors, memrefs belong to kernels",
+    )
 
 
 def tensors(main: func.FuncOp) -> Iterator[SSAValue]:

@@ -330,7 +330,9 @@ def gather(inside: Builder, values: list[SSAValue]) -> SSAValue:
         # (`create` with the position made once: InsertOp's constructor cost a third of
         # the pass's time)
         insert = vector.InsertOp.create(
-            operands=[value, lanes], result_types=[LANE_VECTOR], properties={"static_position": LANE_POSITIONS[position]}
+            operands=[value, lanes],
+            result_types=[LANE_VECTOR],
+            properties={"static_position": LANE_POSITIONS[position]},
         )
         lanes = inside.insert(insert).result
     return lanes

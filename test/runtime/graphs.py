@@ -18,7 +18,9 @@ CL0: Scope = {"kind": "opencl", "id": 0, "target": "opencl", "memory": "global"}
 CL1: Scope = {"kind": "opencl", "id": 1, "target": "opencl", "memory": "global"}
 
 
-def graph(nodes: list[tuple[str, str | None, list[int], int, int]], heads: list[int], scopes: list[Scope]) -> dict[str, Any]:
+def graph(
+    nodes: list[tuple[str, str | None, list[int], int, int]], heads: list[int], scopes: list[Scope]
+) -> dict[str, Any]:
     """A graph JSON object from `(name, func_name or None for inputs, inputs, device, storage)`."""
     json_nodes = []
     for name, func_name, inputs, _, _ in nodes:
@@ -92,12 +94,16 @@ def sources(scope: Scope, device: int = 0) -> list[KernelSource]:
     result = []
     for name, sign in (("add", "+"), ("sub", "-")):
         if scope["kind"] == "cpu":
-            text = (f"void {name}(const float *restrict a, const float *restrict b, float *restrict out) "
-                    f"{{ for (int i = 0; i < {N}; ++i) out[i] = a[i] {sign} b[i]; }}\n")
+            text = (
+                f"void {name}(const float *restrict a, const float *restrict b, float *restrict out) "
+                f"{{ for (int i = 0; i < {N}; ++i) out[i] = a[i] {sign} b[i]; }}\n"
+            )
             result.append(KernelSource(name, "c", text, (N,), 2, device))
         else:
-            text = (f"__kernel void {name}(__global const float *a, __global const float *b, __global float *out) "
-                    f"{{ size_t i = get_global_id(0); out[i] = a[i] {sign} b[i]; }}\n")
+            text = (
+                f"__kernel void {name}(__global const float *a, __global const float *b, __global float *out) "
+                f"{{ size_t i = get_global_id(0); out[i] = a[i] {sign} b[i]; }}\n"
+            )
             result.append(KernelSource(name, "opencl", text, (N,), 2, device))
     return result
 

@@ -33,7 +33,12 @@ def manifest(root: Path) -> dict:
 
 def test_the_library_is_saved_with_its_machine_and_compiler(saved: Path) -> None:
     (library,) = manifest(saved)["libraries"]
-    assert library == {"device": 0, "file": "kernels/device0.so", "machine": machine(), "compiler": c_compiler_version()}
+    assert library == {
+        "device": 0,
+        "file": "kernels/device0.so",
+        "machine": machine(),
+        "compiler": c_compiler_version(),
+    }
     assert (saved / "kernels" / "device0.so").read_bytes()[:4] == b"\x7fELF"
 
 
@@ -63,7 +68,9 @@ def test_load_rebuilds_a_library_of_another_machine_or_compiler(saved: Path, fie
     data = manifest(saved)
     data["libraries"][0][field] = "elsewhere"
     (saved / "manifest.json").write_text(json.dumps(data))
-    with pytest.warns(LibraryRebuiltWarning, match="device 0 were built on .*elsewhere.*: rebuilding them from the saved sources"):
+    with pytest.warns(
+        LibraryRebuiltWarning, match="device 0 were built on .*elsewhere.*: rebuilding them from the saved sources"
+    ):
         exe = xrelay.runtime.load(saved)
     x = inputs("ABD")
     np.testing.assert_allclose(exe.run(x), simplex_expected(x), rtol=1e-6)
@@ -79,7 +86,11 @@ def test_an_edited_library_is_rejected(saved: Path) -> None:
 def test_save_onto_a_file_and_load_of_a_file_say_what_an_artifact_is(tmp_path: Path) -> None:
     graph, kernels = simplex_on([CPU, CL0])
     (tmp_path / "model.mlir").write_text("func.func @main() { func.return }")
-    with pytest.raises(ArtifactError, match="cannot save to .*model.mlir: it is a file, and an executable is saved as a directory"):
+    with pytest.raises(
+        ArtifactError, match="cannot save to .*model.mlir: it is a file, and an executable is saved as a directory"
+    ):
         Executable(graph, kernels, {}).save(tmp_path / "model.mlir")
-    with pytest.raises(ArtifactError, match="model.mlir is a file, but a saved xrelay executable is a directory .*use xrelay.build"):
+    with pytest.raises(
+        ArtifactError, match="model.mlir is a file, but a saved xrelay executable is a directory .*use xrelay.build"
+    ):
         xrelay.runtime.load(tmp_path / "model.mlir")

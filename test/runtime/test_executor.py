@@ -48,7 +48,9 @@ def real_executor(nodes: list[Any], heads: list[int], scopes: list[Scope], specs
 # --- numpy devices: the executor alone -------------------------------------------------------
 
 
-@pytest.mark.parametrize("nodes, expected, names", [(SIMPLEX, simplex_expected, "ABD"), (DUPLEX, duplex_expected, "ABCD")])
+@pytest.mark.parametrize(
+    "nodes, expected, names", [(SIMPLEX, simplex_expected, "ABD"), (DUPLEX, duplex_expected, "ABCD")]
+)
 def test_numpy_devices(nodes: list[Any], expected: Any, names: str) -> None:
     devices = [NumpyDevice(0), NumpyDevice(1)]
     executor = GraphExecutor(graph(nodes, [len(nodes) - 1], [CPU, CL0]), devices, [python_kernels()] * 2)
@@ -56,7 +58,9 @@ def test_numpy_devices(nodes: list[Any], expected: Any, names: str) -> None:
     np.testing.assert_array_equal(run(executor, x), expected(x))
     profile = executor.profile(x)
     copies = {pair: count for pair, (count, _) in profile.copies.items()}
-    assert copies == ({("opencl:0", "cpu:0"): 1} if nodes is SIMPLEX else {("opencl:0", "cpu:0"): 1, ("cpu:0", "opencl:0"): 1})
+    assert copies == (
+        {("opencl:0", "cpu:0"): 1} if nodes is SIMPLEX else {("opencl:0", "cpu:0"): 1, ("cpu:0", "opencl:0"): 1}
+    )
     assert profile.pool_bytes == {"cpu:0": 4 * N * 3, "opencl:0": 4 * N * (3 if nodes is SIMPLEX else 6)}
 
 
@@ -116,7 +120,9 @@ def test_input_errors(bad: dict[str, Any], message: str) -> None:
 # --- real devices: C kernels on the host, OpenCL kernels on PoCL -------------------------------
 
 
-@pytest.mark.parametrize("nodes, expected, names", [(SIMPLEX, simplex_expected, "ABD"), (DUPLEX, duplex_expected, "ABCD")])
+@pytest.mark.parametrize(
+    "nodes, expected, names", [(SIMPLEX, simplex_expected, "ABD"), (DUPLEX, duplex_expected, "ABCD")]
+)
 def test_cpu_and_opencl(nodes: list[Any], expected: Any, names: str) -> None:
     executor = real_executor(nodes, [len(nodes) - 1], [CPU, CL0], ["cpu", "opencl:0"])
     x = inputs(names)

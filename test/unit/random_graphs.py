@@ -133,9 +133,7 @@ class Builder:
 
     def pick(self, pred=lambda v: True, device: str | None = None) -> Value | None:
         """A pool value satisfying `pred` usable on `device`: free, open or bound to it."""
-        candidates = [
-            v for v in self.pool if pred(v) and (v.bound is None or device is None or v.bound == device)
-        ]
+        candidates = [v for v in self.pool if pred(v) and (v.bound is None or device is None or v.bound == device)]
         if not candidates:
             return None
         recent = candidates[-4:]  # prefer recent values: deeper graphs
@@ -153,7 +151,9 @@ class Builder:
         device = self.rng.choice(self.devices) if self.annotate else None
         x = self.pick(device=device) or self.param(self.rng.choice(SHAPES))
         kind = self.rng.choice(
-            ["unary"] * 4 + ["binary"] * 4 + ["reduce", "softmax", "transpose", "reshape", "dense", "concat", "slice", "bias", "expand", "clip"]
+            ["unary"] * 4
+            + ["binary"] * 4
+            + ["reduce", "softmax", "transpose", "reshape", "dense", "concat", "slice", "bias", "expand", "clip"]
         )
         result = getattr(self, f"op_{kind}")(x, device)
         if result is None or device is None:
@@ -218,9 +218,7 @@ class Builder:
 
     def one_operand(self, op: str, x: Value, attrs: str, out: tuple[int, ...], device: str | None) -> Value:
         attr_text = f" {{{attrs}}}" if attrs else ""
-        return self.emit(
-            f"{op} {x.name}{attr_text} : ({tensor_type(x.shape)}) -> {tensor_type(out)}", out, device, [x]
-        )
+        return self.emit(f"{op} {x.name}{attr_text} : ({tensor_type(x.shape)}) -> {tensor_type(out)}", out, device, [x])
 
     def op_reduce(self, x: Value, device: str | None) -> Value | None:
         if len(x.shape) < 2:
@@ -229,8 +227,10 @@ class Builder:
         axes = sorted(self.rng.sample(range(rank), self.rng.randint(1, rank - 1)))
         axes_text = [a - rank if self.rng.random() < 0.3 else a for a in axes]
         keep = self.rng.random() < 0.5
-        out = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keep else tuple(
-            d for i, d in enumerate(x.shape) if i not in axes
+        out = (
+            tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+            if keep
+            else tuple(d for i, d in enumerate(x.shape) if i not in axes)
         )
         attrs = f"axis = array<i64: {', '.join(map(str, axes_text))}>" + (", keepdims = true" if keep else "")
         return self.one_operand(self.rng.choice(REDUCE), x, attrs, out, device)
@@ -321,6 +321,4 @@ def random_inputs(module: ModuleOp, seed: int = 0) -> dict[str, np.ndarray]:
     """Standard-normal float32 arrays for @main's parameters, by name."""
     rng = np.random.default_rng(seed)
     main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-    return {
-        arg.name_hint: rng.standard_normal(arg.type.get_shape()).astype(np.float32) for arg in main.args
-    }
+    return {arg.name_hint: rng.standard_normal(arg.type.get_shape()).astype(np.float32) for arg in main.args}

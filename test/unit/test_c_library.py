@@ -116,8 +116,9 @@ def test_build_rejects_flags_outside_the_allow_list(cache: Path, flag: str) -> N
 def test_gcc_error_is_a_compile_error_with_its_message(cache: Path) -> None:
     (good,) = sources("c", [ELEMENTWISE])
     bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
-    with pytest.raises(CompileError, match="gcc failed to compile kernels k_elementwise:\n(.|\n)*"
-                       "error: .undeclared_buffer. undeclared"):
+    with pytest.raises(
+        CompileError, match="gcc failed to compile kernels k_elementwise:\n(.|\n)*error: .undeclared_buffer. undeclared"
+    ):
         build_c([bad])
 
 

@@ -50,13 +50,19 @@ def test_target_kinds(kind, device):
 @pytest.mark.parametrize(
     "options, message",
     [
-        (dict(targets=("c", "llvm")), 'two targets for device type cpu: "c" and "llvm"; give one target per device type'),
+        (
+            dict(targets=("c", "llvm")),
+            'two targets for device type cpu: "c" and "llvm"; give one target per device type',
+        ),
         (dict(targets=("opencl", "opencl -fast")), "two targets for device type opencl"),
         (dict(targets=("fpga",)), "unknown target kind 'fpga' in target \"fpga\"; expected one of c, llvm, opencl"),
         (dict(targets=()), "targets must name at least one target"),
         (dict(targets=("c",), default_device="opencl"), "default-device opencl has no target; add one to targets"),
         (dict(targets=("c",), default_device="gpu"), "unknown default-device 'gpu'"),
-        (dict(targets=("c",), host_target="opencl"), 'host-target must compile for cpu, but "opencl" compiles for opencl'),
+        (
+            dict(targets=("c",), host_target="opencl"),
+            'host-target must compile for cpu, but "opencl" compiles for opencl',
+        ),
         (dict(targets=("c",), host_target="wasm"), "unknown target kind 'wasm'"),
     ],
 )
@@ -86,7 +92,7 @@ def test_check():
     assert 'names target "opencl", but the target configured for cpu is "c"' in config.check(
         SEScopeAttr("cpu", target="opencl")
     )
-    assert "names target \"vulkan\"" in config.check(SEScopeAttr(target="vulkan"))
+    assert 'names target "vulkan"' in config.check(SEScopeAttr(target="vulkan"))
 
 
 def test_canonical():

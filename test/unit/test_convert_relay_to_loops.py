@@ -154,8 +154,8 @@ def test_transpose_default_reverses() -> None:
 
 def test_squeeze_and_expand_dims() -> None:
     body = f"""
-    %s = relay.squeeze %x {{axis = array<i64: -1, 0>}} : ({t('1x3x1')}) -> {t('3')}
-    %r = relay.expand_dims %s {{axis = -1 : i64, num_newaxis = 2 : i64}} : ({t('3')}) -> {t('3x1x1')}"""
+    %s = relay.squeeze %x {{axis = array<i64: -1, 0>}} : ({t("1x3x1")}) -> {t("3")}
+    %r = relay.expand_dims %s {{axis = -1 : i64, num_newaxis = 2 : i64}} : ({t("3")}) -> {t("3x1x1")}"""
     check_lowering(fused_module("x:1x3x1", body))
 
 
@@ -231,7 +231,12 @@ CONV_CASES = [
     ("1x2x5x5", "2x2x3x3", "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", "1x2x3x3"),
     ("2x2x5x4", "2x2x2x2", "{dilation = array<i64: 2, 1>, padding = array<i64: 0, 1, 1, 0>}", "2x2x4x4"),
     ("1x4x3x3", "6x2x2x2", "{groups = 2 : i64, padding = array<i64: 1, 1>, strides = array<i64: 1, 2>}", "1x6x4x2"),
-    ("1x2x3x3", "2x1x3x3", "{groups = 2 : i64, padding = array<i64: 2, 0, 0, 2>, dilation = array<i64: 2, 2>}", "1x2x1x1"),
+    (
+        "1x2x3x3",
+        "2x1x3x3",
+        "{groups = 2 : i64, padding = array<i64: 2, 0, 0, 2>, dilation = array<i64: 2, 2>}",
+        "1x2x1x1",
+    ),
 ]
 
 # Results at least MIN_ROW_WIDTH wide: a work item per output row (store_conv_rows).
@@ -239,8 +244,18 @@ ROW_CONV_CASES = [
     ("1x2x6x7", "3x2x3x3", "{padding = array<i64: 1, 2, 3, 1>}", "1x3x8x8"),  # every side, unequal
     ("2x3x7x9", "2x3x3x2", "{strides = array<i64: 2, 3>, padding = array<i64: 2, 1, 0, 2>}", "2x2x4x4"),
     ("1x2x6x9", "2x2x2x3", "{dilation = array<i64: 2, 3>, padding = array<i64: 1, 2, 1, 2>}", "1x2x6x7"),
-    ("1x4x5x6", "6x2x3x3", "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 2>}", "1x6x5x3"),
-    ("1x6x4x8", "6x2x1x3", "{groups = 3 : i64, strides = array<i64: 1, 2>, dilation = array<i64: 1, 2>, padding = array<i64: 0, 3, 0, 0>}", "1x6x4x4"),
+    (
+        "1x4x5x6",
+        "6x2x3x3",
+        "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 2>}",
+        "1x6x5x3",
+    ),
+    (
+        "1x6x4x8",
+        "6x2x1x3",
+        "{groups = 3 : i64, strides = array<i64: 1, 2>, dilation = array<i64: 1, 2>, padding = array<i64: 0, 3, 0, 0>}",
+        "1x6x4x4",
+    ),
     ("1x1x3x4", "2x1x2x2", "{padding = array<i64: 3, 4, 3, 4>}", "1x2x8x11"),  # rows and columns of padding only
     ("1x2x5x16", "1x2x3x3", "{strides = array<i64: 1, 4>}", "1x1x3x4"),  # input columns no window reads
     # at least 16 wide: blocks of 4 output channels, within each conv group
@@ -258,7 +273,11 @@ def test_conv2d(data: str, weight: str, attrs: str, result: str) -> None:
 
 POOL_CASES = [
     ("1x2x4x4", "{pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>}", "1x2x2x2"),
-    ("1x1x5x5", "{pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", "1x1x3x3"),
+    (
+        "1x1x5x5",
+        "{pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}",
+        "1x1x3x3",
+    ),
     ("2x1x3x4", "{pool_size = array<i64: 2, 3>, padding = array<i64: 1, 2, 0, 1>}", "2x1x3x5"),
 ]
 
@@ -272,8 +291,11 @@ def test_pool2d(op: str, data: str, attrs: str, result: str) -> None:
 
 def test_max_pool2d_all_negative_inputs_ignore_padding() -> None:
     """Padding never wins a max, even when every input is negative."""
-    text = fused_module("x:1x1x3x3", "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 2, 2>, "
-                        f"padding = array<i64: 1, 1, 1, 1>}} : ({t('1x1x3x3')}) -> {t('1x1x4x4')}")
+    text = fused_module(
+        "x:1x1x3x3",
+        "%r = relay.nn.max_pool2d %x {pool_size = array<i64: 2, 2>, "
+        f"padding = array<i64: 1, 1, 1, 1>}} : ({t('1x1x3x3')}) -> {t('1x1x4x4')}",
+    )
     x = -np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
     got = run_lowered(lower(text), {"x_in": x})
     np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), {"x_in": x}))
@@ -290,9 +312,9 @@ def test_global_avg_pool2d() -> None:
 
 def test_conv2d_bias_add_relu() -> None:
     body = f"""
-    %c = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 1>}} : ({t('1x2x5x3')}, {t('3x2x3x3')}) -> {t('1x3x3x3')}
-    %b1 = relay.nn.bias_add %c, %b : ({t('1x3x3x3')}, {t('3')}) -> {t('1x3x3x3')}
-    %r = relay.nn.relu %b1 : {t('1x3x3x3')}"""
+    %c = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 1>}} : ({t("1x2x5x3")}, {t("3x2x3x3")}) -> {t("1x3x3x3")}
+    %b1 = relay.nn.bias_add %c, %b : ({t("1x3x3x3")}, {t("3")}) -> {t("1x3x3x3")}
+    %r = relay.nn.relu %b1 : {t("1x3x3x3")}"""
     check_lowering(fused_module("x:1x2x5x3 w:3x2x3x3 b:3", body, "fused_nn_conv2d_nn_bias_add_nn_relu"))
 
 
@@ -319,16 +341,16 @@ def test_wide_conv2d_computes_rows_of_four_channels_per_work_item() -> None:
 def test_conv2d_read_at_another_index_is_recomputed() -> None:
     """A transpose of a square conv result reads the conv off the row: computed per element."""
     body = f"""
-    %c = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 0, 1, 0>}} : ({t('1x2x4x6')}, {t('2x2x3x3')}) -> {t('1x2x4x4')}
-    %r = relay.transpose %c {{axes = array<i64: 0, 1, 3, 2>}} : ({t('1x2x4x4')}) -> {t('1x2x4x4')}"""
+    %c = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 0, 1, 0>}} : ({t("1x2x4x6")}, {t("2x2x3x3")}) -> {t("1x2x4x4")}
+    %r = relay.transpose %c {{axes = array<i64: 0, 1, 3, 2>}} : ({t("1x2x4x4")}) -> {t("1x2x4x4")}"""
     check_lowering(fused_module("x:1x2x4x6 w:2x2x3x3", body))
 
 
 def test_dense_add_tanh() -> None:
     body = f"""
-    %d = relay.nn.dense %x, %w : ({t('3x4')}, {t('5x4')}) -> {t('3x5')}
-    %a = relay.add %d, %b : ({t('3x5')}, {t('5')}) -> {t('3x5')}
-    %r = relay.tanh %a : {t('3x5')}"""
+    %d = relay.nn.dense %x, %w : ({t("3x4")}, {t("5x4")}) -> {t("3x5")}
+    %a = relay.add %d, %b : ({t("3x5")}, {t("5")}) -> {t("3x5")}
+    %r = relay.tanh %a : {t("3x5")}"""
     check_lowering(fused_module("x:3x4 w:5x4 b:5", body))
 
 
@@ -344,9 +366,9 @@ DENSE_BLOCKS = [
 
 def dense_bias_relu(m: int, k: int, n: int) -> str:
     body = f"""
-    %d = relay.nn.dense %x, %w : ({t(f'{m}x{k}')}, {t(f'{n}x{k}')}) -> {t(f'{m}x{n}')}
-    %e = relay.nn.bias_add %d, %b : ({t(f'{m}x{n}')}, {t(str(n))}) -> {t(f'{m}x{n}')}
-    %r = relay.nn.relu %e : {t(f'{m}x{n}')}"""
+    %d = relay.nn.dense %x, %w : ({t(f"{m}x{k}")}, {t(f"{n}x{k}")}) -> {t(f"{m}x{n}")}
+    %e = relay.nn.bias_add %d, %b : ({t(f"{m}x{n}")}, {t(str(n))}) -> {t(f"{m}x{n}")}
+    %r = relay.nn.relu %e : {t(f"{m}x{n}")}"""
     return fused_module(f"x:{m}x{k} w:{n}x{k} b:{n}", body)
 
 
@@ -404,9 +426,9 @@ def test_opencl_dense_never_computes_whole_rows() -> None:
 
 def test_c_batch_matmul_rows_with_broadcast_batch_add_tanh() -> None:
     body = f"""
-    %m = relay.nn.batch_matmul %x, %y : ({t('3x8x20')}, {t('1x6x20')}) -> {t('3x8x6')}
-    %a = relay.add %m, %c : ({t('3x8x6')}, {t('6')}) -> {t('3x8x6')}
-    %r = relay.tanh %a : {t('3x8x6')}"""
+    %m = relay.nn.batch_matmul %x, %y : ({t("3x8x20")}, {t("1x6x20")}) -> {t("3x8x6")}
+    %a = relay.add %m, %c : ({t("3x8x6")}, {t("6")}) -> {t("3x8x6")}
+    %r = relay.tanh %a : {t("3x8x6")}"""
     text = fused_module("x:3x8x20 y:1x6x20 c:6", body)
     module = lower(text)
     scratch = [op.memref.type.get_shape() for op in module.walk() if op.name == "memref.alloca"]
@@ -416,9 +438,9 @@ def test_c_batch_matmul_rows_with_broadcast_batch_add_tanh() -> None:
 
 def test_batch_matmul_blocks_with_broadcast_batch_add_tanh() -> None:
     body = f"""
-    %m = relay.nn.batch_matmul %x, %y : ({t('1x3x20')}, {t('2x8x20')}) -> {t('2x3x8')}
-    %a = relay.add %m, %c : ({t('2x3x8')}, {t('8')}) -> {t('2x3x8')}
-    %r = relay.tanh %a : {t('2x3x8')}"""
+    %m = relay.nn.batch_matmul %x, %y : ({t("1x3x20")}, {t("2x8x20")}) -> {t("2x3x8")}
+    %a = relay.add %m, %c : ({t("2x3x8")}, {t("8")}) -> {t("2x3x8")}
+    %r = relay.tanh %a : {t("2x3x8")}"""
     check_lowering(fused_module("x:1x3x20 y:2x8x20 c:8", body))
 
 
@@ -435,27 +457,27 @@ def test_dense_read_at_another_index_is_recomputed(k: int) -> None:
     """A transpose of a square dense result reads the dense off the work item's rows (k = 5)
     or block (k = 256): those elements are recomputed."""
     body = f"""
-    %d = relay.nn.dense %x, %w : ({t(f'4x{k}')}, {t(f'4x{k}')}) -> {t('4x4')}
-    %e = relay.negative %d : {t('4x4')}
-    %r = relay.transpose %e : ({t('4x4')}) -> {t('4x4')}"""
+    %d = relay.nn.dense %x, %w : ({t(f"4x{k}")}, {t(f"4x{k}")}) -> {t("4x4")}
+    %e = relay.negative %d : {t("4x4")}
+    %r = relay.transpose %e : ({t("4x4")}) -> {t("4x4")}"""
     check_lowering(fused_module(f"x:4x{k} w:4x{k}", body))
 
 
 def test_elementwise_chain_broadcasting_both_ways() -> None:
     body = f"""
-    %e = relay.exp %x : {t('3x1')}
-    %m = relay.multiply %e, %y : ({t('3x1')}, {t('1x4')}) -> {t('3x4')}
-    %s = relay.subtract %z, %m : ({t('4')}, {t('3x4')}) -> {t('3x4')}
-    %n = relay.negative %s : {t('3x4')}
-    %r = relay.add %n, %e : ({t('3x4')}, {t('3x1')}) -> {t('3x4')}"""
+    %e = relay.exp %x : {t("3x1")}
+    %m = relay.multiply %e, %y : ({t("3x1")}, {t("1x4")}) -> {t("3x4")}
+    %s = relay.subtract %z, %m : ({t("4")}, {t("3x4")}) -> {t("3x4")}
+    %n = relay.negative %s : {t("3x4")}
+    %r = relay.add %n, %e : ({t("3x4")}, {t("3x1")}) -> {t("3x4")}"""
     check_lowering(fused_module("x:3x1 y:1x4 z:4", body))
 
 
 def test_shared_producer_is_computed_once() -> None:
     """A value used twice at one index is emitted once (memoised per index)."""
     body = f"""
-    %e = relay.exp %x : {t('4')}
-    %r = relay.multiply %e, %e : ({t('4')}, {t('4')}) -> {t('4')}"""
+    %e = relay.exp %x : {t("4")}
+    %r = relay.multiply %e, %e : ({t("4")}, {t("4")}) -> {t("4")}"""
     text = fused_module("x:4", body)
     check_lowering(text)
     assert sum(op.name == "math.exp" for op in lower(text).walk()) == 1
@@ -463,42 +485,42 @@ def test_shared_producer_is_computed_once() -> None:
 
 def test_reshape_transpose_chain() -> None:
     body = f"""
-    %a = relay.reshape %x : ({t('2x3x4')}) -> {t('6x4')}
-    %b = relay.transpose %a : ({t('6x4')}) -> {t('4x6')}
-    %c = relay.reshape %b : ({t('4x6')}) -> {t('2x2x3x2')}
-    %d = relay.transpose %c {{axes = array<i64: 3, 1, 0, 2>}} : ({t('2x2x3x2')}) -> {t('2x2x2x3')}
-    %r = relay.sigmoid %d : {t('2x2x2x3')}"""
+    %a = relay.reshape %x : ({t("2x3x4")}) -> {t("6x4")}
+    %b = relay.transpose %a : ({t("6x4")}) -> {t("4x6")}
+    %c = relay.reshape %b : ({t("4x6")}) -> {t("2x2x3x2")}
+    %d = relay.transpose %c {{axes = array<i64: 3, 1, 0, 2>}} : ({t("2x2x3x2")}) -> {t("2x2x2x3")}
+    %r = relay.sigmoid %d : {t("2x2x2x3")}"""
     check_lowering(fused_module("x:2x3x4", body))
 
 
 def test_reduction_fed_by_elementwise() -> None:
     body = f"""
-    %a = relay.add %x, %y : ({t('2x5')}, {t('5')}) -> {t('2x5')}
-    %e = relay.exp %a : {t('2x5')}
-    %r = relay.mean %e {{axis = array<i64: -1>, keepdims = true}} : ({t('2x5')}) -> {t('2x1')}"""
+    %a = relay.add %x, %y : ({t("2x5")}, {t("5")}) -> {t("2x5")}
+    %e = relay.exp %a : {t("2x5")}
+    %r = relay.mean %e {{axis = array<i64: -1>, keepdims = true}} : ({t("2x5")}) -> {t("2x1")}"""
     check_lowering(fused_module("x:2x5 y:5", body))
 
 
 def test_softmax_of_elementwise_then_scale() -> None:
     body = f"""
-    %a = relay.multiply %x, %y : ({t('2x3')}, {t('3')}) -> {t('2x3')}
-    %s = relay.nn.softmax %a : ({t('2x3')}) -> {t('2x3')}
-    %r = relay.multiply %s, %y : ({t('2x3')}, {t('3')}) -> {t('2x3')}"""
+    %a = relay.multiply %x, %y : ({t("2x3")}, {t("3")}) -> {t("2x3")}
+    %s = relay.nn.softmax %a : ({t("2x3")}) -> {t("2x3")}
+    %r = relay.multiply %s, %y : ({t("2x3")}, {t("3")}) -> {t("2x3")}"""
     check_lowering(fused_module("x:2x3 y:3", body))
 
 
 def test_concatenate_of_computed_inputs() -> None:
     body = f"""
-    %e = relay.exp %a : {t('2x2')}
-    %s = relay.strided_slice %b {{begin = array<i64: 0, 2>, end = array<i64: 2, -4>, strides = array<i64: 1, -1>}} : ({t('2x3')}) -> {t('2x3')}
-    %r = relay.concatenate %e, %s, %a {{axis = -1 : i64}} : ({t('2x2')}, {t('2x3')}, {t('2x2')}) -> {t('2x7')}"""
+    %e = relay.exp %a : {t("2x2")}
+    %s = relay.strided_slice %b {{begin = array<i64: 0, 2>, end = array<i64: 2, -4>, strides = array<i64: 1, -1>}} : ({t("2x3")}) -> {t("2x3")}
+    %r = relay.concatenate %e, %s, %a {{axis = -1 : i64}} : ({t("2x2")}, {t("2x3")}, {t("2x2")}) -> {t("2x7")}"""
     check_lowering(fused_module("a:2x2 b:2x3", body))
 
 
 def test_strided_slice_of_transpose_with_negative_strides() -> None:
     body = f"""
-    %tr = relay.transpose %x : ({t('3x4')}) -> {t('4x3')}
-    %r = relay.strided_slice %tr {{begin = array<i64: -1, 2>, end = array<i64: -5, -4>, strides = array<i64: -3, -2>}} : ({t('4x3')}) -> {t('2x2')}"""
+    %tr = relay.transpose %x : ({t("3x4")}) -> {t("4x3")}
+    %r = relay.strided_slice %tr {{begin = array<i64: -1, 2>, end = array<i64: -5, -4>, strides = array<i64: -3, -2>}} : ({t("4x3")}) -> {t("2x2")}"""
     check_lowering(fused_module("x:3x4", body))
 
 
@@ -508,11 +530,17 @@ def test_parallel_nest_skips_unit_axes_and_keeps_three_outer() -> None:
     check_lowering(text)
     kernel = lower(text).body.block.last_op
     outer = kernel.body.block.last_op.prev_op
-    assert [[int(ub.owner.value.value.data) for ub in op.upperBound] for op in outer.walk() if isinstance(op, scf.ParallelOp)] == [[2, 3, 2], [2]]
+    assert [
+        [int(ub.owner.value.value.data) for ub in op.upperBound]
+        for op in outer.walk()
+        if isinstance(op, scf.ParallelOp)
+    ] == [[2, 3, 2], [2]]
 
 
 def test_all_unit_result_is_one_work_item() -> None:
-    text = fused_module("x:1x1x3", f"%r = relay.sum %x {{axis = array<i64: -1>, keepdims = true}} : ({t('1x1x3')}) -> {t('1x1x1')}")
+    text = fused_module(
+        "x:1x1x3", f"%r = relay.sum %x {{axis = array<i64: -1>, keepdims = true}} : ({t('1x1x3')}) -> {t('1x1x1')}"
+    )
     check_lowering(text)
     (nest,) = [op for op in lower(text).walk() if isinstance(op, scf.ParallelOp)]
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [1]
@@ -520,49 +548,49 @@ def test_all_unit_result_is_one_work_item() -> None:
 
 def test_splat_constant_inside_a_group_is_inlined() -> None:
     body = f"""
-    %k = relay.constant {{value = dense<2.5> : {t('3')}}} : {t('3')}
-    %r = relay.multiply %x, %k : ({t('2x3')}, {t('3')}) -> {t('2x3')}"""
+    %k = relay.constant {{value = dense<2.5> : {t("3")}}} : {t("3")}
+    %r = relay.multiply %x, %k : ({t("2x3")}, {t("3")}) -> {t("2x3")}"""
     check_lowering(fused_module("x:2x3", body))
 
 
 def test_group_yielding_its_input_copies_it() -> None:
-    text = f"""func.func @main(%a: {t('2x3')}) -> {t('2x3')} {{
-  %0 = relay.fused(%a) {{kernel_name = "fused_identity", se_scope = {SCOPE}}} : ({t('2x3')}) -> {t('2x3')} {{
-  ^bb0(%x: {t('2x3')}):
-    relay.yield %x : {t('2x3')}
+    text = f"""func.func @main(%a: {t("2x3")}) -> {t("2x3")} {{
+  %0 = relay.fused(%a) {{kernel_name = "fused_identity", se_scope = {SCOPE}}} : ({t("2x3")}) -> {t("2x3")} {{
+  ^bb0(%x: {t("2x3")}):
+    relay.yield %x : {t("2x3")}
   }}
-  func.return %0 : {t('2x3')}
+  func.return %0 : {t("2x3")}
 }}"""
     check_lowering(text)
 
 
 def test_one_value_passed_twice() -> None:
-    text = f"""func.func @main(%a: {t('3')}) -> {t('3')} {{
-  %0 = relay.fused(%a, %a) {{kernel_name = "fused_subtract", se_scope = {SCOPE}}} : ({t('3')}, {t('3')}) -> {t('3')} {{
-  ^bb0(%x: {t('3')}, %y: {t('3')}):
-    %1 = relay.subtract %x, %y : ({t('3')}, {t('3')}) -> {t('3')}
-    %2 = relay.add %1, %x : ({t('3')}, {t('3')}) -> {t('3')}
-    relay.yield %2 : {t('3')}
+    text = f"""func.func @main(%a: {t("3")}) -> {t("3")} {{
+  %0 = relay.fused(%a, %a) {{kernel_name = "fused_subtract", se_scope = {SCOPE}}} : ({t("3")}, {t("3")}) -> {t("3")} {{
+  ^bb0(%x: {t("3")}, %y: {t("3")}):
+    %1 = relay.subtract %x, %y : ({t("3")}, {t("3")}) -> {t("3")}
+    %2 = relay.add %1, %x : ({t("3")}, {t("3")}) -> {t("3")}
+    relay.yield %2 : {t("3")}
   }}
-  func.return %0 : {t('3')}
+  func.return %0 : {t("3")}
 }}"""
     check_lowering(text)
 
 
 def test_two_groups_and_a_constant_outside() -> None:
-    text = f"""func.func @main(%a: {t('2x3')}) -> {t('3')} {{
-  %k = relay.constant {{value = dense<[1.0, -2.0, 3.0]> : {t('3')}}} : {t('3')}
-  %0 = relay.fused(%a, %k) {{kernel_name = "fused_add", se_scope = {SCOPE}}} : ({t('2x3')}, {t('3')}) -> {t('2x3')} {{
-  ^bb0(%x: {t('2x3')}, %y: {t('3')}):
-    %1 = relay.add %x, %y : ({t('2x3')}, {t('3')}) -> {t('2x3')}
-    relay.yield %1 : {t('2x3')}
+    text = f"""func.func @main(%a: {t("2x3")}) -> {t("3")} {{
+  %k = relay.constant {{value = dense<[1.0, -2.0, 3.0]> : {t("3")}}} : {t("3")}
+  %0 = relay.fused(%a, %k) {{kernel_name = "fused_add", se_scope = {SCOPE}}} : ({t("2x3")}, {t("3")}) -> {t("2x3")} {{
+  ^bb0(%x: {t("2x3")}, %y: {t("3")}):
+    %1 = relay.add %x, %y : ({t("2x3")}, {t("3")}) -> {t("2x3")}
+    relay.yield %1 : {t("2x3")}
   }}
-  %2 = relay.fused(%0) {{kernel_name = "fused_sum", se_scope = {SCOPE}}} : ({t('2x3')}) -> {t('3')} {{
-  ^bb0(%x: {t('2x3')}):
-    %3 = relay.sum %x {{axis = array<i64: 0>}} : ({t('2x3')}) -> {t('3')}
-    relay.yield %3 : {t('3')}
+  %2 = relay.fused(%0) {{kernel_name = "fused_sum", se_scope = {SCOPE}}} : ({t("2x3")}) -> {t("3")} {{
+  ^bb0(%x: {t("2x3")}):
+    %3 = relay.sum %x {{axis = array<i64: 0>}} : ({t("2x3")}) -> {t("3")}
+    relay.yield %3 : {t("3")}
   }}
-  func.return %2 : {t('3')}
+  func.return %2 : {t("3")}
 }}"""
     check_lowering(text)
     module = lower(text)
@@ -582,9 +610,9 @@ def test_running_twice_changes_nothing() -> None:
 
 
 def test_primitive_outside_a_group_is_rejected() -> None:
-    text = f"""func.func @main(%a: {t('2')}) -> {t('2')} {{
-  %0 = relay.exp %a : {t('2')}
-  func.return %0 : {t('2')}
+    text = f"""func.func @main(%a: {t("2")}) -> {t("2")} {{
+  %0 = relay.exp %a : {t("2")}
+  func.return %0 : {t("2")}
 }}"""
     with pytest.raises(CompileError, match="found 'relay.exp' outside one .*run fuse-ops first"):
         lower(text)
@@ -598,8 +626,8 @@ def test_group_without_kernel_name_is_rejected() -> None:
 
 def test_non_splat_constant_inside_a_group_is_rejected() -> None:
     body = f"""
-    %k = relay.constant {{value = dense<[1.0, 2.0]> : {t('2')}}} : {t('2')}
-    %r = relay.add %x, %k : ({t('2')}, {t('2')}) -> {t('2')}"""
+    %k = relay.constant {{value = dense<[1.0, 2.0]> : {t("2")}}} : {t("2")}
+    %r = relay.add %x, %k : ({t("2")}, {t("2")}) -> {t("2")}"""
     with pytest.raises(CompileError, match="non-splat relay.constant"):
         lower(fused_module("x:2", body))
 
@@ -634,7 +662,12 @@ def test_small_net_through_fuse_ops() -> None:
     expected = xrelay.interpret(module, inputs)
     compile_front(module)
     kernels = [op.sym_name.data for op in module.ops if "relay.se_scope" in op.attributes]
-    assert kernels == ["fused_nn_conv2d_nn_bias_add_nn_relu", "fused_reshape", "fused_nn_dense_add_tanh", "fused_nn_softmax"]
+    assert kernels == [
+        "fused_nn_conv2d_nn_bias_add_nn_relu",
+        "fused_reshape",
+        "fused_nn_dense_add_tanh",
+        "fused_nn_softmax",
+    ]
     np.testing.assert_allclose(run_lowered(module, inputs), expected, rtol=1e-4, atol=1e-6)
 
 

@@ -84,7 +84,9 @@ def build_module() -> ModuleOp:
         block = Block(arg_types=[tensor(2, 3), tensor(3)])
         with ImplicitBuilder(block) as (u, v):
             relay.YieldOp(relay.MultiplyOp(u, v).res)
-        fused = relay.FusedOp([copy.res, k.res], tensor(2, 3), Region(block), se_scope=gpu, kernel_name="fused_multiply")
+        fused = relay.FusedOp(
+            [copy.res, k.res], tensor(2, 3), Region(block), se_scope=gpu, kernel_name="fused_multiply"
+        )
         launch = relay.LaunchOp("fused_multiply", [fused.res, k.res], tensor(2, 3), gpu)
         func.ReturnOp(launch.res)
     kernel = func.FuncOp("fused_multiply", ([memref(2, 3), memref(3), memref(2, 3)], []))
@@ -101,10 +103,15 @@ def test_built_module_verifies_prints_and_reparses():
     module = build_module()
     module.verify()
     text = str(module)
-    assert 'relay.add %0, %1 {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}' in text
+    assert (
+        'relay.add %0, %1 {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}' in text
+    )
     assert "relay.on_device %5 {se_scope = #relay.se_scope<device = opencl, id = 1>, constrain_body = false}" in text
     assert "relay.clip %4 {a_min = 0.000000e+00 : f32, a_max = 6.000000e+00 : f32}" in text
-    assert 'relay.fused(%7, %2) {se_scope = #relay.se_scope<device = opencl, id = 1>, kernel_name = "fused_multiply"}' in text
+    assert (
+        'relay.fused(%7, %2) {se_scope = #relay.se_scope<device = opencl, id = 1>, kernel_name = "fused_multiply"}'
+        in text
+    )
     assert "relay.launch @fused_multiply(%8, %2)" in text
     assert str(xrelay.parse(text)) == text
 
@@ -144,9 +151,11 @@ def test_fused_kernel_name_and_scope():
 
 def test_conv2d_helpers_and_defaults():
     conv = single(
-        body("%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>",
-             "%0 = relay.nn.conv2d %x, %w {strides = array<i64: 2, 1>, padding = array<i64: 1, 2>, groups = 2 : i64} : (tensor<1x4x7x7xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x9xf32>",
-             "tensor<1x6x4x9xf32>"),
+        body(
+            "%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>",
+            "%0 = relay.nn.conv2d %x, %w {strides = array<i64: 2, 1>, padding = array<i64: 1, 2>, groups = 2 : i64} : (tensor<1x4x7x7xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x9xf32>",
+            "tensor<1x6x4x9xf32>",
+        ),
         relay.Conv2DOp,
     )
     assert conv.stride_values == (2, 1) and conv.dilation_values == (1, 1)
@@ -156,7 +165,11 @@ def test_conv2d_helpers_and_defaults():
 
 def test_pool_helpers():
     pool = single(
-        body("%x: tensor<1x1x5x5xf32>", "%0 = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 2>} : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x4xf32>", "tensor<1x1x3x4xf32>"),
+        body(
+            "%x: tensor<1x1x5x5xf32>",
+            "%0 = relay.nn.max_pool2d %x {pool_size = array<i64: 3, 2>} : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x4xf32>",
+            "tensor<1x1x3x4xf32>",
+        ),
         relay.MaxPool2DOp,
     )
     assert pool.window == (3, 2) and pool.stride_values == (1, 1) and pool.padding_values == (0, 0, 0, 0)
@@ -171,7 +184,10 @@ def test_pool_helpers():
     ],
 )
 def test_reduce_helpers(attrs, result, axes, keeps):
-    op = single(body("%x: tensor<2x3x4xf32>", f"%0 = relay.sum %x {attrs} : (tensor<2x3x4xf32>) -> {result}", result), relay.SumOp)
+    op = single(
+        body("%x: tensor<2x3x4xf32>", f"%0 = relay.sum %x {attrs} : (tensor<2x3x4xf32>) -> {result}", result),
+        relay.SumOp,
+    )
     assert op.reduced_axes == axes and op.keeps_dims == keeps
 
 
@@ -203,7 +219,11 @@ def test_shape_op_helpers():
 
 def test_generic_attribute_dictionary_becomes_properties():
     op = single(
-        body("%x: tensor<2x3xf32>", '%0 = "relay.nn.softmax"(%x) {axis = 0 : i64, note = "kept"} : (tensor<2x3xf32>) -> tensor<2x3xf32>', "tensor<2x3xf32>"),
+        body(
+            "%x: tensor<2x3xf32>",
+            '%0 = "relay.nn.softmax"(%x) {axis = 0 : i64, note = "kept"} : (tensor<2x3xf32>) -> tensor<2x3xf32>',
+            "tensor<2x3xf32>",
+        ),
         relay.SoftmaxOp,
     )
     assert op.properties["axis"] == IntegerAttr(0, i64)
@@ -247,7 +267,9 @@ def test_parse_error_of_custom_syntax_points_at_the_op():
 
 
 def test_verify_error_names_location_and_shows_the_op():
-    text = body("%x: tensor<2xf32>", "%0 = relay.sum %x {axis = array<i64: 1>} : (tensor<2xf32>) -> tensor<f32>", "tensor<f32>")
+    text = body(
+        "%x: tensor<2xf32>", "%0 = relay.sum %x {axis = array<i64: 1>} : (tensor<2xf32>) -> tensor<f32>", "tensor<f32>"
+    )
     with pytest.raises(xrelay.VerifyError) as info:
         xrelay.parse(text, "m.mlir")
     message = str(info.value)
@@ -296,7 +318,9 @@ def test_verify_error_of_a_long_module_shows_the_lines_around_the_op():
     lines = [f"  %v{i} = relay.exp %v{i - 1} : tensor<2xf32>" for i in range(1, 80)]
     lines[40] = "  %v41 = relay.reshape %v40 : (tensor<2xf32>) -> tensor<3xf32>"
     lines[41] = "  %v42 = relay.exp %v40 : tensor<2xf32>"
-    text = "\n".join(["func.func @main(%v0: tensor<2xf32>) -> tensor<2xf32> {", *lines, "  func.return %v79 : tensor<2xf32>", "}"])
+    text = "\n".join(
+        ["func.func @main(%v0: tensor<2xf32>) -> tensor<2xf32> {", *lines, "  func.return %v79 : tensor<2xf32>", "}"]
+    )
     with pytest.raises(xrelay.VerifyError) as info:
         xrelay.parse(text, "long.mlir")
     message = str(info.value)
@@ -344,7 +368,9 @@ def test_strided_slice_shape_agrees_with_numpy(shape, data):
     strides = data.draw(st.lists(st.integers(-3, 3).filter(bool), min_size=count, max_size=count))
     x = func.FuncOp("f", ([tensor(*shape)], [])).args[0]
     expected = np.empty(shape)[tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides))].shape
-    props = {name: DenseArrayBase.from_list(i64, v) for name, v in (("begin", begin), ("end", end), ("strides", strides))}
+    props = {
+        name: DenseArrayBase.from_list(i64, v) for name, v in (("begin", begin), ("end", end), ("strides", strides))
+    }
     op = relay.StridedSliceOp(operands=[x], result_types=[tensor(*expected)], properties=props)
     assert op.infer_shape() == expected
     op.verify()
@@ -374,4 +400,3 @@ def test_launch_names_a_kernel_of_matching_signature(kernel: str, message: str):
         xrelay.parse(LAUNCH + kernel)
     assert message in str(info.value)
     xrelay.parse(LAUNCH + "func.func @k(%in0: memref<2x3xf32>, %out0: memref<2x3xf32>) {\n  func.return\n}")
-

@@ -186,7 +186,9 @@ def test_load_rejects_an_edited_artifact(mlp: Any, tmp_path: Path) -> None:
     exe.save(tmp_path / "m")
     kernel = next((tmp_path / "m" / "kernels").iterdir())
     kernel.write_text(kernel.read_text().replace("+", "-"))
-    with pytest.raises(ArtifactError, match=f"{kernel.name} has sha256 .*, but the manifest says .*; the artifact is corrupt"):
+    with pytest.raises(
+        ArtifactError, match=f"{kernel.name} has sha256 .*, but the manifest says .*; the artifact is corrupt"
+    ):
         xrelay.load(tmp_path / "m")
 
 
@@ -220,8 +222,14 @@ def _edit_manifest(root: Path, **changes: Any) -> None:
     [
         (lambda x: {"x": x["x"]}, "the program takes inputs x, w1, b1, w2, b2, w3, b3; missing w1, b1, w2, b2, w3, b3"),
         (lambda x: {**x, "y": 1}, "the program takes inputs x, w1, b1, w2, b2, w3, b3; unknown 'y'"),
-        (lambda x: {**x, "x": np.zeros((32, 783), np.float32)}, "input x must have shape \\[32, 784\\], but has shape \\[32, 783\\]"),
-        (lambda x: {**x, "b3": np.zeros(10, np.int32)}, "input b3 must have dtype float32, but has dtype int32; convert it with .astype\\(np.float32\\)"),
+        (
+            lambda x: {**x, "x": np.zeros((32, 783), np.float32)},
+            "input x must have shape \\[32, 784\\], but has shape \\[32, 783\\]",
+        ),
+        (
+            lambda x: {**x, "b3": np.zeros(10, np.int32)},
+            "input b3 must have dtype float32, but has dtype int32; convert it with .astype\\(np.float32\\)",
+        ),
     ],
 )
 def test_run_input_errors(mlp: Any, edit: Any, message: str) -> None:
@@ -299,7 +307,9 @@ def test_random_graphs_match_the_interpreter(seed: int, devices: tuple[str, ...]
     module = xrelay.parse(text)
     inputs = random_inputs(module, seed)
     targets = ("c", "opencl") if len(devices) > 1 else ("c",)
-    exe = xrelay.build(module, targets=targets, default_device="opencl" if default_opencl and len(devices) > 1 else None)
+    exe = xrelay.build(
+        module, targets=targets, default_device="opencl" if default_opencl and len(devices) > 1 else None
+    )
     check_plan(exe.graph)
     np.testing.assert_allclose(exe.run(**inputs), xrelay.interpret(module, inputs), rtol=1e-4, atol=1e-5)
 
@@ -352,10 +362,19 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
 @pytest.mark.parametrize(
     "text, targets, error, message",
     [
-        ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %y : tensor<4xf32>\n}", ("c",),
-         xrelay.ParseError, "values used but not defined: \\[%y\\]"),
-        (f"func.func @main(%x: {T}) -> {T} {{\n  %0 = relay.on_device %x {{se_scope = {CL}}} : {T}\n"
-         f"  func.return %0 : {T}\n}}", ("c",), xrelay.ConfigError, "scope opencl:? is on device type opencl, which has no target".replace("?", "\\?")),
+        (
+            "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %y : tensor<4xf32>\n}",
+            ("c",),
+            xrelay.ParseError,
+            "values used but not defined: \\[%y\\]",
+        ),
+        (
+            f"func.func @main(%x: {T}) -> {T} {{\n  %0 = relay.on_device %x {{se_scope = {CL}}} : {T}\n"
+            f"  func.return %0 : {T}\n}}",
+            ("c",),
+            xrelay.ConfigError,
+            "scope opencl:? is on device type opencl, which has no target".replace("?", "\\?"),
+        ),
     ],
 )
 def test_build_errors(text: str, targets: tuple[str, ...], error: type, message: str) -> None:
@@ -366,7 +385,9 @@ def test_build_errors(text: str, targets: tuple[str, ...], error: type, message:
 def test_inputs_by_position(mlp: Any) -> None:
     exe, x = mlp
     np.testing.assert_array_equal(exe.run(list(x.values())), exe.run(**x))
-    with pytest.raises(InputError, match="the program takes 7 inputs \\(x, w1, b1, w2, b2, w3, b3\\), but 1 were given by position"):
+    with pytest.raises(
+        InputError, match="the program takes 7 inputs \\(x, w1, b1, w2, b2, w3, b3\\), but 1 were given by position"
+    ):
         exe.run([x["x"]])
 
 
@@ -430,7 +451,10 @@ def test_params_become_constants_written_once(tmp_path: Path) -> None:
     "params, message",
     [
         ({"v": np.zeros((4, 3), np.float32)}, "params 'v' are not parameters of @main (its parameters: %x, %w, %b)"),
-        ({"w": np.zeros((3, 4), np.float32)}, "param %w must have shape [4, 3] (tensor<4x3xf32>), but has shape [3, 4]"),
+        (
+            {"w": np.zeros((3, 4), np.float32)},
+            "param %w must have shape [4, 3] (tensor<4x3xf32>), but has shape [3, 4]",
+        ),
         ({"b": np.zeros(4, np.float64)}, "param %b must be float32 (tensor<4xf32>), but has dtype float64"),
     ],
 )
@@ -493,7 +517,9 @@ def test_a_program_is_text_bytes_a_path_or_a_module(tmp_path: Path) -> None:
         np.testing.assert_array_equal(xrelay.interpret(program, a=a, b=b), [11, 22])
     with pytest.raises(xrelay.ParseError, match="xrelay.build was given the path '.*nope.mlir', which cannot be read"):
         xrelay.build(str(tmp_path / "nope.mlir"))
-    with pytest.raises(xrelay.UsageError, match="takes relay text, a path to a .mlir file or an xDSL module, but was given int"):
+    with pytest.raises(
+        xrelay.UsageError, match="takes relay text, a path to a .mlir file or an xDSL module, but was given int"
+    ):
         xrelay.build(3)  # type: ignore[arg-type]
 
 
@@ -506,8 +532,16 @@ def test_targets_may_be_one_string(targets: Any) -> None:
 @pytest.mark.parametrize(
     "targets, error, message",
     [
-        (None, xrelay.UsageError, "targets must be a target string or a sequence of them, e.g. \\('c', 'opencl'\\), but was None"),
-        (("cuda",), xrelay.ConfigError, 'target "cuda" is for device type cuda, but xrelay generates kernels only for cpu \\(C\\) and opencl'),
+        (
+            None,
+            xrelay.UsageError,
+            "targets must be a target string or a sequence of them, e.g. \\('c', 'opencl'\\), but was None",
+        ),
+        (
+            ("cuda",),
+            xrelay.ConfigError,
+            'target "cuda" is for device type cuda, but xrelay generates kernels only for cpu \\(C\\) and opencl',
+        ),
         ("o", xrelay.ConfigError, "unknown target kind 'o'"),
     ],
 )
@@ -519,7 +553,13 @@ def test_target_errors(targets: Any, error: type, message: str) -> None:
 def test_inputs_positional_sequence_dict_or_keywords() -> None:
     exe = xrelay.build(ADD)
     a, b = np.array([1, 2], np.float32), np.array([10, 20], np.float32)
-    for result in (exe.run(a, b), exe.run([a, b]), exe.run({"a": a, "b": b}), exe.run(a=a, b=b), exe.run({"a": a}, b=b)):
+    for result in (
+        exe.run(a, b),
+        exe.run([a, b]),
+        exe.run({"a": a, "b": b}),
+        exe.run(a=a, b=b),
+        exe.run({"a": a}, b=b),
+    ):
         np.testing.assert_array_equal(result, [11, 22])
     with pytest.raises(InputError, match="takes 2 inputs \\(a, b\\), but 3 were given by position"):
         exe.run(a, b, a)
@@ -528,7 +568,10 @@ def test_inputs_positional_sequence_dict_or_keywords() -> None:
 def test_interpret_says_a_lowered_module_is_for_build() -> None:
     module = xrelay.parse(ADD)
     driver.lower(module, ("c",), None, "c")
-    with pytest.raises(InputError, match="xrelay.interpret runs relay programs up to fuse-ops, but this module is lowered \\(relay.launch @fused_add"):
+    with pytest.raises(
+        InputError,
+        match="xrelay.interpret runs relay programs up to fuse-ops, but this module is lowered \\(relay.launch @fused_add",
+    ):
         xrelay.interpret(module, a=np.ones(2, np.float32), b=np.ones(2, np.float32))
 
 
@@ -538,7 +581,9 @@ def test_errors_elide_bound_weights() -> None:
     text = MLP.read_text()
     module = xrelay.parse(text)
     rng = np.random.default_rng(0)
-    weights = {a.name_hint: rng.random(a.type.get_shape(), np.float32) for a in module.ops.first.args if a.name_hint != "x"}
+    weights = {
+        a.name_hint: rng.random(a.type.get_shape(), np.float32) for a in module.ops.first.args if a.name_hint != "x"
+    }
     with pytest.raises(xrelay.Error) as info:
         xrelay.build(text, targets=("c",), params=weights)
     report = "\n".join([str(info.value), *getattr(info.value, "__notes__", [])])
@@ -555,7 +600,9 @@ def test_an_attribute_xdsl_cannot_build_is_a_parse_error() -> None:
   func.return %0 : tensor<2xf32>
 }"""
     for call in (xrelay.parse, xrelay.build):
-        with pytest.raises(xrelay.ParseError, match="<input>:2:3(.|\\n)*xDSL cannot build this op \\(NotImplementedError"):
+        with pytest.raises(
+            xrelay.ParseError, match="<input>:2:3(.|\\n)*xDSL cannot build this op \\(NotImplementedError"
+        ):
             call(text)
 
 

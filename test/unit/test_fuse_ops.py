@@ -234,9 +234,7 @@ def assert_same(actual, expected) -> None:
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-SETTINGS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
-)
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
 
 @SETTINGS

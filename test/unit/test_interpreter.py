@@ -120,7 +120,9 @@ def test_binary_broadcast(op, shapes):
     np.testing.assert_allclose(run_op(op, [a, b], expected.shape), expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("axis, shape", [(None, (2, 3, 4)), (1, (2, 3)), (0, (2, 3, 4)), (-1, (2, 3, 4)), (2, (1, 2, 3, 5))])
+@pytest.mark.parametrize(
+    "axis, shape", [(None, (2, 3, 4)), (1, (2, 3)), (0, (2, 3, 4)), (-1, (2, 3, 4)), (2, (1, 2, 3, 5))]
+)
 def test_bias_add(axis, shape):
     x = random(*shape)
     a = axis if axis is not None else 1
@@ -175,7 +177,14 @@ def test_squeeze(shape, axis, result):
 
 @pytest.mark.parametrize(
     "axis, count, result",
-    [(0, None, (1, 2, 3)), (1, None, (2, 1, 3)), (2, 2, (2, 3, 1, 1)), (-1, 1, (2, 3, 1)), (-3, 3, (1, 1, 1, 2, 3)), (1, 0, (2, 3))],
+    [
+        (0, None, (1, 2, 3)),
+        (1, None, (2, 1, 3)),
+        (2, 2, (2, 3, 1, 1)),
+        (-1, 1, (2, 3, 1)),
+        (-3, 3, (1, 1, 1, 2, 3)),
+        (1, 0, (2, 3)),
+    ],
 )
 def test_expand_dims(axis, count, result):
     x = random(2, 3)
@@ -399,7 +408,9 @@ def test_pool2d(kind, shape, size, strides, padding):
 def test_global_avg_pool2d():
     x = random(2, 3, 4, 5)
     expected = [[[[math.fsum(x[b, c].flatten().tolist()) / 20]] for c in range(3)] for b in range(2)]
-    np.testing.assert_allclose(run_op("relay.nn.global_avg_pool2d", [x], (2, 3, 1, 1)), expected, rtol=1e-5, atol=1e-6)  # a mean near 0 cancels
+    np.testing.assert_allclose(
+        run_op("relay.nn.global_avg_pool2d", [x], (2, 3, 1, 1)), expected, rtol=1e-5, atol=1e-6
+    )  # a mean near 0 cancels
 
 
 def softmax_reference(x: np.ndarray, axis: int) -> np.ndarray:

@@ -59,7 +59,9 @@ def test_opencl_kernel_checks_its_arguments(cl_context) -> None:
 def test_opencl_compile_error_carries_the_build_log(cache: Path, cl_context) -> None:
     (good,) = sources("opencl", [ELEMENTWISE])
     bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
-    with pytest.raises(CompileError, match="the OpenCL compiler failed on kernels k_elementwise:(.|\n)*undeclared_buffer"):
+    with pytest.raises(
+        CompileError, match="the OpenCL compiler failed on kernels k_elementwise:(.|\n)*undeclared_buffer"
+    ):
         build_opencl(cl_context, [bad])
 
 

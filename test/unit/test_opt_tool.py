@@ -123,7 +123,9 @@ def test_verify_diagnostics_prints_and_exits_0(capsys, write):
 
 
 def test_split_input_file(capsys, write):
-    code, out, _ = run_main(capsys, write(GOOD + "\n// -----\n" + GOOD.replace("@main", "@second")), "--split-input-file")
+    code, out, _ = run_main(
+        capsys, write(GOOD + "\n// -----\n" + GOOD.replace("@main", "@second")), "--split-input-file"
+    )
     assert code == 0
     first, second = out.split("// -----\n")
     assert "@main" in first and "@second" in second
@@ -150,17 +152,29 @@ def test_verify_error_line_in_a_later_chunk(capsys, write):
 
 ERRORS = {
     "parse": (BAD_PARSE, [], r"\.mlir:3:18\n.*\n.*\n\s*Expected ':'"),
-    "verify": (BAD_VERIFY, [], r"\.mlir:2:3: expected result type tensor<3xf32> for 'relay.sum', but found tensor<2xf32>"),
+    "verify": (
+        BAD_VERIFY,
+        [],
+        r"\.mlir:2:3: expected result type tensor<3xf32> for 'relay.sum', but found tensor<2xf32>",
+    ),
     "pass": (GOOD, ["-p", "plan-devices{targets=c,llvm}"], r'two targets for device type cpu: "c" and "llvm"'),
     "pass option value": (GOOD, ["-p", "plan-devices{default-device=tpu}"], r"unknown default-device 'tpu'"),
     "unknown target kind": (GOOD, ["-p", "plan-devices{targets=fpga}"], r"unknown target kind 'fpga'"),
     "bad pipeline spec": (GOOD, ["-p", "cse{"], r"malformed pass pipeline: Error parsing pass pipeline specification"),
-    "unknown pass option": (GOOD, ["-p", "cse{bogus=1}"], r"invalid pass pipeline: cse has no option 'bogus'; its options are none"),
+    "unknown pass option": (
+        GOOD,
+        ["-p", "cse{bogus=1}"],
+        r"invalid pass pipeline: cse has no option 'bogus'; its options are none",
+    ),
     "unknown pass": (GOOD, ["-p", "no-such-pass"], r"invalid pass pipeline: Unrecognized passes: \['no-such-pass'\]"),
     "unknown target": (GOOD, ["-t", "no-such-target"], r"argument -t/--target: invalid choice: 'no-such-target'"),
     "unknown flag": (GOOD, ["--no-such-flag"], r"unrecognized arguments: --no-such-flag"),
     "missing file": (None, [], r"No such file or directory: '.*missing.mlir'"),
-    "unwritable output": (GOOD, ["-o", "/nonexistent/dir/out.mlir"], r"No such file or directory: '/nonexistent/dir/out.mlir'"),
+    "unwritable output": (
+        GOOD,
+        ["-o", "/nonexistent/dir/out.mlir"],
+        r"No such file or directory: '/nonexistent/dir/out.mlir'",
+    ),
 }
 
 
@@ -196,11 +210,15 @@ def test_error_in_a_long_module_shows_only_the_lines_around_the_op(capsys, write
     lines = [f"  %v{i} = relay.exp %v{i - 1} : tensor<2xf32>" for i in range(1, 80)]
     lines[40] = "  %v41 = relay.sum %v40 {axis = array<i64: 1>} : (tensor<2xf32>) -> tensor<f32>"
     lines[41] = "  %v42 = relay.exp %v40 : tensor<2xf32>"
-    text = "\n".join(["func.func @main(%v0: tensor<2xf32>) -> tensor<2xf32> {", *lines, "  func.return %v79 : tensor<2xf32>", "}"])
+    text = "\n".join(
+        ["func.func @main(%v0: tensor<2xf32>) -> tensor<2xf32> {", *lines, "  func.return %v79 : tensor<2xf32>", "}"]
+    )
     path = write(text)
     code, _, err = run_main(capsys, path)
     assert code == 1
-    assert err.startswith(f"opt-tool: error: {path}:42:3: axis 1 is out of range for a tensor of rank 1; expected -1 <= axis < 1\n...\n")
+    assert err.startswith(
+        f"opt-tool: error: {path}:42:3: axis 1 is out of range for a tensor of rank 1; expected -1 <= axis < 1\n...\n"
+    )
     assert err.rstrip().endswith("...")
     assert '%v41 = "relay.sum"(%v40)' in err and "| Operation does not verify: axis 1 is out of range" in err
     assert '"relay.exp"(%v10)' not in err and '"relay.exp"(%v70)' not in err

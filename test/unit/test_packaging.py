@@ -57,7 +57,10 @@ def source_files() -> list[PurePosixPath]:
     """The working tree's files that git does not ignore: tracked ones and new ones."""
     listing = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     paths = {PurePosixPath(p) for p in listing.stdout.split("\0") if p}
     return sorted(p for p in paths if os.path.lexists(ROOT / p))  # not files deleted unstaged
@@ -125,7 +128,10 @@ def test_the_demo_model_runs_from_the_installed_wheel(wheel: Path, tmp_path: Pat
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     done = subprocess.run(
         [str(python), "-c", RUN_DEMO_MODEL, str(ROOT / "examples" / "mlp.mlir")],
-        cwd=tmp_path, env=env, capture_output=True, text=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -139,7 +145,11 @@ def test_the_demo_model_runs_from_the_installed_wheel(wheel: Path, tmp_path: Pat
     relay = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = relay.exp %a : tensor<4xf32>\n  func.return %0 : tensor<4xf32>\n}\n"
     opt = subprocess.run(
         [str(venv / "bin" / "xdsl-opt"), "-p", "plan-devices{targets=c}"],
-        input=relay, cwd=tmp_path, env=env, capture_output=True, text=True,
+        input=relay,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert opt.returncode == 0, opt.stderr
     assert 'relay.exp %a {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c"' in opt.stdout

@@ -124,9 +124,7 @@ def _value_scope(value: SSAValue, functions: dict[str, func.FuncOp]) -> SEScopeA
     return owner.se_scope
 
 
-def _required_scope(
-    consumer: Operation, index: int, functions: dict[str, func.FuncOp]
-) -> SEScopeAttr:
+def _required_scope(consumer: Operation, index: int, functions: dict[str, func.FuncOp]) -> SEScopeAttr:
     if isinstance(consumer, relay.DeviceCopyOp):
         return consumer.src_se_scope
     if isinstance(consumer, func.CallOp):
@@ -239,18 +237,14 @@ def plan_and_check(text: str, default_device: str | None) -> int:
     num_ops=st.integers(1, 16),
     default_device=st.sampled_from([None, "opencl"]),
 )
-def test_random_graphs_plan_consistently(
-    seed: int, num_ops: int, default_device: str | None
-) -> None:
+def test_random_graphs_plan_consistently(seed: int, num_ops: int, default_device: str | None) -> None:
     text = random_module_text(seed, num_ops=num_ops, devices=("cpu", "opencl", "opencl:1"))
     plan_and_check(text, default_device)
 
 
 def test_random_graphs_do_copy() -> None:
     """The property tests above are not vacuous: annotated graphs do get copies."""
-    copies = [
-        plan_and_check(random_module_text(seed, num_ops=12), None) for seed in range(12)
-    ]
+    copies = [plan_and_check(random_module_text(seed, num_ops=12), None) for seed in range(12)]
     assert sum(c > 0 for c in copies) >= 6
 
 
@@ -345,6 +339,7 @@ def annotated_module_text(seed: int, num_ops: int = 10, noise: float = 0.01) -> 
     helper = _random_body(rng, noise, dict(zip(["%x", "%y"], helper_params)), num_ops // 3, None)
     main_homes = {name: rng.choice(HOMES) for name in ("%a", "%b", "%c")}
     main = _random_body(rng, noise, main_homes, num_ops, (helper_params, helper_result))
+
     def attr(home: str) -> str:
         return f" {{relay.se_scope = {home}}}"
 
@@ -420,9 +415,7 @@ def test_cli_options_parse() -> None:
 
 @pytest.mark.parametrize("default_device, device", [(None, "cpu"), ("opencl", "opencl")])
 def test_default_device_option(default_device: str | None, device: str) -> None:
-    module = xrelay.parse(
-        f"func.func @main(%a: {T}) -> {T} {{\n  %0 = relay.exp %a : {T}\n  func.return %0 : {T}\n}}"
-    )
+    module = xrelay.parse(f"func.func @main(%a: {T}) -> {T} {{\n  %0 = relay.exp %a : {T}\n  func.return %0 : {T}\n}}")
     plan(module, default_device)
     exp = next(op for op in module.walk() if isinstance(op, relay.ExpOp))
     assert exp.se_scope == CONFIG.canonical(SEScopeAttr(device))
@@ -494,6 +487,4 @@ def test_stack_overflow() -> None:
     module = xrelay.parse("\n".join(lines))
     plan(module, "opencl")
     assert check_plan(module) == 0
-    assert {op.se_scope for op in module.walk() if isinstance(op, relay.AddOp)} == {
-        CONFIG.canonical(OPENCL)
-    }
+    assert {op.se_scope for op in module.walk() if isinstance(op, relay.AddOp)} == {CONFIG.canonical(OPENCL)}

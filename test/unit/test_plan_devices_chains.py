@@ -120,8 +120,7 @@ def chain_text(chain: Chain) -> str:
         return "" if scope is None else f" {{relay.se_scope = {scope_text(scope)}}}"
 
     lines = [
-        f"func.func @main(%a: {T}{signature_attr(chain.param_attr)}) "
-        f"-> ({T}{signature_attr(chain.result_attr)}) {{"
+        f"func.func @main(%a: {T}{signature_attr(chain.param_attr)}) -> ({T}{signature_attr(chain.result_attr)}) {{"
     ]
     value = "%a"
     if chain.source == "op":

@@ -14,17 +14,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kernel_cases import GROUP_CASES, SCOPES, GroupCase, random_inputs
 from xdsl.dialects import arith, scf, vector
 from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.passes import PassPipeline
 
 import xrelay
+from xrelay.driver import all_passes
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.kernels import kernel_sources
-from xrelay.driver import all_passes
 from xrelay.transforms.split_reductions import LANES, SPLIT_BODY_BUDGET, SplitReductionsPass
-
-from kernel_cases import GROUP_CASES, SCOPES, GroupCase, random_inputs
 
 # A loop over in0[lb:ub:step] combining each element (times {scale} plus {offset}, so a
 # product stays near 1) into %init; with `second`, a max of the elements in the same loop.
@@ -86,6 +85,7 @@ def split(text: str) -> ModuleOp:
 
 def for_loops(module: ModuleOp) -> list[tuple[int, int, int, int]]:
     """(lb, ub, step, vector iter_args) of each scf.for, in program order."""
+
     def const(v: Any) -> int:
         return v.owner.value.value.data
 
@@ -169,8 +169,13 @@ def test_a_long_body_is_not_split() -> None:
     """A body of more than SPLIT_BODY_BUDGET / (2 * LANES) ops stays one loop."""
     ops = SPLIT_BODY_BUDGET // (2 * LANES)
     chain = [f"%n{i} = relay.negative %n{i - 1} : tensor<2x20xf32>" for i in range(1, ops)]
-    body = "\n".join(["%n0 = relay.exp %x : tensor<2x20xf32>", *chain,
-                      f"%r = relay.sum %n{ops - 1} {{axis = array<i64: 1>}} : (tensor<2x20xf32>) -> tensor<2xf32>"])
+    body = "\n".join(
+        [
+            "%n0 = relay.exp %x : tensor<2x20xf32>",
+            *chain,
+            f"%r = relay.sum %n{ops - 1} {{axis = array<i64: 1>}} : (tensor<2x20xf32>) -> tensor<2xf32>",
+        ]
+    )
     module = xrelay.parse(GroupCase("long_body", "x:2x20", body).module_text("opencl"))
     PassPipeline.parse_spec(all_passes(), "convert-relay-to-loops,split-reductions").apply(xrelay.context(), module)
     assert [loop[3] for loop in for_loops(module)] == [0]
@@ -194,7 +199,7 @@ def run_split(text: str, x: np.ndarray) -> np.ndarray:
 
 def expected(x: np.ndarray, lb: int, ub: int, step: int, combine: str) -> float:
     init, scale, offset, reduce = COMBINES[combine]
-    start = {"0x7F800000": math.inf, "0xFF800000": -math.inf}.get(init, None)
+    start = {"0x7F800000": math.inf, "0xFF800000": -math.inf}.get(init)
     z = x[lb:ub:step].astype(np.float64) * scale + offset
     return reduce(float(init) if start is None else start, z)
 

@@ -45,8 +45,7 @@ def test_parse_reports_the_first_use(text: str, use: str, definition: str) -> No
     with pytest.raises(xrelay.VerifyError) as info:
         xrelay.parse(text, "m.mlir")
     assert str(info.value).splitlines()[0] == (
-        f"m.mlir:2:3: operand %1 of '{use}' is used before its definition at m.mlir:3:3 "
-        f"('{definition}')"
+        f"m.mlir:2:3: operand %1 of '{use}' is used before its definition at m.mlir:3:3 ('{definition}')"
     )
 
 

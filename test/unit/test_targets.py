@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kernel_cases import GROUP_CASES, LOOP_KERNELS, SCOPES, GroupCase, LoopKernel, random_inputs
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
@@ -29,8 +30,6 @@ from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_open
 from xrelay.targets.c import CTarget
 from xrelay.targets.kernels import kernel_sources
 from xrelay.targets.opencl import OpenCLTarget
-
-from kernel_cases import GROUP_CASES, LOOP_KERNELS, SCOPES, GroupCase, LoopKernel, random_inputs
 
 LANGUAGES = ("c", "opencl")
 TARGETS = {"c": CTarget, "opencl": OpenCLTarget}
@@ -266,13 +265,14 @@ def test_kernel_sources_fields() -> None:
         device=0,
     )
     assert source.source.startswith(
-        "__kernel void k_elementwise(__global const float *in0, __global const float *in1, "
-        "__global float *out0) {"
+        "__kernel void k_elementwise(__global const float *in0, __global const float *in1, __global float *out0) {"
     )
     c_source = kernel_sources(xrelay.parse(LOOP_KERNELS[0].module_text("c")))[0]
     assert c_source.language == "c"
-    assert "void k_elementwise(const float *restrict in0, const float *restrict in1, " \
+    assert (
+        "void k_elementwise(const float *restrict in0, const float *restrict in1, "
         "float *restrict out0) {" in c_source.source
+    )
 
 
 def test_global_size_merges_leading_dims_beyond_three() -> None:
@@ -292,8 +292,7 @@ def test_lowered_global_size_is_the_outermost_nest() -> None:
         kernel = next(op for op in module.ops if "relay.se_scope" in op.attributes)
         nest = next(op for op in kernel.body.block.ops if isinstance(op, scf.ParallelOp))
         extents = tuple(
-            ub.owner.value.value.data - lb.owner.value.value.data
-            for lb, ub in zip(nest.lowerBound, nest.upperBound)
+            ub.owner.value.value.data - lb.owner.value.value.data for lb, ub in zip(nest.lowerBound, nest.upperBound)
         )
         assert all(s.owner.value.value.data == 1 for s in nest.step)
         (source,) = kernel_sources(module)
@@ -318,8 +317,12 @@ def test_only_pure_sum_and_product_loops_get_the_simd_pragma() -> None:
     assert re.findall(r"#pragma omp simd (.*)", sources["k_reduction"]) == [f"reduction(+:{sum_var.group(1)})"]
     # k_scratch's max loop is a max reduction; its sum loop also stores into the scratch buffer
     assert "#pragma omp simd" not in sources["k_scratch"]
-    squared = LOOP_KERNELS[1].module_text("c").replace(
-        "%n = arith.addf %acc, %e : f32", "%q = arith.mulf %acc, %acc : f32\n      %n = arith.addf %q, %e : f32"
+    squared = (
+        LOOP_KERNELS[1]
+        .module_text("c")
+        .replace(
+            "%n = arith.addf %acc, %e : f32", "%q = arith.mulf %acc, %acc : f32\n      %n = arith.addf %q, %e : f32"
+        )
     )  # the carried sum is used twice: not a plain reduction
     source = kernel_sources(xrelay.parse(squared))[0].source
     assert "#pragma" not in source
@@ -364,16 +367,20 @@ def test_unknown_op_names_the_op_and_the_target(language: str) -> None:
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_unlowered_module_says_to_run_the_lowering(language: str) -> None:
     module = xrelay.parse(GROUP_CASES[0].module_text(language))
-    with pytest.raises(CompileError, match="expects a lowered module, but found 'relay.fused' at "
-                       "<input>:2:3; run convert-relay-to-loops first"):
+    with pytest.raises(
+        CompileError,
+        match="expects a lowered module, but found 'relay.fused' at <input>:2:3; run convert-relay-to-loops first",
+    ):
         emit(language, module)
 
 
 def test_kernel_on_another_device_is_rejected() -> None:
     scope = '#relay.se_scope<device = vulkan, id = 0, target = "vulkan", memory = "global">'
     module = xrelay.parse(UNKNOWN_OP.replace("SCOPE", scope).replace("math.sin", "math.exp"))
-    with pytest.raises(CompileError, match="@k_sin .* is on device 'vulkan', but only cpu \\(C\\) "
-                       "and opencl \\(OpenCL C\\) kernels are supported"):
+    with pytest.raises(
+        CompileError,
+        match="@k_sin .* is on device 'vulkan', but only cpu \\(C\\) and opencl \\(OpenCL C\\) kernels are supported",
+    ):
         kernel_sources(module)
     assert emit("c", module) == "#include <math.h>\n" and emit("opencl", module) == ""
 
@@ -406,7 +413,10 @@ def test_two_top_level_nests_are_rejected() -> None:
 
 def test_non_constant_ndrange_bound_is_rejected() -> None:
     body = "%n = arith.addi %c1, %c1 : index\n  " + COPY_NEST.replace("UB", "%n")
-    with pytest.raises(CompileError, match="expects constant bounds on the top-level scf.parallel, but found one computed by .arith.addi. at <input>:7:3"):
+    with pytest.raises(
+        CompileError,
+        match="expects constant bounds on the top-level scf.parallel, but found one computed by .arith.addi. at <input>:7:3",
+    ):
         kernel_sources(xrelay.parse(_with_body(body)))
 
 
@@ -414,7 +424,9 @@ def test_unsupported_element_type_is_rejected() -> None:
     text = _with_body(COPY_NEST.replace("UB", "%c4")).replace("%in0: memref<4xf32>", "%in0: memref<4xf16>")
     text = text.replace("load %in0[%i] : memref<4xf32>", "load %in0[%i] : memref<4xf16>")
     text = text.replace("memref.store %x,", "%y = arith.extf %x : f16 to f32\n    memref.store %y,")
-    with pytest.raises(CompileError, match="the opencl target cannot represent type f16 \\(in 'func.func' at <input>:2:1\\)"):
+    with pytest.raises(
+        CompileError, match="the opencl target cannot represent type f16 \\(in 'func.func' at <input>:2:1\\)"
+    ):
         kernel_sources(xrelay.parse(text))
 
 
@@ -428,7 +440,9 @@ def test_dynamic_scratch_buffer_is_rejected() -> None:
 
 def test_vector_constant_is_rejected() -> None:
     body = "%v = arith.constant dense<1.0> : vector<4xf32>\n  " + COPY_NEST.replace("UB", "%c4")
-    with pytest.raises(CompileError, match="cannot print the constant dense<1.0*e\\+00> : vector<4xf32> at <input>:7:3"):
+    with pytest.raises(
+        CompileError, match="cannot print the constant dense<1.0*e\\+00> : vector<4xf32> at <input>:7:3"
+    ):
         kernel_sources(xrelay.parse(_with_body(body)))
 
 
@@ -445,4 +459,3 @@ def test_top_level_reduction_cannot_be_an_ndrange() -> None:
   memref.store %s, %out0[%c0] : memref<4xf32>"""
     with pytest.raises(CompileError, match="cannot map a top-level scf.parallel with reductions onto the NDRange"):
         emit("opencl", xrelay.parse(_with_body(body)))
-
