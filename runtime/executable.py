@@ -103,11 +103,12 @@ class Executable:
     def _check_language(device: Device, entry: Mapping[str, Any], sources: Sequence[KernelSource]) -> None:
         wrong = [k for k in sources if device.language is not None and k.language != device.language]
         if wrong:
-            language = {"c": "C", "opencl": "OpenCL C"}.get(wrong[0].language, wrong[0].language)
+            names = {"c": "C", "opencl": "OpenCL C"}
+            example = {"cpu": "cpu", "opencl": "opencl:0"}.get(entry["kind"], entry["kind"])
             raise DeviceError(
-                f"scope {entry['kind']}:{entry['id']}'s kernels are {language} and cannot run on "
-                f"device {device.name}, which runs {device.language} kernels; map the scope to a "
-                f"{entry['kind']} device"
+                f"scope {entry['kind']}:{entry['id']}'s kernels are {names.get(wrong[0].language, wrong[0].language)} "
+                f"and cannot run on device {device.name}, which runs {names.get(device.language or '', device.language)} "
+                f"kernels; map the scope to a device of its kind, e.g. {example!r}"
             )
 
     # --- running ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
@@ -640,3 +641,26 @@ def test_a_memref_parameter_of_main_is_named() -> None:
     text = "func.func @main(%x: memref<4xf32>) -> memref<4xf32> {\n  func.return %x : memref<4xf32>\n}"
     with pytest.raises(xrelay.CompileError, match="parameter %x is memref<4xf32>; @main takes and returns tensors"):
         xrelay.build(text)
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (
+            {("opencl", 0): "cpu"},
+            "scope opencl:0's kernels are OpenCL C and cannot run on device cpu, which runs C kernels; map the scope to a device of its kind, e.g. 'opencl:0'",
+        ),
+        (
+            {"cpu:0": "opencl:0"},
+            "scope cpu:0's kernels are C and cannot run on device opencl:0, which runs OpenCL C kernels; map the scope to a device of its kind, e.g. 'cpu'",
+        ),
+        (
+            {"opencl:3": "opencl:0"},
+            "the device table maps opencl:3, which the program does not use; its scopes are cpu:0, opencl:0",
+        ),
+    ],
+)
+def test_device_table_errors_name_the_scope(table: Any, message: str) -> None:
+    text = (Path(__file__).parents[2] / "examples" / "two_devices.mlir").read_text()
+    with pytest.raises(DeviceError, match=re.escape(message)):
+        xrelay.build(text, targets=("c", "opencl"), devices=table)
