@@ -21,7 +21,12 @@ primary device.
 
 from __future__ import annotations
 
+import os
+import sys
+import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +44,7 @@ from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
 from xrelay.runtime.device import DeviceTable
+from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.graph_json import executor_graph
 from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
@@ -69,19 +75,47 @@ def build(
     host_target: str = "c",
     devices: DeviceTable | None = None,
     params: Mapping[str, np.ndarray] | None = None,
+    progress: bool | None = None,
 ) -> Executable:
     """Compiles `program` (relay text, a path to a .mlir file, or a module, which is not
     changed) for `targets` (target strings, or one string: "c", "c,opencl").
 
     `params` binds parameters of @main to fixed values (weights): they become constants, so
     they are placed like constants, written to their devices once, and `run` no longer takes
-    them."""
+    them. `progress=True` (or the environment variable XRELAY_PROGRESS=1) prints each stage
+    to stderr as it ends: the passes, the kernels emitted, and their build on the devices."""
+    report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
     bind_params(module, params or {})
-    lower(module, targets, default_device, host_target)
+    lower(module, targets, default_device, host_target, report)
     graph = executor_graph(module)
-    return Executable(graph.graph, kernel_sources(module, graph.devices), graph.params, devices)
+    kernels = kernel_sources(module, graph.devices)
+    report.stage(f"emitted {len(kernels)} kernels ({_by_language(kernels)})")
+    exe = Executable(graph.graph, kernels, graph.params, devices)
+    report.stage(f"built them on {', '.join(d.name for d in exe.devices)}")
+    return exe
+
+
+@dataclass
+class Progress:
+    """Stage lines on stderr (`xrelay.build  1.23 s  fuse-ops`), when asked for."""
+
+    enabled: bool
+    start_time: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def start(cls, enabled: bool | None) -> Progress:
+        return cls(bool(os.environ.get("XRELAY_PROGRESS")) if enabled is None else enabled)
+
+    def stage(self, what: str) -> None:
+        if self.enabled:
+            print(f"xrelay.build {time.perf_counter() - self.start_time:7.2f} s  {what}", file=sys.stderr, flush=True)
+
+
+def _by_language(kernels: Sequence[KernelSource]) -> str:
+    counts = Counter(GENERATED_DEVICES["cpu" if k.language == "c" else "opencl"] for k in kernels)
+    return ", ".join(f"{n} {language}" for language, n in sorted(counts.items())) or "none"
 
 
 def target_list(targets: str | Sequence[str]) -> tuple[str, ...]:
@@ -134,7 +168,13 @@ def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
     main.update_function_type()
 
 
-def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None, host_target: str) -> None:
+def lower(
+    module: ModuleOp,
+    targets: tuple[str, ...],
+    default_device: str | None,
+    host_target: str,
+    progress: Progress | None = None,
+) -> None:
     """Runs the pipeline in place and verifies the result."""
     passes = all_passes()
     options = {"targets": targets, "default_device": default_device, "host_target": host_target}
@@ -142,6 +182,8 @@ def lower(module: ModuleOp, targets: tuple[str, ...], default_device: str | None
     for name in PIPELINE:
         cls = passes[name]()
         _apply(cls(**options) if name == "plan-devices" else cls(), ctx, module)
+        if progress is not None:
+            progress.stage(name)
     try:
         module.verify()
     except DiagnosticException as e:

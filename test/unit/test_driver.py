@@ -664,3 +664,15 @@ def test_device_table_errors_name_the_scope(table: Any, message: str) -> None:
     text = (Path(__file__).parents[2] / "examples" / "two_devices.mlir").read_text()
     with pytest.raises(DeviceError, match=re.escape(message)):
         xrelay.build(text, targets=("c", "opencl"), devices=table)
+
+
+def test_progress_names_each_stage(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    xrelay.build(MLP, targets=("c", "opencl"), progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(maxsplit=3)[3] for line in lines[: len(driver.PIPELINE)]] == list(driver.PIPELINE)
+    assert lines[-2].endswith("emitted 4 kernels (3 C, 1 OpenCL C)") and "built them on cpu, opencl:0" in lines[-1]
+    xrelay.build(ADD)
+    assert capsys.readouterr().err == ""  # off by default
+    monkeypatch.setenv("XRELAY_PROGRESS", "1")
+    xrelay.build(ADD)
+    assert "plan-devices" in capsys.readouterr().err
