@@ -6,10 +6,14 @@ lower with convert-relay-to-loops. Shared by test_targets.py and test_build.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+import xrelay
+from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.kernels import kernel_sources
 
 CPU = '#relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">'
 OPENCL = '#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">'
@@ -437,3 +441,8 @@ def random_inputs(shapes: list[tuple[int, ...]], seed: int, positive: bool) -> l
     if positive:
         return [rng.uniform(0.5, 2.0, s).astype(np.float32) for s in shapes]
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+def kernel_sources_of(language: str, kernels: Sequence[LoopKernel] = LOOP_KERNELS) -> list[KernelSource]:
+    """The sources of `kernels` printed for `language` ("c" or "opencl")."""
+    return [s for k in kernels for s in kernel_sources(xrelay.parse(k.module_text(language)))]

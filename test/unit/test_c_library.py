@@ -11,27 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, random_inputs
+from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, kernel_sources_of, random_inputs
 
 import xrelay
 from xrelay.errors import CompileError
 from xrelay.runtime import c_library
 from xrelay.runtime.c_library import build_c, c_flags
-from xrelay.runtime.kernels import KernelSource
-from xrelay.targets.kernels import kernel_sources
 
 UNIT = Path(__file__).parent
 REPO = UNIT.parent.parent
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    return tmp_path / "xrelay"
-
-
-def sources(language: str, kernels=LOOP_KERNELS) -> list[KernelSource]:
-    return [s for k in kernels for s in kernel_sources(xrelay.parse(k.module_text(language)))]
 
 
 def run_c(lib: c_library.CLibrary, case) -> np.ndarray:
@@ -46,20 +34,20 @@ def run_c(lib: c_library.CLibrary, case) -> np.ndarray:
 
 
 def test_c_second_build_hits_the_cache(cache: Path) -> None:
-    first = build_c(sources("c"), ["-O2"])
+    first = build_c(kernel_sources_of("c"), ["-O2"])
     assert not first.cached and first.path.parent == cache and first.path.suffix == ".so"
-    second = build_c(sources("c"), ["-O2"])
+    second = build_c(kernel_sources_of("c"), ["-O2"])
     assert second.cached and second.path == first.path
     for case in LOOP_KERNELS:
         run_c(second, case)
     # the key covers the flags and the sources
-    assert not build_c(sources("c"), ["-O1"]).cached
-    assert not build_c(sources("c", [ELEMENTWISE]), ["-O2"]).cached
+    assert not build_c(kernel_sources_of("c"), ["-O1"]).cached
+    assert not build_c(kernel_sources_of("c", [ELEMENTWISE]), ["-O2"]).cached
     assert [p.name for p in cache.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_c_build_is_one_library_for_many_kernels(cache: Path) -> None:
-    lib = build_c(sources("c"))
+    lib = build_c(kernel_sources_of("c"))
     assert sorted(lib.kernels) == sorted(k.name for k in LOOP_KERNELS)
     assert len(list(cache.glob("*.so"))) == 1
 
@@ -69,7 +57,7 @@ import sys
 import numpy as np
 import xrelay
 sys.path.insert(0, {unit!r})
-from kernel_cases import ELEMENTWISE, random_inputs
+from kernel_cases import kernel_sources_of, ELEMENTWISE, random_inputs
 from xrelay.runtime.c_library import build_c
 from xrelay.targets.kernels import kernel_sources
 lib = build_c(kernel_sources(xrelay.parse(ELEMENTWISE.module_text("c"))), ["-O1", "-g"])
@@ -110,11 +98,11 @@ def test_flags_come_from_the_target_string() -> None:
 @pytest.mark.parametrize("flag", ["-o/tmp/x", "-Wl,-rpath,/tmp", "-fplugin=evil.so", "; rm -rf /", "-O2 -g"])
 def test_build_rejects_flags_outside_the_allow_list(cache: Path, flag: str) -> None:
     with pytest.raises(CompileError, match="unsupported C compiler flag"):
-        build_c(sources("c", [ELEMENTWISE]), [flag])
+        build_c(kernel_sources_of("c", [ELEMENTWISE]), [flag])
 
 
 def test_gcc_error_is_a_compile_error_with_its_message(cache: Path) -> None:
-    (good,) = sources("c", [ELEMENTWISE])
+    (good,) = kernel_sources_of("c", [ELEMENTWISE])
     bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
     with pytest.raises(
         CompileError, match="gcc failed to compile kernels k_elementwise:\n(.|\n)*error: .undeclared_buffer. undeclared"
@@ -122,13 +110,13 @@ def test_gcc_error_is_a_compile_error_with_its_message(cache: Path) -> None:
         build_c([bad])
 
 
-def test_c_builder_rejects_opencl_sources(cache: Path) -> None:
+def test_c_builder_rejects_opencl_kernel_sources_of(cache: Path) -> None:
     with pytest.raises(CompileError, match="kernel k_elementwise is opencl code, but this builder builds c kernels"):
-        build_c(sources("opencl", [ELEMENTWISE]))
+        build_c(kernel_sources_of("opencl", [ELEMENTWISE]))
 
 
 def test_c_kernel_checks_its_arguments(cache: Path) -> None:
-    kernel = build_c(sources("c", [ELEMENTWISE]))["k_elementwise"]
+    kernel = build_c(kernel_sources_of("c", [ELEMENTWISE]))["k_elementwise"]
     a, b, out = np.zeros((4, 8), np.float32), np.zeros(8, np.float32), np.zeros((4, 8), np.float32)
     with pytest.raises(TypeError, match="takes 2 inputs and one output, but was given 2 arrays"):
         kernel(a, out)
@@ -158,7 +146,7 @@ import sys
 import numpy as np
 sys.path.insert(0, {unit!r})
 import test_targets
-from kernel_cases import LOOP_KERNELS, random_inputs
+from kernel_cases import kernel_sources_of, LOOP_KERNELS, random_inputs
 import xrelay
 from xrelay.runtime.c_library import build_c
 from xrelay.targets.kernels import kernel_sources

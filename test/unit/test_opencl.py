@@ -9,24 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_cases import ELEMENTWISE, LOOP_KERNELS, random_inputs
+from kernel_cases import ELEMENTWISE, LOOP_KERNELS, kernel_sources_of, random_inputs
 
-import xrelay
 from xrelay.errors import CompileError, DeviceError
-from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
-from xrelay.targets.kernels import kernel_sources
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    return tmp_path / "xrelay"
-
-
-def sources(language: str, kernels=LOOP_KERNELS) -> list[KernelSource]:
-    return [s for k in kernels for s in kernel_sources(xrelay.parse(k.module_text(language)))]
-
 
 # --- OpenCL ---------------------------------------------------------------------------------
 
@@ -39,7 +25,7 @@ def cl_context():
 def test_opencl_build_makes_each_kernel_object_once(cache: Path, cl_context) -> None:
     import pyopencl as cl
 
-    program = build_opencl(cl_context, sources("opencl"))
+    program = build_opencl(cl_context, kernel_sources_of("opencl"))
     assert program["k_elementwise"].kernel is program["k_elementwise"].kernel
     assert sorted(program.kernels) == sorted(k.name for k in LOOP_KERNELS)
     assert list(cache.glob("*")) == []  # the platform caches OpenCL programs, not xrelay
@@ -51,13 +37,13 @@ def test_opencl_build_makes_each_kernel_object_once(cache: Path, cl_context) -> 
 
 
 def test_opencl_kernel_checks_its_arguments(cl_context) -> None:
-    kernel = build_opencl(cl_context, sources("opencl", [ELEMENTWISE]))["k_elementwise"]
+    kernel = build_opencl(cl_context, kernel_sources_of("opencl", [ELEMENTWISE]))["k_elementwise"]
     with pytest.raises(TypeError, match="takes 2 inputs and one output, but was given 1 buffers"):
         kernel(None, object())
 
 
 def test_opencl_compile_error_carries_the_build_log(cache: Path, cl_context) -> None:
-    (good,) = sources("opencl", [ELEMENTWISE])
+    (good,) = kernel_sources_of("opencl", [ELEMENTWISE])
     bad = dataclasses.replace(good, source=good.source.replace("out0[", "undeclared_buffer["))
     with pytest.raises(
         CompileError, match="the OpenCL compiler failed on kernels k_elementwise:(.|\n)*undeclared_buffer"
@@ -70,15 +56,15 @@ def test_no_opencl_platform_says_how_to_install_one(cache: Path, monkeypatch: py
 
     monkeypatch.setattr(pyopencl, "get_platforms", lambda: [])
     with pytest.raises(DeviceError, match="no OpenCL platform found; .*apt-get install pocl-opencl-icd"):
-        build_opencl(None, sources("opencl", [ELEMENTWISE]))
+        build_opencl(None, kernel_sources_of("opencl", [ELEMENTWISE]))
 
 
 def test_missing_pyopencl_says_how_to_install_it(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyopencl", None)  # makes `import pyopencl` fail
     with pytest.raises(DeviceError, match="pyopencl cannot be imported .*apt-get install pocl-opencl-icd"):
-        build_opencl(None, sources("opencl", [ELEMENTWISE]))
+        build_opencl(None, kernel_sources_of("opencl", [ELEMENTWISE]))
 
 
-def test_opencl_builder_rejects_c_sources(cache: Path, cl_context) -> None:
+def test_opencl_builder_rejects_c_kernel_sources_of(cache: Path, cl_context) -> None:
     with pytest.raises(CompileError, match="is c code, but this builder builds opencl kernels"):
-        build_opencl(cl_context, sources("c", [ELEMENTWISE]))
+        build_opencl(cl_context, kernel_sources_of("c", [ELEMENTWISE]))
