@@ -34,10 +34,26 @@ from xrelay.targets.c_style import (
 # Defined by the runtime's C builder (`xrelay.runtime.c_library`), which passes -fopenmp-simd.
 SIMD_MACRO = "XRELAY_OMP_SIMD"
 
+# The maths functions glibc's libmvec has vector variants of (`_ZGVdN8v_tanhf`,
+# `_ZGVeN16vv_powf`, ...; erff and tanhf since glibc 2.35). Declared `simd("notinbranch")`, a
+# loop calling them vectorises without -ffast-math (the builder passes -fno-math-errno and
+# links -lmvec). The others the kernels call (sqrtf, fabsf, floorf, ceilf, fmaf) are single
+# instructions under -fno-math-errno.
+VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "powf(float, float)")
+HEADER = "\n".join(
+    [
+        "#include <math.h>",
+        "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)",
+        *(f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH),
+        "#endif",
+        "",
+    ]
+)
+
 
 class CEmitter(CStyleEmitter):
     target = "c"
-    header = "#include <math.h>\n"
+    header = HEADER
     kernel_prefix = "void"
     pointer_qualifier = "restrict "
     reduction_pragma = (f"#ifdef {SIMD_MACRO}", "#pragma omp simd {}", "#endif")
