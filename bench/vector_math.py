@@ -2,7 +2,7 @@
 
 Kernels are lowered as `xrelay.build` lowers them (plan-devices, fuse-ops,
 convert-relay-to-loops, dce, licm, cse, split-reductions), built as the runtime builds them
-(C: gcc with the runtime's flags; OpenCL: PoCL), and timed as kernel calls (an OpenCL call is
+(C: gcc with the runtime's flags, one thread unless said; OpenCL: PoCL), and timed as kernel calls (an OpenCL call is
 one launch, waited for; buffers stay on the device), all in one interleaved run (medians).
 
 - chain: an 8-op elementwise chain with a tanh on 4M floats, against a hand-written fused C
@@ -137,8 +137,10 @@ class Runner:
         self.cl = import_pyopencl()
         self.queue = self.cl.CommandQueue(context)
 
-    def c(self, source: KernelSource, arrays: list[np.ndarray], out: np.ndarray) -> Callable[[], None]:
-        kernel = build_c([source])[source.name]
+    def c(
+        self, source: KernelSource, arrays: list[np.ndarray], out: np.ndarray, threads: int = 1
+    ) -> Callable[[], None]:
+        kernel = build_c([source], num_threads=threads)[source.name]
         addresses = [a.ctypes.data for a in (*arrays, out)]
         return lambda: kernel.function(*addresses)
 
@@ -180,11 +182,12 @@ def main() -> None:
 
 def chain(runner: Runner, a: np.ndarray, b: np.ndarray, rounds: int) -> None:
     text = chain_text()
-    outs = {k: np.zeros(N, np.float32) for k in ("hand", "c", "opencl")}
+    outs = {k: np.zeros(N, np.float32) for k in ("hand", "c", "c2", "opencl")}
     hand = KernelSource("hand_chain", "c", HAND_CHAIN, (N,), 2)
     fns = {
         "hand C loop (vector tanhf)": runner.c(hand, [a, b], outs["hand"]),
         "xrelay C": runner.c(kernel_for(text, "c"), [a, b], outs["c"]),
+        "xrelay C, 2 threads": runner.c(kernel_for(text, "c"), [a, b], outs["c2"], threads=2),
         "xrelay OpenCL": runner.opencl(kernel_for(text, "opencl"), [a, b], outs["opencl"]),
         "numpy": lambda: chain_numpy(a, b),
     }
@@ -227,7 +230,7 @@ def functions(a: np.ndarray, b: np.ndarray, rounds: int) -> None:
         text = function_text(name)
         inputs = {"a": x, "b": b}
         for target in ("c", "opencl"):
-            cases[f"{name} {target}"] = (xrelay.build(text, targets=(target,)), inputs)
+            cases[f"{name} {target}"] = (xrelay.build(text, targets=(target,), num_threads=1), inputs)
     times = interleaved_kernel_medians(cases, rounds)
     print(f"ns per element on {N} floats (the kernel node), median of {rounds} interleaved rounds:")
     print(f"  {'function':<10} {'c':>7} {'opencl':>7}")
@@ -244,7 +247,7 @@ def gelu_cost(rng: np.random.Generator, rounds: int) -> None:
     cases = {}
     for target in ("c", "opencl"):
         for with_gelu in (False, True):
-            exe = xrelay.build(dense_text(with_gelu), targets=(target,), params=weights)
+            exe = xrelay.build(dense_text(with_gelu), targets=(target,), params=weights, num_threads=1)
             cases[f"{target} {'+ gelu' if with_gelu else 'only'}"] = (exe, {"x": x})
     times = interleaved_kernel_medians(cases, rounds)
     print(f"dense 128x256 . 1024x256 + bias (the kernel node), median of {rounds} interleaved rounds:")

@@ -59,9 +59,14 @@ VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "pow
 THREADS_MACRO = "XRELAY_NUM_THREADS"
 
 # A top-level nest is split across threads only when it does at least this many operations
-# (its ops times their trip counts, estimated): below that, waking the threads costs more
-# than the work saves (bench/models.py --profile, per node at 1 and 2 threads).
-PARALLEL_WORK = 1 << 18
+# (its ops times their trip counts, estimated; about 40-70 of them take a nanosecond on one
+# core): below that, waking the threads costs more than the work saves. Measured per node of
+# bench/models.py's models at 1 and 2 threads with OMP_WAIT_POLICY=passive, where a parallel
+# region costs about 55 us (sleeping threads are woken): a softmax of 0.9M (114 -> 135 us)
+# and a max-pool of 0.6M (53 -> 76 us) lost, a convolution of 3M gained little (167 -> 138
+# us), everything from 14M on gained (a batch matmul of 14.7M: 206 -> 192 us, a dense of
+# 66M: 1674 -> 833 us).
+PARALLEL_WORK = 1 << 22
 
 # The leading loops of a nest `collapse`d into the one the threads share: as few as give this
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.

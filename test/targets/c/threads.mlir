@@ -10,17 +10,17 @@
 // CHECK-NEXT:    #pragma omp parallel for num_threads(XRELAY_NUM_THREADS) collapse(2)
 // CHECK-NEXT:    #endif
 // CHECK-NEXT:    for (long
-func.func @big(%in0: memref<2x8x65536xf32>, %out0: memref<2x8x65536xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+func.func @big(%in0: memref<2x8x262144xf32>, %out0: memref<2x8x262144xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c8 = arith.constant 8 : index
-  %cn = arith.constant 65536 : index
+  %cn = arith.constant 262144 : index
   "scf.parallel"(%c0, %c0, %c0, %c2, %c8, %cn, %c1, %c1, %c1) <{operandSegmentSizes = array<i32: 3, 3, 3, 0>}> ({
   ^bb0(%i: index, %j: index, %k: index):
-    %a = memref.load %in0[%i, %j, %k] : memref<2x8x65536xf32>
+    %a = memref.load %in0[%i, %j, %k] : memref<2x8x262144xf32>
     %e = math.exp %a : f32
-    memref.store %e, %out0[%i, %j, %k] : memref<2x8x65536xf32>
+    memref.store %e, %out0[%i, %j, %k] : memref<2x8x262144xf32>
     scf.reduce
   }) : (index, index, index, index, index, index, index, index, index) -> ()
   func.return
