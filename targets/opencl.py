@@ -50,13 +50,14 @@ class OpenCLEmitter(CStyleEmitter):
         arith.MaximumfOp: lambda a, b: f"(({a} > {b}) | isnan({a})) ? {a} : {b}",
         arith.MinimumfOp: lambda a, b: f"(({a} < {b}) | isnan({a})) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
-        # PoCL's built-ins of these stay scalar: branch-free ones of our own (vector_math.py)
+        # PoCL's built-ins of these are scalar or slow: branch-free ones of our own (vector_math.py)
+        math.TanhOp: lambda a: f"xr_tanhf({a})",
         math.LogOp: lambda a: f"xr_logf({a})",
         math.ErfOp: lambda a: f"xr_erff({a})",
         math.PowFOp: lambda a, b: f"xr_powf({a}, {b})",
     }
     vector_widths = (2, 4, 8, 16)
-    helper_names = ("xr_logf", "xr_erff", "xr_powf")
+    helper_names = ("xr_tanhf", "xr_logf", "xr_erff", "xr_powf")
     helper_prelude = OPENCL_PRELUDE
 
 

@@ -10,9 +10,11 @@ an include guard, because the runtime builds several units as one (C kernels int
 library, OpenCL kernels into one program).
 
 Who uses which (speed in bench/vector_math.py, accuracy in test/unit/test_vector_math.py):
-- OpenCL C: `xr_logf`, `xr_erff` and `xr_powf`. PoCL 3.1's built-ins of these stay scalar
-  (log 25 ns, erf 78 ns, pow 280 ns per element against 0.8, 1.2 and 3.8 ns here); its `exp`,
-  `tanh`, `sqrt` and `rsqrt` vectorise and are kept. `xr_expf` serves `xr_erff`.
+- OpenCL C: `xr_tanhf`, `xr_logf`, `xr_erff` and `xr_powf`. PoCL 3.1's built-ins of log,
+  erf and pow stay scalar (25, 78 and 280 ns per element against 0.8, 1.2 and 3.8 ns here),
+  and its tanh is slow (the tanh chain of bench/vector_math.py: 7.1 ms against 4.2 with
+  `xr_tanhf`, which calls PoCL's `exp`); its `exp`, `sqrt` and `rsqrt` vectorise and are
+  kept. `xr_expf` serves `xr_erff`.
 - C: none. glibc's libmvec has vector variants of all of them (`targets/c.py`); a branch-free
   tanh of our own was slower in a loop (0.99 against 0.58 ns per element) and did not help a
   matmul block's straight-line epilogue either, which no vectoriser turns into vector calls.
@@ -40,6 +42,7 @@ OPENCL_PRELUDE = """\
 #define XR_RINT rint
 #define XR_FABS fabs
 #define XR_COPYSIGN copysign
+#define XR_EXP exp
 #define xr_as_float as_float
 #define xr_as_int as_int
 #endif
@@ -70,6 +73,27 @@ XR_FN float xr_expf(float x) {
   int k1 = k / 2;
   float y = p * xr_as_float((k1 + 127) << 23) * xr_as_float((k - k1 + 127) << 23);
   return x == x ? y : x;
+}
+""",
+)
+
+# tanh |x| = |x| + |x|^3 P(x^2) below 0.625 (Cephes' tanhf), else 1 - 2 / (e^2|x| + 1) with
+# the platform's exp (PoCL's vectorises), the sign copied back (so -0 stays -0); a NaN takes
+# the second form and stays NaN.
+TANH = Helper(
+    "xr_tanhf",
+    """\
+XR_FN float xr_tanhf(float x) {
+  float a = XR_FABS(x);
+  float z = a * a;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  float small = a + a * z * p;
+  float large = 1.0f - 2.0f / (XR_EXP(a + a) + 1.0f);
+  return XR_COPYSIGN(a < 0.625f ? small : large, x);
 }
 """,
 )
@@ -203,7 +227,7 @@ XR_FN float xr_powf(float x, float y) {
 """,
 )
 
-HELPERS = {h.name: h for h in (EXP, LOG, ERF, POW)}
+HELPERS = {h.name: h for h in (EXP, TANH, LOG, ERF, POW)}
 
 
 def helpers_for(text: str, available: tuple[str, ...]) -> list[Helper]:
