@@ -39,10 +39,11 @@ from xdsl.utils.exceptions import DiagnosticException
 from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_notes
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.errors import Error, InputError, UsageError
+from xrelay.errors import CompileError, Error, InputError, UsageError
 from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
+from xrelay.runtime.c_library import check_num_threads, default_num_threads
 from xrelay.runtime.device import DeviceTable
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.graph_json import executor_graph
@@ -75,6 +76,7 @@ def build(
     host_target: str = "c",
     devices: DeviceTable | None = None,
     params: Mapping[str, np.ndarray] | None = None,
+    num_threads: int | None = None,
     progress: bool | None = None,
 ) -> Executable:
     """Compiles `program` (relay text, a path to a .mlir file, or a module, which is not
@@ -82,14 +84,20 @@ def build(
 
     `params` binds parameters of @main to fixed values (weights): they become constants, so
     they are placed like constants, written to their devices once, and `run` no longer takes
-    them. `progress=True` (or the environment variable XRELAY_PROGRESS=1) prints each stage
-    to stderr as it ends: the passes, the kernels emitted, and their build on the devices."""
+    them.
+
+    `num_threads` is how many threads each C kernel's outer loops may use (default: every
+    core, or `XRELAY_NUM_THREADS` from the environment). It is recorded in the cpu entries of
+    the graph's `devices` list, so a saved executable keeps it. `progress=True` (or the
+    environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
+    passes, the kernels emitted, and their build on the devices."""
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
     bind_params(module, params or {})
     lower(module, targets, default_device, host_target, report)
     graph = executor_graph(module)
+    record_threads(graph.graph, num_threads)
     kernels = kernel_sources(module, graph.devices)
     report.stage(f"emitted {len(kernels)} kernels ({_by_language(kernels)})")
     exe = Executable(graph.graph, kernels, graph.params, devices)
@@ -116,6 +124,17 @@ class Progress:
 def _by_language(kernels: Sequence[KernelSource]) -> str:
     counts = Counter(GENERATED_DEVICES["cpu" if k.language == "c" else "opencl"] for k in kernels)
     return ", ".join(f"{n} {language}" for language, n in sorted(counts.items())) or "none"
+
+
+def record_threads(graph: dict[str, Any], num_threads: int | None) -> None:
+    """Writes the thread count into each cpu entry of the graph's `devices`."""
+    try:
+        threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
+    except CompileError as e:
+        raise UsageError(str(e)) from None
+    for entry in graph["devices"]:
+        if entry["kind"] == "cpu":
+            entry["num_threads"] = threads
 
 
 def target_list(targets: str | Sequence[str]) -> tuple[str, ...]:

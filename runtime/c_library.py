@@ -4,6 +4,7 @@ C kernels into one shared library (gcc + ctypes), giving callable kernels by nam
     lib = build_c(sources, flags=c_flags("c -O2"))       # CLibrary
     lib["fused_add"](a, b, out)                           # numpy float32 arrays
     lib = load_c(path, sources)                           # a library built before (an artifact's)
+    lib = build_c(sources, num_threads=2)                 # kernels split across 2 OpenMP threads
 
 Builds are cached on disk under `$XDG_CACHE_HOME/xrelay` (default `~/.cache/xrelay`), keyed
 by a hash of the sources, the flags and gcc's version. Files are written to a temporary name in
@@ -11,6 +12,13 @@ the cache directory and renamed into place, so two processes building the same k
 both succeed. gcc runs with an argument list, never through a shell, and extra flags come only
 from an allow-list. A library records the machine it was built on (`machine()`) and the
 compiler (`c_compiler_version()`), so a saved one is reused only where it can run.
+
+Threads: the C emitter marks the outer loop nest of a kernel that does enough work
+`#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)`. The library is built with
+-fopenmp (gcc's libgomp) and `-DXRELAY_NUM_THREADS=N`, so the count is fixed per library and
+part of its cache key; the library reports it (`xrelay_num_threads()`, `CLibrary.num_threads`).
+The count defaults to every core this process may run on; `XRELAY_NUM_THREADS` in the
+environment overrides that default (`default_num_threads()`).
 """
 
 from __future__ import annotations
@@ -39,7 +47,29 @@ C_COMPILER = "gcc"
 # The C emitter (`xrelay.targets.c`) guards its `omp simd` reduction pragmas with this macro,
 # so its output also compiles warning-free without -fopenmp-simd (no OpenMP runtime needed).
 SIMD_MACRO = "XRELAY_OMP_SIMD"
-C_BASE_FLAGS = ("-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp-simd", f"-D{SIMD_MACRO}")
+# -fno-math-errno lets gcc vectorise maths calls (libmvec's variants set no errno) and sqrtf
+# become one instruction; NaN and infinity semantics stay as they are.
+C_BASE_FLAGS = (
+    "-std=c99",
+    "-O3",
+    "-march=native",
+    "-fno-math-errno",
+    "-fPIC",
+    "-shared",
+    "-fopenmp-simd",
+    f"-D{SIMD_MACRO}",
+)
+# The thread-count macro of the C emitter (`xrelay.targets.c`), and the environment variable
+# that overrides the default count.
+THREADS_MACRO = "XRELAY_NUM_THREADS"
+THREADS_ENVIRONMENT = "XRELAY_NUM_THREADS"
+# Appended to every library: what count it was built with.
+THREADS_REPORT = f"""
+#ifndef {THREADS_MACRO}
+#define {THREADS_MACRO} 1
+#endif
+int xrelay_num_threads(void) {{ return {THREADS_MACRO}; }}
+"""
 # Libraries every kernel library links, after the source: libm, and glibc's vector maths
 # (libmvec), which gcc calls for a vectorised expf or tanhf under -ffast-math (or a `simd`
 # declaration); without it such a library fails to load (undefined symbol _ZGVeN16v_expf).
@@ -94,6 +124,25 @@ def write_atomically(final: Path, data: bytes) -> None:
 
 
 # --- C --------------------------------------------------------------------------------------
+
+
+def default_num_threads() -> int:
+    """`XRELAY_NUM_THREADS` from the environment if set, else every core this process may use."""
+    text = os.environ.get(THREADS_ENVIRONMENT, "").strip()
+    if text:
+        return check_num_threads(text, f"the environment variable {THREADS_ENVIRONMENT}")
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def check_num_threads(value: object, what: str = "num_threads") -> int:
+    """`value` as a thread count (a positive integer), or a `CompileError` naming `what`."""
+    try:
+        count = int(str(value))
+    except ValueError:
+        count = 0
+    if count < 1 or isinstance(value, bool):
+        raise CompileError(f"{what} must be a positive integer (a thread count), but was {value!r}")
+    return count
 
 
 def c_flags(target: str) -> list[str]:
@@ -152,6 +201,7 @@ class CLibrary:
     path: Path
     cached: bool  # True when the library came from the on-disk cache (or an artifact)
     kernels: dict[str, CKernel] = field(default_factory=dict[str, CKernel])
+    num_threads: int | None = None  # the OpenMP thread count it was built with (None: unknown)
 
     def __getitem__(self, name: str) -> CKernel:
         return self.kernels[name]
@@ -179,12 +229,14 @@ def _cpuinfo() -> dict[str, str]:
     return fields
 
 
-def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = ()) -> CLibrary:
-    """Compiles C kernels into one shared library (or takes it from the cache) and loads it."""
+def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = (), num_threads: int | None = None) -> CLibrary:
+    """Compiles C kernels into one shared library (or takes it from the cache) and loads it;
+    their parallel loops run on `num_threads` threads (default: `default_num_threads()`)."""
     _check_language(sources, "c")
     check_c_flags(flags)
-    text = "\n".join(s.source for s in sources)
-    argv = [*C_BASE_FLAGS, *flags]
+    threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
+    text = "\n".join([*(s.source for s in sources), THREADS_REPORT])
+    argv = [*C_BASE_FLAGS, *flags, "-fopenmp", f"-D{THREADS_MACRO}={threads}"]
     key = content_key(text, " ".join(argv), c_compiler_version(), machine())
     library = cache_dir() / f"c-{key}.so"
     cached = library.exists()
@@ -205,18 +257,29 @@ def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
     return _load_c(library, sources, cached=True)
 
 
+# gcc links crtfastmath.o into a library linked with these; it turns on flush-to-zero for the
+# whole process when the library loads, and every other kernel and numpy would lose their
+# subnormals. Such a library is compiled with them and linked without them.
+FAST_MATH_FLAGS = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations")
+
+
 def _compile_c(text: str, argv: list[str], library: Path, names: list[str]) -> None:
     source = library.with_suffix(".c")
     write_atomically(source, text.encode())
     with atomic_path(library) as tmp:
-        result = subprocess.run(
-            [C_COMPILER, *argv, "-o", str(tmp), str(source), *C_LINK_FLAGS],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise CompileError(f"{C_COMPILER} failed to compile kernels {', '.join(names)}:\n{result.stderr}")
+        if any(flag in FAST_MATH_FLAGS for flag in argv):
+            with atomic_path(library.with_suffix(".o")) as obj:
+                _gcc([*argv, "-c", "-o", str(obj), str(source)], names)
+                link = [f for f in argv if f not in FAST_MATH_FLAGS]
+                _gcc([*link, "-o", str(tmp), str(obj), *C_LINK_FLAGS], names)
+            return
+        _gcc([*argv, "-o", str(tmp), str(source), *C_LINK_FLAGS], names)
+
+
+def _gcc(argv: list[str], names: list[str]) -> None:
+    result = subprocess.run([C_COMPILER, *argv], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise CompileError(f"{C_COMPILER} failed to compile kernels {', '.join(names)}:\n{result.stderr}")
 
 
 def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibrary:
@@ -225,6 +288,10 @@ def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibra
     except OSError as e:
         raise CompileError(f"cannot load the kernel library {path}: {e}") from None
     library = CLibrary(path, cached)
+    report = getattr(handle, "xrelay_num_threads", None)  # (libraries saved before threads: none)
+    if report is not None:
+        report.argtypes, report.restype = [], ctypes.c_int
+        library.num_threads = int(report())
     for s in sources:
         function = getattr(handle, s.name)
         function.argtypes = [ctypes.c_void_p] * (s.num_inputs + 1)

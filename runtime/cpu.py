@@ -2,7 +2,8 @@
 `cpu`: the host as a device. Tensors are numpy arrays; kernels are C, built by
 `xrelay.runtime.c_library` into one shared library per load (or loaded from a saved one) and
 called through ctypes with their buffer addresses bound once (a call then costs about 0.3 us,
-see the performance guide).
+see the performance guide). A kernel's outer loop nest runs on `num_threads` OpenMP threads
+(the graph's `devices` entry gives the count; see `xrelay.runtime.c_library`).
 """
 
 from __future__ import annotations
@@ -35,10 +36,19 @@ class CPUDevice(NumpyDevice):
         offset = -raw.ctypes.data % 64
         return raw[offset : offset + nbytes]
 
-    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
+    def load(
+        self,
+        sources: Sequence[KernelSource],
+        target: str,
+        library: bytes | None = None,
+        num_threads: int | None = None,
+    ) -> LoadedKernels:
         if not sources:
             return LoadedKernels({})
-        built = load_c(library, sources) if library is not None else build_c(sources, c_flags(target))
+        if library is not None:  # (built with the thread count it was saved with)
+            built = load_c(library, sources)
+        else:
+            built = build_c(sources, c_flags(target), num_threads)
         return LoadedKernels({s.name: built[s.name] for s in sources}, built.path.read_bytes())
 
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:

@@ -90,10 +90,17 @@ class Device(ABC):
         return False
 
     @abstractmethod
-    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
+    def load(
+        self,
+        sources: Sequence[KernelSource],
+        target: str,
+        library: bytes | None = None,
+        num_threads: int | None = None,
+    ) -> LoadedKernels:
         """Builds `sources` for this device with the options of `target` (the scope's target
         string, e.g. `"c -O2"`), or loads them from `library`, a binary saved by an earlier
-        load of the same sources on this kind of device."""
+        load of the same sources on this kind of device. `num_threads` is how many threads
+        a kernel may use (the graph's `devices` entry says; None: the device's default)."""
 
     @abstractmethod
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:

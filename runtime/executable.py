@@ -96,7 +96,8 @@ class Executable:
         for index, (device, entry) in enumerate(zip(self.devices, self.graph["devices"])):
             sources = [k for k in self.kernels if k.device == index]
             self._check_language(device, entry, sources)
-            loaded.append(device.load(sources, entry["target"], libraries.get(index)))
+            threads = entry.get("num_threads")
+            loaded.append(device.load(sources, entry["target"], libraries.get(index), threads))
         return loaded
 
     @staticmethod

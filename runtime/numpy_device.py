@@ -47,7 +47,13 @@ class NumpyDevice(Device):
     def read(self, src: Tensor, dst: np.ndarray) -> None:
         np.copyto(dst, src)
 
-    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
+    def load(
+        self,
+        sources: Sequence[KernelSource],
+        target: str,
+        library: bytes | None = None,
+        num_threads: int | None = None,
+    ) -> LoadedKernels:
         missing = [s.name for s in sources if s.name not in self.kernels]
         if missing:
             raise DeviceError(f"{self.name} has no Python kernel for {', '.join(missing)}")

@@ -215,7 +215,13 @@ class OpenCLDevice(Device):
             self.queue.finish()  # the source's storage may be reused by its queue right after
         return True
 
-    def load(self, sources: Sequence[KernelSource], target: str, library: bytes | None = None) -> LoadedKernels:
+    def load(
+        self,
+        sources: Sequence[KernelSource],
+        target: str,
+        library: bytes | None = None,
+        num_threads: int | None = None,
+    ) -> LoadedKernels:
         if not sources:
             return LoadedKernels({})
         program = build_opencl(self.context, sources)

@@ -9,17 +9,30 @@ iter_args are only reductions (sum, product, max, min) gets `#pragma omp simd re
 guarded by `XRELAY_OMP_SIMD` (the builder defines it and passes -fopenmp-simd): without it
 gcc may not reorder float additions or max and leaves the loop scalar (a dense layer: 1.9 ->
 22 GFLOP/s, bench/c_sum_reduction.py).
+
+Maths: the libmvec functions a unit calls (expf, logf, tanhf, erff, powf) are declared
+`simd("notinbranch")` before its kernels, so that gcc, with the builder's -fno-math-errno,
+vectorises a loop calling them into calls of glibc's vector variants (`_ZGVeN16v_tanhf`),
+which keep NaN, inf and subnormals; no -ffast-math needed.
+
+Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK`) is preceded
+by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
+collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
+reduction across its iterations stays on one thread. The builder defines the macro.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects import arith, math, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from xrelay.targets.c_style import (
@@ -29,10 +42,38 @@ from xrelay.targets.c_style import (
     kernel_scope,
     lowered_kernels,
     math_calls,
+    trip_counts,
 )
 
 # Defined by the runtime's C builder (`xrelay.runtime.c_library`), which passes -fopenmp-simd.
 SIMD_MACRO = "XRELAY_OMP_SIMD"
+
+# The maths functions glibc's libmvec has vector variants of (`_ZGVdN8v_tanhf`,
+# `_ZGVeN16vv_powf`, ...; erff and tanhf since glibc 2.35). Declared `simd("notinbranch")`, a
+# loop calling them vectorises without -ffast-math (the builder passes -fno-math-errno and
+# links -lmvec). The others the kernels call (sqrtf, fabsf, floorf, ceilf, fmaf) are single
+# instructions under -fno-math-errno.
+VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "powf(float, float)")
+# The thread count of the C kernels' `omp parallel for`: the runtime's builder defines it
+# (`-DXRELAY_NUM_THREADS=N`, N from `xrelay.build(num_threads=...)`) and passes -fopenmp.
+THREADS_MACRO = "XRELAY_NUM_THREADS"
+
+# A top-level nest is split across threads only when it does at least this many operations
+# (its ops times their trip counts, estimated; about 40-70 of them take a nanosecond on one
+# core): below that, waking the threads costs more than the work saves. Measured per node of
+# bench/models.py's models at 1 and 2 threads with OMP_WAIT_POLICY=passive, where a parallel
+# region costs about 55 us (sleeping threads are woken): a softmax of 0.9M (114 -> 135 us)
+# and a max-pool of 0.6M (53 -> 76 us) lost, a convolution of 3M gained little (167 -> 138
+# us), everything from 14M on gained (a batch matmul of 14.7M: 206 -> 192 us, a dense of
+# 66M: 1674 -> 833 us).
+PARALLEL_WORK = 1 << 22
+
+# The leading loops of a nest `collapse`d into the one the threads share: as few as give this
+# many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
+PARALLEL_ITERATIONS = 16
+
+VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
+THREADS_DEFAULT = f"#ifndef {THREADS_MACRO}\n#define {THREADS_MACRO} 1\n#endif\n"
 
 
 class CEmitter(CStyleEmitter):
@@ -48,6 +89,65 @@ class CEmitter(CStyleEmitter):
         arith.MinimumfOp: lambda a, b: f"({a} < {b} || {a} != {a}) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
     }
+
+    @classmethod
+    def prelude_for(cls, text: str) -> str:
+        """The `simd` declarations of the libmvec functions the kernels `text` call, and a
+        default thread count for their `omp parallel for`s."""
+        called = [d for name, d in VECTOR_DECLARATIONS.items() if re.search(rf"\b{name}\(", text)]
+        lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
+        return (THREADS_DEFAULT if THREADS_MACRO in text else "") + ("\n".join(lines) if called else "")
+
+    def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
+        """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads
+        when the nest does enough work (and has no reduction across its iterations)."""
+        counts = trip_counts(op, self.target)
+        if not op.initVals and counts and prod(counts) * estimated_work(op.body.block) >= PARALLEL_WORK:
+            collapse = 1
+            while collapse < len(counts) - 1 and prod(counts[:collapse]) < PARALLEL_ITERATIONS:
+                collapse += 1
+            clause = f" collapse({collapse})" if collapse > 1 else ""
+            self.line("#ifdef _OPENMP")
+            self.line(f"#pragma omp parallel for num_threads({THREADS_MACRO}){clause}")
+            self.line("#endif")
+        self.emit(op)
+
+
+def estimated_work(block: Block) -> int:
+    """The ops one run of `block` executes, loops counted by their constant trip counts (1
+    where a bound is not a constant) and the longer branch of an `scf.if`."""
+    total = 0
+    for op in block.ops:
+        if isinstance(op, scf.ForOp):
+            total += _trips([(op.lb, op.ub, op.step)]) * estimated_work(op.body.block)
+        elif isinstance(op, scf.ParallelOp):
+            bounds = list(zip(op.lowerBound, op.upperBound, op.step))
+            total += _trips(bounds) * estimated_work(op.body.block)
+        elif isinstance(op, scf.IfOp):
+            branches = [r.block for r in (op.true_region, op.false_region) if r.blocks]
+            total += max((estimated_work(b) for b in branches), default=0)
+        else:
+            total += 1
+    return total
+
+
+def _trips(bounds: Sequence[tuple[SSAValue, SSAValue, SSAValue]]) -> int:
+    total = 1
+    for lb, ub, step in bounds:
+        values = [_constant(v) for v in (lb, ub, step)]
+        if None in values:
+            continue
+        lo, hi, st = values
+        assert lo is not None and hi is not None and st is not None
+        total *= max(0, -(-(hi - lo) // st)) if st > 0 else 1
+    return total
+
+
+def _constant(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.targets.vector_math import helper_text
 
 SCOPE_ATTR = "relay.se_scope"
 
@@ -219,6 +220,9 @@ class CStyleEmitter:
     code_for_op: ClassVar[dict[type[Operation], Expr]]
     # The lane counts of the language's float vector types (`float16`); none in C.
     vector_widths: ClassVar[tuple[int, ...]] = ()
+    # The maths helpers of `targets/vector_math.py` this language may call, and its prelude.
+    helper_names: ClassVar[tuple[str, ...]] = ()
+    helper_prelude: ClassVar[str] = ""
 
     def __init__(self, kernel: func.FuncOp):
         self.kernel = kernel
@@ -238,8 +242,15 @@ class CStyleEmitter:
     @classmethod
     def render_unit(cls, kernels: Iterable[func.FuncOp]) -> str:
         """A complete translation unit: the header, then each kernel."""
-        parts = [cls.header] if cls.header else []
-        return "\n".join([*parts, *(cls.render_kernel(k) for k in kernels)])
+        bodies = [cls.render_kernel(k) for k in kernels]
+        parts = [part for part in (cls.header, cls.prelude_for("".join(bodies))) if part]
+        return "\n".join([*parts, *bodies])
+
+    @classmethod
+    def prelude_for(cls, text: str) -> str:
+        """What the kernels `text` of a unit need declared or defined before them: the maths
+        helpers they call."""
+        return helper_text(text, cls.helper_prelude, cls.helper_names)
 
     # --- helpers ---
 

@@ -30,6 +30,7 @@ from xrelay.targets.c_style import (
     lowered_kernels,
     math_calls,
 )
+from xrelay.targets.vector_math import OPENCL_PRELUDE
 
 
 class OpenCLEmitter(CStyleEmitter):
@@ -44,11 +45,20 @@ class OpenCLEmitter(CStyleEmitter):
         # NaN on either side wins, as in arith.maximumf and numpy (fmax would drop it); the
         # form works on float and, lane by lane, on the float16 accumulators of
         # split-reductions alike.
-        arith.MaximumfOp: lambda a, b: f"({a} > {b} || isnan({a})) ? {a} : {b}",
-        arith.MinimumfOp: lambda a, b: f"({a} < {b} || isnan({a})) ? {a} : {b}",
+        # `|`, not `||`: a short-circuit is control flow, which kept PoCL from vectorising a
+        # loop around it (an elementwise chain ending in relu: 10.5 -> 5.6 ms).
+        arith.MaximumfOp: lambda a, b: f"(({a} > {b}) | isnan({a})) ? {a} : {b}",
+        arith.MinimumfOp: lambda a, b: f"(({a} < {b}) | isnan({a})) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
+        # PoCL's built-ins of these are scalar or slow: branch-free ones of our own (vector_math.py)
+        math.TanhOp: lambda a: f"xr_tanhf({a})",
+        math.LogOp: lambda a: f"xr_logf({a})",
+        math.ErfOp: lambda a: f"xr_erff({a})",
+        math.PowFOp: lambda a, b: f"xr_powf({a}, {b})",
     }
     vector_widths = (2, 4, 8, 16)
+    helper_names = ("xr_tanhf", "xr_logf", "xr_erff", "xr_powf")
+    helper_prelude = OPENCL_PRELUDE
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,39 @@ def test_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     assert result.stdout.startswith("ran ")
 
 
+# An OpenMP-threaded nest (collapse(2): the two leading loops give 16 iterations) whose body
+# calls libmvec's vector maths.
+THREADED_MATHS = """
+func.func @k_threaded_maths(%in0: memref<2x8x65536xf32>, %in1: memref<2x8x65536xf32>, %out0: memref<2x8x65536xf32>) attributes {relay.se_scope = SCOPE} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %cn = arith.constant 65536 : index
+  "scf.parallel"(%c0, %c0, %c0, %c2, %c8, %cn, %c1, %c1, %c1) <{operandSegmentSizes = array<i32: 3, 3, 3, 0>}> ({
+  ^bb0(%i: index, %j: index, %k: index):
+    %a = memref.load %in0[%i, %j, %k] : memref<2x8x65536xf32>
+    %b = memref.load %in1[%i, %j, %k] : memref<2x8x65536xf32>
+    %e = math.exp %a : f32
+    %t = math.tanh %e : f32
+    %f = math.erf %t : f32
+    %l = math.log %b : f32
+    %p = math.powf %b, %f : f32
+    %s = arith.addf %p, %l : f32
+    memref.store %s, %out0[%i, %j, %k] : memref<2x8x65536xf32>
+    scf.reduce
+  }) : (index, index, index, index, index, index, index, index, index) -> ()
+  func.return
+}"""
+
+
+def test_threaded_vector_maths_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    result = run_under_asan(tmp_path, [THREADED_MATHS.replace("SCOPE", SCOPES["c"])])
+    assert result.returncode == 0, result.stderr[-3000:]
+    source = (next(tmp_path.glob("xrelay/c-*.c"))).read_text()
+    assert "omp parallel for num_threads(XRELAY_NUM_THREADS) collapse(2)" in source
+
+
 def test_address_sanitizer_catches_an_out_of_bounds_kernel(tmp_path: Path) -> None:
     result = run_under_asan(tmp_path, [OUT_OF_BOUNDS.replace("SCOPE", SCOPES["c"])])
     assert result.returncode != 0

@@ -264,8 +264,10 @@ def test_kernel_sources_fields() -> None:
         num_inputs=2,
         device=0,
     )
-    assert source.source.startswith(
-        "__kernel void k_elementwise(__global const float *in0, __global const float *in1, __global float *out0) {"
+    # (after the definitions of the maths helpers it calls, here xr_tanhf)
+    assert source.source.startswith("#ifndef XR_PRELUDE") and (
+        "\n__kernel void k_elementwise(__global const float *in0, __global const float *in1, __global float *out0) {"
+        in source.source
     )
     c_source = kernel_sources(xrelay.parse(LOOP_KERNELS[0].module_text("c")))[0]
     assert c_source.language == "c"
