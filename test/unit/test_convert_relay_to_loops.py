@@ -239,7 +239,7 @@ CONV_CASES = [
     ),
 ]
 
-# Results at least MIN_ROW_WIDTH wide: a work item per output row (store_conv_rows).
+# Results at least MIN_ROW_WIDTH wide: a work item per output row (schedules/conv_rows.py).
 ROW_CONV_CASES = [
     ("1x2x6x7", "3x2x3x3", "{padding = array<i64: 1, 2, 3, 1>}", "1x3x8x8"),  # every side, unequal
     ("2x3x7x9", "2x3x3x2", "{strides = array<i64: 2, 3>, padding = array<i64: 2, 1, 0, 2>}", "2x2x4x4"),

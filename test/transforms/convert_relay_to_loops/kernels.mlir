@@ -8,7 +8,7 @@
 // CHECK:         %[[R:.*]] = relay.launch @fused_add_nn_relu(%[[A]], %[[B]]) {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    func.return %[[R]]
 // CHECK:       func.func @fused_add_nn_relu(%[[IN0:.*]]: memref<2x3xf32>, %[[IN1:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<2x3xf32>)
-// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">, relay.schedule = "elementwise"}
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
@@ -47,7 +47,7 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
 // CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
-// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">, relay.schedule = "conv_rows"}
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
