@@ -33,6 +33,8 @@ with no axis of size > 1 a loop of extent 1 (`KernelBuilder.parallel_nest`). Val
 computed at an index by recursive "value at index" generation (`scalar_ops.GroupEmitter`):
 producers are recomputed inline, anchors and reductions are `scf.for` nests with `iter_args`
 in the work item; a schedule computes its anchor its own way and hands the sums over.
+Padding is never read: a conv2d or pooling tap that falls on padding adds nothing, whatever
+the weight (a NaN or inf weight there is not multiplied by a zero), as in `xrelay.interpret`.
 Phase 4, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
 
 Index arithmetic is folded as it is built but emitted where it is asked for, also inside

@@ -70,16 +70,25 @@ def store_rows(
 
         for c, for i in <the window rows inside the input>:
             padded[left:left + width] = data[n, c, ih, :]
-            for b, for j:  acc[b, ow] += padded[ow * sw + j * dw] * weight[o_b, c, i, j]  for every ow
+            for b:
+                if the weights w[o_b, c, i, :] are all finite:
+                    for j:  acc[b, ow] += padded[ow * sw + j * dw] * w[o_b, c, i, j]  for every ow
+                else, for each segment [lo, hi) of `tap_segments`, for ow in [lo, hi):
+                    acc[b, ow] += padded[ow * sw + j * dw] * w[o_b, c, i, j]  for its taps j
 
     then a last loop stores `root` at each (n, o_b, oh, ow), reading the conv value from
-    `acc`. The innermost loop has a constant trip count, walks both rows with unit
-    stride (for stride 1), tests nothing and carries nothing, so C and OpenCL compilers
-    vectorise it without reordering a sum: the i-k-j order of a matrix multiply. The
-    copy costs one load per block * kw multiply-adds. One element per work item with the
-    taps innermost and a test per tap ran at 1-4 GFLOP/s; this order at 11-34
-    (bench/kernels.py). A consumer that reads the conv at another index (a transpose of
-    a square result) recomputes that element with `conv2d`.
+    `acc`. Padding is never read, across as down: with finite weights, a padded tap adds
+    0 x w = 0 (the fast path); with a NaN or inf weight, a segment sums only the taps that
+    read the input there (padding would give 0 x NaN = NaN). The test is 0 x w summed over
+    the window row, compared with 0. Segments alone (one load and store of `acc` per ow)
+    ran C at 45-90% of the whole-row loops (bench/kernels.py), a loop per tap with its own
+    bounds at 20-50%. The whole-row innermost loop has a constant trip count, walks both
+    rows with unit stride (for stride 1), tests nothing and carries nothing, so C and
+    OpenCL compilers vectorise it without reordering a sum: the i-k-j order of a matrix
+    multiply. The copy costs one load per block * kw multiply-adds. One element per work
+    item with the taps innermost and a test per tap ran at 1-4 GFLOP/s; this order at
+    11-34 (bench/kernels.py). A consumer that reads the conv at another index (a transpose
+    of a square result) recomputes that element with `conv2d`.
     """
     n, ob, oh = row
     _, _, height, width = shape_of(op.data)
@@ -104,6 +113,7 @@ def store_rows(
     for lo, hi in ((0, min(left, padded_w)), (left + copied, padded_w)):  # the padding
         if lo < hi:
             e.loops([(e.index(lo), e.index(hi))], [], lambda ps, _: e.store(zero, padded, ps))
+    segments = tap_segments(kw, dw, sw, left, width, out_w)
     first_o = e.mul_const(ob, block)
     channel_base = e.conv_channel_base(op, first_o)  # the block shares its conv group
     row0 = e.add_const(e.mul_const(oh, sh), -top)
@@ -116,19 +126,54 @@ def store_rows(
             [copied], [],
             lambda qs, _: e.store(e.value_at(op.data, [n, channel, ih, qs[0]]), padded, [e.add_const(qs[0], left)]),
         )  # fmt: skip
-        each_channel(kw, lambda b, j: tap(c, i, b, j))
+        if block == 1:
+            taps(c, i, e.index(0))
+        else:
+            e.loops([block], [], lambda bs, _: taps(c, i, bs[0]))
         return []
 
-    def tap(c: SSAValue, i: SSAValue, b: SSAValue, j: SSAValue) -> list[SSAValue]:
-        w = e.value_at(op.weight, [e.add(first_o, b), c, i, j])
-        first = e.mul_const(j, dw)  # the padded column of tap j at ow = 0
+    def taps(c: SSAValue, i: SSAValue, b: SSAValue) -> list[SSAValue]:
+        """The window row's taps for output channel b: over the whole row (padding as zeros)
+        when its weights are finite, else a loop per segment of the taps that read the input."""
+        weight = [e.add(first_o, b), c, i]
+        probe = zero  # 0 x w summed: 0 exactly when every weight of the row is finite
+        for j in range(kw):
+            probe = e.emit(
+                arith.AddfOp(probe, e.emit(arith.MulfOp(e.value_at(op.weight, [*weight, e.index(j)]), zero)))
+            )
+        finite = e.emit(arith.CmpfOp(probe, zero, "oeq"))
+        e.if_else(finite, [], lambda: whole_row(b, weight), lambda: segmented(b, weight))
+        return []
 
-        def accumulate(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            x = e.emit(memref.LoadOp.get(padded, [e.add(first, e.mul_const(ows[0], sw))]))
-            total = e.emit(memref.LoadOp.get(acc, [b, ows[0]]))
-            return e.store(e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(x, w)))), acc, [b, ows[0]])
+    def whole_row(b: SSAValue, weight: list[SSAValue]) -> list[SSAValue]:
+        def tap(js: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            w = e.value_at(op.weight, [*weight, js[0]])
+            first = e.mul_const(js[0], dw)  # the padded column of tap j at ow = 0
 
-        return e.loops([out_w], [], accumulate)
+            def accumulate(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                x = e.emit(memref.LoadOp.get(padded, [e.add(first, e.mul_const(ows[0], sw))]))
+                total = e.emit(memref.LoadOp.get(acc, [b, ows[0]]))
+                return e.store(e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(x, w)))), acc, [b, ows[0]])
+
+            return e.loops([out_w], [], accumulate)
+
+        e.loops([kw], [], tap)
+        return []
+
+    def segmented(b: SSAValue, weight: list[SSAValue]) -> list[SSAValue]:
+        used = sorted({j for _, _, inside in segments for j in inside})
+        weights = {j: e.value_at(op.weight, [*weight, e.index(j)]) for j in used}
+        for lo, hi, inside in segments:
+
+            def accumulate(ows: list[SSAValue], _: list[SSAValue], inside: list[int] = inside) -> list[SSAValue]:
+                total = e.emit(memref.LoadOp.get(acc, [b, ows[0]]))
+                for j in inside:
+                    x = e.emit(memref.LoadOp.get(padded, [e.add_const(e.mul_const(ows[0], sw), j * dw)]))
+                    total = e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(x, weights[j]))))
+                return e.store(total, acc, [b, ows[0]])
+
+            e.loops([(e.index(lo), e.index(hi))], [], accumulate)
+        return []
 
     e.loops([in_c, e.window_range(row0, dh, height, kh)], [], input_row)
 
@@ -138,6 +183,23 @@ def store_rows(
         return e.store(e.value_at(root, idx), out, idx)
 
     each_channel(out_w, store)
+
+
+def tap_segments(kw: int, dw: int, sw: int, left: int, width: int, out_w: int) -> list[tuple[int, int, list[int]]]:
+    """The output columns [lo, hi) cut where the set of taps j reading the input (not the
+    padding) at ow * sw + j * dw - left changes, with that set; columns no tap reads left out."""
+
+    def inside(j: int, ow: int) -> bool:
+        return 0 <= ow * sw + j * dw - left < width
+
+    segments: list[tuple[int, int, list[int]]] = []
+    for ow in range(out_w):
+        taps = [j for j in range(kw) if inside(j, ow)]
+        if segments and segments[-1][1] == ow and segments[-1][2] == taps:
+            segments[-1] = (segments[-1][0], ow + 1, taps)
+        elif taps:
+            segments.append((ow, ow + 1, taps))
+    return segments
 
 
 SCHEDULE = Schedule("conv_rows", matches, build)
