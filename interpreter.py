@@ -70,10 +70,15 @@ def _f32(x: np.ndarray) -> np.ndarray:
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, op: relay.Conv2DOp) -> np.ndarray:
-    """Grouped, strided, dilated, padded NCHW convolution as one einsum per group."""
+    """Grouped, strided, dilated, padded NCHW convolution as one einsum per group and tap.
+    Padding is never read: a tap's contribution is masked where its input position is
+    padding, so a NaN or inf weight there adds nothing (not numpy's 0 x NaN = NaN), as in
+    the kernels."""
     (sh, sw), (dh, dw), groups = op.stride_values, op.dilation_values, op.group_count
     top, left, bottom, right = op.padding_values
-    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    pads = ((top, bottom), (left, right))
+    xp = np.pad(x, ((0, 0), (0, 0), *pads))
+    inside = np.pad(np.ones(x.shape[2:], dtype=bool), pads)
     n, _, oh, ow = op.res.type.get_shape()
     o, ci, kh, kw = w.shape
     out = np.zeros((n, o, oh, ow), dtype=np.float32)
@@ -83,8 +88,10 @@ def conv2d(x: np.ndarray, w: np.ndarray, op: relay.Conv2DOp) -> np.ndarray:
         wg = w[g * og : (g + 1) * og]
         for i in range(kh):
             for j in range(kw):
-                patch = xg[:, :, i * dh : i * dh + sh * oh : sh, j * dw : j * dw + sw * ow : sw]
-                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wg[:, :, i, j])
+                rows, cols = slice(i * dh, i * dh + sh * oh, sh), slice(j * dw, j * dw + sw * ow, sw)
+                with np.errstate(invalid="ignore"):  # 0 x inf on padding, masked next
+                    tap = np.einsum("nchw,oc->nohw", xg[:, :, rows, cols], wg[:, :, i, j])
+                out[:, g * og : (g + 1) * og] += np.where(inside[rows, cols], tap, np.float32(0))
     return out
 
 

@@ -41,8 +41,9 @@ Not yet: bounds that are not constants, integer reductions, loops that store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -58,6 +59,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -160,10 +162,11 @@ def find_reductions(kernel: func.FuncOp) -> list[Reduction]:
 def splittable(loop: scf.ForOp) -> Reduction | None:
     """The loop as a `Reduction`, if it is a pure reduction loop worth splitting."""
     combines = reduction_combines(loop)
-    bounds = [constant_index(v) for v in (loop.lb, loop.ub, loop.step)]
-    if combines is None or None in bounds or not all(isinstance(r.type, Float32Type) for r in loop.res):
+    lb, ub, step = (constant_index(v) for v in (loop.lb, loop.ub, loop.step))
+    if combines is None or lb is None or ub is None or step is None:
         return None
-    lb, ub, step = bounds
+    if not all(isinstance(r.type, Float32Type) for r in loop.res):
+        return None
     if step <= 0:
         return None
     found = Reduction(loop, combines, lb, ub, step, vectors=1)
@@ -187,7 +190,7 @@ def reduction_combines(loop: scf.ForOp) -> list[Operation] | None:
         if not carried.has_one_use():  # (also rules out `acc + acc`)
             return None
         combine = carried.get_user_of_unique_use()
-        if type(combine) not in COMBINING_KINDS or combine.parent_block() is not block:
+        if combine is None or type(combine) not in COMBINING_KINDS or combine.parent_block() is not block:
             return None
         if combine.results[0] is not yielded[position] or not combine.results[0].has_one_use():
             return None
@@ -340,7 +343,9 @@ def gather(inside: Builder, values: list[SSAValue]) -> SSAValue:
 
 def accumulate(inside: Builder, combine: Operation, acc: SSAValue, lanes: SSAValue) -> SSAValue:
     """`combine` on vectors: `acc` in place of the carried value, `lanes` in the other."""
-    carried = combine.parent_block().args[1:]
+    block = combine.parent_block()
+    assert block is not None
+    carried = block.args[1:]
     operands = [acc if x in carried else lanes for x in combine.operands]
     return inside.insert(type(combine)(*operands)).results[0]
 
@@ -351,13 +356,13 @@ def accumulate(inside: Builder, combine: Operation, acc: SSAValue, lanes: SSAVal
 def fold(inserter: Inserter, found: Reduction, accumulators: list[list[SSAValue]]) -> list[SSAValue]:
     """Each iter_arg's value after the vector loops: its vectors combined pairwise, their
     lanes reduced, and the result combined with the initial value."""
-    folded = []
+    folded: list[SSAValue] = []
     for k, (combine, vectors) in enumerate(zip(found.combines, accumulators)):
-        kind = type(combine)
+        kind = cast(Callable[[SSAValue, SSAValue], Operation], type(combine))
         while len(vectors) > 1:  # a balanced tree: the combines of one level are independent
             pairs = zip(vectors[::2], vectors[1::2])
             vectors = [inserter.insert(kind(a, b)) for a, b in pairs] + vectors[len(vectors) // 2 * 2 :]
-        lanes = inserter.insert(lane_reduction(kind, vectors[0]))
+        lanes = inserter.insert(lane_reduction(type(combine), vectors[0]))
         lanes.name_hint = lane_hint(found, k)
         total = inserter.insert(kind(found.loop.iter_args[k], lanes))
         total.name_hint = found.loop.res[k].name_hint
@@ -368,7 +373,7 @@ def fold(inserter: Inserter, found: Reduction, accumulators: list[list[SSAValue]
 def lane_reduction(kind: type[Operation], lanes: SSAValue) -> vector.ReductionOp:
     """`vector.reduction` of `lanes` with `kind`'s combining kind; a sum or product may
     combine its lanes in any order (`reassoc`)."""
-    fastmath = arith.FastMathFlagsAttr(["reassoc"] if kind in (arith.AddfOp, arith.MulfOp) else "none")
+    fastmath = arith.FastMathFlagsAttr([FastMathFlag.REASSOC] if kind in (arith.AddfOp, arith.MulfOp) else "none")
     return vector.ReductionOp.build(
         operands=[lanes, []],
         result_types=[f32],

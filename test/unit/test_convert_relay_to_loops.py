@@ -9,6 +9,7 @@ contract) and runs the kernel in the interpreter (`loop_interpreter.py`) against
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -239,7 +240,7 @@ CONV_CASES = [
     ),
 ]
 
-# Results at least MIN_ROW_WIDTH wide: a work item per output row (store_conv_rows).
+# Results at least MIN_ROW_WIDTH wide: a work item per output row (schedules/conv_rows.py).
 ROW_CONV_CASES = [
     ("1x2x6x7", "3x2x3x3", "{padding = array<i64: 1, 2, 3, 1>}", "1x3x8x8"),  # every side, unequal
     ("2x3x7x9", "2x3x3x2", "{strides = array<i64: 2, 3>, padding = array<i64: 2, 1, 0, 2>}", "2x2x4x4"),
@@ -326,7 +327,9 @@ def test_wide_conv2d_computes_a_row_per_work_item() -> None:
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [3, 4]
     scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
     assert scratch == [(1, 5), (7,)]  # the output row, the input row with its padding
-    assert not any(isinstance(op, scf.IfOp) for op in module.walk())
+    # no test per tap: one scf.if per window row, on whether its weights are finite
+    (test,) = [op for op in module.walk() if isinstance(op, scf.IfOp)]
+    assert test.cond.owner.name == "arith.cmpf"
 
 
 def test_wide_conv2d_computes_rows_of_four_channels_per_work_item() -> None:
@@ -679,3 +682,94 @@ def test_random_programs_through_fuse_ops(seed: int) -> None:
     expected = xrelay.interpret(module, inputs)
     compile_front(module)
     np.testing.assert_allclose(run_lowered(module, inputs), expected, rtol=1e-4, atol=1e-5)
+
+
+# --- padding is never read ------------------------------------------------------------------
+
+# conv2d cases (data, weight, attrs) whose non-finite weights sit at taps that only ever fall
+# on padding: every tap but the centre one for the first two (dilation carries the outer taps
+# past the input), the left column of taps for the third (4 wide: conv_rows; the others take
+# the elementwise schedule, 3 wide, and conv_rows in blocks of 4 channels, 16 wide).
+PADDED_TAP_CASES = [
+    ("1x2x2x4", "4x2x3x3", "{dilation = array<i64: 3, 5>, padding = array<i64: 3, 5, 3, 5>}"),
+    ("1x2x2x3", "1x2x3x3", "{dilation = array<i64: 3, 4>, padding = array<i64: 3, 4, 3, 4>}"),
+    ("2x2x3x16", "4x2x3x3", "{dilation = array<i64: 1, 17>, padding = array<i64: 1, 17, 1, 17>}"),
+]
+
+
+def conv_result(data: str, weight: str, attrs: str) -> str:
+    """The conv2d's result type, from xrelay's own shape inference (the interpreter's run)."""
+    n, _, h, w = map(int, data.split("x"))
+    o, _, kh, kw = map(int, weight.split("x"))
+    dil = re.search(r"dilation = array<i64: (\d+), (\d+)>", attrs)
+    pad = [int(v) for v in re.search(r"padding = array<i64: ([\d, ]+)>", attrs).group(1).split(", ")]
+    dh, dw = map(int, dil.groups())
+    return f"{n}x{o}x{h + pad[0] + pad[2] - dh * (kh - 1)}x{w + pad[1] + pad[3] - dw * (kw - 1)}"
+
+
+def padded_tap_weights(shape: tuple[int, ...], data_hw: tuple[int, int], attrs: str) -> np.ndarray:
+    """Random weights, with NaN, inf and -inf at every tap that never reads the input."""
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal(shape).astype(np.float32)
+    (dh, dw), pad = (
+        map(int, re.search(r"dilation = array<i64: (\d+), (\d+)>", attrs).groups()),
+        [int(v) for v in re.search(r"padding = array<i64: ([\d, ]+)>", attrs).group(1).split(", ")],
+    )
+    h, width = data_hw
+    out_h, out_w = h + pad[0] + pad[2] - dh * (shape[2] - 1), width + pad[1] + pad[3] - dw * (shape[3] - 1)
+    bad = itertools.cycle([np.nan, np.inf, -np.inf])
+    for i in range(shape[2]):
+        for j in range(shape[3]):
+            rows = any(0 <= oh + i * dh - pad[0] < h for oh in range(out_h))
+            cols = any(0 <= ow + j * dw - pad[1] < width for ow in range(out_w))
+            if not (rows and cols):
+                w[:, :, i, j] = next(bad)
+    return w
+
+
+@pytest.mark.parametrize("data,weight,attrs", PADDED_TAP_CASES)
+def test_conv2d_never_reads_padding(data: str, weight: str, attrs: str) -> None:
+    """NaN and inf weights at taps that only fall on padding add nothing: the interpreter, the
+    lowered loops, C and OpenCL all give the same finite result."""
+    result = conv_result(data, weight, attrs)
+    text = fused_module(
+        "x:" + data + " w:" + weight, f"%r = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"
+    )
+    dshape = tuple(map(int, data.split("x")))
+    x = np.random.default_rng(0).standard_normal(dshape).astype(np.float32)
+    w = padded_tap_weights(tuple(map(int, weight.split("x"))), dshape[2:], attrs)
+    assert not np.isfinite(w).all()
+    inputs = {"x_in": x, "w_in": w}
+    expected = xrelay.interpret(xrelay.parse(text), inputs)
+    assert np.isfinite(expected).all()
+    np.testing.assert_allclose(run_lowered(lower(text), inputs), expected, rtol=1e-4, atol=1e-5)
+    relay_text = (
+        f"func.func @main(%x: {t(data)}, %w: {t(weight)}) -> {t(result)} {{\n"
+        f"  %r = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}\n"
+        f"  func.return %r : {t(result)}\n}}"
+    )
+    for targets, device in ((("c",), "cpu"), (("c", "opencl"), "opencl")):
+        got = xrelay.build(relay_text, targets=targets, default_device=device).run(x=x, w=w)
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_conv2d_padding_nan_weight_agrees_everywhere() -> None:
+    """A NaN weight at a tap that falls on padding for the border outputs only: NaN inside,
+    finite on the border, the same on every implementation."""
+    attrs = "{padding = array<i64: 1, 1, 1, 1>}"
+    relay_text = (
+        f"func.func @main(%x: {t('1x2x5x6')}, %w: {t('4x2x3x3')}) -> {t('1x4x5x6')} {{\n"
+        f"  %r = relay.nn.conv2d %x, %w {attrs} : ({t('1x2x5x6')}, {t('4x2x3x3')}) -> {t('1x4x5x6')}\n"
+        f"  func.return %r : {t('1x4x5x6')}\n}}"
+    )
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    w[:, :, 0, 0] = np.nan  # reads input row oh - 1, column ow - 1
+    expected = xrelay.interpret(xrelay.parse(relay_text), {"x": x, "w": w})
+    assert np.isfinite(expected[:, :, 0, :]).all() and np.isfinite(expected[:, :, :, 0]).all()
+    assert np.isnan(expected[:, :, 1:, 1:]).all()
+    for targets, device in ((("c",), "cpu"), (("c", "opencl"), "opencl")):
+        got = xrelay.build(relay_text, targets=targets, default_device=device).run(x=x, w=w)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)  # NaN where NaN

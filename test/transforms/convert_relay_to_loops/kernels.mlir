@@ -8,7 +8,7 @@
 // CHECK:         %[[R:.*]] = relay.launch @fused_add_nn_relu(%[[A]], %[[B]]) {se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    func.return %[[R]]
 // CHECK:       func.func @fused_add_nn_relu(%[[IN0:.*]]: memref<2x3xf32>, %[[IN1:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<2x3xf32>)
-// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">}
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">, relay.schedule = "elementwise"}
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
@@ -40,14 +40,16 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // conv2d + bias_add + relu, 4 wide: a work item per output row, so the parallel loop spans
 // the result's axes but the size-1 batch and the width. The sums accumulate in a scratch row;
 // for each input channel and window row inside the input (bounds from index min/max, no test
-// per tap), the input row is copied into a zero-padded scratch row, and each tap adds
-// weight * padded row to the whole output row. The epilogue runs on the row's sums. (Rows
+// per tap), the input row is copied into a zero-padded scratch row. When the window row's
+// weights are finite (0 x w sums to 0), each tap adds weight * padded row to the whole output
+// row; else each segment of the row adds only the taps that read the input there (padding is
+// never read: ow = 0 skips tap 0). The epilogue runs on the row's sums. (Rows
 // 16 or more wide would be computed for blocks of 4 output channels; here a block is 1.)
 
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
 // CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
-// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">, relay.schedule = "conv_rows"}
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
@@ -80,15 +82,23 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:            %[[P:.*]] = arith.addi %[[Q]], %[[C1]] : index
 // CHECK-NEXT:            memref.store %[[V]], %[[ROW]][%[[P]]]
 // CHECK-NEXT:          }
-// CHECK-NEXT:          scf.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] {
-// CHECK-NEXT:            %[[WV:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[J]]]
-// CHECK-NEXT:            scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
-// CHECK-NEXT:              %[[P:.*]] = arith.addi %[[J]], %[[OW]] : index
-// CHECK-NEXT:              %[[XV:.*]] = memref.load %[[ROW]][%[[P]]]
-// CHECK-NEXT:              %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
-// CHECK-NEXT:              %[[M:.*]] = arith.mulf %[[XV]], %[[WV]] : f32
-// CHECK-NEXT:              %[[S:.*]] = arith.addf %[[SUM]], %[[M]] : f32
-// CHECK-NEXT:              memref.store %[[S]], %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK-COUNT-3:         arith.mulf %{{.*}}, %[[ZERO]] : f32
+// CHECK:                 %[[FINITE:.*]] = arith.cmpf oeq, %{{.*}}, %[[ZERO]] : f32
+// CHECK-NEXT:            scf.if %[[FINITE]] {
+// CHECK-NEXT:            scf.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] {
+// CHECK-NEXT:              %[[WV:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[J]]]
+// CHECK-NEXT:              scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:                %[[P:.*]] = arith.addi %[[J]], %[[OW]] : index
+// CHECK-NEXT:                %[[XV:.*]] = memref.load %[[ROW]][%[[P]]]
+// CHECK-NEXT:                %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK-NEXT:                %[[M:.*]] = arith.mulf %[[XV]], %[[WV]] : f32
+// CHECK-NEXT:                %[[S:.*]] = arith.addf %[[SUM]], %[[M]] : f32
+// CHECK-NEXT:                memref.store %[[S]], %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK:                 } else {
+// CHECK-NEXT:              scf.for %[[OW:.*]] = %[[C0]] to %[[C1]] step %[[C1]] {
+// CHECK-NEXT:                %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK-NOT:                 memref.load %[[ROW]][%[[OW]]]
+// CHECK:                     memref.store %{{.*}}, %[[ACC]][%[[C0]], %[[OW]]]
 // CHECK:           scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
 // CHECK-NEXT:        %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
 // CHECK-NEXT:        %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
@@ -96,7 +106,6 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[V]], %[[ZERO]] : f32
 // CHECK-NEXT:        memref.store %[[R]], %[[OUT]][%[[C0]], %[[O]], %[[H]], %[[OW]]]
 // CHECK-NOT:     "scf.parallel"
-// CHECK-NOT:     scf.if
 // CHECK:         func.return
 func.func @conv_bias_relu(%d: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x4x4xf32> {
   %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {

@@ -10,7 +10,7 @@
 // CHECK-NEXT:    %[[SOFT:.*]] = relay.launch @fused_nn_softmax(%[[DENSE]])
 // CHECK-NEXT:    func.return %[[SOFT]]
 
-// CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+// CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">, relay.schedule = "elementwise"} {
 // CHECK:         "scf.parallel"
 // CHECK:           scf.for
 // CHECK:           arith.maximumf

@@ -1,0 +1,366 @@
+"""
+The scalar meaning of each relay op at an index, as loop-level IR.
+
+`GroupEmitter.value_at(v, idx)` emits, at the current insertion point, the ops that compute the
+f32 element of tensor `v` at the index values `idx` (one `index` SSA value per axis). A group
+input is a `memref.load`; every other value is computed from its operands' values at derived
+indices, recursively, so producers are fused into their consumer's loop body and no
+intermediate buffer is written:
+
+- elementwise and broadcast ops apply `arith`/`math` ops to their operands' values at the
+  (broadcast) index;
+- injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
+  transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
+  shifts, concatenate picks its input with an `scf.if` chain;
+- reductions, dense, batch_matmul, conv2d, pooling and softmax are `scf.for` nests with
+  `iter_args` inside the work item; a padded window's loops run over the taps inside the
+  input only (`window_range`: bounds from index min/max, no test per tap), so padding is
+  never read.
+
+This is one element at a time. How a kernel's work items are laid out (a row, a block of
+outputs, scratch rows) is a schedule's (`transforms/schedules/`): a schedule computes some
+values its own way and hands them over with `remember`, and everything else it needs comes
+from `value_at`. Values are memoised per (value, index) in the scopes of `KernelBuilder`.
+
+A softmax inside a group (fuse-ops never makes one: softmax is Opaque; the `softmax_row`
+schedule handles one that is its group's result) recomputes the max and the sum for each
+element it is asked for, which is quadratic in the axis length but needs no scratch buffer
+and no barrier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import f32, i64
+from xdsl.ir import Operation, SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import Index, KernelBuilder, shape_of
+
+Shape = tuple[int, ...]
+Extent = int | tuple[SSAValue, SSAValue]  # a loop's trip count from 0, or its [lo, hi) bounds
+
+# relay op -> the arith/math op computing it on scalars
+UNARY_SCALAR: dict[type[Operation], Callable[[SSAValue], Operation]] = {
+    relay.NegativeOp: arith.NegfOp,
+    relay.ExpOp: mathd.ExpOp,
+    relay.LogOp: mathd.LogOp,
+    relay.SqrtOp: mathd.SqrtOp,
+    relay.RsqrtOp: mathd.RsqrtOp,
+    relay.TanhOp: mathd.TanhOp,
+    relay.AbsOp: mathd.AbsFOp,
+    relay.ErfOp: mathd.ErfOp,
+}
+
+BINARY_SCALAR: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
+    relay.AddOp: arith.AddfOp,
+    relay.SubtractOp: arith.SubfOp,
+    relay.MultiplyOp: arith.MulfOp,
+    relay.DivideOp: arith.DivfOp,
+    relay.MaximumOp: arith.MaximumfOp,
+    relay.MinimumOp: arith.MinimumfOp,
+    relay.PowerOp: mathd.PowFOp,
+}
+
+
+class GroupEmitter(KernelBuilder):
+    """Emits the scalar code of one fused group: `value_at(v, idx)` for any value of the group."""
+
+    def __init__(self, constants: Builder, inputs: dict[SSAValue, SSAValue]):
+        super().__init__(constants)
+        self.inputs = inputs  # group block argument -> kernel memref argument
+
+    def value_at(self, value: SSAValue, idx: Index) -> SSAValue:
+        """The f32 element of the tensor `value` at `idx`."""
+        return self.memo((value, tuple(idx)), lambda: self.compute(value, list(idx)))
+
+    def compute(self, value: SSAValue, idx: list[SSAValue]) -> SSAValue:
+        if value in self.inputs:
+            return self.emit(memref.LoadOp.get(self.inputs[value], idx))
+        op = value.owner
+        assert isinstance(op, Operation)
+        for kinds, method in DISPATCH:
+            if isinstance(op, kinds):
+                return method(self, op, idx)
+        raise AssertionError(f"no lowering for '{op.name}'; the pass checks ops before lowering")
+
+    # elementwise and broadcast
+
+    def remember(self, value: SSAValue, idx: Index, result: SSAValue) -> None:
+        """Make `result` the value of `value` at `idx` in the current scope: a schedule that
+        computed it its own way (a sum in registers or in a scratch row)."""
+        self.scopes[-1].memo[(value, tuple(idx))] = result
+
+    def store(self, value: SSAValue, ref: SSAValue, idx: Index) -> list[SSAValue]:
+        """`ref[idx] = value`; returns no loop-carried values (a loop body that only stores)."""
+        self.builder.insert(memref.StoreOp.get(value, ref, list(idx)))
+        return []
+
+    def unary(self, op: relay.UnaryElemwiseOp, idx: list[SSAValue]) -> SSAValue:
+        x = self.value_at(op.data, idx)
+        if isinstance(op, relay.ReluOp):
+            return self.emit(arith.MaximumfOp(x, self.f32(0.0)))
+        if isinstance(op, relay.ClipOp):
+            low = self.emit(arith.MaximumfOp(x, self.f32(op.a_min.value.data)))
+            return self.emit(arith.MinimumfOp(low, self.f32(op.a_max.value.data)))
+        if isinstance(op, relay.SigmoidOp):
+            e = self.emit(mathd.ExpOp(self.emit(arith.NegfOp(x))))
+            return self.emit(arith.DivfOp(self.f32(1.0), self.emit(arith.AddfOp(self.f32(1.0), e))))
+        return self.emit(UNARY_SCALAR[type(op)](x))
+
+    def binary(self, op: relay.BinaryBroadcastOp, idx: list[SSAValue]) -> SSAValue:
+        lhs = self.value_at(op.lhs, self.broadcast_index(idx, shape_of(op.lhs)))
+        rhs = self.value_at(op.rhs, self.broadcast_index(idx, shape_of(op.rhs)))
+        return self.emit(BINARY_SCALAR[type(op)](lhs, rhs))
+
+    def bias_add(self, op: relay.BiasAddOp, idx: list[SSAValue]) -> SSAValue:
+        x = self.value_at(op.data, idx)
+        b = self.value_at(op.bias, [idx[op.axis_value]])
+        return self.emit(arith.AddfOp(x, b))
+
+    def broadcast_to(self, op: relay.BroadcastToOp, idx: list[SSAValue]) -> SSAValue:
+        return self.value_at(op.data, self.broadcast_index(idx, shape_of(op.data)))
+
+    def expand_dims(self, op: relay.ExpandDimsOp, idx: list[SSAValue]) -> SSAValue:
+        count = len(shape_of(op.res)) - len(shape_of(op.data))  # the new axes, all of size 1
+        start = relay.normalize_axis(op.axis.value.data, len(shape_of(op.data)) + 1)
+        return self.value_at(op.data, idx[:start] + idx[start + count :])
+
+    # injective
+
+    def reshape(self, op: relay.ReshapeOp, idx: list[SSAValue]) -> SSAValue:
+        src, dst = shape_of(op.data), shape_of(op.res)
+        if src == dst:
+            return self.value_at(op.data, idx)
+        return self.value_at(op.data, self.delinearize(self.linearize(idx, dst), src))
+
+    def transpose(self, op: relay.TransposeOp, idx: list[SSAValue]) -> SSAValue:
+        src_idx: list[SSAValue] = [idx[0]] * len(idx)
+        for out_axis, in_axis in enumerate(op.permutation):
+            src_idx[in_axis] = idx[out_axis]
+        return self.value_at(op.data, src_idx)
+
+    def squeeze(self, op: relay.SqueezeOp, idx: list[SSAValue]) -> SSAValue:
+        removed, rest = op.squeezed_axes, iter(idx)
+        src = [self.index(0) if a in removed else next(rest) for a in range(len(shape_of(op.data)))]
+        return self.value_at(op.data, src)
+
+    def strided_slice(self, op: relay.StridedSliceOp, idx: list[SSAValue]) -> SSAValue:
+        src: list[SSAValue] = []
+        for i, s, extent in zip(idx, op.slices(), shape_of(op.data)):
+            start, _, step = s.indices(extent)
+            src.append(self.add_const(self.mul_const(i, step), start))
+        return self.value_at(op.data, src)
+
+    def concatenate(self, op: relay.ConcatenateOp, idx: list[SSAValue]) -> SSAValue:
+        return self.concat_value(list(op.inputs), op.axis_value, idx)
+
+    def concat_value(self, inputs: list[SSAValue], axis: int, idx: list[SSAValue]) -> SSAValue:
+        first, extent = inputs[0], shape_of(inputs[0])[axis]
+        if len(inputs) == 1:
+            return self.value_at(first, idx)
+        shifted = idx[:axis] + [self.add_const(idx[axis], -extent)] + idx[axis + 1 :]
+        (result,) = self.if_else(
+            self.compare("slt", idx[axis], self.index(extent)),
+            [f32],
+            lambda: [self.value_at(first, idx)],
+            lambda: [self.concat_value(inputs[1:], axis, shifted)],
+        )
+        return result
+
+    # reductions
+
+    def reduce(self, op: relay.ReduceOp, idx: list[SSAValue]) -> SSAValue:
+        shape, axes = shape_of(op.data), op.reduced_axes
+        kept_axes = [a for a in range(len(shape)) if a not in axes]
+        outer = {a: idx[a] for a in kept_axes} if op.keeps_dims else dict(zip(kept_axes, idx))
+
+        def at(ivs: Sequence[SSAValue]) -> list[SSAValue]:
+            return [ivs[axes.index(a)] if a in axes else outer[a] for a in range(len(shape))]
+
+        extents = [shape[a] for a in axes]
+        if isinstance(op, (relay.MaxOp, relay.MinOp)):
+            combine = arith.MaximumfOp if isinstance(op, relay.MaxOp) else arith.MinimumfOp
+            init = self.value_at(op.data, at([self.index(0)] * len(axes)))
+        else:
+            combine, init = arith.AddfOp, self.f32(0.0)
+        (total,) = self.loops(
+            extents, [init], lambda ivs, accs: [self.emit(combine(accs[0], self.value_at(op.data, at(ivs))))]
+        )
+        if isinstance(op, relay.MeanOp):
+            return self.emit(arith.DivfOp(total, self.f32(float(math.prod(extents)))))
+        return total
+
+    def softmax(self, op: relay.SoftmaxOp, idx: list[SSAValue]) -> SSAValue:
+        """One element; the max and the sum along the axis are recomputed for it."""
+        axis = op.axis_value
+        row = idx[:axis] + idx[axis + 1 :]
+        shifted_exp, total = self.softmax_row(op, row)
+        return self.emit(arith.DivfOp(shifted_exp(idx[axis]), total))
+
+    def softmax_row(self, op: relay.SoftmaxOp, row: list[SSAValue]) -> tuple[Callable[[SSAValue], SSAValue], SSAValue]:
+        """For the row at `row` (the index without the axis): `exp(x[k] - max)` and the sum."""
+        axis, extent = op.axis_value, shape_of(op.data)[op.axis_value]
+
+        def along(k: SSAValue) -> SSAValue:
+            return self.value_at(op.data, row[:axis] + [k] + row[axis:])
+
+        def larger(ks: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            return [self.emit(arith.MaximumfOp(accs[0], along(ks[0])))]
+
+        (peak,) = self.loops([extent], [along(self.index(0))], larger)
+
+        def shifted_exp(k: SSAValue) -> SSAValue:
+            return self.emit(mathd.ExpOp(self.emit(arith.SubfOp(along(k), peak))))
+
+        (total,) = self.loops(
+            [extent], [self.f32(0.0)], lambda ks, accs: [self.emit(arith.AddfOp(accs[0], shifted_exp(ks[0])))]
+        )
+        return shifted_exp, total
+
+    # anchors
+
+    def dot_factors(
+        self, op: relay.DenseOp | relay.BatchMatmulOp, idx: list[SSAValue]
+    ) -> tuple[int, Callable[[SSAValue], SSAValue], Callable[[SSAValue], SSAValue]]:
+        """The depth of the dot product giving output `idx` of `op`, and its two factors at k
+        (both unit-stride in k: dense's weight and batch_matmul's rhs are stored transposed)."""
+        if isinstance(op, relay.DenseOp):
+            return (
+                shape_of(op.weight)[1],
+                lambda k: self.value_at(op.data, idx[:-1] + [k]),
+                lambda k: self.value_at(op.weight, [idx[-1], k]),
+            )
+        b, i, j = idx
+        x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
+        y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
+        return (
+            shape_of(op.lhs)[2],
+            lambda k: self.value_at(op.lhs, [x_batch, i, k]),
+            lambda k: self.value_at(op.rhs, [y_batch, j, k]),
+        )
+
+    def dot_products(self, op: relay.DenseOp | relay.BatchMatmulOp, idxs: list[list[SSAValue]]) -> list[SSAValue]:
+        """The outputs of `op` at `idxs`, summed in one loop over k with an accumulator each.
+        A factor several outputs share (x[i, k] across a block of j) is loaded once per k:
+        `value_at` memoises it in the loop body."""
+        depth = self.dot_factors(op, idxs[0])[0]
+        factors = [self.dot_factors(op, idx)[1:] for idx in idxs]
+
+        def step(ks: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            products = [self.emit(arith.MulfOp(lhs(ks[0]), rhs(ks[0]))) for lhs, rhs in factors]
+            return [self.emit(arith.AddfOp(acc, p)) for acc, p in zip(accs, products)]
+
+        return self.loops([depth], [self.f32(0.0)] * len(idxs), step)
+
+    def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
+        return self.dot_products(op, [idx])[0]
+
+    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+        return self.dot_products(op, [idx])[0]
+
+    def conv_channel_base(self, op: relay.Conv2DOp, o: SSAValue) -> SSAValue:
+        """The first input channel of output channel `o`'s group."""
+        out_c, in_c = shape_of(op.weight)[:2]
+        group = self.div_const(o, out_c // op.group_count) if op.group_count > 1 else self.index(0)
+        return self.mul_const(group, in_c)
+
+    def conv2d(self, op: relay.Conv2DOp, idx: list[SSAValue]) -> SSAValue:
+        """One output element: a sum over the input channels and the window taps inside the
+        input (the padding contributes zeros, so its taps are skipped by the loop bounds)."""
+        n, o, oh, ow = idx
+        _, _, height, width = shape_of(op.data)
+        _, in_c, kh, kw = shape_of(op.weight)
+        (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
+        top, left, _, _ = op.padding_values
+        channel_base = self.conv_channel_base(op, o)
+        row0 = self.add_const(self.mul_const(oh, sh), -top)  # the input row of tap row 0
+        col0 = self.add_const(self.mul_const(ow, sw), -left)
+
+        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            c, i, j = ivs
+            ih, iw = self.add(row0, self.mul_const(i, dh)), self.add(col0, self.mul_const(j, dw))
+            x = self.value_at(op.data, [n, self.add(channel_base, c), ih, iw])
+            w = self.value_at(op.weight, [o, c, i, j])
+            return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(x, w))))]
+
+        rows, cols = self.window_range(row0, dh, height, kh), self.window_range(col0, dw, width, kw)
+        return self.loops([in_c, rows, cols], [self.f32(0.0)], step)[0]
+
+    def pool2d(self, op: relay.Pool2DOp, idx: list[SSAValue]) -> SSAValue:
+        """Max or average over the window taps inside the input (average: of those taps only)."""
+        n, c, oh, ow = idx
+        _, _, height, width = shape_of(op.data)
+        (kh, kw), (sh, sw) = op.window, op.stride_values
+        top, left, _, _ = op.padding_values
+        row0 = self.add_const(self.mul_const(oh, sh), -top)
+        col0 = self.add_const(self.mul_const(ow, sw), -left)
+        rows, cols = self.window_range(row0, 1, height, kh), self.window_range(col0, 1, width, kw)
+
+        def at(i: SSAValue, j: SSAValue) -> SSAValue:
+            return self.value_at(op.data, [n, c, self.add(row0, i), self.add(col0, j)])
+
+        if isinstance(op, relay.MaxPool2DOp):
+            # Start from the first tap inside (padding is smaller than the window, so there is one).
+            (peak,) = self.loops(
+                [rows, cols], [at(rows[0], cols[0])], lambda ivs, accs: [self.emit(arith.MaximumfOp(accs[0], at(*ivs)))]
+            )
+            return peak
+        (total,) = self.loops(
+            [rows, cols], [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], at(*ivs)))]
+        )
+        return self.emit(
+            arith.DivfOp(total, self.index_to_f32(self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0]))))
+        )
+
+    def index_to_f32(self, value: SSAValue) -> SSAValue:
+        known = self.known.get(value)
+        if known is not None:
+            return self.f32(float(known))
+        return self.emit(arith.SIToFPOp(self.emit(arith.IndexCastOp(value, i64)), f32))
+
+    def global_avg_pool2d(self, op: relay.GlobalAvgPool2DOp, idx: list[SSAValue]) -> SSAValue:
+        n, c, _, _ = idx
+        _, _, height, width = shape_of(op.data)
+        (total,) = self.loops(
+            [height, width],
+            [self.f32(0.0)],
+            lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], self.value_at(op.data, [n, c, *ivs])))],
+        )
+        return self.emit(arith.DivfOp(total, self.f32(float(height * width))))
+
+    def constant(self, op: relay.ConstantOp, idx: list[SSAValue]) -> SSAValue:
+        value = op.value.get_values()[0]  # a splat (checked by the pass)
+        assert isinstance(value, (int, float))
+        return self.f32(float(value))
+
+
+# relay op kind -> its scalar meaning at an index (an op is matched by the first kind it is)
+DISPATCH: list[
+    tuple[type[Operation] | tuple[type[Operation], ...], Callable[[GroupEmitter, Any, list[SSAValue]], SSAValue]]
+] = [
+    (relay.UnaryElemwiseOp, GroupEmitter.unary),
+    (relay.BinaryBroadcastOp, GroupEmitter.binary),
+    (relay.BiasAddOp, GroupEmitter.bias_add),
+    (relay.BroadcastToOp, GroupEmitter.broadcast_to),
+    (relay.ExpandDimsOp, GroupEmitter.expand_dims),
+    (relay.ReshapeOp, GroupEmitter.reshape),
+    (relay.TransposeOp, GroupEmitter.transpose),
+    (relay.SqueezeOp, GroupEmitter.squeeze),
+    (relay.StridedSliceOp, GroupEmitter.strided_slice),
+    (relay.ConcatenateOp, GroupEmitter.concatenate),
+    (relay.ReduceOp, GroupEmitter.reduce),
+    (relay.SoftmaxOp, GroupEmitter.softmax),
+    (relay.DenseOp, GroupEmitter.dense),
+    (relay.BatchMatmulOp, GroupEmitter.batch_matmul),
+    (relay.Conv2DOp, GroupEmitter.conv2d),
+    (relay.Pool2DOp, GroupEmitter.pool2d),
+    (relay.GlobalAvgPool2DOp, GroupEmitter.global_avg_pool2d),
+    (relay.ConstantOp, GroupEmitter.constant),
+]

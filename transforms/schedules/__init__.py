@@ -1,0 +1,68 @@
+"""
+Schedules: how a fused group's kernel lays out its work items, one module each.
+
+A schedule module holds the test that picks it (`matches(group)`), its tile constants with
+the measurements behind them, and its body (`build(emitter, group, out)`: the kernel's one
+`scf.parallel` nest storing the group's result into `out`), and ends with
+
+    SCHEDULE = Schedule("conv_rows", matches, build)
+
+convert-relay-to-loops tries its ordered list of schedules on each group, the first that
+matches wins (the elementwise nest, which matches every group, last), and writes the
+winner's name on the kernel as `relay.schedule`. The scalar meaning of each op at an index
+is `scalar_ops.GroupEmitter.value_at`; the index arithmetic and the loops are
+`kernel_builder.KernelBuilder`'s. A new schedule is a new module and a line in the pass's list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from xdsl.dialects import scf
+from xdsl.ir import Operation, SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A way to lay out a group's kernel: its name (shown on the kernel), its test, its body."""
+
+    name: str
+    matches: Callable[[relay.FusedOp], bool]
+    build: Callable[[GroupEmitter, relay.FusedOp, SSAValue], scf.ParallelOp]
+
+
+def group_root(group: relay.FusedOp) -> SSAValue:
+    """The value the group yields (its result)."""
+    last = group.body.block.last_op
+    assert isinstance(last, relay.YieldOp)
+    return last.operands[0]
+
+
+def result_shape(group: relay.FusedOp) -> tuple[int, ...]:
+    return shape_of(group.res)
+
+
+T = TypeVar("T", bound=Operation)
+
+
+def anchor_of(group: relay.FusedOp, kind: type[T]) -> T | None:
+    """The group's first op of `kind` whose result has the group result's shape."""
+    shape = result_shape(group)
+    for op in group.body.block.ops:
+        if isinstance(op, kind) and shape_of(op.results[0]) == shape:
+            return op
+    return None
+
+
+def largest_power_of_two_dividing(extent: int, most: int) -> int:
+    """The largest power of two up to `most` (itself a power of two) dividing `extent`."""
+    size = most
+    while extent % size:
+        size //= 2
+    return size
