@@ -13,9 +13,11 @@ from xdsl.dialects import get_all_dialects as get_all_xdsl_dialects
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from xrelay.diagnostics import ParseError, VerifyError, excerpt, location_of
 from xrelay.dialects import get_all_dialects
@@ -38,6 +40,18 @@ def context() -> Context:
     return ctx
 
 
+class LinearLexer(MLIRLexer):
+    """xDSL's lexer with a string-literal pattern that cannot backtrack exponentially.
+
+    xDSL's pattern nests a `+` (a run of plain characters) inside a `*`: on a line with an
+    unclosed `"` the regex engine tries every way of splitting the rest of the line into runs,
+    so a stray quote in a 30-character line takes seconds, and in a long line never ends. One
+    character per repetition matches the same strings, in linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
 class LocParser(Parser):
     """A parser that stamps every op with `loc("file":line:col)` of its first token.
 
@@ -48,7 +62,8 @@ class LocParser(Parser):
     """
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>", line_offset: int = 0):
-        super().__init__(ctx, text, name)
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(LinearLexer(Input(text, name)))
         self.filename = StringAttr(name)
         self.line_offset = line_offset
         self.line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
