@@ -76,6 +76,13 @@ class LocParser(Parser):
             # A custom syntax that builds an invalid attribute or type (e.g. a function type
             # where a tensor type belongs) raises a VerifyException: report it where it is.
             self.raise_error(str(e), first.start, first.end)
+        except XDSLParseError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            # xDSL's parser fails in other ways on some inputs (an AssertionError on a dense
+            # value of the wrong kind, NotImplementedError for `array<i128: 1>`, OverflowError
+            # for a float32 of 1e39, MemoryError for a huge splat): an error at the op, too.
+            self.raise_error(f"cannot parse this op: {type(e).__name__}: {e}".rstrip(": "), first.start, first.end)
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(first.start)
         return op
@@ -114,7 +121,24 @@ def verify(module: Operation) -> None:
     except VerifyException as e:
         add_location(e, module)
         raise
+    except Exception as e:  # noqa: BLE001
+        raise verifier_crash(e, module) from None
     verify_dominance(module)
+
+
+def verifier_crash(error: Exception, module: Operation) -> VerifyException:
+    """A VerifyException at the op whose verifier raised `error`, which is not one: some of
+    xDSL's verifiers raise a bare Exception (`memref.load` with too few indices) or a KeyError
+    (`func.return` in a `func.func` without a `function_type`)."""
+    what = f"{type(error).__name__}: {error}".rstrip(": ")
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except Exception as e:  # noqa: BLE001
+            if type(e) is type(error) and str(e) == str(error):
+                where = f"{location_of(op)}: " if isinstance(op.location, FileLineColLoc) else ""
+                return VerifyException(f"{where}'{op.name}' does not verify: {what}")
+    return VerifyException(f"the module does not verify: {what}")
 
 
 def add_location(error: VerifyException, module: Operation) -> None:
@@ -127,8 +151,8 @@ def add_location(error: VerifyException, module: Operation) -> None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
-        except VerifyException as e:
-            if str(e) != message:
+        except Exception as e:  # noqa: BLE001 - another op's verifier may fail otherwise
+            if not isinstance(e, VerifyException) or str(e) != message:
                 continue
             if isinstance(op.location, FileLineColLoc):  # not an op a pass created
                 error.args = (f"{location_of(op)}: {message}", *error.args[1:])

@@ -26,7 +26,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xrelay.diagnostics import excerpt
 from xrelay.dialects.dominance import verify_dominance
-from xrelay.ir import LocParser, add_location, register_dialects
+from xrelay.ir import LocParser, add_location, register_dialects, verifier_crash
 from xrelay.universe import XRELAY_UNIVERSE
 
 
@@ -70,7 +70,12 @@ class OptTool(xDSLOptMain):
 
         def callback(before: ModulePass | None, module: ModuleOp, after: ModulePass | None) -> None:
             if verify is not None:
-                verify(before, module, after)
+                try:
+                    verify(before, module, after)
+                except VerifyException:
+                    raise
+                except Exception as e:  # an xDSL verifier that fails otherwise: still a verify error
+                    raise verifier_crash(e, module) from None
             if not self.args.disable_verify:
                 verify_dominance(module)
 
