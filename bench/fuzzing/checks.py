@@ -67,22 +67,25 @@ XRELAY_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def frame_signature(tb: traceback.StackSummary | list[traceback.FrameSummary]) -> str:
-    """`file:function` of the innermost frame in xrelay, else in xDSL, else the last one."""
+    """`file:function` of the innermost frame in xrelay or xDSL (not in numpy or Python's
+    library), else of the last one."""
     frames = list(tb)
-    for wanted in (XRELAY_ROOT, f"{os.sep}xdsl{os.sep}"):
-        for frame in reversed(frames):
-            path = os.path.realpath(frame.filename)
-            if wanted in path and f"{os.sep}bench{os.sep}" not in path:
-                return f"{short_path(path)}:{frame.name}"
+    for frame in reversed(frames):
+        path = os.path.realpath(frame.filename)
+        ours = path.startswith(XRELAY_ROOT + os.sep) and not path.startswith(os.path.join(XRELAY_ROOT, ".venv") + os.sep)
+        if (ours and os.sep + "bench" + os.sep not in path) or f"{os.sep}xdsl{os.sep}" in path:
+            return f"{short_path(path)}:{frame.name}"
     return f"{short_path(frames[-1].filename)}:{frames[-1].name}" if frames else "?"
 
 
 def short_path(path: str) -> str:
     path = os.path.realpath(path)
-    if path.startswith(XRELAY_ROOT):
-        return os.path.relpath(path, XRELAY_ROOT)
     marker = f"{os.sep}site-packages{os.sep}"
-    return path.split(marker, 1)[1] if marker in path else os.path.basename(path)
+    if marker in path:
+        return path.split(marker, 1)[1]
+    if path.startswith(XRELAY_ROOT + os.sep):
+        return os.path.relpath(path, XRELAY_ROOT)
+    return os.path.basename(path)
 
 
 def exception_outcome(e: BaseException, where: str) -> Outcome:
