@@ -656,7 +656,8 @@ class BatchMatmulOp(RelayOp):
             raise VerifyException(
                 f"expected lhs [b, m, k] and rhs [b, n, k], but found {list(x)} and {list(y)}"
             )
-        return (max(x[0], y[0]), x[1], y[1])
+        batch = y[0] if x[0] == 1 else x[0]  # numpy broadcasting: 1 with 0 is 0
+        return (batch, x[1], y[1])
 
 
 def _window_params(
