@@ -605,7 +605,7 @@ class Builder:
         y = self.operand((yb, n, k), device)
         if self.rng.random() < 0.3 and b == 1:
             y = self.operand((self.rng.choice([1, 2, 3]), n, k), device)
-        out = (max(b, y.shape[0]), x.shape[1], n)
+        out = (y.shape[0] if b == 1 else b, x.shape[1], n)
         self.many("relay.nn.batch_matmul", [x, y], {}, out, device, x.finite and y.finite)
 
     def op_conv2d(self, device: Device | None) -> None:
