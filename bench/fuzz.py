@@ -184,16 +184,27 @@ def case_of(pool: Pool, task: dict[str, Any], outcome: Outcome) -> dict[str, Any
     return task.get("case")
 
 
+# Failures whose signature says little about the cause: several instances are shrunk, and
+# reproducers that use the same ops are saved once.
+VAGUE = ("mismatch", "stage-mismatch", "unstable", "error", "hang", "crash")
+
+
 def save_failures(pool: Pool, stats: Stats, out: Path, args: argparse.Namespace) -> list[str]:
-    saved = []
+    saved, seen = [], set()
     for key, instances in stats.failures.items():
-        task, outcome = instances[0]
-        case = case_of(pool, task, outcome)
-        if case is None:
-            continue
-        say(args, f"shrinking {key} ({len(instances)} times; {describe_task(task)})")
-        small, final = shrink_case(pool, case, outcome, args)
-        saved.append(save(out, key, case, small, outcome, final, len(instances), [describe_task(t) for t, _ in instances[:10]]))
+        tries = instances[: args.shrink_instances] if instances[0][1].status in VAGUE else instances[:1]
+        for task, outcome in tries:
+            case = case_of(pool, task, outcome)
+            if case is None:
+                continue
+            say(args, f"shrinking {key} ({len(instances)} times; {describe_task(task)})")
+            small, final = shrink_case(pool, case, outcome, args)
+            ops = (key, tuple(sorted(set(re.findall(r"\b(?:relay|func)\.[\w.]+", small["text"])))))
+            if ops in seen:
+                continue
+            seen.add(ops)
+            origins = [describe_task(t) for t, _ in instances[:10]]
+            saved.append(save(out, key, case, small, outcome, final, len(instances), origins, describe_task(task)))
     return saved
 
 
@@ -216,10 +227,10 @@ def shrink_case(pool: Pool, case: dict[str, Any], outcome: Outcome, args: argpar
     return {**case, "text": small}, results[small]
 
 
-def save(out: Path, key: str, case: dict[str, Any], small: dict[str, Any], original: Outcome, final: Outcome, count: int, origins: list[str]) -> str:
+def save(out: Path, key: str, case: dict[str, Any], small: dict[str, Any], original: Outcome, final: Outcome, count: int, origins: list[str], origin: str) -> str:
     issue = known_issue(original)
     flaky = final.status != original.status
-    name = f"{'flaky-' if flaky else ''}{original.status}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    name = f"{'flaky-' if flaky else ''}{original.status}-{hashlib.sha1((key + small['text']).encode()).hexdigest()[:8]}"
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "original.mlir").write_text(case["text"])
@@ -229,7 +240,7 @@ def save(out: Path, key: str, case: dict[str, Any], small: dict[str, Any], origi
         f"failure: {key}",
         f"known issue: {issue}" if issue else "known issue: none",
         f"flaky: a fresh worker gives {final.status!r}; the reproducer is the original" if flaky else "reproduces on a fresh worker",
-        f"seen {count} times, first in: {', '.join(origins)}",
+        f"from {origin}; seen {count} times, in: {', '.join(origins)}",
         f"replay: .venv/bin/python bench/fuzz.py --replay {folder}",
         how_to_run(small),
         "",
@@ -312,6 +323,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--api-rate", type=float, default=0.05, help="share of mutants also run through the API (build and run)")
     p.add_argument("--subprocess-rate", type=float, default=0.02, help="share of mutants also run as an opt-tool process")
     p.add_argument("--shrink-budget", type=int, default=300, help="candidate runs per failure while shrinking")
+    p.add_argument("--shrink-instances", type=int, default=4, help="instances shrunk of a vague failure (a mismatch, an error)")
     p.add_argument("--no-shrink", action="store_true", help="report failures without shrinking or saving them")
     p.add_argument("--replay", metavar="DIR", help="run a saved reproducer (a folder under --out, or a case.json) again")
     p.add_argument("--progress", type=float, default=30, help="seconds between progress lines on stderr")
