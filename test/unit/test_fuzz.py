@@ -9,6 +9,7 @@ import os
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -128,3 +129,19 @@ def test_a_program_case_builds_runs_and_matches():
     outcome = checks.check_program({**case, "stage_checks": True}, random.Random(0))
     assert outcome.status == "ok", outcome.detail
     assert outcome.stats == {"built": 1, "ran": 1}
+
+
+# --- open bugs the fuzzer found in code others own ----------------------------------------------
+
+FOUND = sorted((Path(__file__).parents[1] / "Inputs" / "fuzz").glob("*.mlir"))
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
+@pytest.mark.xfail(reason="open: see the reproducer's header (found by bench/fuzz.py)", strict=False)
+def test_open_fuzz_findings(path):
+    text = path.read_text()
+    header = dict(re.findall(r"^// (targets|default-device): (.*)$", text, re.M))
+    shapes = {a.name_hint: tuple(a.type.get_shape()) for a in xrelay.parse(text).ops.first.args}
+    inputs = {name: np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape) for name, shape in shapes.items()}
+    exe = xrelay.build(text, targets=tuple(header["targets"].split(",")), default_device=header["default-device"])
+    np.testing.assert_array_equal(exe.run(inputs), xrelay.interpret(text, inputs))
