@@ -382,13 +382,17 @@ class Builder:
             new = Value(name, value.shape, Domain(None if unconstrained_dst else dst), value.finite)
         else:
             body, result = self.rng.choice([(True, False), (True, True), (False, True), (False, False)])
-            if body and value.domain is not None and bound is not None:
+            device: Device | None
+            if self.rng.random() < 0.05:
+                device = None  # `#relay.se_scope<>`: constrains nothing
+            elif body and value.domain is not None and bound is not None:
                 device = bound
             else:
                 device = self.rng.choice(self.prog.devices)
-            if body and value.domain is not None:
+            if body and value.domain is not None and device is not None:
                 value.domain.root().device = device
-            attrs = {"se_scope": self.scope(device), **self.flags(body, result)}
+            scope = self.scope(device) if device is not None else "#relay.se_scope<>"
+            attrs = {"se_scope": scope, **self.flags(body, result)}
             self.add_line(Line(name, "relay.on_device", [value.name], attrs, [ty], ty, "unary"))
             new = Value(name, value.shape, Domain(device) if result else None, value.finite, device if body else None)
         self.pool.append(new)
