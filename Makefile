@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export POCL_DEVICES ?= pthread pthread
 
-.PHONY: setup opencl demo test lit pytest lint bench bench-setup clean
+.PHONY: setup opencl demo test lit pytest lint bench bench-setup fuzz clean
 
 setup: $(VENV)/.installed opencl
 
@@ -57,6 +57,13 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 bench: bench-setup
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# Random programs built and run on C and OpenCL against the interpreter, and 4 N mutants through
+# opt-tool; failures are shrunk into .fuzz-failures/. `make fuzz N=5000 SEED=3`.
+N ?= 200
+SEED ?= 0
+fuzz: setup
+	$(PY) bench/fuzz.py --seed $(SEED) --programs $(N) --mutants $$((4 * $(N)))
 
 clean:
 	rm -rf $(VENV) *.egg-info .src/*.egg-info build

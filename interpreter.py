@@ -117,6 +117,8 @@ def pool2d(x: np.ndarray, op: relay.Pool2DOp) -> np.ndarray:
 
 
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    if x.size == 0:
+        return x.copy()  # nothing to normalise (np.max has no identity for an empty axis)
     shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return shifted / np.sum(shifted, axis=axis, keepdims=True)
 

@@ -13,9 +13,11 @@ from xdsl.dialects import get_all_dialects as get_all_xdsl_dialects
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from xrelay.diagnostics import ParseError, VerifyError, excerpt, location_of
 from xrelay.dialects import get_all_dialects
@@ -38,6 +40,18 @@ def context() -> Context:
     return ctx
 
 
+class LinearLexer(MLIRLexer):
+    """xDSL's lexer with a string-literal pattern that cannot backtrack exponentially.
+
+    xDSL's pattern nests a `+` (a run of plain characters) inside a `*`: on a line with an
+    unclosed `"` the regex engine tries every way of splitting the rest of the line into runs,
+    so a stray quote in a 30-character line takes seconds, and in a long line never ends. One
+    character per repetition matches the same strings, in linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
 class LocParser(Parser):
     """A parser that stamps every op with `loc("file":line:col)` of its first token.
 
@@ -48,7 +62,8 @@ class LocParser(Parser):
     """
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>", line_offset: int = 0):
-        super().__init__(ctx, text, name)
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(LinearLexer(Input(text, name)))
         self.filename = StringAttr(name)
         self.line_offset = line_offset
         self.line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
@@ -64,9 +79,10 @@ class LocParser(Parser):
         except XDSLParseError:
             raise  # already located (a nested op's, or the parser's own)
         except Exception as e:
-            # xDSL itself gives up on some input it accepts syntactically (`array<i128: 1>`:
-            # NotImplementedError from its dense-array packing): an error here, not a traceback.
-            self.raise_error(f"xDSL cannot build this op ({type(e).__name__}: {e})", first.start, first.end)
+            # xDSL's parser fails in other ways on some inputs (an AssertionError on a dense
+            # value of the wrong kind, NotImplementedError for `array<i128: 1>`, OverflowError
+            # for a float32 of 1e39, MemoryError for a huge splat): an error at the op, too.
+            self.raise_error(f"cannot parse this op: {type(e).__name__}: {e}".rstrip(": "), first.start, first.end)
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(first.start)
         return op
@@ -105,7 +121,24 @@ def verify(module: Operation) -> None:
     except VerifyException as e:
         add_location(e, module)
         raise
+    except Exception as e:
+        raise verifier_crash(e, module) from None
     verify_dominance(module)
+
+
+def verifier_crash(error: Exception, module: Operation) -> VerifyException:
+    """A VerifyException at the op whose verifier raised `error`, which is not one: some of
+    xDSL's verifiers raise a bare Exception (`memref.load` with too few indices) or a KeyError
+    (`func.return` in a `func.func` without a `function_type`)."""
+    what = f"{type(error).__name__}: {error}".rstrip(": ")
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except Exception as e:
+            if type(e) is type(error) and str(e) == str(error):
+                where = f"{location_of(op)}: " if isinstance(op.location, FileLineColLoc) else ""
+                return VerifyException(f"{where}'{op.name}' does not verify: {what}")
+    return VerifyException(f"the module does not verify: {what}")
 
 
 def add_location(error: VerifyException, module: Operation) -> None:
@@ -118,8 +151,8 @@ def add_location(error: VerifyException, module: Operation) -> None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
-        except VerifyException as e:
-            if str(e) != message:
+        except Exception as e:
+            if not isinstance(e, VerifyException) or str(e) != message:
                 continue
             if isinstance(op.location, FileLineColLoc):  # not an op a pass created
                 error.args = (f"{location_of(op)}: {message}", *error.args[1:])

@@ -660,7 +660,8 @@ class BatchMatmulOp(RelayOp):
             raise VerifyException(f"expected rank-3 operands, but found {list(x)} and {list(y)}")
         if x[2] != y[2] or (x[0] != y[0] and 1 not in (x[0], y[0])):
             raise VerifyException(f"expected lhs [b, m, k] and rhs [b, n, k], but found {list(x)} and {list(y)}")
-        return (max(x[0], y[0]), x[1], y[1])
+        batch = y[0] if x[0] == 1 else x[0]  # numpy broadcasting: 1 with 0 is 0
+        return (batch, x[1], y[1])
 
 
 def _window_params(name: str, values: tuple[int, ...] | None, default: tuple[int, ...], count: int) -> tuple[int, ...]:

@@ -31,9 +31,9 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from xrelay.diagnostics import excerpt
+from xrelay.diagnostics import ConfigError, excerpt
 from xrelay.dialects.dominance import verify_dominance
-from xrelay.ir import LocParser, add_location, register_dialects
+from xrelay.ir import LocParser, add_location, register_dialects, verifier_crash
 from xrelay.universe import XRELAY_UNIVERSE
 
 
@@ -79,8 +79,13 @@ class OptTool(xDSLOptMain):
 
         def callback(before: ModulePass | None, module: ModuleOp, after: ModulePass | None) -> None:
             if verify is not None:
-                with contextlib.redirect_stdout(sys.stderr):
-                    verify(before, module, after)
+                try:
+                    with contextlib.redirect_stdout(sys.stderr):
+                        verify(before, module, after)
+                except VerifyException:
+                    raise
+                except Exception as e:  # an xDSL verifier that fails otherwise: still a verify error
+                    raise verifier_crash(e, module) from None
             if not self.args.disable_verify:
                 verify_dominance(module)
 
@@ -132,9 +137,9 @@ def check_pipeline(spec: str, passes: dict[str, Callable[[], type[ModulePass]]])
         for name, values in arg_spec.parameters.items():
             field = fields.get(name.replace("-", "_"))
             if field is None:
-                raise ValueError(f"{arg_spec.name} has no option '{name}'; its options are {cli}")
+                raise ConfigError(f"{arg_spec.name} has no option '{name}'; its options are {cli}")
             if values == () and field.type not in (bool, "bool"):
-                raise ValueError(f"option '{name}' of {arg_spec.name} needs a value, e.g. {name}=...")
+                raise ConfigError(f"option '{name}' of {arg_spec.name} needs a value, e.g. {name}=...")
 
 
 def _check_repeated_options(spec: str) -> None:
@@ -145,7 +150,7 @@ def _check_repeated_options(spec: str) -> None:
         if token.kind is SpecTokenKind.IDENT and after_brace_or_space:
             name = token.span.text.replace("_", "-")
             if name in seen:
-                raise ValueError(f"option '{name}' is given twice in {spec!r}; give each option once")
+                raise ConfigError(f"option '{name}' is given twice in {spec!r}; give each option once")
             seen.add(name)
         after_brace_or_space = token.kind in (SpecTokenKind.L_BRACE, SpecTokenKind.SPACE)
 
@@ -185,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(0 if e.code in (0, None) else 1)
     except ArgSpecParseError as e:
         _fail(f"malformed pass pipeline: {e}")
-    except ValueError as e:
+    except (ValueError, ConfigError) as e:  # xDSL's, and check_pipeline's
         _fail(f"invalid pass pipeline: {e}")
     try:
         tool.run()

@@ -436,6 +436,20 @@ def test_softmax_large_inputs(axis):
     np.testing.assert_allclose(out.sum(axis=a), 1.0, rtol=1e-5)
 
 
+def test_batch_matmul_broadcasts_a_batch_of_1_to_0():
+    """As numpy does; the verifier once inferred a batch of 1 (found by bench/fuzz.py)."""
+    out = run_op("relay.nn.batch_matmul", [random(0, 3, 2), random(1, 4, 2)], (0, 3, 4))
+    assert out.shape == (0, 3, 4)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 0), -1), ((0,), 0), ((0, 4), 1)])
+def test_softmax_of_an_empty_tensor_is_empty(shape, axis):
+    """np.max has no identity for an empty axis; found by bench/fuzz.py (ValueError)."""
+    x = np.zeros(shape, np.float32)
+    out = run_op("relay.nn.softmax", [x], shape, f"{{axis = {axis} : i64}}")
+    assert out.shape == shape
+
+
 # --- constants, placement, regions, calls ---------------------------------------------------
 
 

@@ -6,6 +6,7 @@ installed `opt-tool` script in subprocesses to check what a user sees."""
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,19 @@ def test_error_in_a_long_module_shows_only_the_lines_around_the_op(capsys, write
     assert '%v41 = "relay.sum"(%v40)' in err and "| Operation does not verify: axis 1 is out of range" in err
     assert '"relay.exp"(%v10)' not in err and '"relay.exp"(%v70)' not in err
     assert len(err.splitlines()) < 25
+
+
+def test_an_unclosed_string_is_an_error_at_once(capsys, write):
+    """xDSL's string-literal regex backtracks exponentially in the rest of the line after an
+    unclosed quote: this line took minutes (found by bench/fuzz.py)."""
+    line = '  %12 = relay.nn.co"nv2d %v10, %11 {padding = array<i64: 0, 0, 1, 2>, dilation = array<i64: 2, 2>} : (tensor<3x4x1x1xf32>) -> tensor<3x1x2x3xf32>'
+    path = write(GOOD.replace("  %3 = relay.exp %a : tensor<2x3xf32>", line))
+    start = time.perf_counter()
+    code, _, err = run_main(capsys, path)
+    assert code == 1 and "End of file reached before closing string literal" in err
+    with pytest.raises(xrelay.ParseError, match="closing string literal"):
+        xrelay.parse('"' + "a, " * 200)
+    assert time.perf_counter() - start < 5
 
 
 def test_startup_does_not_import_the_interpreter_or_runtime():

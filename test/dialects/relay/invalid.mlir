@@ -235,6 +235,15 @@ func.func @batch_matmul_k(%a: tensor<2x3x4xf32>, %b: tensor<2x3x5xf32>) -> tenso
 
 // -----
 
+// A batch of 1 broadcasts to 0, as in numpy (found by bench/fuzz.py: the verifier said 1).
+func.func @batch_matmul_broadcast_to_empty(%a: tensor<0x3x2xf32>, %b: tensor<1x4x2xf32>) -> tensor<1x3x4xf32> {
+  %0 = relay.nn.batch_matmul %a, %b : (tensor<0x3x2xf32>, tensor<1x4x2xf32>) -> tensor<1x3x4xf32>
+  func.return %0 : tensor<1x3x4xf32>
+}
+// CHECK: expected result type tensor<0x3x4xf32> for 'relay.nn.batch_matmul', but found tensor<1x3x4xf32>
+
+// -----
+
 func.func @conv_rank(%x: tensor<1x3x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
   %0 = relay.nn.conv2d %x, %w : (tensor<1x3x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   func.return %0 : tensor<1x4x6x6xf32>

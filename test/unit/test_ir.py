@@ -1,0 +1,58 @@
+"""`xrelay.parse` (ir.py): inputs on which xDSL's parser or verifiers raise a Python exception
+instead of a diagnostic are `xrelay.ParseError`s and `VerifyError`s at the op (found by
+bench/fuzz.py); the lexer is linear after an unclosed quote. test/tools/xdsl_failures.mlir
+checks the same through opt-tool."""
+
+import time
+
+import pytest
+
+import xrelay
+
+
+def module(op: str, result: str = "tensor<2xf32>", params: str = "") -> str:
+    return f"func.func @main({params}) -> {result} {{\n  %0 = {op}\n  func.return %0 : {result}\n}}\n"
+
+
+PARSE_ERRORS = {
+    "complex": (
+        module("relay.constant {value = dense<[1.0, 2.0]> : tensor<2xcomplex<f32>>} : tensor<2xf32>"),
+        "AssertionError",
+    ),
+    "float32 overflow": (
+        module("relay.constant {value = dense<1.0e+39> : tensor<2xf32>} : tensor<2xf32>"),
+        "OverflowError",
+    ),
+    "i128": (
+        module(
+            "relay.sum %a {axis = array<i128: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>",
+            "tensor<3xf32>",
+            "%a: tensor<2x3xf32>",
+        ),
+        "NotImplementedError: Format not implemented for i128",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PARSE_ERRORS))
+def test_xdsl_parser_exceptions_are_parse_errors_at_the_op(name):
+    text, message = PARSE_ERRORS[name]
+    with pytest.raises(xrelay.ParseError, match=rf"<input>:2:3\n[\s\S]*cannot parse this op: {message}"):
+        xrelay.parse(text)
+
+
+def test_xdsl_verifier_exceptions_are_verify_errors_at_the_op():
+    text = "func.func @main(%m: memref<2xf32>, %v: f32) {\n  memref.store %v, %m[] : memref<2xf32>\n  func.return\n}\n"
+    with pytest.raises(
+        xrelay.VerifyError, match="<input>:2:3: 'memref.store' does not verify: Exception: Expected an index"
+    ):
+        xrelay.parse(text)
+    with pytest.raises(xrelay.VerifyError, match="'func.return' does not verify: KeyError: 'function_type'"):
+        xrelay.parse('"func.func"() ({\n  "func.return"() : () -> ()\n}) : () -> ()\n')
+
+
+def test_an_unclosed_quote_is_an_error_in_linear_time():
+    start = time.perf_counter()
+    with pytest.raises(xrelay.ParseError, match="closing string literal"):
+        xrelay.parse('"' + "a, " * 2000)
+    assert time.perf_counter() - start < 2
