@@ -229,6 +229,8 @@ class KernelBuilder:
         return flat
 
     def delinearize(self, flat: SSAValue, shape: Shape) -> list[SSAValue]:
+        if math.prod(shape) == 0:  # a size-0 tensor is never indexed: its loop has no trips
+            return [self.index(0) for _ in shape]
         idx: list[SSAValue] = []
         stride = math.prod(shape)
         for axis, extent in enumerate(shape):

@@ -141,7 +141,7 @@ class GroupEmitter(KernelBuilder):
         return self.value_at(op.data, self.delinearize(self.linearize(idx, dst), src))
 
     def transpose(self, op: relay.TransposeOp, idx: list[SSAValue]) -> SSAValue:
-        src_idx: list[SSAValue] = [idx[0]] * len(idx)
+        src_idx: list[SSAValue] = list(idx)  # every position is overwritten (rank 0: none)
         for out_axis, in_axis in enumerate(op.permutation):
             src_idx[in_axis] = idx[out_axis]
         return self.value_at(op.data, src_idx)

@@ -1,3 +1,4 @@
+// Fixed (test_fuzz.py's FIXED).
 // Found by bench/fuzz.py (seed 6, program 30): convert-relay-to-loops raises
 // ZeroDivisionError in loop_builders.delinearize when a reshape reads a size-0 tensor.
 // targets: c

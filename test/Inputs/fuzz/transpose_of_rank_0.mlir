@@ -1,3 +1,4 @@
+// Fixed (test_fuzz.py's FIXED).
 // Found by bench/fuzz.py (seed 6, program 58): convert-relay-to-loops raises IndexError in
 // loop_builders.transpose (`idx[0]` of an empty index) on a rank-0 transpose.
 // targets: c
