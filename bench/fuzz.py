@@ -117,6 +117,19 @@ def tasks(args: argparse.Namespace, start: float) -> Iterator[dict[str, Any]]:
         "subprocess_rate": args.subprocess_rate,
         "program_options": program_options,
     }
+    if args.only:
+        for spec in args.only:
+            kind, _, index = spec.partition(":")
+            options = program_options if kind == "program" else mutant_options
+            yield {
+                "kind": kind,
+                "seed": args.seed,
+                "index": int(index),
+                "options": options,
+                "timeout": args.timeout,
+                "rng": int(index),
+            }
+        return
     p = m = 0
     while p < args.programs or m < args.mutants:
         if args.time_limit and time.monotonic() - start > args.time_limit:
@@ -381,6 +394,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-shrink", action="store_true", help="report failures without shrinking or saving them")
     p.add_argument(
+        "--only", nargs="+", metavar="KIND:INDEX", help="run only these cases of the seed, e.g. program:361 mutant:12"
+    )
+    p.add_argument(
         "--replay", metavar="DIR", help="run a saved reproducer (a folder under --out, or a case.json) again"
     )
     p.add_argument("--progress", type=float, default=30, help="seconds between progress lines on stderr")
@@ -390,6 +406,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    bad = [spec for spec in args.only or [] if not re.fullmatch(r"(program|mutant):\d+", spec)]
+    if bad:
+        raise SystemExit(f"fuzz.py: error: --only takes program:N or mutant:N, not {', '.join(bad)}")
     return replay(args) if args.replay else run(args)
 
 

@@ -329,8 +329,8 @@ MUTATIONS: list[tuple[Callable[[random.Random, Lines, str], Lines | None], float
 
 
 def mutate(rng: random.Random, text: str) -> tuple[str, list[str]]:
-    """`text` with one to four mutations; their names."""
-    count = rng.choices([1, 2, 3, 4], [60, 25, 10, 5])[0]
+    """`text` with none (the pipeline is the test) to four mutations; their names."""
+    count = rng.choices([0, 1, 2, 3, 4], [5, 57, 23, 10, 5])[0]
     lines = text.split("\n")
     applied: list[str] = []
     while len(applied) < count:
@@ -373,7 +373,11 @@ def pipeline_for(rng: random.Random, stage: str) -> list[str]:
                    ["-p", f"{plan},{fuse},{LOWER}", "-t", "c"], ["-p", f"{plan},{fuse},{LOWER}", "-t", "opencl"],
                    ["-p", f"{plan},{fuse},{LOWER},{TAIL}", "-t", "graph-json"], ["-p", plan, "-t", "dot"],
                    ["-p", f"{plan},{fuse}", "-t", "dot"], ["-p", f"{plan},cse,dce,canonicalize"],
-                   ["-p", f"{plan},{fuse},{LOWER}"]],
+                   ["-p", f"{plan},{fuse},{LOWER}"],
+                   # passes out of order, or without the ones they need: a clear error or a result
+                   [rng.choice(["-p", "-p", "-t"]), rng.choice([fuse, LOWER, "inline-calls", "plan-memory", "c", "opencl", "graph-json", "dot"])],
+                   ["-p", f"{fuse},{plan}"], ["-p", f"{plan},{LOWER}"], ["-p", f"{plan},{fuse},{fuse},{plan}"],
+                   ["-p", f"{plan},{fuse},{LOWER},{LOWER}"], ["-p", f"{plan},inline-calls,{fuse},{LOWER},plan-memory", "-t", "graph-json"]],
         "planned": [[], ["-p", fuse], ["-p", plan], ["-p", f"{fuse},{LOWER}", "-t", "c"], ["-t", "dot"],
                     ["-p", f"{fuse},{LOWER}", "-t", "opencl"], ["-p", f"{fuse},{LOWER},{TAIL}", "-t", "graph-json"]],
         "fused": [[], ["-p", LOWER], ["-p", LOWER, "-t", "c"], ["-p", LOWER, "-t", "opencl"], ["-p", fuse],
