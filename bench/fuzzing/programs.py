@@ -50,6 +50,9 @@ REDUCE = ["relay.sum", "relay.mean", "relay.max", "relay.min"]
 
 MAX_ELEMENTS = 240
 
+# C target strings with options from the allow-list (not -ffast-math: it changes what NaN does)
+C_TARGETS = ["c -O0", "c -O1", "c -O2", "c -O3", "c -Os", "c -O2 -fno-tree-vectorize", "c -g", "c -O3 -march=native"]
+
 
 def tensor_type(shape: Sequence[int]) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + "f32>"
@@ -121,7 +124,7 @@ class Function:
 # --- spelling scopes ------------------------------------------------------------------------
 
 
-def spell_scope(rng: random.Random, device: Device, default_kind: str) -> str:
+def spell_scope(rng: random.Random, device: Device, default_kind: str, c_target: str = "c") -> str:
     """`#relay.se_scope<...>` naming `device`, in full or with fields left out where the
     default completes them (id 0, the default device type, a device implied by its target)."""
     kind, vid = device
@@ -134,7 +137,7 @@ def spell_scope(rng: random.Random, device: Device, default_kind: str) -> str:
     if with_id:
         fields.append(f"id = {vid}")
     if with_target:
-        fields.append(f'target = "{TARGET_OF[kind]}"')
+        fields.append(f'target = "{c_target if kind == "cpu" else TARGET_OF[kind]}"')
     if rng.random() < 0.15:
         fields.append('memory = "global"')
     return f"#relay.se_scope<{', '.join(fields)}>"
@@ -256,7 +259,7 @@ class Builder:
         attrs = {"value": f"{self.dense(shape)} : {ty}"}
         pinned = device is not None and self.rng.random() < 0.3
         if pinned:
-            attrs["se_scope"] = spell_scope(self.rng, device, self.prog.default_kind)
+            attrs["se_scope"] = spell_scope(self.rng, device, self.prog.default_kind, self.prog.c_target)
         self.add_line(Line(name, "relay.constant", [], attrs, [], ty, "constant"))
         value = Value(name, shape, Domain(device) if pinned else None)
         self.pool.append(value)
@@ -308,7 +311,7 @@ class Builder:
         return self.rng.choice(self.prog.devices) if self.annotate else None
 
     def scope(self, device: Device) -> str:
-        return spell_scope(self.rng, device, self.prog.default_kind)
+        return spell_scope(self.rng, device, self.prog.default_kind, self.prog.c_target)
 
     def use(self, values: Sequence[Value], device: Device | None) -> None:
         """The op reading `values` runs on `device`: open domains among them are bound there."""
@@ -715,6 +718,7 @@ class ProgramBuilder:
     default_kind: str
     zero_sizes: bool
     special_rate: float
+    c_target: str = "c"
     counter: int = 0
     functions: list[Function] = field(default_factory=list)
     special_inputs: set[str] = field(default_factory=set)
@@ -772,7 +776,7 @@ def prime_factors(n: int) -> list[int]:
 def signature_attr(rng: random.Random, prog: ProgramBuilder, device: Device | None) -> str:
     if device is None:
         return ""
-    return f" {{relay.se_scope = {spell_scope(rng, device, prog.default_kind)}}}"
+    return f" {{relay.se_scope = {spell_scope(rng, device, prog.default_kind, prog.c_target)}}}"
 
 
 def build_function(prog: ProgramBuilder, name: str, annotate: bool, num_ops: int, results: int = 1) -> tuple[str, Function]:
@@ -843,8 +847,11 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     if len(targets) == 1 and targets == ("opencl",):
         default_kind = "opencl"
     annotate = len(devices) > 1 and rng.random() < 0.85
+    c_target = "c" if rng.random() < 0.7 else rng.choice(C_TARGETS)
+    targets = tuple(c_target if t == "c" else t for t in targets)
     prog = ProgramBuilder(
-        rng, options, devices, default_kind, zero_sizes=rng.random() < 0.2, special_rate=0.15 if rng.random() < 0.3 else 0.0
+        rng, options, devices, default_kind, zero_sizes=rng.random() < 0.2, special_rate=0.15 if rng.random() < 0.3 else 0.0,
+        c_target=c_target,
     )
     texts = []
     for i in range(rng.choice([0, 0, 0, 1, 1, 2])):
@@ -860,7 +867,7 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     expect_conflict = False
     module = "\n".join(texts)
     if annotate and rng.random() < options.conflict_rate:
-        module, expect_conflict = inject_conflict(rng, module, devices, default_kind)
+        module, expect_conflict = inject_conflict(rng, module, devices, default_kind, prog.c_target)
     return Program(
         module,
         targets,
@@ -871,7 +878,7 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     )
 
 
-def inject_conflict(rng: random.Random, text: str, devices: list[Device], default_kind: str) -> tuple[str, bool]:
+def inject_conflict(rng: random.Random, text: str, devices: list[Device], default_kind: str, c_target: str) -> tuple[str, bool]:
     """Pins two ops that share an operand on two different devices (a certain conflict when
     that operand is an op result that nothing frees)."""
     lines = text.split("\n")
@@ -887,8 +894,8 @@ def inject_conflict(rng: random.Random, text: str, devices: list[Device], defaul
     types_in = types.split(" -> ")[0].strip("()").split(", ")[0]
     indent = line[: len(line) - len(line.lstrip())]
     new = [
-        f"{indent}%conflict_a = relay.negative {first} {{se_scope = {spell_scope(rng, a, default_kind)}}} : {types_in}",
-        f"{indent}%conflict_b = relay.negative {first} {{se_scope = {spell_scope(rng, b, default_kind)}}} : {types_in}",
+        f"{indent}%conflict_a = relay.negative {first} {{se_scope = {spell_scope(rng, a, default_kind, c_target)}}} : {types_in}",
+        f"{indent}%conflict_b = relay.negative {first} {{se_scope = {spell_scope(rng, b, default_kind, c_target)}}} : {types_in}",
     ]
     lines[i:i] = new
     return "\n".join(lines), True
