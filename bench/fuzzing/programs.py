@@ -49,6 +49,10 @@ FINITE_BINARY = {"relay.add", "relay.subtract", "relay.multiply", "relay.maximum
 REDUCE = ["relay.sum", "relay.mean", "relay.max", "relay.min"]
 
 MAX_ELEMENTS = 240
+# Some programs are big enough for the kernels' schedules (convert_relay_to_loops.py): rows of
+# at least 16 for blocked convolutions, dot products of at least 256, OpenCL's vector lanes.
+BIG_DIMS = [8, 16, 17, 32, 33, 64, 256, 260]
+BIG_MAX_ELEMENTS = 40000
 
 # C target strings with options from the allow-list (not -ffast-math: it changes what NaN does)
 C_TARGETS = ["c -O0", "c -O1", "c -O2", "c -O3", "c -Os", "c -O2 -fno-tree-vectorize", "c -g", "c -O3 -march=native"]
@@ -423,6 +427,10 @@ class Builder:
         shape = self.new_operand_shape(rank)
         return self.constant(shape, device) if self.fixed_params or self.rng.random() < 0.3 else self.param(shape)
 
+    def new_value(self, shape: Shape, device: Device | None) -> Value:
+        """A new parameter or constant of `shape`."""
+        return self.constant(shape, device) if self.fixed_params or self.rng.random() < 0.3 else self.param(shape)
+
     def one(self, op: str, x: Value, attrs: dict[str, str], out: Shape, device: Device | None, finite: bool | None = None, syntax: str = "functional") -> Value:
         ty = tensor_type(x.shape)
         line = Line(self.fresh(), op, [x.name], attrs, [ty], tensor_type(out), syntax)
@@ -462,7 +470,7 @@ class Builder:
             else:
                 out.append(1 if self.rng.random() < 0.3 else shape[j])
         partner = tuple(out)
-        return partner if size(np.broadcast_shapes(shape, partner)) <= MAX_ELEMENTS else shape
+        return partner if size(np.broadcast_shapes(shape, partner)) <= self.prog.max_elements else shape
 
     def op_binary(self, device: Device | None) -> None:
         op = self.rng.choice(BINARY)
@@ -538,7 +546,7 @@ class Builder:
         lead = tuple(self.rng.choice([1, 2, 3]) for _ in range(self.rng.choice([0, 0, 1, 2]) if len(x.shape) < 4 else 0))
         body = tuple(self.rng.choice([1, 2, 3, 4]) if d == 1 and self.rng.random() < 0.6 else d for d in x.shape)
         out = lead + body
-        if size(out) > MAX_ELEMENTS:
+        if size(out) > self.prog.max_elements:
             out = x.shape
         self.one("relay.broadcast_to", x, {}, out, device)
 
@@ -571,7 +579,7 @@ class Builder:
             inputs.append(self.operand(x.shape[:axis] + (along,) + x.shape[axis + 1 :], device))
         self.rng.shuffle(inputs)
         out = x.shape[:axis] + (sum(v.shape[axis] for v in inputs),) + x.shape[axis + 1 :]
-        if size(out) > 2 * MAX_ELEMENTS:
+        if size(out) > 2 * self.prog.max_elements:
             inputs, out = [x], x.shape
         spelled = axis - rank if self.rng.random() < 0.3 else axis
         self.many("relay.concatenate", inputs, {"axis": f"{spelled} : i64"}, out, device, all(v.finite for v in inputs))
@@ -597,10 +605,13 @@ class Builder:
         self.one(op, x, attrs, out, device)
 
     def op_dense(self, device: Device | None) -> None:
-        x = self.source(device, lambda v: 1 <= len(v.shape) <= 3)
+        if self.prog.big and self.rng.random() < 0.5:  # a dot product long enough for row blocks
+            x = self.new_value((self.rng.choice([1, 3, 4, 8]), self.rng.choice([256, 260, 300])), device)
+        else:
+            x = self.source(device, lambda v: 1 <= len(v.shape) <= 3)
         if len(x.shape) == 0:
             return
-        units = self.rng.choice([1, 2, 3, 5])
+        units = self.rng.choice([1, 2, 3, 5, 8] if self.prog.big else [1, 2, 3, 5])
         w = self.operand((units, x.shape[-1]), device)
         self.many("relay.nn.dense", [x, w], {}, x.shape[:-1] + (units,), device, x.finite and w.finite)
 
@@ -616,12 +627,16 @@ class Builder:
         self.many("relay.nn.batch_matmul", [x, y], {}, out, device, x.finite and y.finite)
 
     def op_conv2d(self, device: Device | None) -> None:
-        x = self.source(device, rank=4)
+        if self.prog.big and self.rng.random() < 0.5:  # rows wide enough for channel blocks
+            shape = (self.rng.choice([1, 2]), self.rng.choice([1, 2, 4, 8]), self.rng.randint(2, 6), self.rng.choice([16, 17, 20, 33]))
+            x = self.new_value(shape, device)
+        else:
+            x = self.source(device, rank=4)
         n, c, h, w = x.shape
         if h == 0 or w == 0:
             return  # no window fits a size-0 image (the verifier says so)
         groups = self.rng.choice([g for g in (1, 1, 2, 3, c) if g >= 1 and c % g == 0] or [1])
-        out_channels = groups * self.rng.choice([1, 1, 2])
+        out_channels = groups * self.rng.choice([1, 1, 2, 4, 4, 8] if self.prog.big else [1, 1, 2])
         kh, kw = self.rng.choice([1, 2, 3]), self.rng.choice([1, 2, 3])
         strides = (self.rng.choice([1, 1, 2]), self.rng.choice([1, 1, 2]))
         dilation = (self.rng.choice([1, 1, 2]), self.rng.choice([1, 1, 2]))
@@ -719,6 +734,7 @@ class ProgramBuilder:
     zero_sizes: bool
     special_rate: float
     c_target: str = "c"
+    big: bool = False
     counter: int = 0
     functions: list[Function] = field(default_factory=list)
     special_inputs: set[str] = field(default_factory=set)
@@ -732,16 +748,22 @@ class ProgramBuilder:
     def callable_functions(self, builder: Builder) -> list[Function]:
         return self.functions
 
+    @property
+    def max_elements(self) -> int:
+        return BIG_MAX_ELEMENTS if self.big else MAX_ELEMENTS
+
     def dim(self) -> int:
         if self.zero_sizes and self.rng.random() < 0.06:
             return 0
+        if self.big and self.rng.random() < 0.35:
+            return self.rng.choice(BIG_DIMS)
         return self.rng.choices([1, 2, 3, 4, 5, 7], [25, 22, 22, 10, 12, 9])[0]
 
     def shape(self, rank: int | None = None) -> Shape:
         for _ in range(20):
             r = rank if rank is not None else self.rng.choices([0, 1, 2, 3, 4], [7, 20, 30, 25, 18])[0]
             shape = tuple(self.dim() for _ in range(r))
-            if size(shape) <= MAX_ELEMENTS:
+            if size(shape) <= self.max_elements:
                 return shape
         return (1,) * (rank or 0)
 
@@ -851,7 +873,7 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     targets = tuple(c_target if t == "c" else t for t in targets)
     prog = ProgramBuilder(
         rng, options, devices, default_kind, zero_sizes=rng.random() < 0.2, special_rate=0.15 if rng.random() < 0.3 else 0.0,
-        c_target=c_target,
+        c_target=c_target, big=rng.random() < 0.15,
     )
     texts = []
     for i in range(rng.choice([0, 0, 0, 1, 1, 2])):
