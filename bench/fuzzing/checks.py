@@ -31,7 +31,6 @@ import contextlib
 import io
 import os
 import random
-import tempfile
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -426,8 +425,3 @@ def check_api(case: dict[str, Any], rng: random.Random) -> Outcome:
         outcome.status, outcome.signature = "mismatch", "mismatch"
         outcome.detail = bad if isinstance(bad, str) else describe_mismatch(bad, outs, refs)
     return outcome
-
-
-def scratch_dir() -> str:
-    return tempfile.mkdtemp(prefix="xrelay-fuzz-")
-

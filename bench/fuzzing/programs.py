@@ -12,7 +12,12 @@ form (properties as `<{...}>` or as attributes). Placement uses `relay.on_device
 flag combination, `relay.device_copy` (also with an unconstrained scope), `se_scope` on ops and
 constants, and `relay.se_scope` on function arguments and results, spelled in full or in part
 (`id = 1` alone, `target = "opencl"` alone, ...), over cpu, opencl (id 0) and opencl id 1.
-Helper functions are called from @main and from each other with `func.call`.
+Helper functions are called from @main and from each other with `func.call`. Targets are
+c and opencl (either first), or one of them; the C target sometimes carries options
+(`c -O0`, `c -Os`, ...). One program in seven is big enough for the kernels' schedules
+(dot products of 256 and more, convolution rows of 16 and more, long reductions).
+Inputs are standard-normal; in some programs some inputs also hold NaN, inf, zeros and huge
+values (`make_input`).
 
 Programs are conflict-free by construction: the generator keeps its own union-find of the
 placement domains that plan-devices will solve (`Domain`), binds a domain to a device only
@@ -414,7 +419,7 @@ class Builder:
             ("transpose", 1), ("squeeze", 1), ("expand_dims", 1), ("broadcast_to", 1),
             ("strided_slice", 1.5), ("concatenate", 1.5), ("reduce", 2.5), ("dense", 1),
             ("batch_matmul", 1), ("conv2d", 1), ("pool2d", 1), ("global_avg_pool2d", 0.5),
-            ("softmax", 1), ("call", 1.5 if self.prog.callable_functions(self) else 0),
+            ("softmax", 1), ("call", 1.5 if self.prog.functions else 0),
             ("annotate", 1 if self.annotate else 0),
         ]  # fmt: skip
         kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
@@ -702,7 +707,7 @@ class Builder:
         self.one("relay.nn.softmax", x, attrs, x.shape, device, finite=False)
 
     def op_call(self, device: Device | None) -> None:
-        fn = self.rng.choice(self.prog.callable_functions(self))
+        fn = self.rng.choice(self.prog.functions)  # those defined so far: no recursion
         args = []
         for shape, domain in zip([p.shape for p in fn.params], fn.param_domains):
             bound = domain.root().device
@@ -744,9 +749,6 @@ class ProgramBuilder:
     def fresh(self) -> str:
         self.counter += 1
         return f"%{self.counter}" if self.rng.random() < 0.5 else f"%v{self.counter}"
-
-    def callable_functions(self, builder: Builder) -> list[Function]:
-        return self.functions
 
     @property
     def max_elements(self) -> int:
