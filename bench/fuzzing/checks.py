@@ -31,7 +31,6 @@ import contextlib
 import io
 import os
 import random
-import tempfile
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -254,7 +253,7 @@ def print_module(module: Any, generic: bool = False) -> str:
     return stream.getvalue()
 
 
-def check_round_trip(module: Any, outcome: Outcome) -> None:
+def check_round_trip(module: Any, outcome: Outcome, stage: str = "as written") -> None:
     import xrelay
 
     for generic in (False, True):
@@ -262,37 +261,43 @@ def check_round_trip(module: Any, outcome: Outcome) -> None:
         again = print_module(xrelay.parse(printed), generic)
         if again != printed:
             outcome.status = "round-trip"
-            outcome.signature = f"round-trip ({'generic' if generic else 'custom'} form)"
+            outcome.signature = f"round-trip ({'generic' if generic else 'custom'} form, {stage})"
             outcome.detail = f"printed:\n{printed}\nparsed and printed again:\n{again}"
             raise _Stop
 
 
 def check_stages(module: Any, case: dict[str, Any], inputs: dict[str, np.ndarray], refs: Any, outcome: Outcome) -> None:
-    """plan-devices and fuse-ops keep the program's meaning; plan-devices twice changes
-    nothing."""
+    """plan-devices and fuse-ops keep the program's meaning; plan-devices (and fuse-ops)
+    twice change nothing; the module after each stage, lowering included, prints and parses
+    back the same (opt-tool reads each stage's output)."""
     import xrelay
     from xrelay.ir import context, verify
     from xrelay.transforms import get_all_passes
 
     passes = get_all_passes()
     plan = passes["plan-devices"]()(targets=tuple(case["targets"]), default_device=case["default_device"])
+    stages = [
+        ("plan-devices", plan),
+        ("fuse-ops", passes["fuse-ops"]()()),
+        ("convert-relay-to-loops", passes["convert-relay-to-loops"]()()),
+    ]
     staged = module.clone()
     ctx = context()
-    try:
-        plan.apply(ctx, staged)
-    except xrelay.Error:
-        return  # the build below reports it
-    verify(staged)
-    once = print_module(staged)
-    plan.apply(ctx, staged)
-    if print_module(staged) != once:
-        outcome.status, outcome.signature = "not-idempotent", "not-idempotent: plan-devices"
-        outcome.detail = f"after one plan-devices:\n{once}\nafter two:\n{print_module(staged)}"
-        raise _Stop
-    for name in ("plan-devices", "fuse-ops"):
-        if name == "fuse-ops":
-            passes["fuse-ops"]()().apply(ctx, staged)
-            verify(staged)
+    for name, pass_ in stages:
+        try:
+            pass_.apply(ctx, staged)
+        except xrelay.Error:
+            return  # the build below reports it
+        verify(staged)
+        check_round_trip(staged, outcome, f"after {name}")
+        if name == "convert-relay-to-loops":
+            return
+        once = print_module(staged)
+        pass_.apply(ctx, staged)
+        if print_module(staged) != once:
+            outcome.status, outcome.signature = "not-idempotent", f"not-idempotent: {name}"
+            outcome.detail = f"after one {name}:\n{once}\nafter two:\n{print_module(staged)}"
+            raise _Stop
         with np.errstate(all="ignore"):
             after = xrelay.interpret(staged, inputs)
         bad = compare(after, refs)
@@ -435,7 +440,3 @@ def check_api(case: dict[str, Any], rng: random.Random) -> Outcome:
         outcome.status, outcome.signature = "mismatch", "mismatch"
         outcome.detail = bad if isinstance(bad, str) else describe_mismatch(bad, outs, refs)
     return outcome
-
-
-def scratch_dir() -> str:
-    return tempfile.mkdtemp(prefix="xrelay-fuzz-")

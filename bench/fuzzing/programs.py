@@ -12,7 +12,12 @@ form (properties as `<{...}>` or as attributes). Placement uses `relay.on_device
 flag combination, `relay.device_copy` (also with an unconstrained scope), `se_scope` on ops and
 constants, and `relay.se_scope` on function arguments and results, spelled in full or in part
 (`id = 1` alone, `target = "opencl"` alone, ...), over cpu, opencl (id 0) and opencl id 1.
-Helper functions are called from @main and from each other with `func.call`.
+Helper functions are called from @main and from each other with `func.call`. Targets are
+c and opencl (either first), or one of them; the C target sometimes carries options
+(`c -O0`, `c -Os`, ...). One program in seven is big enough for the kernels' schedules
+(dot products of 256 and more, convolution rows of 16 and more, long reductions).
+Inputs are standard-normal; in some programs some inputs also hold NaN, inf, zeros and huge
+values (`make_input`).
 
 Programs are conflict-free by construction: the generator keeps its own union-find of the
 placement domains that plan-devices will solve (`Domain`), binds a domain to a device only
@@ -49,6 +54,13 @@ FINITE_BINARY = {"relay.add", "relay.subtract", "relay.multiply", "relay.maximum
 REDUCE = ["relay.sum", "relay.mean", "relay.max", "relay.min"]
 
 MAX_ELEMENTS = 240
+# Some programs are big enough for the kernels' schedules (convert_relay_to_loops.py): rows of
+# at least 16 for blocked convolutions, dot products of at least 256, OpenCL's vector lanes.
+BIG_DIMS = [8, 16, 17, 32, 33, 64, 256, 260]
+BIG_MAX_ELEMENTS = 40000
+
+# C target strings with options from the allow-list (not -ffast-math: it changes what NaN does)
+C_TARGETS = ["c -O0", "c -O1", "c -O2", "c -O3", "c -Os", "c -O2 -fno-tree-vectorize", "c -g", "c -O3 -march=native"]
 
 
 def tensor_type(shape: Sequence[int]) -> str:
@@ -121,7 +133,7 @@ class Function:
 # --- spelling scopes ------------------------------------------------------------------------
 
 
-def spell_scope(rng: random.Random, device: Device, default_kind: str) -> str:
+def spell_scope(rng: random.Random, device: Device, default_kind: str, c_target: str = "c") -> str:
     """`#relay.se_scope<...>` naming `device`, in full or with fields left out where the
     default completes them (id 0, the default device type, a device implied by its target)."""
     kind, vid = device
@@ -134,7 +146,7 @@ def spell_scope(rng: random.Random, device: Device, default_kind: str) -> str:
     if with_id:
         fields.append(f"id = {vid}")
     if with_target:
-        fields.append(f'target = "{TARGET_OF[kind]}"')
+        fields.append(f'target = "{c_target if kind == "cpu" else TARGET_OF[kind]}"')
     if rng.random() < 0.15:
         fields.append('memory = "global"')
     return f"#relay.se_scope<{', '.join(fields)}>"
@@ -258,7 +270,7 @@ class Builder:
         attrs = {"value": f"{self.dense(shape)} : {ty}"}
         pinned = device is not None and self.rng.random() < 0.3
         if pinned:
-            attrs["se_scope"] = spell_scope(self.rng, device, self.prog.default_kind)
+            attrs["se_scope"] = spell_scope(self.rng, device, self.prog.default_kind, self.prog.c_target)
         self.add_line(Line(name, "relay.constant", [], attrs, [], ty, "constant"))
         value = Value(name, shape, Domain(device) if pinned else None)
         self.pool.append(value)
@@ -310,7 +322,7 @@ class Builder:
         return self.rng.choice(self.prog.devices) if self.annotate else None
 
     def scope(self, device: Device) -> str:
-        return spell_scope(self.rng, device, self.prog.default_kind)
+        return spell_scope(self.rng, device, self.prog.default_kind, self.prog.c_target)
 
     def use(self, values: Sequence[Value], device: Device | None) -> None:
         """The op reading `values` runs on `device`: open domains among them are bound there."""
@@ -411,7 +423,7 @@ class Builder:
             ("transpose", 1), ("squeeze", 1), ("expand_dims", 1), ("broadcast_to", 1),
             ("strided_slice", 1.5), ("concatenate", 1.5), ("reduce", 2.5), ("dense", 1),
             ("batch_matmul", 1), ("conv2d", 1), ("pool2d", 1), ("global_avg_pool2d", 0.5),
-            ("softmax", 1), ("call", 1.5 if self.prog.callable_functions(self) else 0),
+            ("softmax", 1), ("call", 1.5 if self.prog.functions else 0),
             ("annotate", 1 if self.annotate else 0),
         ]  # fmt: skip
         kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
@@ -424,6 +436,10 @@ class Builder:
         if found is not None:
             return found
         shape = self.new_operand_shape(rank)
+        return self.constant(shape, device) if self.fixed_params or self.rng.random() < 0.3 else self.param(shape)
+
+    def new_value(self, shape: Shape, device: Device | None) -> Value:
+        """A new parameter or constant of `shape`."""
         return self.constant(shape, device) if self.fixed_params or self.rng.random() < 0.3 else self.param(shape)
 
     def one(
@@ -484,7 +500,7 @@ class Builder:
             else:
                 out.append(1 if self.rng.random() < 0.3 else shape[j])
         partner = tuple(out)
-        return partner if size(np.broadcast_shapes(shape, partner)) <= MAX_ELEMENTS else shape
+        return partner if size(np.broadcast_shapes(shape, partner)) <= self.prog.max_elements else shape
 
     def op_binary(self, device: Device | None) -> None:
         op = self.rng.choice(BINARY)
@@ -562,7 +578,7 @@ class Builder:
         )
         body = tuple(self.rng.choice([1, 2, 3, 4]) if d == 1 and self.rng.random() < 0.6 else d for d in x.shape)
         out = lead + body
-        if size(out) > MAX_ELEMENTS:
+        if size(out) > self.prog.max_elements:
             out = x.shape
         self.one("relay.broadcast_to", x, {}, out, device)
 
@@ -600,7 +616,7 @@ class Builder:
             inputs.append(self.operand(x.shape[:axis] + (along,) + x.shape[axis + 1 :], device))
         self.rng.shuffle(inputs)
         out = x.shape[:axis] + (sum(v.shape[axis] for v in inputs),) + x.shape[axis + 1 :]
-        if size(out) > 2 * MAX_ELEMENTS:
+        if size(out) > 2 * self.prog.max_elements:
             inputs, out = [x], x.shape
         spelled = axis - rank if self.rng.random() < 0.3 else axis
         self.many("relay.concatenate", inputs, {"axis": f"{spelled} : i64"}, out, device, all(v.finite for v in inputs))
@@ -630,10 +646,13 @@ class Builder:
         self.one(op, x, attrs, out, device)
 
     def op_dense(self, device: Device | None) -> None:
-        x = self.source(device, lambda v: 1 <= len(v.shape) <= 3)
+        if self.prog.big and self.rng.random() < 0.5:  # a dot product long enough for row blocks
+            x = self.new_value((self.rng.choice([1, 3, 4, 8]), self.rng.choice([256, 260, 300])), device)
+        else:
+            x = self.source(device, lambda v: 1 <= len(v.shape) <= 3)
         if len(x.shape) == 0:
             return
-        units = self.rng.choice([1, 2, 3, 5])
+        units = self.rng.choice([1, 2, 3, 5, 8] if self.prog.big else [1, 2, 3, 5])
         w = self.operand((units, x.shape[-1]), device)
         self.many("relay.nn.dense", [x, w], {}, x.shape[:-1] + (units,), device, x.finite and w.finite)
 
@@ -649,12 +668,21 @@ class Builder:
         self.many("relay.nn.batch_matmul", [x, y], {}, out, device, x.finite and y.finite)
 
     def op_conv2d(self, device: Device | None) -> None:
-        x = self.source(device, rank=4)
+        if self.prog.big and self.rng.random() < 0.5:  # rows wide enough for channel blocks
+            shape = (
+                self.rng.choice([1, 2]),
+                self.rng.choice([1, 2, 4, 8]),
+                self.rng.randint(2, 6),
+                self.rng.choice([16, 17, 20, 33]),
+            )
+            x = self.new_value(shape, device)
+        else:
+            x = self.source(device, rank=4)
         n, c, h, w = x.shape
         if h == 0 or w == 0:
             return  # no window fits a size-0 image (the verifier says so)
         groups = self.rng.choice([g for g in (1, 1, 2, 3, c) if g >= 1 and c % g == 0] or [1])
-        out_channels = groups * self.rng.choice([1, 1, 2])
+        out_channels = groups * self.rng.choice([1, 1, 2, 4, 4, 8] if self.prog.big else [1, 1, 2])
         kh, kw = self.rng.choice([1, 2, 3]), self.rng.choice([1, 2, 3])
         strides = (self.rng.choice([1, 1, 2]), self.rng.choice([1, 1, 2]))
         dilation = (self.rng.choice([1, 1, 2]), self.rng.choice([1, 1, 2]))
@@ -720,7 +748,7 @@ class Builder:
         self.one("relay.nn.softmax", x, attrs, x.shape, device, finite=False)
 
     def op_call(self, device: Device | None) -> None:
-        fn = self.rng.choice(self.prog.callable_functions(self))
+        fn = self.rng.choice(self.prog.functions)  # those defined so far: no recursion
         args = []
         for shape, domain in zip([p.shape for p in fn.params], fn.param_domains):
             bound = domain.root().device
@@ -759,6 +787,8 @@ class ProgramBuilder:
     default_kind: str
     zero_sizes: bool
     special_rate: float
+    c_target: str = "c"
+    big: bool = False
     counter: int = 0
     functions: list[Function] = field(default_factory=list)
     special_inputs: set[str] = field(default_factory=set)
@@ -769,19 +799,22 @@ class ProgramBuilder:
         self.counter += 1
         return f"%{self.counter}" if self.rng.random() < 0.5 else f"%v{self.counter}"
 
-    def callable_functions(self, builder: Builder) -> list[Function]:
-        return self.functions
+    @property
+    def max_elements(self) -> int:
+        return BIG_MAX_ELEMENTS if self.big else MAX_ELEMENTS
 
     def dim(self) -> int:
         if self.zero_sizes and self.rng.random() < 0.06:
             return 0
+        if self.big and self.rng.random() < 0.35:
+            return self.rng.choice(BIG_DIMS)
         return self.rng.choices([1, 2, 3, 4, 5, 7], [25, 22, 22, 10, 12, 9])[0]
 
     def shape(self, rank: int | None = None) -> Shape:
         for _ in range(20):
             r = rank if rank is not None else self.rng.choices([0, 1, 2, 3, 4], [7, 20, 30, 25, 18])[0]
             shape = tuple(self.dim() for _ in range(r))
-            if size(shape) <= MAX_ELEMENTS:
+            if size(shape) <= self.max_elements:
                 return shape
         return (1,) * (rank or 0)
 
@@ -816,7 +849,7 @@ def prime_factors(n: int) -> list[int]:
 def signature_attr(rng: random.Random, prog: ProgramBuilder, device: Device | None) -> str:
     if device is None:
         return ""
-    return f" {{relay.se_scope = {spell_scope(rng, device, prog.default_kind)}}}"
+    return f" {{relay.se_scope = {spell_scope(rng, device, prog.default_kind, prog.c_target)}}}"
 
 
 def build_function(
@@ -892,6 +925,8 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     if len(targets) == 1 and targets == ("opencl",):
         default_kind = "opencl"
     annotate = len(devices) > 1 and rng.random() < 0.85
+    c_target = "c" if rng.random() < 0.7 else rng.choice(C_TARGETS)
+    targets = tuple(c_target if t == "c" else t for t in targets)
     prog = ProgramBuilder(
         rng,
         options,
@@ -899,6 +934,8 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
         default_kind,
         zero_sizes=rng.random() < 0.2,
         special_rate=0.15 if rng.random() < 0.3 else 0.0,
+        c_target=c_target,
+        big=rng.random() < 0.15,
     )
     texts = []
     for i in range(rng.choice([0, 0, 0, 1, 1, 2])):
@@ -914,7 +951,7 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     expect_conflict = False
     module = "\n".join(texts)
     if annotate and rng.random() < options.conflict_rate:
-        module, expect_conflict = inject_conflict(rng, module, devices, default_kind)
+        module, expect_conflict = inject_conflict(rng, module, devices, default_kind, prog.c_target)
     return Program(
         module,
         targets,
@@ -925,7 +962,9 @@ def generate(rng: random.Random, options: Options | None = None) -> Program:
     )
 
 
-def inject_conflict(rng: random.Random, text: str, devices: list[Device], default_kind: str) -> tuple[str, bool]:
+def inject_conflict(
+    rng: random.Random, text: str, devices: list[Device], default_kind: str, c_target: str
+) -> tuple[str, bool]:
     """Pins two ops that share an operand on two different devices (a certain conflict when
     that operand is an op result that nothing frees)."""
     lines = text.split("\n")
@@ -941,8 +980,8 @@ def inject_conflict(rng: random.Random, text: str, devices: list[Device], defaul
     types_in = types.split(" -> ")[0].strip("()").split(", ")[0]
     indent = line[: len(line) - len(line.lstrip())]
     new = [
-        f"{indent}%conflict_a = relay.negative {first} {{se_scope = {spell_scope(rng, a, default_kind)}}} : {types_in}",
-        f"{indent}%conflict_b = relay.negative {first} {{se_scope = {spell_scope(rng, b, default_kind)}}} : {types_in}",
+        f"{indent}%conflict_a = relay.negative {first} {{se_scope = {spell_scope(rng, a, default_kind, c_target)}}} : {types_in}",
+        f"{indent}%conflict_b = relay.negative {first} {{se_scope = {spell_scope(rng, b, default_kind, c_target)}}} : {types_in}",
     ]
     lines[i:i] = new
     return "\n".join(lines), True
