@@ -129,14 +129,12 @@ class Profile:
         return events
 
     def save_trace(self, path: str | Path) -> Path:
-        """Writes the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing)."""
+        """Writes the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing), one
+        event per line."""
         path = Path(path)
-        trace = {
-            "traceEvents": self.trace_events(),
-            "displayTimeUnit": "ms",
-            "otherData": {"producer": "xrelay", "runs": self.runs},
-        }
-        path.write_text(json.dumps(trace, indent=None, separators=(",", ":")) + "\n")
+        events = ",\n".join("  " + json.dumps(e, separators=(",", ":")) for e in self.trace_events())
+        other = json.dumps({"producer": "xrelay", "runs": self.runs})
+        path.write_text(f'{{"traceEvents": [\n{events}\n],\n"displayTimeUnit": "ms",\n"otherData": {other}}}\n')
         return path
 
 
