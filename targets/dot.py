@@ -143,6 +143,7 @@ class _DotWriter:
     nodes: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])
     colours: dict[SEScopeAttr, str] = field(default_factory=dict[SEScopeAttr, str])
     count: int = 0
+    indent: str = "    "  # of a node line: deeper inside a group's cluster
 
     def write(self) -> str:
         functions = drawn_functions(self.module)
@@ -180,7 +181,7 @@ class _DotWriter:
 
     def node(self, name: str, label: str, scope: Attribute | None, extra: str = "") -> None:
         attrs = f"label={dot_string(label)}, fillcolor={dot_string(self.colour(scope))}"
-        self.lines.append(f"    {name} [{attrs}{', ' + extra if extra else ''}];")
+        self.lines.append(f"{self.indent}{name} [{attrs}{', ' + extra if extra else ''}];")
 
     # --- functions and ops ---
 
@@ -223,18 +224,23 @@ class _DotWriter:
         for inner in op.body.block.ops:
             if not isinstance(inner, relay.YieldOp):
                 self.plain(inner, op.se_scope)
-        self.lines.append("    }")
+        self.cluster_close()
 
     def launch(self, op: relay.LaunchOp) -> None:
         self.cluster_open(op.callee.string_value(), op.se_scope)
         self.plain(op, op.se_scope)
-        self.lines.append("    }")
+        self.cluster_close()
 
     def cluster_open(self, label: str, scope: Attribute | None) -> None:
         self.lines += [
             f"    subgraph {self.fresh('cluster_group')} {{",
             f'      label={dot_string(label)}; style="rounded,bold"; color={dot_string(self.colour(scope))};',
         ]
+        self.indent = "      "
+
+    def cluster_close(self) -> None:
+        self.lines.append("    }")
+        self.indent = "    "
 
     def copy(self, op: relay.DeviceCopyOp) -> None:
         if _drawn_as_edge(op):

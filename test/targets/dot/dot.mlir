@@ -60,3 +60,28 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %3 = relay.nn.relu %1 {se_scope = #relay.se_scope<device = opencl, id = 1>} : tensor<4xf32>
   func.return %2, %3 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Each function is a cluster; a call is coloured by the callee's result scope and a constant
+// is a note. (The other RUN lines draw this after lowering too.)
+
+// CHECK:       subgraph "cluster_fn_f" {
+// CHECK:       subgraph "cluster_fn_main" {
+// CHECK:         [[C:n[0-9]+]] [label="constant\n4xf32", fillcolor="[[CPU:#[0-9a-f]+]]", shape=note];
+// CHECK-NEXT:    [[CALL:n[0-9]+]] [label="call @f\n4xf32", fillcolor="[[CL:#[0-9a-f]+]]"];
+// CHECK:           label="fused_add"; style="rounded,bold"; color="[[CPU]]";
+// CHECK-NEXT:      [[ADD:n[0-9]+]] [label="add\n4xf32", fillcolor="[[CPU]]"];
+// CHECK:       [[CALL]] -> [[ADD]] [style=bold, penwidth=2.5, label="16 bytes\nopencl:0 → cpu:0"];
+// CHECK-NEXT:  [[C]] -> [[ADD]];
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.exp %a : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = relay.constant {value = dense<1.0> : tensor<4xf32>} : tensor<4xf32>
+  %0 = func.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = relay.on_device %0 {se_scope = #relay.se_scope<device = opencl>} : tensor<4xf32>
+  %2 = relay.add %1, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %2 : tensor<4xf32>
+}
