@@ -6,7 +6,7 @@
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
     exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
-    xrelay.render(m, "model.svg")          # placement and fusion picture (after plan-devices)
+    xrelay.render(m, "model.svg", targets=("c", "opencl"))  # placement and fusion picture
     prof = exe.profile(a=a, runs=10); prof.save_trace("run.json")   # timeline for Perfetto
 
 Only the errors are imported with the package: `import xrelay.runtime` must not load the

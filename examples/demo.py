@@ -61,12 +61,8 @@ def fused_groups(text: str) -> dict[str, list[str]]:
 def save_pictures(module: ModuleOp, exe: xrelay.Executable, *inputs: np.ndarray) -> None:
     """demo.svg, the placement and fusion picture (Graphviz), and demo_trace.json, the timeline
     of 3 profiled runs (open it in https://ui.perfetto.dev), next to this script."""
-    planned = module.clone()
-    passes = get_all_passes()
-    passes["plan-devices"]()(targets=TARGETS).apply(xrelay.context(), planned)
-    passes["fuse-ops"]()().apply(xrelay.context(), planned)
     try:
-        print(f"picture: {xrelay.render(planned, MODEL.with_name('demo.svg'))}")
+        print(f"picture: {xrelay.render(module, MODEL.with_name('demo.svg'), targets=TARGETS)}")
     except xrelay.RenderError as e:
         print(f"no picture: {e}")
     print(f"timeline: {exe.profile(*inputs, runs=3).save_trace(MODEL.with_name('demo_trace.json'))}\n")

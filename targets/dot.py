@@ -56,42 +56,47 @@ class DotTarget(Target):
         output.write(program_dot(module))
 
 
-def program_dot(module: ModuleOp) -> str:
-    """The DOT text of a module after plan-devices (see the module docstring)."""
-    check_planned(module)
+# What an error before plan-devices tells an opt-tool user to do.
+RUN_PLAN_DEVICES = "run plan-devices first (e.g. -p 'plan-devices{targets=c,opencl},fuse-ops' -t dot)"
+
+
+def program_dot(module: ModuleOp, remedy: str = RUN_PLAN_DEVICES) -> str:
+    """The DOT text of a module after plan-devices (see the module docstring); `remedy` is
+    what the error says to do when the module has not been through plan-devices."""
+    check_planned(module, remedy)
     return _DotWriter(module).write()
 
 
 # --- precondition ----------------------------------------------------------------------------
 
 
-def check_planned(module: ModuleOp) -> None:
+def check_planned(module: ModuleOp, remedy: str = RUN_PLAN_DEVICES) -> None:
     """Every op and function signature outside fused groups and kernels has a canonical scope."""
     for fn in drawn_functions(module):
         for op in _ops_outside_groups(fn):
-            _check_op(op)
+            if (found := _unplanned(op)) is not None:
+                _not_planned(op, found, remedy)
         for i in range(len(fn.args)):
             if not _canonical(arg_attrs(fn, i).get(SCOPE)):
-                _not_planned(
-                    fn, f"parameter %{fn.args[i].name_hint or i} of @{fn.sym_name.data} has no canonical {SCOPE}"
-                )
+                found = f"parameter %{fn.args[i].name_hint or i} of @{fn.sym_name.data} has no canonical {SCOPE}"
+                _not_planned(fn, found, remedy)
 
 
-def _check_op(op: Operation) -> None:
+def _unplanned(op: Operation) -> str | None:
+    """What shows that `op` has not been through plan-devices, if anything."""
     if isinstance(op, relay.OnDeviceOp):
-        _not_planned(op, f"relay.on_device at {location_of(op)} is still there")
+        return f"relay.on_device at {location_of(op)} is still there"
     if isinstance(op, relay.DeviceCopyOp):
-        scopes_ok = _canonical(op.src_se_scope) and _canonical(op.dst_se_scope)
-        if not scopes_ok:
-            _not_planned(op, f"relay.device_copy at {location_of(op)} has scopes that are not canonical")
-    elif isinstance(op, (relay.RelayOp, relay.FusedOp, relay.LaunchOp)) and not _canonical(op.se_scope):
-        _not_planned(op, f"{op.name} at {location_of(op)} has no canonical se_scope")
+        planned = _canonical(op.src_se_scope) and _canonical(op.dst_se_scope)
+        return None if planned else f"relay.device_copy at {location_of(op)} has scopes that are not canonical"
+    if isinstance(op, (relay.RelayOp, relay.FusedOp, relay.LaunchOp)) and not _canonical(op.se_scope):
+        return f"{op.name} at {location_of(op)} has no canonical se_scope"
+    return None
 
 
-def _not_planned(op: Operation, found: str) -> None:
+def _not_planned(op: Operation, found: str, remedy: str) -> None:
     message = (
-        f"the dot target draws where values live, so it expects a module after plan-devices, but {found}; "
-        "run plan-devices first (e.g. -p 'plan-devices{targets=c,opencl},fuse-ops' -t dot)"
+        f"the dot target draws where values live, so it expects a module after plan-devices, but {found}; {remedy}"
     )
     op.emit_error(message, LoweringError(message))
 

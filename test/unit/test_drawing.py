@@ -88,8 +88,24 @@ def test_before_plan_devices_names_the_pass(tmp_path: Path) -> None:
         render(module, tmp_path / "model.svg")
 
 
-def test_unknown_format_and_argument(tmp_path: Path) -> None:
+def test_targets_plan_and_fuse_a_copy_as_build_does(tmp_path: Path) -> None:
+    """With targets, text or a module is planned and fused first (the module is not changed):
+    the same picture as a module planned and fused by hand."""
+    path = EXAMPLES / "mlp.mlir"
+    module = xrelay.parse(path.read_text(), path.name)
+    before = str(module)
+    by_hand = render(planned("mlp.mlir"), tmp_path / "by_hand.dot").read_text()
+    assert render(module, tmp_path / "module.dot", targets=("c", "opencl")).read_text() == by_hand
+    assert render(path, tmp_path / "path.dot", targets="c,opencl").read_text() == by_hand
+    assert str(module) == before
+
+
+def test_bad_format_argument_or_config(tmp_path: Path) -> None:
     with pytest.raises(xrelay.UsageError, match=r"writes .svg, .png, .pdf or .dot files, but was given '.*model.jpeg'"):
         render(planned("two_devices.mlir"), tmp_path / "model.jpeg")
-    with pytest.raises(xrelay.UsageError, match="takes an xDSL ModuleOp"):
-        render("func.func @main() {}", tmp_path / "model.svg")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(
+        xrelay.UsageError, match="xrelay.render takes relay text, a path to a .mlir file or an xDSL module"
+    ):
+        render(42, tmp_path / "model.svg")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(xrelay.ConfigError, match="opencl"):  # an opencl annotation, and no opencl target
+        render(EXAMPLES / "two_devices.mlir", tmp_path / "model.dot", targets=("c",))
