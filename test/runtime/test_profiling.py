@@ -143,3 +143,23 @@ def test_report_names_min_median_copies_and_waits() -> None:
 def test_runs_must_be_a_positive_count(runs: Any) -> None:
     with pytest.raises(UsageError, match=r"profile\(runs=...\) takes a number of runs of at least 1, but was given"):
         numpy_executor(SIMPLEX).profile(inputs("ABD"), runs=runs)
+
+
+def test_the_demo_trace_is_a_timeline_of_the_demo_model() -> None:
+    """examples/demo_trace.json (written by examples/demo.py): 3 runs of the MLP's 4 kernels
+    and its one copy, each on its device's track, the copy with its bytes."""
+    trace = json.loads((Path(__file__).parents[2] / "examples" / "demo_trace.json").read_text())
+    events = trace["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"].split(" ")[0] for e in events if e["name"] == "thread_name"}
+    assert tracks == {0: "cpu:0", 1: "opencl:0"}
+    slices = [e for e in events if e["ph"] == "X"]
+    assert trace["otherData"]["runs"] == 3 and len(slices) == 3 * 5
+    for e in slices:
+        assert tracks[e["tid"]] == e["args"]["device"]
+        assert e["args"]["bytes"] == 4 * np.prod(e["args"]["shape"])
+    copies = [e for e in slices if e["cat"] == "copy"]
+    assert [(e["args"]["src"], e["args"]["dst"], e["args"]["bytes"]) for e in copies] == [
+        ("opencl:0", "cpu:0", 32768)
+    ] * 3
+    first_layer = [e for e in slices if e["name"] == "fused_nn_dense_nn_bias_add_nn_relu"]
+    assert [tracks[e["tid"]] for e in first_layer] == ["opencl:0"] * 3
