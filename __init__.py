@@ -6,6 +6,8 @@
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
     exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
+    xrelay.render(m, "model.svg", targets=("c", "opencl"))  # placement and fusion picture
+    prof = exe.profile(a=a, runs=10); prof.save_trace("run.json")   # timeline for Perfetto
 
 Only the errors are imported with the package: `import xrelay.runtime` must not load the
 compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on first use
@@ -23,6 +25,8 @@ _LAZY = {
     "context": "xrelay.ir",
     "interpret": "xrelay.interpreter",
     "build": "xrelay.driver",
+    "render": "xrelay.drawing",
+    "RenderError": "xrelay.drawing",
     "load": "xrelay.runtime",
     "Executable": "xrelay.runtime",
     "ParseError": "xrelay.diagnostics",
@@ -47,6 +51,6 @@ def __dir__() -> list[str]:
 
 __all__ = [  # errors first, then the lazily imported names
     "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "UsageError",
-    "parse", "context", "interpret", "build", "load", "Executable",
+    "parse", "context", "interpret", "build", "render", "load", "Executable", "RenderError",
     "ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError",
 ]  # fmt: skip
