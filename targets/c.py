@@ -15,6 +15,12 @@ Maths: the libmvec functions a unit calls (expf, logf, tanhf, erff, powf) are de
 vectorises a loop calling them into calls of glibc's vector variants (`_ZGVeN16v_tanhf`),
 which keep NaN, inf and subnormals; no -ffast-math needed.
 
+Vectors: the micro-kernels' `vector<16xf32>` (transforms/schedules/micro_kernel.py) is a GCC
+vector type (`xr_f32x16`, defined before the kernels that use it, with `xr_fma_f32x16`):
+loads and stores are casts of a float address, a broadcast is a vector literal, and
+`vector.fma` an AVX-512 FMA (a loop of `fmaf` over the lanes without AVX-512). Their lanes
+are never read one by one (no `vector.insert` or `vector.reduction` in C).
+
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK`) is preceded
 by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
 collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
