@@ -14,8 +14,9 @@ Names follow relay's (`b.nn.conv2d`, `b.strided_slice`, `b.expand_dims`) and num
 be Python numbers or numpy arrays: they become constants.
 
 Each op is created with a placeholder result type; the op's own `infer_shape` (the same code
-its verifier runs) then gives the result type. A shape or attribute the op rejects raises
-`xrelay.VerifyError` naming the op, before anything is added to the program.
+its verifier runs) then gives the result type, and the op is verified. A shape or attribute
+the op rejects raises `xrelay.VerifyError` naming the op, before anything is added to the
+program.
 """
 
 from __future__ import annotations
@@ -181,12 +182,13 @@ class Builder:
         op = cls.create(operands=list(operands), result_types=[placeholder], properties=props)
         try:
             inferred = relay.tensor(op.infer_shape())
+            if inferred != placeholder:
+                Rewriter.replace_value_with_new_type(op.results[0], inferred)
+            op.verify()  # what infer_shape does not check: attribute types, e.g. an empty max
         except VerifyException as e:
             op.drop_all_references()
             operand_types = ", ".join(str(v.type) for v in operands)
             raise VerifyError(f"'{cls.name}' on ({operand_types}): {e}") from None
-        if inferred != placeholder:
-            Rewriter.replace_value_with_new_type(op.results[0], inferred)
         return self.append(op)
 
     def value(self, operand: Operand) -> SSAValue:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -148,14 +149,23 @@ def unary(n: NodeImporter) -> list[Result]:
 
 @converter(*_BINARY)
 def binary(n: NodeImporter) -> list[Result]:
-    """The binary ops, and the variadic Max, Min and Sum folded left to right."""
-    values = n.tensors()
+    """The binary ops, and the variadic Max, Min and Sum folded left to right. Pow's exponent
+    may be an integer known at import."""
+    values = n.tensors() if n.node.op_type != "Pow" else [n.tensor(0), _float_operand(n, 1)]
     if not values:
         raise n.error("expected at least one input")
     result = values[0]
     for value in values[1:]:
         result = _BINARY[n.node.op_type](n.b, result, value)
     return [result]
+
+
+def _float_operand(n: NodeImporter, index: int) -> SSAValue:
+    name = n.node.input[index] if n.has(index) else ""
+    known = n.graph.known.get(name)
+    if known is not None and known.dtype.kind in "iub":
+        return n.b.const(known.astype(np.float32))
+    return n.tensor(index)
 
 
 @converter("LeakyRelu")
@@ -167,14 +177,27 @@ def leaky_relu(n: NodeImporter) -> list[Result]:
 
 @converter("Clip")
 def clip(n: NodeImporter) -> list[Result]:
+    """`relay.clip` for bounds known at import; maximum and minimum otherwise (a missing
+    bound, a bound given at run time, or min > max, where ONNX gives max everywhere)."""
     x = n.tensor(0)
-    low = n.scalar(1, "min", float(n.attr("min", -math.inf)))
-    high = n.scalar(2, "max", float(n.attr("max", math.inf)))
-    if math.isinf(low) or math.isinf(high) or low > high:
-        # One-sided, or min > max (ONNX then gives max everywhere): maximum, then minimum.
-        y = x if math.isinf(low) else n.b.maximum(x, np.float32(low))
-        return [y if math.isinf(high) else n.b.minimum(y, np.float32(high))]
-    return [n.b.clip(x, low, high)]
+    low, high = _bound(n, 1, "min"), _bound(n, 2, "max")
+    if isinstance(low, float) and isinstance(high, float) and not math.isinf(low + high) and low <= high:
+        return [n.b.clip(x, low, high)]
+    y = x if low is None else n.b.maximum(x, low)
+    return [y if high is None else n.b.minimum(y, high)]
+
+
+def _bound(n: NodeImporter, index: int, name: str) -> float | SSAValue | None:
+    """A Clip bound: from the attribute (opset < 11), known at import, a run-time tensor, or None."""
+    if name in n.attrs:
+        value = float(n.attr(name))
+    elif not n.has(index):
+        return None
+    elif n.node.input[index] in n.graph.known:
+        value = n.scalar(index, name, 0.0)
+    else:
+        return n.tensor(index)
+    return None if math.isinf(value) and (value < 0) == (name == "min") else value
 
 
 @converter("Gelu")
@@ -257,16 +280,36 @@ def gemm(n: NodeImporter) -> list[Result]:
     return [y]
 
 
+@dataclass
+class Window:
+    """A Conv's or pool's window attributes in 2-D (a 1-D op gets a height of 1)."""
+
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    pads: list[int]  # [top, left, bottom, right]
+
+
+def _window(n: NodeImporter, size: Sequence[int], kernel: Sequence[int]) -> Window:
+    """The window of a 1-D or 2-D op in 2-D, with `auto_pad` resolved."""
+    rank = len(size)
+    strides = [int(s) for s in n.attr("strides", [1] * rank)]
+    dilations = [int(d) for d in n.attr("dilations", [1] * rank)]
+    pads = _window_padding(n, size, kernel, strides, dilations)
+    if rank == 1:
+        return Window([1, *kernel], [1, *strides], [1, *dilations], [0, pads[0], 0, pads[1]])
+    return Window(list(kernel), strides, dilations, pads)
+
+
 def _window_padding(
     n: NodeImporter, size: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
 ) -> list[int]:
-    """ONNX pads `[x1_begin, x2_begin, x1_end, x2_end]` (relay's [top, left, bottom, right])
-    after `auto_pad`."""
+    """ONNX pads `[x1_begin, x2_begin, ..., x1_end, x2_end, ...]` after `auto_pad`."""
     auto_pad = n.only("auto_pad", "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", default="NOTSET")
     if auto_pad == "VALID":
-        return [0] * 4
+        return [0] * 2 * len(size)
     if auto_pad == "NOTSET":
-        return [int(p) for p in n.attr("pads", [0] * 4)]
+        return [int(p) for p in n.attr("pads", [0] * 2 * len(size))]
     begin: list[int] = []
     end: list[int] = []
     for d, k, s, dil in zip(size, kernel, strides, dilations):
@@ -277,42 +320,48 @@ def _window_padding(
     return begin + end
 
 
+def _spatial(n: NodeImporter, x: SSAValue, what: str) -> SSAValue:
+    """NCHW data as it is, NCL data as NC1L; other ranks are not supported."""
+    xs = shape_of(x)
+    if len(xs) not in (3, 4):
+        raise n.error(f"only 1-D and 2-D {what} (NCL or NCHW input) are supported, but the input has shape {list(xs)}")
+    return x if len(xs) == 4 else n.b.reshape(x, (xs[0], xs[1], 1, xs[2]))
+
+
+def _unspatial(n: NodeImporter, y: SSAValue, rank: int) -> SSAValue:
+    ys = shape_of(y)
+    return y if rank == 4 else n.b.reshape(y, (ys[0], ys[1], ys[3]))
+
+
 @converter("Conv")
 def conv(n: NodeImporter) -> list[Result]:
     x, w = n.tensor(0), n.tensor(1)
     xs, ws = shape_of(x), shape_of(w)
-    if len(xs) != 4:
-        raise n.error(f"only 2-D convolutions (NCHW input) are supported, but the input has shape {list(xs)}")
-    strides = [int(s) for s in n.attr("strides", [1, 1])]
-    dilations = [int(d) for d in n.attr("dilations", [1, 1])]
-    pads = _window_padding(n, xs[2:], ws[2:], strides, dilations)
-    y = n.b.nn.conv2d(x, w, strides, pads, dilations, int(n.attr("group", 1)))
-    return [n.b.nn.bias_add(y, n.tensor(2)) if n.has(2) else y]
+    window = _window(n, xs[2:], ws[2:])
+    x4, w4 = _spatial(n, x, "convolutions"), _spatial(n, w, "convolutions")
+    y = n.b.nn.conv2d(x4, w4, window.strides, window.pads, window.dilations, int(n.attr("group", 1)))
+    if n.has(2):
+        y = n.b.nn.bias_add(y, n.tensor(2))
+    return [_unspatial(n, y, len(xs))]
 
 
-def _pool_params(n: NodeImporter, x: SSAValue) -> tuple[list[int], list[int], list[int]]:
+def _pool_window(n: NodeImporter, x: SSAValue) -> Window:
     xs = shape_of(x)
-    if len(xs) != 4:
-        raise n.error(f"only 2-D pooling (NCHW input) is supported, but the input has shape {list(xs)}")
-    kernel = [int(k) for k in n.attr("kernel_shape")]
-    strides = [int(s) for s in n.attr("strides", [1, 1])]
-    if any(d != 1 for d in n.attr("dilations", [1, 1])):
+    window = _window(n, xs[2:], [int(k) for k in n.attr("kernel_shape")])
+    if any(d != 1 for d in window.dilations):
         raise n.error(f"attribute dilations = {list(n.attr('dilations'))} is not supported (only 1)")
-    pads = _window_padding(n, xs[2:], kernel, strides, [1, 1])
-    if n.attr("ceil_mode", 0):
-        pads = _ceil_mode_pads(n, xs[2:], kernel, strides, pads)
-    return kernel, strides, pads
+    return window
 
 
-def _ceil_mode_pads(
-    n: NodeImporter, size: Sequence[int], kernel: Sequence[int], strides: Sequence[int], pads: list[int]
-) -> list[int]:
-    """ceil_mode adds a last window where it starts inside the input: more end padding."""
-    for i, (d, k, s) in enumerate(zip(size, kernel, strides)):
+def _ceil_mode_pads(size: Sequence[int], window: Window) -> list[int]:
+    """ceil_mode adds a last window where it starts inside the input or the begin padding:
+    more end padding, which pooling ignores."""
+    pads = list(window.pads)
+    for i, (d, k, s) in enumerate(zip(size, window.kernel, window.strides)):
         padded = d + pads[i] + pads[i + 2]
         ceil_out = -(-(padded - k) // s) + 1
         if (ceil_out - 1) * s >= d + pads[i]:
-            ceil_out -= 1  # the last window would start in the end padding
+            ceil_out -= 1
         pads[i + 2] += max(0, (ceil_out - 1) * s + k - padded)
     return pads
 
@@ -320,17 +369,27 @@ def _ceil_mode_pads(
 @converter("MaxPool")
 def max_pool(n: NodeImporter) -> list[Result]:
     x = n.tensor(0)
-    kernel, strides, pads = _pool_params(n, x)
-    return [n.b.nn.max_pool2d(x, kernel, strides, pads), None]
+    window = _pool_window(n, x)
+    x4 = _spatial(n, x, "pools")
+    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
+    y = n.b.nn.max_pool2d(x4, window.kernel, window.strides, pads)
+    return [_unspatial(n, y, len(shape_of(x))), None]
 
 
 @converter("AveragePool")
 def average_pool(n: NodeImporter) -> list[Result]:
+    """count_include_pad pads with zeros first: every window then counts its padding (but
+    not the end padding ceil_mode adds)."""
     x = n.tensor(0)
-    kernel, strides, pads = _pool_params(n, x)
-    if n.attr("count_include_pad", 0) and any(pads):
-        raise n.error("attribute count_include_pad = 1 with padding is not supported (relay excludes padding)")
-    return [n.b.nn.avg_pool2d(x, kernel, strides, pads)]
+    window = _pool_window(n, x)
+    x4 = _spatial(n, x, "pools")
+    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
+    if n.attr("count_include_pad", 0) and any(window.pads):
+        top, left, bottom, right = window.pads
+        x4 = pad_constant(n.b, x4, [0, 0, top, left, 0, 0, bottom, right], 0.0)
+        pads = [0, 0, pads[2] - bottom, pads[3] - right]  # what ceil_mode adds stays uncounted
+    y = n.b.nn.avg_pool2d(x4, window.kernel, window.strides, pads)
+    return [_unspatial(n, y, len(shape_of(x)))]
 
 
 @converter("GlobalAveragePool")
@@ -372,10 +431,12 @@ def layer_norm(n: NodeImporter) -> list[Result]:
     if n.only("stash_type", 1, default=1) != 1:
         raise n.error("only stash_type = 1 (float32) is supported")
     axes = list(range(axis, rank))
-    centered = b.subtract(x, b.mean(x, axes, keepdims=True))
+    mean = b.mean(x, axes, keepdims=True)
+    centered = b.subtract(x, mean)
     var = b.mean(b.multiply(centered, centered), axes, keepdims=True)
-    y = b.multiply(b.multiply(centered, b.rsqrt(b.add(var, np.float32(n.attr("epsilon", 1e-5))))), n.tensor(1))
-    return [b.add(y, n.tensor(2)) if n.has(2) else y, None, None]
+    inv_std = b.rsqrt(b.add(var, np.float32(n.attr("epsilon", 1e-5))))
+    y = b.multiply(b.multiply(centered, inv_std), n.tensor(1))
+    return [b.add(y, n.tensor(2)) if n.has(2) else y, mean, inv_std]
 
 
 @converter("Dropout")
@@ -486,29 +547,48 @@ def split(n: NodeImporter) -> list[Result]:
 
 @converter("Pad")
 def pad(n: NodeImporter) -> list[Result]:
-    """Constant mode: negative pads slice, positive ones concatenate constant blocks."""
     n.only("mode", "constant", default="constant")
-    x, b = n.tensor(0), n.b
+    x = n.tensor(0)
     rank = len(shape_of(x))
-    pads = n.ints(1, "pads") or []
     axes = [_axis(a, rank, n) for a in (n.ints(3, "axes") or range(rank))]
-    value = np.float32(n.scalar(2, "constant_value", 0.0))
+    given = n.ints(1, "pads") or []
+    pads = [0] * 2 * rank
     for i, axis in enumerate(axes):
-        before, after = pads[i], pads[i + len(axes)]
-        xs = shape_of(x)
+        pads[axis], pads[axis + rank] = given[i], given[i + len(axes)]
+    return [pad_constant(n.b, x, pads, _pad_value(n))]
+
+
+def pad_constant(b: Builder, x: SSAValue, pads: Sequence[int], value: float | SSAValue) -> SSAValue:
+    """`x` padded with `value`, ONNX pads `[x1_begin, ..., x1_end, ...]`: negative pads slice,
+    positive ones concatenate blocks of the value."""
+    rank = len(shape_of(x))
+    for axis in range(rank):
+        before, after = pads[axis], pads[axis + rank]
         if before < 0 or after < 0:
+            xs = shape_of(x)
             begin, end = [0] * rank, list(xs)
             begin[axis], end[axis] = max(0, -before), xs[axis] - max(0, -after)
             x = b.strided_slice(x, begin, end)
         parts = [x]
-        for count, at in ((before, 0), (after, 1)):
+        for count, first in ((before, True), (after, False)):
             if count > 0:
                 block = list(shape_of(x))
                 block[axis] = count
-                parts.insert(0 if at == 0 else len(parts), b.const(np.full(block, value, np.float32)))
+                fill = (
+                    b.const(np.full(block, value, np.float32))
+                    if isinstance(value, float)
+                    else b.broadcast_to(value, block)
+                )
+                parts.insert(0 if first else len(parts), fill)
         if len(parts) > 1:
             x = b.concatenate(parts, axis)
-    return [x]
+    return x
+
+
+def _pad_value(n: NodeImporter) -> float | SSAValue:
+    if not n.has(2) or n.node.input[2] in n.graph.known:
+        return n.scalar(2, "constant_value", 0.0)
+    return n.b.reshape(n.tensor(2), ())
 
 
 @converter("Gather")
