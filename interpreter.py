@@ -182,6 +182,10 @@ class RelayFunctions(InterpreterFunctions):
     def run_batch_matmul(self, interp: Interpreter, op: relay.BatchMatmulOp, args: PythonValues) -> PythonValues:
         return (_f32(args[0] @ args[1].transpose(0, 2, 1)),)
 
+    @impl(relay.MatmulOp)
+    def run_matmul(self, interp: Interpreter, op: relay.MatmulOp, args: PythonValues) -> PythonValues:
+        return (_f32(np.matmul(args[0], args[1])),)
+
     @impl(relay.Conv2DOp)
     def run_conv2d(self, interp: Interpreter, op: relay.Conv2DOp, args: PythonValues) -> PythonValues:
         return (conv2d(args[0], args[1], op),)

@@ -664,6 +664,34 @@ class BatchMatmulOp(RelayOp):
         return (batch, x[1], y[1])
 
 
+@irdl_op_definition
+class MatmulOp(RelayOp):
+    """`np.matmul(a, b)` for a [..., m, k] and b [..., k, n] of rank >= 2, the leading (batch)
+    axes broadcast as numpy does; unlike batch_matmul, the rhs is not transposed."""
+
+    name = "relay.nn.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    res = result_def(TensorType)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def infer_shape(self) -> Shape:
+        x, y = _shape(self.lhs, "lhs"), _shape(self.rhs, "rhs")
+        if len(x) < 2 or len(y) < 2 or x[-1] != y[-2]:
+            raise VerifyException(
+                f"expected lhs [..., m, k] and rhs [..., k, n] of rank >= 2, but found {list(x)} and {list(y)}"
+            )
+        try:
+            batch = broadcast_shapes(x[:-2], y[:-2])
+        except VerifyException:
+            raise VerifyException(
+                f"the batch axes {list(x[:-2])} of lhs {list(x)} and {list(y[:-2])} of rhs {list(y)} "
+                "are not broadcast-compatible"
+            ) from None
+        return batch + (x[-2], y[-1])
+
+
 def _window_params(name: str, values: tuple[int, ...] | None, default: tuple[int, ...], count: int) -> tuple[int, ...]:
     if values is None:
         return default
@@ -1055,7 +1083,7 @@ PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
     SumOp, MeanOp, MaxOp, MinOp,
-    DenseOp, BatchMatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
+    DenseOp, BatchMatmulOp, MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
     SoftmaxOp,
 )  # fmt: skip
 

@@ -12,7 +12,7 @@ intermediate buffer is written:
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain;
-- reductions, dense, batch_matmul, conv2d, pooling and softmax are `scf.for` nests with
+- reductions, dense, batch_matmul, matmul, conv2d, pooling and softmax are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
   never read.
@@ -227,26 +227,35 @@ class GroupEmitter(KernelBuilder):
     # anchors
 
     def dot_factors(
-        self, op: relay.DenseOp | relay.BatchMatmulOp, idx: list[SSAValue]
+        self, op: relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp, idx: list[SSAValue]
     ) -> tuple[int, Callable[[SSAValue], SSAValue], Callable[[SSAValue], SSAValue]]:
-        """The depth of the dot product giving output `idx` of `op`, and its two factors at k
-        (both unit-stride in k: dense's weight and batch_matmul's rhs are stored transposed)."""
+        """The depth of the dot product giving output `idx` of `op`, and its two factors at k.
+        Dense's weight and batch_matmul's rhs are stored transposed (both factors unit-stride
+        in k); matmul's rhs is not (its factor steps by a row in k). Batch axes broadcast."""
         if isinstance(op, relay.DenseOp):
             return (
                 shape_of(op.weight)[1],
                 lambda k: self.value_at(op.data, idx[:-1] + [k]),
                 lambda k: self.value_at(op.weight, [idx[-1], k]),
             )
-        b, i, j = idx
-        x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
-        y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
+        *batch, i, j = idx
+        x_batch = self.broadcast_index(batch, shape_of(op.lhs)[:-2])
+        y_batch = self.broadcast_index(batch, shape_of(op.rhs)[:-2])
+        if isinstance(op, relay.MatmulOp):
+            return (
+                shape_of(op.lhs)[-1],
+                lambda k: self.value_at(op.lhs, [*x_batch, i, k]),
+                lambda k: self.value_at(op.rhs, [*y_batch, k, j]),
+            )
         return (
             shape_of(op.lhs)[2],
-            lambda k: self.value_at(op.lhs, [x_batch, i, k]),
-            lambda k: self.value_at(op.rhs, [y_batch, j, k]),
+            lambda k: self.value_at(op.lhs, [*x_batch, i, k]),
+            lambda k: self.value_at(op.rhs, [*y_batch, j, k]),
         )
 
-    def dot_products(self, op: relay.DenseOp | relay.BatchMatmulOp, idxs: list[list[SSAValue]]) -> list[SSAValue]:
+    def dot_products(
+        self, op: relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp, idxs: list[list[SSAValue]]
+    ) -> list[SSAValue]:
         """The outputs of `op` at `idxs`, summed in one loop over k with an accumulator each.
         A factor several outputs share (x[i, k] across a block of j) is loaded once per k:
         `value_at` memoises it in the loop body."""
@@ -262,7 +271,7 @@ class GroupEmitter(KernelBuilder):
     def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
         return self.dot_products(op, [idx])[0]
 
-    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+    def batch_matmul(self, op: relay.BatchMatmulOp | relay.MatmulOp, idx: list[SSAValue]) -> SSAValue:
         return self.dot_products(op, [idx])[0]
 
     def conv_channel_base(self, op: relay.Conv2DOp, o: SSAValue) -> SSAValue:
@@ -359,6 +368,7 @@ DISPATCH: list[
     (relay.SoftmaxOp, GroupEmitter.softmax),
     (relay.DenseOp, GroupEmitter.dense),
     (relay.BatchMatmulOp, GroupEmitter.batch_matmul),
+    (relay.MatmulOp, GroupEmitter.batch_matmul),
     (relay.Conv2DOp, GroupEmitter.conv2d),
     (relay.Pool2DOp, GroupEmitter.pool2d),
     (relay.GlobalAvgPool2DOp, GroupEmitter.global_avg_pool2d),

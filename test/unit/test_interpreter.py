@@ -567,3 +567,17 @@ func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<
     total, difference = xrelay.interpret(xrelay.parse(text), (a, b))
     np.testing.assert_allclose(total, a + b)
     np.testing.assert_allclose(difference, a - b)
+
+
+# --- the ops imported models need ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", [((3, 4), (4, 2)), ((2, 3, 4), (4, 2)), ((2, 1, 3, 4), (3, 4, 2)), ((1, 1), (1, 1))])
+def test_matmul(a, b):
+    x, y = random(*a), random(*b)
+    batch = np.broadcast_shapes(a[:-2], b[:-2])
+    expected = np.zeros((*batch, a[-2], b[-1]))
+    xb, yb = np.broadcast_to(x, (*batch, *a[-2:])), np.broadcast_to(y, (*batch, *b[-2:]))
+    for *n, i, j in indices(expected.shape):
+        expected[(*n, i, j)] = math.fsum(float(xb[(*n, i, k)]) * float(yb[(*n, k, j)]) for k in range(a[-1]))
+    np.testing.assert_allclose(run_op("relay.nn.matmul", [x, y], expected.shape), expected, rtol=1e-5, atol=1e-6)

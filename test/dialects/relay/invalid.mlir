@@ -495,3 +495,36 @@ func.func @min_of_nothing(%a: tensor<3x0xf32>) -> tensor<3xf32> {
   %0 = relay.min %a {axis = array<i64: -1>} : (tensor<3x0xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @matmul_rank(%a: tensor<3xf32>, %b: tensor<3x2xf32>) -> tensor<2xf32> {
+  // CHECK: expected lhs [..., m, k] and rhs [..., k, n] of rank >= 2, but found [3] and [3, 2]
+  %0 = relay.nn.matmul %a, %b : (tensor<3xf32>, tensor<3x2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected lhs [..., m, k] and rhs [..., k, n] of rank >= 2, but found [2, 3] and [2, 3]
+  %0 = relay.nn.matmul %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x1x3xf32>, %b: tensor<3x3x4xf32>) -> tensor<3x1x4xf32> {
+  // CHECK: the batch axes [2] of lhs [2, 1, 3] and [3] of rhs [3, 3, 4] are not broadcast-compatible
+  %0 = relay.nn.matmul %a, %b : (tensor<2x1x3xf32>, tensor<3x3x4xf32>) -> tensor<3x1x4xf32>
+  func.return %0 : tensor<3x1x4xf32>
+}
+
+// -----
+
+// Batch axes broadcast as in numpy: [2, 1] with [4] is [2, 4].
+func.func @matmul_result(%a: tensor<2x1x3x5xf32>, %b: tensor<4x5x6xf32>) -> tensor<2x1x3x6xf32> {
+  // CHECK: expected result type tensor<2x4x3x6xf32> for 'relay.nn.matmul', but found tensor<2x1x3x6xf32>
+  %0 = relay.nn.matmul %a, %b : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x1x3x6xf32>
+  func.return %0 : tensor<2x1x3x6xf32>
+}

@@ -202,3 +202,15 @@ func.func @fusion(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 func.func @fused_add_exp(%in0: memref<2x3xf32>, %in1: memref<3xf32>, %out0: memref<2x3xf32>) {
   func.return
 }
+
+// The ops imported models need.
+
+// CHECK-LABEL: func.func @model_ops
+// CHECK-SAME:      (%[[A:.*]]: tensor<2x3x5xf32>, %[[B:.*]]: tensor<5x4xf32>)
+// CHECK-NEXT:    %{{.*}} = relay.nn.matmul %[[A]], %[[B]] : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
+// GENERIC-LABEL: sym_name = "model_ops"
+// GENERIC:         "relay.nn.matmul"(%{{.*}}, %{{.*}}) : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
+func.func @model_ops(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = relay.nn.matmul %a, %b : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
+  func.return %0 : tensor<2x3x4xf32>
+}

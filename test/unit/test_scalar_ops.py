@@ -1,0 +1,118 @@
+"""The ops added for imported models (matmul, layer_norm, leaky_relu, pad, take), built with
+`xrelay.build` for c and for opencl and run against `xrelay.interpret` on random inputs, with
+size-1 axes and NaN among the inputs. Each op's scalar meaning at an index is
+`scalar_ops.GroupEmitter`'s; the schedules that take them are checked by name."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import StringAttr
+
+import xrelay
+from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
+from xrelay.transforms.fuse_ops import FuseOpsPass
+from xrelay.transforms.plan_devices import PlanDevicesPass
+
+Shape = tuple[int, ...]
+TARGETS = ("c", "opencl")
+
+
+def t(shape: Sequence[int]) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + "f32>"
+
+
+def program(params: dict[str, Shape], body: str, result: Shape) -> str:
+    """@main over `params`; `body` is its ops, the last one's result %r is returned."""
+    args = ", ".join(f"%{name}: {t(shape)}" for name, shape in params.items())
+    lines = "\n  ".join(line.strip() for line in body.strip().splitlines())
+    return f"func.func @main({args}) -> {t(result)} {{\n  {lines}\n  func.return %r : {t(result)}\n}}"
+
+
+def inputs_for(params: dict[str, Shape], seed: int, nan: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in params.items()}
+    if nan:
+        first = next(iter(arrays.values()))
+        if first.size:
+            first.flat[rng.integers(first.size)] = np.nan
+    return arrays
+
+
+def check_built(params: dict[str, Shape], body: str, result: Shape, rtol: float = 1e-4) -> None:
+    """Built for each target alone, on two random inputs (the second with a NaN), equal to
+    the interpreter (NaN where it has NaN)."""
+    text = program(params, body, result)
+    for target in TARGETS:
+        exe = xrelay.build(text, targets=(target,))
+        for seed, nan in ((0, False), (1, True)):
+            inputs = inputs_for(params, seed, nan)
+            expected = xrelay.interpret(text, inputs)
+            got = exe.run(inputs)
+            assert got.shape == expected.shape
+            np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-5, err_msg=f"target {target}")
+            if nan:
+                assert np.isnan(expected).any() or not math.prod(result), "the NaN input reaches no output"
+
+
+def schedules_of(text: str, target: str = "c") -> list[str]:
+    """The schedule of each kernel of `text`, placed on `target` and fused."""
+    module = xrelay.parse(text)
+    device = "cpu" if target == "c" else "opencl"
+    PlanDevicesPass(targets=(target,), default_device=device).apply(xrelay.context(), module)
+    FuseOpsPass().apply(xrelay.context(), module)
+    ConvertRelayToLoopsPass().apply(xrelay.context(), module)
+    return [
+        cast(StringAttr, op.attributes["relay.schedule"]).data
+        for op in module.walk()
+        if "relay.schedule" in op.attributes
+    ]
+
+
+# --- relay.nn.matmul --------------------------------------------------------------------------
+
+
+def matmul_shape(a: Shape, b: Shape) -> Shape:
+    return (*np.broadcast_shapes(a[:-2], b[:-2]), a[-2], b[-1])
+
+
+MATMULS = [
+    ((3, 5), (5, 4)),
+    ((1, 1), (1, 1)),
+    ((2, 3, 5), (5, 4)),
+    ((3, 5), (2, 5, 1)),
+    ((2, 1, 3, 5), (4, 5, 7)),
+    ((1, 3, 8), (2, 8, 8)),
+    ((2, 6, 260), (260, 8)),
+]
+
+
+@pytest.mark.parametrize("a, b", MATMULS)
+def test_matmul_add_tanh(a: Shape, b: Shape) -> None:
+    out = matmul_shape(a, b)
+    body = f"""
+    %m = relay.nn.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(out)}
+    %s = relay.add %m, %c : ({t(out)}, {t(out[-1:])}) -> {t(out)}
+    %r = relay.tanh %s : {t(out)}
+    """
+    check_built({"a": a, "b": b, "c": out[-1:]}, body, out)
+
+
+@pytest.mark.parametrize(
+    "a, b, target, schedule",
+    [
+        ((2, 8, 300), (300, 8), "c", "matmul_block"),
+        ((2, 8, 300), (300, 8), "opencl", "matmul_block"),
+        ((16, 20), (20, 12), "c", "transposed_rows"),
+        ((3, 5), (5, 3), "c", "elementwise"),
+    ],
+)
+def test_matmul_takes_the_dot_product_schedules(a: Shape, b: Shape, target: str, schedule: str) -> None:
+    out = matmul_shape(a, b)
+    text = program({"a": a, "b": b}, f"%r = relay.nn.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(out)}", out)
+    assert schedules_of(text, target) == [schedule]
+    check_built({"a": a, "b": b}, f"%r = relay.nn.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(out)}", out)
