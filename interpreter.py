@@ -123,6 +123,16 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return shifted / np.sum(shifted, axis=axis, keepdims=True)
 
 
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
+    """ONNX's LayerNormalization over axes `axis`..: the mean, then the biased variance about it."""
+    if x.size == 0:
+        return x.copy()
+    axes = tuple(range(axis, x.ndim))
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    variance = np.mean(np.square(centred), axis=axes, keepdims=True)
+    return centred * (np.float32(1) / np.sqrt(variance + np.float32(epsilon))) * gamma + beta
+
+
 class RelayFunctions(InterpreterFunctions):
     """numpy implementations of the relay ops."""
 
@@ -202,6 +212,11 @@ class RelayFunctions(InterpreterFunctions):
     @impl(relay.SoftmaxOp)
     def run_softmax(self, interp: Interpreter, op: relay.SoftmaxOp, args: PythonValues) -> PythonValues:
         return (_f32(softmax(args[0], op.axis_value)),)
+
+    @impl(relay.LayerNormOp)
+    def run_layer_norm(self, interp: Interpreter, op: relay.LayerNormOp, args: PythonValues) -> PythonValues:
+        with np.errstate(all="ignore"):  # NaN and inf rows stay NaN
+            return (_f32(layer_norm(*args, op.axis_value, op.epsilon_value)),)
 
     @impl(relay.ConstantOp)
     def run_constant(self, interp: Interpreter, op: relay.ConstantOp, args: PythonValues) -> PythonValues:

@@ -842,6 +842,48 @@ class GlobalAvgPool2DOp(OneOperandOp):
         return (x[0], x[1], 1, 1)
 
 
+# --- normalisation (CommReduce) ---------------------------------------------------------------
+
+
+@irdl_op_definition
+class LayerNormOp(RelayOp):
+    """ONNX's LayerNormalization: `(x - mean) / sqrt(var + epsilon) * gamma + beta`, the mean
+    and the (biased) variance over axes `axis`.. rank-1 (`axis` default -1, `epsilon` default
+    1e-5); gamma and beta have shape `x.shape[axis:]`."""
+
+    name = "relay.nn.layer_norm"
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    res = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr[I64])
+    epsilon = opt_prop_def(FloatAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.COMM_REDUCE
+    assembly_format = "$data `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def axis_value(self) -> int:
+        return normalize_axis(_int(self.axis, -1), len(_shape(self.data, "data")))
+
+    @property
+    def epsilon_value(self) -> float:
+        return 1e-5 if self.epsilon is None else self.epsilon.value.data
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        axis = self.axis_value
+        for what, value in (("gamma", self.gamma), ("beta", self.beta)):
+            found = _shape(value, what)
+            if found != shape[axis:]:
+                raise VerifyException(
+                    f"expected {what} of shape {list(shape[axis:])} (data axes {axis}.. of {list(shape)}), "
+                    f"but found {list(found)}"
+                )
+        if not self.epsilon_value >= 0:
+            raise VerifyException(f"expected epsilon >= 0, but found {self.epsilon_value}")
+        return shape
+
+
 # --- opaque ---------------------------------------------------------------------------------
 
 
@@ -1084,7 +1126,7 @@ PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
     SumOp, MeanOp, MaxOp, MinOp,
     DenseOp, BatchMatmulOp, MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
-    SoftmaxOp,
+    LayerNormOp, SoftmaxOp,
 )  # fmt: skip
 
 Relay = Dialect(

@@ -12,7 +12,7 @@ intermediate buffer is written:
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain;
-- reductions, dense, batch_matmul, matmul, conv2d, pooling and softmax are `scf.for` nests with
+- reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
   never read.
@@ -25,7 +25,8 @@ from `value_at`. Values are memoised per (value, index) in the scopes of `Kernel
 A softmax inside a group (fuse-ops never makes one: softmax is Opaque; the `softmax_row`
 schedule handles one that is its group's result) recomputes the max and the sum for each
 element it is asked for, which is quadratic in the axis length but needs no scratch buffer
-and no barrier.
+and no barrier. A layer_norm is the same (it is CommReduce, so fuse-ops makes it its group's
+result, and the `layer_norm_rows` schedule computes the mean and 1/std once per row).
 """
 
 from __future__ import annotations
@@ -224,6 +225,43 @@ class GroupEmitter(KernelBuilder):
         )
         return shifted_exp, total
 
+    def layer_norm(self, op: relay.LayerNormOp, idx: list[SSAValue]) -> SSAValue:
+        """One element; the row's mean and 1/std are computed once per row in a scope (a
+        schedule of whole rows asks for them first), else again for each element."""
+        axis = op.axis_value
+        mean, rstd = self.layer_norm_stats(op, idx[:axis])
+        centred = self.emit(arith.SubfOp(self.value_at(op.data, idx), mean))
+        scaled = self.emit(arith.MulfOp(self.emit(arith.MulfOp(centred, rstd)), self.value_at(op.gamma, idx[axis:])))
+        return self.emit(arith.AddfOp(scaled, self.value_at(op.beta, idx[axis:])))
+
+    def layer_norm_stats(self, op: relay.LayerNormOp, row: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+        """The mean and `1 / sqrt(var + epsilon)` of the row at `row` (the index of the axes
+        before `axis`), the (biased) variance summed about the mean: two loops over the row."""
+        extents = list(shape_of(op.data)[op.axis_value :])
+        count = self.f32(float(math.prod(extents)))
+
+        def along(ivs: Sequence[SSAValue]) -> SSAValue:
+            return self.value_at(op.data, [*row, *ivs])
+
+        def mean() -> SSAValue:
+            (total,) = self.loops(
+                extents, [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], along(ivs)))]
+            )
+            return self.emit(arith.DivfOp(total, count))
+
+        average = self.memo(("layer_norm_mean", op.res, tuple(row)), mean)
+
+        def rstd() -> SSAValue:
+            def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                d = self.emit(arith.SubfOp(along(ivs), average))
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(d, d))))]
+
+            (total,) = self.loops(extents, [self.f32(0.0)], step)
+            variance = self.emit(arith.DivfOp(total, count))
+            return self.emit(mathd.RsqrtOp(self.emit(arith.AddfOp(variance, self.f32(op.epsilon_value)))))
+
+        return average, self.memo(("layer_norm_rstd", op.res, tuple(row)), rstd)
+
     # anchors
 
     def dot_factors(
@@ -366,6 +404,7 @@ DISPATCH: list[
     (relay.ConcatenateOp, GroupEmitter.concatenate),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
+    (relay.LayerNormOp, GroupEmitter.layer_norm),
     (relay.DenseOp, GroupEmitter.dense),
     (relay.BatchMatmulOp, GroupEmitter.batch_matmul),
     (relay.MatmulOp, GroupEmitter.batch_matmul),

@@ -581,3 +581,26 @@ def test_matmul(a, b):
     for *n, i, j in indices(expected.shape):
         expected[(*n, i, j)] = math.fsum(float(xb[(*n, i, k)]) * float(yb[(*n, k, j)]) for k in range(a[-1]))
     np.testing.assert_allclose(run_op("relay.nn.matmul", [x, y], expected.shape), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 4), -1), ((2, 3, 4), 1), ((2, 1, 3), 0), ((1, 1), -1)])
+def test_layer_norm(shape, axis):
+    x, eps = random(*shape), 1e-3
+    axis = axis % len(shape)
+    gamma, beta = random(*shape[axis:]), random(*shape[axis:])
+    expected = np.zeros(shape)
+    for row in indices(shape[:axis]):
+        values = [float(x[(*row, *k)]) for k in indices(shape[axis:])]
+        mean = math.fsum(values) / len(values)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values) + eps)
+        for k in indices(shape[axis:]):
+            expected[(*row, *k)] = (float(x[(*row, *k)]) - mean) / std * float(gamma[k]) + float(beta[k])
+    attrs = f"{{axis = {axis} : i64, epsilon = {eps} : f32}}"
+    out = run_op("relay.nn.layer_norm", [x, gamma, beta], shape, attrs)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_of_an_empty_tensor_is_empty():
+    x = np.zeros((0, 3), np.float32)
+    out = run_op("relay.nn.layer_norm", [x, random(3), random(3)], (0, 3))
+    assert out.shape == (0, 3)

@@ -116,3 +116,39 @@ def test_matmul_takes_the_dot_product_schedules(a: Shape, b: Shape, target: str,
     text = program({"a": a, "b": b}, f"%r = relay.nn.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(out)}", out)
     assert schedules_of(text, target) == [schedule]
     check_built({"a": a, "b": b}, f"%r = relay.nn.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(out)}", out)
+
+
+# --- relay.nn.layer_norm ----------------------------------------------------------------------
+
+LAYER_NORMS = [
+    ((4, 8), -1, ""),
+    ((2, 3, 5), 1, "{axis = 1 : i64, epsilon = 1.0e-3 : f32}"),
+    ((3, 1), -1, ""),
+    ((1, 1, 6), 0, "{axis = 0 : i64}"),
+    ((2, 128), 1, "{axis = -1 : i64, epsilon = 0.0 : f32}"),
+]
+
+
+@pytest.mark.parametrize("shape, axis, attrs", LAYER_NORMS)
+def test_layer_norm_of_a_residual_add(shape: Shape, axis: int, attrs: str) -> None:
+    inner = shape[axis:]
+    body = f"""
+    %s = relay.add %x, %y : ({t(shape)}, {t(shape)}) -> {t(shape)}
+    %r = relay.nn.layer_norm %s, %g, %b {attrs} : ({t(shape)}, {t(inner)}, {t(inner)}) -> {t(shape)}
+    """
+    check_built({"x": shape, "y": shape, "g": inner, "b": inner}, body, shape)
+
+
+def test_layer_norm_computes_a_row_per_work_item() -> None:
+    """The residual add fuses into the layer_norm (CommReduce takes elementwise producers),
+    and the group gets a work item per row; its consumer is a kernel of its own."""
+    shape, inner = (6, 32), (32,)
+    body = f"""
+    %s = relay.add %x, %y : ({t(shape)}, {t(shape)}) -> {t(shape)}
+    %n = relay.nn.layer_norm %s, %g, %b : ({t(shape)}, {t(inner)}, {t(inner)}) -> {t(shape)}
+    %r = relay.tanh %n : {t(shape)}
+    """
+    params = {"x": shape, "y": shape, "g": inner, "b": inner}
+    for target in TARGETS:
+        assert schedules_of(program(params, body, shape), target) == ["layer_norm_rows", "elementwise"]
+    check_built(params, body, shape)

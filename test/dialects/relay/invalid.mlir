@@ -528,3 +528,35 @@ func.func @matmul_result(%a: tensor<2x1x3x5xf32>, %b: tensor<4x5x6xf32>) -> tens
   %0 = relay.nn.matmul %a, %b : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x1x3x6xf32>
   func.return %0 : tensor<2x1x3x6xf32>
 }
+
+// -----
+
+func.func @layer_norm_gamma(%a: tensor<2x3x5xf32>, %g: tensor<5xf32>) -> tensor<2x3x5xf32> {
+  // CHECK: expected gamma of shape [3, 5] (data axes 1.. of [2, 3, 5]), but found [5]
+  %0 = relay.nn.layer_norm %a, %g, %g {axis = 1 : i64} : (tensor<2x3x5xf32>, tensor<5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  func.return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @layer_norm_beta(%a: tensor<2x3x5xf32>, %g: tensor<5xf32>, %b: tensor<3xf32>) -> tensor<2x3x5xf32> {
+  // CHECK: expected beta of shape [5] (data axes 2.. of [2, 3, 5]), but found [3]
+  %0 = relay.nn.layer_norm %a, %g, %b : (tensor<2x3x5xf32>, tensor<5xf32>, tensor<3xf32>) -> tensor<2x3x5xf32>
+  func.return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @layer_norm_axis(%a: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
+  // CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
+  %0 = relay.nn.layer_norm %a, %g, %g {axis = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%a: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected epsilon >= 0, but found -1.0
+  %0 = relay.nn.layer_norm %a, %g, %g {epsilon = -1.0 : f32} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}

@@ -22,3 +22,46 @@ func.func @matmul(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf3
   }
   func.return %0 : tensor<2x3x4xf32>
 }
+
+// -----
+
+// A layer_norm over its last two axes: a work item per row (the axis before), the mean and
+// 1/std in two loop nests over the row, then a nest storing (x - mean) * rstd * gamma + beta.
+
+// CHECK-LABEL: func.func @layer_norm
+// CHECK:       func.func @fused_nn_layer_norm(%[[X:.*]]: memref<2x3x4xf32>, %[[G:.*]]: memref<3x4xf32>, %[[B:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<2x3x4xf32>)
+// CHECK-SAME:    relay.schedule = "layer_norm_rows"
+// CHECK-DAG:     %[[COUNT:.*]] = arith.constant 1.200000e+01 : f32
+// CHECK-DAG:     %[[EPS:.*]] = arith.constant 1.000000e-03 : f32
+// CHECK:         "scf.parallel"
+// CHECK-NEXT:    ^{{.*}}(%[[N:.*]]: index):
+// CHECK-NEXT:      %[[SUM:.*]] = scf.for
+// CHECK-NEXT:        scf.for
+// CHECK-NEXT:          memref.load %[[X]][%[[N]], %{{.*}}, %{{.*}}]
+// CHECK:           %[[MEAN:.*]] = arith.divf %[[SUM]], %[[COUNT]] : f32
+// CHECK-NEXT:      %[[SQ:.*]] = scf.for
+// CHECK-NEXT:        scf.for
+// CHECK-NEXT:          memref.load %[[X]]
+// CHECK-NEXT:          %[[D:.*]] = arith.subf %{{.*}}, %[[MEAN]] : f32
+// CHECK-NEXT:          arith.mulf %[[D]], %[[D]] : f32
+// CHECK:           %[[VAR:.*]] = arith.divf %[[SQ]], %[[COUNT]] : f32
+// CHECK-NEXT:      %[[VE:.*]] = arith.addf %[[VAR]], %[[EPS]] : f32
+// CHECK-NEXT:      %[[RSTD:.*]] = math.rsqrt %[[VE]] : f32
+// CHECK-NEXT:      scf.for %[[I:.*]] = {{.*}} {
+// CHECK-NEXT:        scf.for %[[J:.*]] = {{.*}} {
+// CHECK-NEXT:          %[[V:.*]] = memref.load %[[X]][%[[N]], %[[I]], %[[J]]]
+// CHECK-NEXT:          %[[C:.*]] = arith.subf %[[V]], %[[MEAN]] : f32
+// CHECK-NEXT:          %[[S:.*]] = arith.mulf %[[C]], %[[RSTD]] : f32
+// CHECK-NEXT:          %[[GV:.*]] = memref.load %[[G]][%[[I]], %[[J]]]
+// CHECK-NEXT:          %[[SG:.*]] = arith.mulf %[[S]], %[[GV]] : f32
+// CHECK-NEXT:          %[[BV:.*]] = memref.load %[[B]][%[[I]], %[[J]]]
+// CHECK-NEXT:          %[[R:.*]] = arith.addf %[[SG]], %[[BV]] : f32
+// CHECK-NEXT:          memref.store %[[R]], %[[OUT]][%[[N]], %[[I]], %[[J]]]
+func.func @layer_norm(%a: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = relay.fused(%a, %g, %b) {kernel_name = "fused_nn_layer_norm", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32> {
+  ^bb0(%x: tensor<2x3x4xf32>, %y: tensor<3x4xf32>, %z: tensor<3x4xf32>):
+    %1 = relay.nn.layer_norm %x, %y, %z {axis = 1 : i64, epsilon = 1.0e-3 : f32} : (tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>
+    relay.yield %1 : tensor<2x3x4xf32>
+  }
+  func.return %0 : tensor<2x3x4xf32>
+}
