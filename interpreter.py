@@ -139,6 +139,9 @@ class RelayFunctions(InterpreterFunctions):
     def run_unary(self, interp: Interpreter, op: relay.UnaryElemwiseOp, args: PythonValues) -> PythonValues:
         if isinstance(op, relay.ClipOp):
             return (_f32(np.clip(args[0], op.a_min.value.data, op.a_max.value.data)),)
+        if isinstance(op, relay.LeakyReluOp):
+            x = args[0]
+            return (_f32(np.where(x > 0, x, x * np.float32(op.alpha_value))),)
         return (_f32(UNARY[type(op)](args[0])),)
 
     def run_binary(self, interp: Interpreter, op: relay.BinaryBroadcastOp, args: PythonValues) -> PythonValues:
@@ -241,7 +244,7 @@ class RelayFunctions(InterpreterFunctions):
 
 # xDSL dispatches on the exact op class: one shared method serves each op of a family.
 for _family, _method in (
-    ((*UNARY, relay.ClipOp), RelayFunctions.run_unary),
+    ((*UNARY, relay.ClipOp, relay.LeakyReluOp), RelayFunctions.run_unary),
     (BINARY, RelayFunctions.run_binary),
     (REDUCE, RelayFunctions.run_reduce),
     ((relay.MaxPool2DOp, relay.AvgPool2DOp), RelayFunctions.run_pool2d),

@@ -291,6 +291,27 @@ class ClipOp(UnaryElemwiseOp):
         return super().infer_shape()
 
 
+@irdl_op_definition
+class LeakyReluOp(UnaryElemwiseOp):
+    """`x if x > 0 else alpha * x`: `relay.nn.leaky_relu %x {alpha = 0.1 : f32} : T` (alpha
+    defaults to 0.25, as in relay)."""
+
+    name = "relay.nn.leaky_relu"
+    alpha = opt_prop_def(FloatAttr)
+
+    def __init__(self, data: SSAValue, alpha: float = 0.25, se_scope: SEScopeAttr | None = None):
+        IRDLOperation.__init__(
+            self,
+            operands=[data],
+            result_types=[data.type],
+            properties={"alpha": FloatAttr(alpha, f32), "se_scope": se_scope},
+        )
+
+    @property
+    def alpha_value(self) -> float:
+        return 0.25 if self.alpha is None else self.alpha.value.data
+
+
 # --- broadcast ------------------------------------------------------------------------------
 
 
@@ -1122,6 +1143,7 @@ class LaunchOp(IRDLOperation):
 
 PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     NegativeOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, AbsOp, ErfOp, ReluOp, ClipOp,
+    LeakyReluOp,
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
     SumOp, MeanOp, MaxOp, MinOp,

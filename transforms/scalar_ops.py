@@ -110,6 +110,9 @@ class GroupEmitter(KernelBuilder):
         if isinstance(op, relay.ClipOp):
             low = self.emit(arith.MaximumfOp(x, self.f32(op.a_min.value.data)))
             return self.emit(arith.MinimumfOp(low, self.f32(op.a_max.value.data)))
+        if isinstance(op, relay.LeakyReluOp):  # NaN is not > 0, and alpha * NaN is NaN
+            scaled = self.emit(arith.MulfOp(x, self.f32(op.alpha_value)))
+            return self.emit(arith.SelectOp(self.emit(arith.CmpfOp(x, self.f32(0.0), "ogt")), x, scaled))
         if isinstance(op, relay.SigmoidOp):
             e = self.emit(mathd.ExpOp(self.emit(arith.NegfOp(x))))
             return self.emit(arith.DivfOp(self.f32(1.0), self.emit(arith.AddfOp(self.f32(1.0), e))))

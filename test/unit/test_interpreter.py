@@ -604,3 +604,12 @@ def test_layer_norm_of_an_empty_tensor_is_empty():
     x = np.zeros((0, 3), np.float32)
     out = run_op("relay.nn.layer_norm", [x, random(3), random(3)], (0, 3))
     assert out.shape == (0, 3)
+
+
+def test_leaky_relu():
+    x = random(3, 4)
+    expected = [[v if v > 0 else 0.2 * v for v in map(float, row)] for row in x]
+    out = run_op("relay.nn.leaky_relu", [x], x.shape, "{alpha = 0.2 : f32}")
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    default = run_op("relay.nn.leaky_relu", [x], x.shape)
+    np.testing.assert_allclose(default, np.where(x > 0, x, 0.25 * x), rtol=1e-6)

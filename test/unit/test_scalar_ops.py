@@ -152,3 +152,28 @@ def test_layer_norm_computes_a_row_per_work_item() -> None:
     for target in TARGETS:
         assert schedules_of(program(params, body, shape), target) == ["layer_norm_rows", "elementwise"]
     check_built(params, body, shape)
+
+
+# --- relay.nn.leaky_relu ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, attrs", [((3, 1, 5), "{alpha = 0.1 : f32}"), ((1,), ""), ((7, 300), "{alpha = -2.0 : f32}")]
+)
+def test_leaky_relu_after_a_subtract(shape: Shape, attrs: str) -> None:
+    body = f"""
+    %d = relay.subtract %x, %y : ({t(shape)}, {t(shape)}) -> {t(shape)}
+    %r = relay.nn.leaky_relu %d {attrs} : {t(shape)}
+    """
+    check_built({"x": shape, "y": shape}, body, shape)
+
+
+def test_leaky_relu_keeps_zeros_infinities_and_nan() -> None:
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -3.0, 2.0, 1e-40], np.float32)
+    text = program({"x": x.shape}, f"%r = relay.nn.leaky_relu %x {{alpha = 0.5 : f32}} : {t(x.shape)}", x.shape)
+    expected = xrelay.interpret(text, {"x": x})
+    np.testing.assert_array_equal(expected, np.where(x > 0, x, x * np.float32(0.5)))
+    for target in TARGETS:
+        got = xrelay.build(text, targets=(target,)).run(x)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))

@@ -560,3 +560,11 @@ func.func @layer_norm_epsilon(%a: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<
   %0 = relay.nn.layer_norm %a, %g, %g {epsilon = -1.0 : f32} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @leaky_relu_alpha(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // CHECK: Operation does not verify: 1 : i64 should be of base attribute float
+  %0 = relay.nn.leaky_relu %a {alpha = 1 : i64} : tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}

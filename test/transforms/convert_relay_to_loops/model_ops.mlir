@@ -65,3 +65,25 @@ func.func @layer_norm(%a: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4
   }
   func.return %0 : tensor<2x3x4xf32>
 }
+
+// -----
+
+// leaky_relu: x where x > 0 (ordered: false for NaN), else alpha * x (NaN stays NaN).
+
+// CHECK-LABEL: func.func @leaky_relu
+// CHECK:       func.func @fused_nn_leaky_relu(%[[X:.*]]: memref<5xf32>, %[[OUT:.*]]: memref<5xf32>)
+// CHECK-DAG:     %[[ALPHA:.*]] = arith.constant 1.000000e-01 : f32
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:           %[[V:.*]] = memref.load %[[X]]
+// CHECK-NEXT:      %[[S:.*]] = arith.mulf %[[V]], %[[ALPHA]] : f32
+// CHECK-NEXT:      %[[P:.*]] = arith.cmpf ogt, %[[V]], %[[ZERO]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.select %[[P]], %[[V]], %[[S]] : f32
+// CHECK-NEXT:      memref.store %[[R]], %[[OUT]]
+func.func @leaky_relu(%a: tensor<5xf32>) -> tensor<5xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_leaky_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<5xf32>) -> tensor<5xf32> {
+  ^bb0(%x: tensor<5xf32>):
+    %1 = relay.nn.leaky_relu %x {alpha = 0.1 : f32} : tensor<5xf32>
+    relay.yield %1 : tensor<5xf32>
+  }
+  func.return %0 : tensor<5xf32>
+}
