@@ -133,6 +133,17 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axis: int, ep
     return centred * (np.float32(1) / np.sqrt(variance + np.float32(epsilon))) * gamma + beta
 
 
+def pad(x: np.ndarray, op: relay.PadOp) -> np.ndarray:
+    """np.pad by the positive pads, then the negative ones cropped (as the kernels index)."""
+    pads = op.pads
+    grown = [(max(b, 0), max(a, 0)) for b, a in pads]
+    if op.mode == "constant":
+        padded = np.pad(x, grown, mode="constant", constant_values=np.float32(op.value))
+    else:
+        padded = np.pad(x, grown, mode=op.mode)
+    return padded[tuple(slice(-min(b, 0), padded.shape[i] + min(a, 0)) for i, (b, a) in enumerate(pads))]
+
+
 class RelayFunctions(InterpreterFunctions):
     """numpy implementations of the relay ops."""
 
@@ -154,6 +165,10 @@ class RelayFunctions(InterpreterFunctions):
         shape = [1] * x.ndim
         shape[op.axis_value] = b.shape[0]
         return (_f32(x + b.reshape(shape)),)
+
+    @impl(relay.PadOp)
+    def run_pad(self, interp: Interpreter, op: relay.PadOp, args: PythonValues) -> PythonValues:
+        return (np.array(pad(args[0], op), order="C"),)
 
     @impl(relay.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: relay.ReshapeOp, args: PythonValues) -> PythonValues:

@@ -565,6 +565,64 @@ class ConcatenateOp(RelayOp):
         return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1 :]
 
 
+PAD_MODES = ("constant", "edge", "reflect")
+
+
+@irdl_op_definition
+class PadOp(OneOperandOp):
+    """`np.pad(x, pad_width, mode)`: `pad_width = array<i64: before0, after0, before1, ...>`
+    (two per axis; negative values crop), `pad_value` (constant mode, default 0.0) and
+    `pad_mode`: "constant" (default), "edge" (repeats the border) or "reflect" (mirrors
+    without repeating the border; each pad at most the axis length - 1)."""
+
+    name = "relay.nn.pad"
+    pad_width = prop_def(I64Array)
+    pad_value = opt_prop_def(FloatAttr)
+    pad_mode = opt_prop_def(StringAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    @property
+    def mode(self) -> str:
+        mode = "constant" if self.pad_mode is None else self.pad_mode.data
+        if mode not in PAD_MODES:
+            raise VerifyException(
+                f"expected pad_mode to be one of {', '.join(map(repr, PAD_MODES))}, but found {mode!r}"
+            )
+        return mode
+
+    @property
+    def value(self) -> float:
+        return 0.0 if self.pad_value is None else self.pad_value.value.data
+
+    @property
+    def pads(self) -> tuple[tuple[int, int], ...]:
+        """`(before, after)` per axis."""
+        shape = _shape(self.data, "data")
+        width = _ints(self.pad_width)
+        if len(width) != 2 * len(shape):
+            raise VerifyException(
+                f"expected pad_width to hold 2 values (before, after) per axis, {2 * len(shape)} for a tensor "
+                f"of rank {len(shape)}, but found {len(width)}"
+            )
+        return tuple(zip(width[::2], width[1::2]))
+
+    def infer_shape(self) -> Shape:
+        shape, mode = _shape(self.data, "data"), self.mode
+        out: list[int] = []
+        for axis, (extent, (before, after)) in enumerate(zip(shape, self.pads)):
+            padded = extent + before + after
+            if padded < 0:
+                raise VerifyException(f"pads ({before}, {after}) crop more than the {extent} elements of axis {axis}")
+            if mode != "constant" and max(before, after) > 0 and extent == 0:
+                raise VerifyException(f"cannot pad axis {axis} of length 0 in {mode} mode; it has no border")
+            if mode == "reflect" and max(before, after) >= extent > 0:
+                raise VerifyException(
+                    f"reflect pads ({before}, {after}) of axis {axis} must be smaller than its length {extent}"
+                )
+            out.append(padded)
+        return tuple(out)
+
+
 # --- reductions -----------------------------------------------------------------------------
 
 
@@ -1146,6 +1204,7 @@ PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     LeakyReluOp,
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
+    PadOp,
     SumOp, MeanOp, MaxOp, MinOp,
     DenseOp, BatchMatmulOp, MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
     LayerNormOp, SoftmaxOp,

@@ -11,7 +11,8 @@ intermediate buffer is written:
   (broadcast) index;
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
-  shifts, concatenate picks its input with an `scf.if` chain;
+  shifts, concatenate picks its input with an `scf.if` chain, pad clamps or mirrors the
+  index or tests it in an `scf.if`;
 - reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
@@ -176,6 +177,34 @@ class GroupEmitter(KernelBuilder):
             lambda: [self.value_at(first, idx)],
             lambda: [self.concat_value(inputs[1:], axis, shifted)],
         )
+        return result
+
+    def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at `idx - before` per axis: clamped to the border ("edge"), mirrored at it
+        ("reflect"), or the pad value outside the input ("constant": one `scf.if`, so the
+        input is read only inside it). Axes padded on neither side need no test."""
+        src: list[SSAValue] = []
+        tests: list[SSAValue] = []
+        for i, extent, (before, after) in zip(idx, shape_of(op.data), op.pads):
+            j = self.add_const(i, -before)
+            zero, last = self.index(0), extent - 1
+            if op.mode == "edge" and max(before, after) > 0:
+                j = self.max_index(zero, self.min_index(j, self.index(last)))
+            if op.mode == "reflect" and before > 0:
+                j = self.select(self.compare("slt", j, zero), self.sub(zero, j), j)
+            if op.mode == "reflect" and after > 0:
+                j = self.select(self.compare("sgt", j, self.index(last)), self.sub(self.index(2 * last), j), j)
+            if op.mode == "constant" and before > 0:
+                tests.append(self.compare("sge", j, zero))
+            if op.mode == "constant" and after > 0:
+                tests.append(self.compare("slt", j, self.index(extent)))
+            src.append(j)
+        if not tests:
+            return self.value_at(op.data, src)
+        inside = tests[0]
+        for test in tests[1:]:
+            inside = self.select(inside, test, inside)  # inside and test
+        (result,) = self.if_else(inside, [f32], lambda: [self.value_at(op.data, src)], lambda: [self.f32(op.value)])
         return result
 
     # reductions
@@ -405,6 +434,7 @@ DISPATCH: list[
     (relay.SqueezeOp, GroupEmitter.squeeze),
     (relay.StridedSliceOp, GroupEmitter.strided_slice),
     (relay.ConcatenateOp, GroupEmitter.concatenate),
+    (relay.PadOp, GroupEmitter.pad),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
     (relay.LayerNormOp, GroupEmitter.layer_norm),

@@ -177,3 +177,46 @@ def test_leaky_relu_keeps_zeros_infinities_and_nan() -> None:
         got = xrelay.build(text, targets=(target,)).run(x)
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+# --- relay.nn.pad -----------------------------------------------------------------------------
+
+PADS = [
+    ((3, 4), (1, 2, 0, 3), "constant"),
+    ((2, 1, 5), (0, 1, 2, 2, 4, 0), "constant"),
+    ((3, 4), (2, 1, 3, 3), "edge"),
+    ((1, 5), (0, 0, 4, 4), "reflect"),
+    ((4, 3), (3, 2, 1, 2), "reflect"),
+    ((5, 6), (-1, 2, 1, -2), "constant"),
+    ((5, 6), (-2, 3, 2, -1), "reflect"),
+    ((5, 6), (1, -3, -1, 2), "edge"),
+    ((1,), (2, 3), "edge"),
+]
+
+
+def pad_shape(shape: Shape, width: Sequence[int]) -> Shape:
+    return tuple(d + width[2 * i] + width[2 * i + 1] for i, d in enumerate(shape))
+
+
+@pytest.mark.parametrize("shape, width, mode", PADS)
+def test_pad_of_an_exp(shape: Shape, width: tuple[int, ...], mode: str) -> None:
+    out = pad_shape(shape, width)
+    attrs = f"pad_width = array<i64: {', '.join(map(str, width))}>, pad_mode = {mode!r}, pad_value = -1.5 : f32"
+    attrs = attrs.replace("'", '"')
+    body = f"""
+    %e = relay.exp %x : {t(shape)}
+    %r = relay.nn.pad %e {{{attrs}}} : ({t(shape)}) -> {t(out)}
+    """
+    check_built({"x": shape}, body, out)
+
+
+def test_pad_of_an_empty_axis_is_the_pad_value() -> None:
+    text = program(
+        {"x": (0, 2)},
+        f"%r = relay.nn.pad %x {{pad_width = array<i64: 1, 1, 0, 0>}} : ({t((0, 2))}) -> {t((2, 2))}",
+        (2, 2),
+    )
+    x = np.zeros((0, 2), np.float32)
+    np.testing.assert_array_equal(xrelay.interpret(text, {"x": x}), np.zeros((2, 2)))
+    for target in TARGETS:
+        np.testing.assert_array_equal(xrelay.build(text, targets=(target,)).run(x), np.zeros((2, 2)))

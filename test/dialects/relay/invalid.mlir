@@ -568,3 +568,51 @@ func.func @leaky_relu_alpha(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = relay.nn.leaky_relu %a {alpha = 1 : i64} : tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @pad_width_count(%a: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  // CHECK: expected pad_width to hold 2 values (before, after) per axis, 4 for a tensor of rank 2, but found 2
+  %0 = relay.nn.pad %a {pad_width = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  func.return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @pad_crop_too_much(%a: tensor<2x3xf32>) -> tensor<2x0xf32> {
+  // CHECK: pads (-2, -2) crop more than the 3 elements of axis 1
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, -2, -2>} : (tensor<2x3xf32>) -> tensor<2x0xf32>
+  func.return %0 : tensor<2x0xf32>
+}
+
+// -----
+
+func.func @pad_mode(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected pad_mode to be one of 'constant', 'edge', 'reflect', but found 'wrap'
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, 0, 0>, pad_mode = "wrap"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pad_reflect_too_far(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // CHECK: reflect pads (3, 0) of axis 1 must be smaller than its length 3
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, 3, 0>, pad_mode = "reflect"} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  func.return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @pad_edge_of_nothing(%a: tensor<0x3xf32>) -> tensor<1x3xf32> {
+  // CHECK: cannot pad axis 0 of length 0 in edge mode; it has no border
+  %0 = relay.nn.pad %a {pad_width = array<i64: 1, 0, 0, 0>, pad_mode = "edge"} : (tensor<0x3xf32>) -> tensor<1x3xf32>
+  func.return %0 : tensor<1x3xf32>
+}
+
+// -----
+
+func.func @pad_result(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected result type tensor<3x5xf32> for 'relay.nn.pad', but found tensor<2x3xf32>
+  %0 = relay.nn.pad %a {pad_width = array<i64: 1, 0, 1, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}

@@ -87,3 +87,66 @@ func.func @leaky_relu(%a: tensor<5xf32>) -> tensor<5xf32> {
   }
   func.return %0 : tensor<5xf32>
 }
+
+// -----
+
+// A constant pad: the input index is the output's minus the pad before; one scf.if on the
+// axes padded (row: before, column: after) reads the input inside and yields the pad value
+// outside.
+
+// CHECK-LABEL: func.func @pad_constant
+// CHECK:       func.func @fused_nn_pad(%[[X:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<4x6xf32>)
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[CM1:.*]] = arith.constant -1 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[VALUE:.*]] = arith.constant 5.000000e+00 : f32
+// CHECK:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[I]], %[[CM1]] : index
+// CHECK-NEXT:      %[[T1:.*]] = arith.cmpi sge, %[[R]], %[[C0]] : index
+// CHECK-NEXT:      %[[T2:.*]] = arith.cmpi slt, %[[J]], %[[C4]] : index
+// CHECK-NEXT:      %[[IN:.*]] = arith.select %[[T1]], %[[T2]], %[[T1]] : i1
+// CHECK-NEXT:      %[[V:.*]] = scf.if %[[IN]] -> (f32) {
+// CHECK-NEXT:        %[[L:.*]] = memref.load %[[X]][%[[R]], %[[J]]] : memref<3x4xf32>
+// CHECK-NEXT:        scf.yield %[[L]] : f32
+// CHECK-NEXT:      } else {
+// CHECK-NEXT:        scf.yield %[[VALUE]] : f32
+// CHECK-NEXT:      }
+// CHECK-NEXT:      memref.store %[[V]], %[[OUT]][%[[I]], %[[J]]]
+func.func @pad_constant(%a: tensor<3x4xf32>) -> tensor<4x6xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_pad", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<3x4xf32>) -> tensor<4x6xf32> {
+  ^bb0(%x: tensor<3x4xf32>):
+    %1 = relay.nn.pad %x {pad_width = array<i64: 1, 0, 0, 2>, pad_value = 5.0 : f32} : (tensor<3x4xf32>) -> tensor<4x6xf32>
+    relay.yield %1 : tensor<4x6xf32>
+  }
+  func.return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// A reflect pad (2 before, 1 after the columns): the column index mirrored at 0 (-j) and at
+// the last column 3 (6 - j), no test.
+
+// CHECK-LABEL: func.func @pad_reflect
+// CHECK:       func.func @fused_nn_pad(%[[X:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<3x7xf32>)
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[CM2:.*]] = arith.constant -2 : index
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// CHECK:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[J]], %[[CM2]] : index
+// CHECK-NEXT:      %[[NEG:.*]] = arith.cmpi slt, %[[S]], %[[C0]] : index
+// CHECK-NEXT:      %[[M:.*]] = arith.subi %[[C0]], %[[S]] : index
+// CHECK-NEXT:      %[[S1:.*]] = arith.select %[[NEG]], %[[M]], %[[S]] : index
+// CHECK-NEXT:      %[[PAST:.*]] = arith.cmpi sgt, %[[S1]], %[[C3]] : index
+// CHECK-NEXT:      %[[M2:.*]] = arith.subi %[[C6]], %[[S1]] : index
+// CHECK-NEXT:      %[[S2:.*]] = arith.select %[[PAST]], %[[M2]], %[[S1]] : index
+// CHECK-NEXT:      %[[V:.*]] = memref.load %[[X]][%[[I]], %[[S2]]] : memref<3x4xf32>
+// CHECK-NEXT:      memref.store %[[V]], %[[OUT]][%[[I]], %[[J]]]
+func.func @pad_reflect(%a: tensor<3x4xf32>) -> tensor<3x7xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_pad", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<3x4xf32>) -> tensor<3x7xf32> {
+  ^bb0(%x: tensor<3x4xf32>):
+    %1 = relay.nn.pad %x {pad_width = array<i64: 0, 0, 2, 1>, pad_mode = "reflect"} : (tensor<3x4xf32>) -> tensor<3x7xf32>
+    relay.yield %1 : tensor<3x7xf32>
+  }
+  func.return %0 : tensor<3x7xf32>
+}
