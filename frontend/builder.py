@@ -383,6 +383,29 @@ class NN:
     def softmax(self, x: SSAValue, axis: int = -1) -> SSAValue:
         return self.b.op(relay.SoftmaxOp, [x], {"axis": None if axis == -1 else _i64(axis)})
 
+    def matmul(self, x: SSAValue, y: Operand) -> SSAValue:
+        """`np.matmul` of operands of rank >= 2, batch axes broadcast."""
+        return self.b.op(relay.MatmulOp, [x, self.b.value(y)])
+
+    def layer_norm(self, x: SSAValue, gamma: Operand, beta: Operand, axis: int = -1, epsilon: float = 1e-5) -> SSAValue:
+        """`(x - mean) / sqrt(var + epsilon) * gamma + beta` over the axes from `axis` on."""
+        props = {"axis": _i64(axis), "epsilon": FloatAttr(float(epsilon), f32)}
+        return self.b.op(relay.LayerNormOp, [x, self.b.value(gamma), self.b.value(beta)], props)
+
+    def leaky_relu(self, x: SSAValue, alpha: float = 0.25) -> SSAValue:
+        return self.b.op(relay.LeakyReluOp, [x], {"alpha": FloatAttr(float(alpha), f32)})
+
+    def pad(
+        self, x: SSAValue, pad_width: Sequence[tuple[int, int]], pad_value: float = 0.0, pad_mode: str = "constant"
+    ) -> SSAValue:
+        """`np.pad(x, pad_width, pad_mode)`: one `(before, after)` per axis; negative ones crop."""
+        props = {
+            "pad_width": _i64s([w for pair in pad_width for w in pair]),
+            "pad_value": None if pad_value == 0.0 else FloatAttr(float(pad_value), f32),
+            "pad_mode": None if pad_mode == "constant" else StringAttr(pad_mode),
+        }
+        return self.b.op(relay.PadOp, [x], props)
+
 
 def _static_shape(name: str, shape: Sequence[int]) -> Shape:
     dims = tuple(shape)

@@ -203,6 +203,10 @@ class GraphImporter:
             raise
         except Error as e:
             raise node_error(node, str(e)) from None
+        except (IndexError, KeyError, ValueError, TypeError) as e:  # a malformed node: still no traceback
+            raise node_error(
+                node, f"cannot import it ({type(e).__name__}: {e}); check the node's inputs and attributes"
+            ) from None
         self.bind_results(node, results)
 
     def can_fold(self, node: onnx.NodeProto, inputs: Sequence[str]) -> bool:

@@ -9,8 +9,9 @@ input it does not take; the importer adds the node's op type and name.
 
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
-slices; Pad (constant mode) concatenates constant blocks; Gather with constant indices
-concatenates slices; LeakyRelu is `relu(x) - alpha * relu(-x)`.
+slices; Gather with constant indices concatenates slices; a Pad whose value comes at run
+time concatenates blocks of it; a LayerNormalization whose Mean or InvStdDev output is used
+is built from reductions.
 """
 
 from __future__ import annotations
@@ -170,9 +171,7 @@ def _float_operand(n: NodeImporter, index: int) -> SSAValue:
 
 @converter("LeakyRelu")
 def leaky_relu(n: NodeImporter) -> list[Result]:
-    x, alpha = n.tensor(0), float(n.attr("alpha", 0.01))
-    b = n.b
-    return [b.subtract(b.nn.relu(x), b.multiply(np.float32(alpha), b.nn.relu(b.negative(x))))]
+    return [n.b.nn.leaky_relu(n.tensor(0), float(n.attr("alpha", 0.01)))]
 
 
 @converter("Clip")
@@ -242,18 +241,13 @@ def matmul(n: NodeImporter) -> list[Result]:
 
 
 def _matmul(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
-    """numpy's matmul: dense for a 2-D right operand, batch_matmul over broadcast batches."""
+    """numpy's matmul: `relay.nn.matmul`, with 1-D operands made 2-D and back."""
     xs, ys = shape_of(x), shape_of(y)
-    if len(xs) == 1:
-        return b.reshape(_matmul(b, b.reshape(x, (1, xs[0])), y), _matmul_shape(xs, ys))
-    if len(ys) == 1:
-        return b.reshape(_matmul(b, x, b.reshape(y, (ys[0], 1))), _matmul_shape(xs, ys))
-    if len(ys) == 2:
-        return b.nn.dense(x, b.transpose(y, (1, 0)))
-    batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
-    x3 = b.reshape(_broadcast(b, x, batch + xs[-2:]), (-1, *xs[-2:]))
-    y3 = b.reshape(_broadcast(b, y, batch + ys[-2:]), (-1, *ys[-2:]))
-    return b.reshape(b.nn.batch_matmul(x3, b.transpose(y3, (0, 2, 1))), batch + (xs[-2], ys[-1]))
+    if len(xs) == 1 or len(ys) == 1:
+        x2 = b.reshape(x, (1, xs[0])) if len(xs) == 1 else x
+        y2 = b.reshape(y, (ys[0], 1)) if len(ys) == 1 else y
+        return b.reshape(b.nn.matmul(x2, y2), _matmul_shape(xs, ys))
+    return b.nn.matmul(x, y)
 
 
 def _matmul_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...]:
@@ -270,7 +264,7 @@ def gemm(n: NodeImporter) -> list[Result]:
     a, w = n.tensor(0), n.tensor(1)
     if n.attr("transA", 0):
         a = b.transpose(a, (1, 0))
-    y = b.nn.dense(a, w if n.attr("transB", 0) else b.transpose(w, (1, 0)))
+    y = b.nn.dense(a, w) if n.attr("transB", 0) else b.nn.matmul(a, w)
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
     if alpha != 1.0:
         y = b.multiply(y, np.float32(alpha))
@@ -386,7 +380,7 @@ def average_pool(n: NodeImporter) -> list[Result]:
     pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
     if n.attr("count_include_pad", 0) and any(window.pads):
         top, left, bottom, right = window.pads
-        x4 = pad_constant(n.b, x4, [0, 0, top, left, 0, 0, bottom, right], 0.0)
+        x4 = n.b.nn.pad(x4, [(0, 0), (0, 0), (top, bottom), (left, right)])
         pads = [0, 0, pads[2] - bottom, pads[3] - right]  # what ceil_mode adds stays uncounted
     y = n.b.nn.avg_pool2d(x4, window.kernel, window.strides, pads)
     return [_unspatial(n, y, len(shape_of(x)))]
@@ -424,19 +418,23 @@ def batch_norm(n: NodeImporter) -> list[Result]:
 
 @converter("LayerNormalization")
 def layer_norm(n: NodeImporter) -> list[Result]:
-    """`(x - mean) / sqrt(var + epsilon) * scale + bias` over the axes from `axis` on."""
+    """`relay.nn.layer_norm`; composed from reductions when the graph uses the Mean or
+    InvStdDev output."""
     x, b = n.tensor(0), n.b
-    rank = len(shape_of(x))
-    axis = _axis(int(n.attr("axis", -1)), rank, n)
+    xs = shape_of(x)
+    axis = _axis(int(n.attr("axis", -1)), len(xs), n)
     if n.only("stash_type", 1, default=1) != 1:
         raise n.error("only stash_type = 1 (float32) is supported")
-    axes = list(range(axis, rank))
+    eps = float(n.attr("epsilon", 1e-5))
+    scale = _broadcast(b, n.tensor(1), xs[axis:])
+    bias = _broadcast(b, n.tensor(2), xs[axis:]) if n.has(2) else b.const(np.zeros(xs[axis:], np.float32))
+    if not any(n.node.output[1:]):
+        return [b.nn.layer_norm(x, scale, bias, axis, eps)]
+    axes = list(range(axis, len(xs)))
     mean = b.mean(x, axes, keepdims=True)
     centered = b.subtract(x, mean)
-    var = b.mean(b.multiply(centered, centered), axes, keepdims=True)
-    inv_std = b.rsqrt(b.add(var, np.float32(n.attr("epsilon", 1e-5))))
-    y = b.multiply(b.multiply(centered, inv_std), n.tensor(1))
-    return [b.add(y, n.tensor(2)) if n.has(2) else y, mean, inv_std]
+    inv_std = b.rsqrt(b.add(b.mean(b.multiply(centered, centered), axes, keepdims=True), np.float32(eps)))
+    return [b.add(b.multiply(b.multiply(centered, inv_std), scale), bias), mean, inv_std]
 
 
 @converter("Dropout")
@@ -547,20 +545,26 @@ def split(n: NodeImporter) -> list[Result]:
 
 @converter("Pad")
 def pad(n: NodeImporter) -> list[Result]:
-    n.only("mode", "constant", default="constant")
+    mode = n.only("mode", "constant", "edge", "reflect", default="constant")
     x = n.tensor(0)
     rank = len(shape_of(x))
     axes = [_axis(a, rank, n) for a in (n.ints(3, "axes") or range(rank))]
-    given = n.ints(1, "pads") or []
+    given = n.ints(1, "pads")
+    if given is None or len(given) != 2 * len(axes):
+        raise n.error(f"expected {2 * len(axes)} pads (before and after for each axis), but found {given}")
     pads = [0] * 2 * rank
     for i, axis in enumerate(axes):
         pads[axis], pads[axis + rank] = given[i], given[i + len(axes)]
-    return [pad_constant(n.b, x, pads, _pad_value(n))]
+    value = _pad_value(n) if mode == "constant" else 0.0
+    if isinstance(value, float):
+        return [n.b.nn.pad(x, list(zip(pads[:rank], pads[rank:])), value, mode)]
+    return [_pad_with_tensor(n.b, x, pads, value)]
 
 
-def pad_constant(b: Builder, x: SSAValue, pads: Sequence[int], value: float | SSAValue) -> SSAValue:
-    """`x` padded with `value`, ONNX pads `[x1_begin, ..., x1_end, ...]`: negative pads slice,
-    positive ones concatenate blocks of the value."""
+def _pad_with_tensor(b: Builder, x: SSAValue, pads: Sequence[int], value: SSAValue) -> SSAValue:
+    """`x` padded with a value computed at run time (a 0-d tensor), ONNX pads
+    `[x1_begin, ..., x1_end, ...]`: negative pads slice, positive ones concatenate blocks of
+    the value."""
     rank = len(shape_of(x))
     for axis in range(rank):
         before, after = pads[axis], pads[axis + rank]
@@ -574,12 +578,7 @@ def pad_constant(b: Builder, x: SSAValue, pads: Sequence[int], value: float | SS
             if count > 0:
                 block = list(shape_of(x))
                 block[axis] = count
-                fill = (
-                    b.const(np.full(block, value, np.float32))
-                    if isinstance(value, float)
-                    else b.broadcast_to(value, block)
-                )
-                parts.insert(0 if first else len(parts), fill)
+                parts.insert(0 if first else len(parts), b.broadcast_to(value, block))
         if len(parts) > 1:
             x = b.concatenate(parts, axis)
     return x
