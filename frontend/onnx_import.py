@@ -158,9 +158,11 @@ class GraphImporter:
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in ty.shape.dim]
         if not ty.HasField("shape") or any(isinstance(d, str) for d in dims):
             shown = ", ".join(map(str, dims)) if ty.HasField("shape") else "unknown"
+            example = [d if isinstance(d, int) else 1 for d in dims] or [1]
             raise OnnxImportError(
-                f"input {name!r} has a dynamic shape [{shown}]; xrelay needs static shapes: give it, "
-                f"e.g. from_onnx(model, shapes={{{name!r}: ({', '.join(str(d) if isinstance(d, int) else '1' for d in dims) or '1'})}})"
+                f"input {name!r} has a dynamic shape [{shown}]; xrelay needs static shapes: fix it with "
+                f"from_onnx(model, shapes={{{name!r}: {tuple(example)}}}) "
+                f"(opt-tool: --input-shape {name}={'x'.join(map(str, example))})"
             )
         return tuple(int(d) for d in dims)
 
