@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects import func
@@ -135,7 +135,7 @@ class Builder:
     def const(self, value: Any, name: str | None = None) -> SSAValue:
         """A `relay.constant` of `value` (anything numpy turns into an array), as f32."""
         array = np.array(value, dtype=np.float32, order="C")
-        ty = relay.tensor(array.shape)
+        ty = TensorType(f32, array.shape)
         dense = DenseIntOrFPElementsAttr(ty, BytesAttr(array.astype("<f4").tobytes()))
         result = self.append(relay.ConstantOp(dense))
         if name is not None:
@@ -408,7 +408,9 @@ class NN:
 
 
 def _static_shape(name: str, shape: Sequence[int]) -> Shape:
-    dims = tuple(shape)
-    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
-        raise UsageError(f"input {name!r} needs a static shape of non-negative integers, but has {list(dims)}")
-    return tuple(int(d) for d in dims)
+    dims: list[int] = []
+    for d in cast(Sequence[object], shape):  # whatever the caller passed
+        if not isinstance(d, int | np.integer) or int(cast(int, d)) < 0:
+            raise UsageError(f"input {name!r} needs a static shape of non-negative integers, but has {list(shape)}")
+        dims.append(int(cast(int, d)))
+    return tuple(dims)

@@ -33,7 +33,7 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -75,10 +75,10 @@ def _load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
 
     if isinstance(model, onnx.ModelProto):
         return model
-    if not isinstance(model, str | Path):
+    if not isinstance(cast(object, model), str | Path):
         raise UsageError(f"from_onnx takes a path or an onnx.ModelProto, but was given {type(model).__name__}")
     try:
-        return onnx.load(str(model))
+        return onnx.load(str(model))  # pyright: ignore[reportUnknownMemberType]
     except Exception as e:  # onnx raises OSError, protobuf's DecodeError and its own errors
         raise OnnxImportError(f"cannot read the ONNX model {str(model)!r}: {e}") from None
 
@@ -200,7 +200,7 @@ class GraphImporter:
             domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
             raise node_error(node, f"op {node.op_type}{domain} is not supported by the importer")
         try:
-            results = convert(NodeImporter(node, self))
+            results = convert(NodeImporter(node, self.b, self.tensor, self.known))
         except OnnxImportError:
             raise
         except Error as e:

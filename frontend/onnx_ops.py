@@ -17,7 +17,7 @@ is built from reductions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,18 +30,19 @@ from xrelay.frontend.builder import Builder, shape_of
 if TYPE_CHECKING:
     import onnx
 
-    from xrelay.frontend.onnx_import import GraphImporter
-
 Result = SSAValue | np.ndarray | None
 
 
 class NodeImporter:
     """One node as its converter sees it."""
 
-    def __init__(self, node: onnx.NodeProto, graph: GraphImporter):
+    def __init__(
+        self, node: onnx.NodeProto, b: Builder, tensor: Callable[[str], SSAValue], known: Mapping[str, np.ndarray]
+    ):
+        """`tensor` gives a value's relay tensor; `known` the values known at import."""
         from onnx import helper
 
-        self.node, self.graph, self.b = node, graph, graph.b
+        self.node, self.b, self.known_values, self._tensor = node, b, known, tensor
         self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def error(self, message: str) -> OnnxImportError:
@@ -68,17 +69,17 @@ class NodeImporter:
     def tensor(self, index: int) -> SSAValue:
         if not self.has(index):
             raise self.error(f"input {index} is missing")
-        return self.graph.tensor(self.node.input[index])
+        return self._tensor(self.node.input[index])
 
     def tensors(self) -> list[SSAValue]:
-        return [self.graph.tensor(name) for name in self.node.input if name]
+        return [self._tensor(name) for name in self.node.input if name]
 
     def known(self, index: int, what: str) -> np.ndarray:
         """Input `index`, which must be known at import (a constant, initializer or shape data)."""
         name = self.node.input[index] if self.has(index) else ""
-        if name not in self.graph.known:
+        if name not in self.known_values:
             raise self.error(f"input {index} ({what}) must be known at import (a constant or initializer)")
-        return self.graph.known[name]
+        return self.known_values[name]
 
     def ints(self, index: int, what: str) -> list[int] | None:
         """Integer input `index` as a list (None when absent), e.g. axes or a shape."""
@@ -127,7 +128,7 @@ _UNARY: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "Abs": Builder.abs,
     "Neg": Builder.negative,
     "Relu": lambda b, x: b.nn.relu(x),
-    "Reciprocal": lambda b, x: b.divide(np.float32(1), x),
+    "Reciprocal": lambda b, x: b.divide(1.0, x),
     "Identity": lambda b, x: x,
 }
 
@@ -163,7 +164,7 @@ def binary(n: NodeImporter) -> list[Result]:
 
 def _float_operand(n: NodeImporter, index: int) -> SSAValue:
     name = n.node.input[index] if n.has(index) else ""
-    known = n.graph.known.get(name)
+    known = n.known_values.get(name)
     if known is not None and known.dtype.kind in "iub":
         return n.b.const(known.astype(np.float32))
     return n.tensor(index)
@@ -192,7 +193,7 @@ def _bound(n: NodeImporter, index: int, name: str) -> float | SSAValue | None:
         value = float(n.attr(name))
     elif not n.has(index):
         return None
-    elif n.node.input[index] in n.graph.known:
+    elif n.node.input[index] in n.known_values:
         value = n.scalar(index, name, 0.0)
     else:
         return n.tensor(index)
@@ -203,11 +204,11 @@ def _bound(n: NodeImporter, index: int, name: str) -> float | SSAValue | None:
 def gelu(n: NodeImporter) -> list[Result]:
     x, b = n.tensor(0), n.b
     if n.only("approximate", "none", "tanh", default="none") == "tanh":
-        cube = b.multiply(np.float32(0.044715), b.multiply(x, b.multiply(x, x)))
-        inner = b.tanh(b.multiply(np.float32(math.sqrt(2 / math.pi)), b.add(x, cube)))
+        cube = b.multiply(0.044715, b.multiply(x, b.multiply(x, x)))
+        inner = b.tanh(b.multiply(math.sqrt(2 / math.pi), b.add(x, cube)))
     else:
-        inner = b.erf(b.multiply(x, np.float32(1 / math.sqrt(2))))
-    return [b.multiply(b.multiply(x, np.float32(0.5)), b.add(inner, np.float32(1)))]
+        inner = b.erf(b.multiply(x, 1 / math.sqrt(2)))
+    return [b.multiply(b.multiply(x, 0.5), b.add(inner, 1.0))]
 
 
 # --- reductions and softmax ---------------------------------------------------------------------
@@ -267,10 +268,10 @@ def gemm(n: NodeImporter) -> list[Result]:
     y = b.nn.dense(a, w) if n.attr("transB", 0) else b.nn.matmul(a, w)
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
     if alpha != 1.0:
-        y = b.multiply(y, np.float32(alpha))
+        y = b.multiply(y, alpha)
     if n.has(2) and beta != 0.0:
         c = n.tensor(2)
-        y = b.add(y, c if beta == 1.0 else b.multiply(c, np.float32(beta)))
+        y = b.add(y, c if beta == 1.0 else b.multiply(c, beta))
     return [y]
 
 
@@ -406,13 +407,13 @@ def batch_norm(n: NodeImporter) -> list[Result]:
     x, b = n.tensor(0), n.b
     rank, eps = len(shape_of(x)), float(n.attr("epsilon", 1e-5))
     per_channel = (-1,) + (1,) * (rank - 2)
-    if all(name in n.graph.known for name in n.node.input[1:5]):
+    if all(name in n.known_values for name in n.node.input[1:5]):
         scale, bias, mean, var = (n.known(i, "statistics").astype(np.float64) for i in range(1, 5))
         s = scale / np.sqrt(var + eps)
         shift = bias - mean * s
         return [b.add(b.multiply(x, s.reshape(per_channel)), shift.reshape(per_channel))]
     scale, bias, mean, var = (b.reshape(n.tensor(i), per_channel) for i in range(1, 5))
-    s = b.divide(scale, b.sqrt(b.add(var, np.float32(eps))))
+    s = b.divide(scale, b.sqrt(b.add(var, eps)))
     return [b.add(b.multiply(b.subtract(x, mean), s), bias)]
 
 
@@ -433,7 +434,7 @@ def layer_norm(n: NodeImporter) -> list[Result]:
     axes = list(range(axis, len(xs)))
     mean = b.mean(x, axes, keepdims=True)
     centered = b.subtract(x, mean)
-    inv_std = b.rsqrt(b.add(b.mean(b.multiply(centered, centered), axes, keepdims=True), np.float32(eps)))
+    inv_std = b.rsqrt(b.add(b.mean(b.multiply(centered, centered), axes, keepdims=True), eps))
     return [b.add(b.multiply(b.multiply(centered, inv_std), scale), bias), mean, inv_std]
 
 
@@ -556,9 +557,9 @@ def pad(n: NodeImporter) -> list[Result]:
     for i, axis in enumerate(axes):
         pads[axis], pads[axis + rank] = given[i], given[i + len(axes)]
     value = _pad_value(n) if mode == "constant" else 0.0
-    if isinstance(value, float):
-        return [n.b.nn.pad(x, list(zip(pads[:rank], pads[rank:])), value, mode)]
-    return [_pad_with_tensor(n.b, x, pads, value)]
+    if isinstance(value, SSAValue):
+        return [_pad_with_tensor(n.b, x, pads, value)]
+    return [n.b.nn.pad(x, list(zip(pads[:rank], pads[rank:])), value, mode)]
 
 
 def _pad_with_tensor(b: Builder, x: SSAValue, pads: Sequence[int], value: SSAValue) -> SSAValue:
@@ -585,7 +586,7 @@ def _pad_with_tensor(b: Builder, x: SSAValue, pads: Sequence[int], value: SSAVal
 
 
 def _pad_value(n: NodeImporter) -> float | SSAValue:
-    if not n.has(2) or n.node.input[2] in n.graph.known:
+    if not n.has(2) or n.node.input[2] in n.known_values:
         return n.scalar(2, "constant_value", 0.0)
     return n.b.reshape(n.tensor(2), ())
 
@@ -600,7 +601,7 @@ def gather(n: NodeImporter) -> list[Result]:
     flat = [int(i) + xs[axis] if i < 0 else int(i) for i in indices.reshape(-1)]
     if any(not 0 <= i < xs[axis] for i in flat):
         raise n.error(f"indices {indices.reshape(-1).tolist()} are out of range for axis {axis} of size {xs[axis]}")
-    slices = []
+    slices: list[SSAValue] = []
     for i in flat:
         begin, end = [0] * (axis + 1), list(xs[: axis + 1])
         begin[axis], end[axis] = i, i + 1
