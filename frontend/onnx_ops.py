@@ -630,3 +630,12 @@ def cast(n: NodeImporter) -> list[Result]:
     if to != TensorProto.FLOAT:
         raise n.error(f"casting a tensor to {TensorProto.DataType.Name(to).lower()} is not supported (only float32)")
     return [n.tensor(0)]
+
+
+@converter("CastLike")
+def cast_like(n: NodeImporter) -> list[Result]:
+    name = n.node.input[1] if n.has(1) else ""
+    to = n.known_values[name].dtype if name in n.known_values else np.dtype(np.float32)
+    if to != np.float32:
+        raise n.error(f"casting a tensor to {to} is not supported (only float32)")
+    return [n.tensor(0)]
