@@ -170,6 +170,11 @@ class RelayFunctions(InterpreterFunctions):
     def run_pad(self, interp: Interpreter, op: relay.PadOp, args: PythonValues) -> PythonValues:
         return (np.array(pad(args[0], op), order="C"),)
 
+    @impl(relay.TakeOp)
+    def run_take(self, interp: Interpreter, op: relay.TakeOp, args: PythonValues) -> PythonValues:
+        indices = np.array(op.normalized_indices, dtype=np.int64).reshape(op.indices_shape)
+        return (np.array(np.take(args[0], indices, axis=op.axis_value), order="C"),)
+
     @impl(relay.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: relay.ReshapeOp, args: PythonValues) -> PythonValues:
         return (args[0].reshape(op.res.type.get_shape()),)

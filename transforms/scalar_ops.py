@@ -12,7 +12,8 @@ intermediate buffer is written:
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain, pad clamps or mirrors the
-  index or tests it in an `scf.if`;
+  index or tests it in an `scf.if`, take maps the position in its constant indices to the
+  index they hold (`constant_index`);
 - reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
@@ -205,6 +206,29 @@ class GroupEmitter(KernelBuilder):
         for test in tests[1:]:
             inside = self.select(inside, test, inside)  # inside and test
         (result,) = self.if_else(inside, [f32], lambda: [self.value_at(op.data, src)], lambda: [self.f32(op.value)])
+        return result
+
+    def take(self, op: relay.TakeOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at the constant index the output's position in `indices` names."""
+        axis, rank = op.axis_value, len(op.indices_shape)
+        position = self.linearize(idx[axis : axis + rank], op.indices_shape)
+        source = self.constant_index(op.normalized_indices, position)
+        return self.value_at(op.data, [*idx[:axis], source, *idx[axis + rank :]])
+
+    def constant_index(self, values: Sequence[int], position: SSAValue) -> SSAValue:
+        """`values[position]` as index arithmetic: `values` split into runs of arithmetic
+        progressions (a range is one run, a scalar index a constant), each run an affine
+        function of the position, chosen by an `arith.select` chain on where runs start."""
+        result = self.index(0)  # no values: the result has no elements
+        start = 0
+        while start < len(values):
+            step = values[start + 1] - values[start] if start + 1 < len(values) else 0
+            end = start + 1
+            while end < len(values) and values[end] - values[end - 1] == step:
+                end += 1
+            run = self.add_const(self.mul_const(self.add_const(position, -start), step), values[start])
+            result = run if start == 0 else self.select(self.compare("sge", position, self.index(start)), run, result)
+            start = end
         return result
 
     # reductions
@@ -435,6 +459,7 @@ DISPATCH: list[
     (relay.StridedSliceOp, GroupEmitter.strided_slice),
     (relay.ConcatenateOp, GroupEmitter.concatenate),
     (relay.PadOp, GroupEmitter.pad),
+    (relay.TakeOp, GroupEmitter.take),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
     (relay.LayerNormOp, GroupEmitter.layer_norm),

@@ -150,3 +150,53 @@ func.func @pad_reflect(%a: tensor<3x4xf32>) -> tensor<3x7xf32> {
   }
   func.return %0 : tensor<3x7xf32>
 }
+
+// -----
+
+// take with constant indices [[0, 1, 2], [3, -1, 0]] on axis 1 (of length 4): the output's
+// position p in the indices (j * 3 + k) maps to the index it holds by runs of arithmetic
+// progressions: 0, 1, 2, 3 is p, and 3, 0 (-1 normalised to 3) is 3 - 3 * (p - 4).
+
+// CHECK-LABEL: func.func @take
+// CHECK:       func.func @fused_take(%[[X:.*]]: memref<5x4xf32>, %[[OUT:.*]]: memref<5x2x3xf32>)
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[CM4:.*]] = arith.constant -4 : index
+// CHECK-DAG:     %[[CM3:.*]] = arith.constant -3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         ^{{.*}}(%[[N:.*]]: index, %[[J:.*]]: index, %[[K:.*]]: index):
+// CHECK-NEXT:      %[[J3:.*]] = arith.muli %[[J]], %[[C3]] : index
+// CHECK-NEXT:      %[[P:.*]] = arith.addi %[[K]], %[[J3]] : index
+// CHECK-NEXT:      %[[P4:.*]] = arith.addi %[[P]], %[[CM4]] : index
+// CHECK-NEXT:      %[[D:.*]] = arith.muli %[[P4]], %[[CM3]] : index
+// CHECK-NEXT:      %[[LINE:.*]] = arith.addi %[[D]], %[[C3]] : index
+// CHECK-NEXT:      %[[LATER:.*]] = arith.cmpi sge, %[[P]], %[[C4]] : index
+// CHECK-NEXT:      %[[I:.*]] = arith.select %[[LATER]], %[[LINE]], %[[P]] : index
+// CHECK-NEXT:      %[[V:.*]] = memref.load %[[X]][%[[N]], %[[I]]] : memref<5x4xf32>
+// CHECK-NEXT:      memref.store %[[V]], %[[OUT]][%[[N]], %[[J]], %[[K]]]
+func.func @take(%a: tensor<5x4xf32>) -> tensor<5x2x3xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_take", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<5x4xf32>) -> tensor<5x2x3xf32> {
+  ^bb0(%x: tensor<5x4xf32>):
+    %1 = relay.take %x {indices = dense<[[0, 1, 2], [3, -1, 0]]> : tensor<2x3xi64>, axis = 1 : i64} : (tensor<5x4xf32>) -> tensor<5x2x3xf32>
+    relay.yield %1 : tensor<5x2x3xf32>
+  }
+  func.return %0 : tensor<5x2x3xf32>
+}
+
+// -----
+
+// A scalar index (rank-0 indices) -2 of 5: the constant row 3, and the axis is gone.
+
+// CHECK-LABEL: func.func @take_scalar
+// CHECK:       func.func @fused_take(%[[X:.*]]: memref<5x4xf32>, %[[OUT:.*]]: memref<4xf32>)
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK:         ^{{.*}}(%[[J:.*]]: index):
+// CHECK-NEXT:      %[[V:.*]] = memref.load %[[X]][%[[C3]], %[[J]]] : memref<5x4xf32>
+// CHECK-NEXT:      memref.store %[[V]], %[[OUT]][%[[J]]]
+func.func @take_scalar(%a: tensor<5x4xf32>) -> tensor<4xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_take", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<5x4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<5x4xf32>):
+    %1 = relay.take %x {indices = dense<-2> : tensor<i64>, axis = 0 : i64} : (tensor<5x4xf32>) -> tensor<4xf32>
+    relay.yield %1 : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}
