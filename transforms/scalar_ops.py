@@ -292,18 +292,26 @@ class GroupEmitter(KernelBuilder):
 
     def layer_norm_stats(self, op: relay.LayerNormOp, row: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
         """The mean and `1 / sqrt(var + epsilon)` of the row at `row` (the index of the axes
-        before `axis`), the (biased) variance summed about the mean: two loops over the row."""
+        before `axis`): two loops over the row. The mean is the row's first element plus the
+        mean of the differences from it, so a row of equal values has exactly its value as
+        mean and 0 as variance, whatever order the sums take (split-reductions reorders
+        them); the (biased) variance is summed about the mean."""
         extents = list(shape_of(op.data)[op.axis_value :])
-        count = self.f32(float(math.prod(extents)))
+        count = math.prod(extents)
 
         def along(ivs: Sequence[SSAValue]) -> SSAValue:
             return self.value_at(op.data, [*row, *ivs])
 
         def mean() -> SSAValue:
-            (total,) = self.loops(
-                extents, [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], along(ivs)))]
-            )
-            return self.emit(arith.DivfOp(total, count))
+            if count == 0:  # no elements to normalise, and none to read
+                return self.f32(0.0)
+            first = along([self.index(0)] * len(extents))
+
+            def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.SubfOp(along(ivs), first))))]
+
+            (total,) = self.loops(extents, [self.f32(0.0)], step)
+            return self.emit(arith.AddfOp(first, self.emit(arith.DivfOp(total, self.f32(float(count))))))
 
         average = self.memo(("layer_norm_mean", op.res, tuple(row)), mean)
 
@@ -313,7 +321,7 @@ class GroupEmitter(KernelBuilder):
                 return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(d, d))))]
 
             (total,) = self.loops(extents, [self.f32(0.0)], step)
-            variance = self.emit(arith.DivfOp(total, count))
+            variance = self.emit(arith.DivfOp(total, self.f32(float(count))))
             return self.emit(mathd.RsqrtOp(self.emit(arith.AddfOp(variance, self.f32(op.epsilon_value)))))
 
         return average, self.memo(("layer_norm_rstd", op.res, tuple(row)), rstd)

@@ -254,3 +254,19 @@ def test_take_of_a_sigmoid(shape: Shape, indices: np.ndarray, axis: int) -> None
     text = program({"x": shape}, body.replace("relay.sigmoid", "relay.abs"), out)
     got = xrelay.build(text, targets=("c",)).run(np.arange(math.prod(shape), dtype=np.float32).reshape(shape))
     np.testing.assert_array_equal(got, expected)
+
+
+def test_layer_norm_of_equal_values_is_beta_whatever_the_summation_order() -> None:
+    """A row of equal values (a broadcast) has variance 0 and normalises to exactly beta on
+    both targets (OpenCL sums in vector lanes, C in order, numpy pairwise)."""
+    shape, inner = (3, 100), (100,)
+    body = f"""
+    %x = relay.broadcast_to %c : ({t((3, 1))}) -> {t(shape)}
+    %r = relay.nn.layer_norm %x, %g, %b : ({t(shape)}, {t(inner)}, {t(inner)}) -> {t(shape)}
+    """
+    text = program({"c": (3, 1), "g": inner, "b": inner}, body, shape)
+    inputs = {"c": np.array([[0.1], [1e-3], [-7.3]], np.float32), **inputs_for({"g": inner, "b": inner}, 0, False)}
+    expected = xrelay.interpret(text, inputs)
+    np.testing.assert_array_equal(expected, np.broadcast_to(inputs["b"], shape))
+    for target in TARGETS:
+        np.testing.assert_array_equal(xrelay.build(text, targets=(target,)).run(inputs), expected)

@@ -25,8 +25,9 @@ func.func @matmul(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf3
 
 // -----
 
-// A layer_norm over its last two axes: a work item per row (the axis before), the mean and
-// 1/std in two loop nests over the row, then a nest storing (x - mean) * rstd * gamma + beta.
+// A layer_norm over its last two axes: a work item per row (the axis before), the mean (the
+// row's first element plus the mean difference from it) and 1/std in two loop nests over the
+// row, then a nest storing (x - mean) * rstd * gamma + beta.
 
 // CHECK-LABEL: func.func @layer_norm
 // CHECK:       func.func @fused_nn_layer_norm(%[[X:.*]]: memref<2x3x4xf32>, %[[G:.*]]: memref<3x4xf32>, %[[B:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<2x3x4xf32>)
@@ -35,10 +36,13 @@ func.func @matmul(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf3
 // CHECK-DAG:     %[[EPS:.*]] = arith.constant 1.000000e-03 : f32
 // CHECK:         "scf.parallel"
 // CHECK-NEXT:    ^{{.*}}(%[[N:.*]]: index):
+// CHECK-NEXT:      %[[FIRST:.*]] = memref.load %[[X]][%[[N]], %[[C0:.*]], %[[C0]]]
 // CHECK-NEXT:      %[[SUM:.*]] = scf.for
 // CHECK-NEXT:        scf.for
-// CHECK-NEXT:          memref.load %[[X]][%[[N]], %{{.*}}, %{{.*}}]
-// CHECK:           %[[MEAN:.*]] = arith.divf %[[SUM]], %[[COUNT]] : f32
+// CHECK-NEXT:          %[[E:.*]] = memref.load %[[X]][%[[N]], %{{.*}}, %{{.*}}]
+// CHECK-NEXT:          arith.subf %[[E]], %[[FIRST]] : f32
+// CHECK:           %[[MEAN_D:.*]] = arith.divf %[[SUM]], %[[COUNT]] : f32
+// CHECK-NEXT:      %[[MEAN:.*]] = arith.addf %[[FIRST]], %[[MEAN_D]] : f32
 // CHECK-NEXT:      %[[SQ:.*]] = scf.for
 // CHECK-NEXT:        scf.for
 // CHECK-NEXT:          memref.load %[[X]]
