@@ -284,6 +284,12 @@ class Builder:
         props = {"begin": _i64s(begin), "end": _i64s(end), "strides": None if strides is None else _i64s(strides)}
         return self.op(relay.StridedSliceOp, [x], props)
 
+    def take(self, x: SSAValue, indices: Any, axis: int = 0) -> SSAValue:
+        """`np.take(x, indices, axis)` with constant (integer) indices; negative ones count from the end."""
+        array = np.array(indices, dtype=np.int64)
+        dense = DenseIntOrFPElementsAttr(TensorType(i64, array.shape), BytesAttr(array.astype("<i8").tobytes()))
+        return self.op(relay.TakeOp, [x], {"indices": dense, "axis": _i64(axis)})
+
     def concatenate(self, xs: Sequence[SSAValue], axis: int = 0) -> SSAValue:
         return self.op(relay.ConcatenateOp, list(xs), {"axis": _i64(axis)})
 
