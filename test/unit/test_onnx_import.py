@@ -182,3 +182,24 @@ def test_pad_modes_gather_and_1d_matmul(targets: tuple[str, ...]) -> None:
     for mode in ("constant", "edge", "reflect"):
         check_against_onnx(pad_model(mode), {"x": x}, targets)
     check_against_onnx(embedding_model(), {"v": RNG.standard_normal(4).astype(np.float32)}, targets)
+
+
+def test_inputs_by_position_and_by_onnx_name_after_save_and_load(tmp_path: Path) -> None:
+    import xrelay.runtime
+
+    nodes = [
+        helper.make_node("Add", ["onnx::Conv_0", "input.1"], ["s"]),
+        helper.make_node("Mul", ["s", "input.1"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("onnx::Conv_0", "input.1")]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    module, params = xrelay.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    assert params == {}
+    xrelay.build(module, targets=("c", "opencl"), default_device="opencl").save(tmp_path / "m.xrelay")
+    exe = xrelay.runtime.load(tmp_path / "m.xrelay")
+    a, b = np.ones(3, np.float32), np.arange(3, dtype=np.float32)
+    assert exe.input_names == ["onnx::Conv_0", "input.1"]
+    np.testing.assert_allclose(exe.run(a, b), (a + b) * b)
+    np.testing.assert_allclose(exe.run({"input.1": b, "onnx::Conv_0": a}), (a + b) * b)
+    with pytest.raises(xrelay.InputError, match="onnx::Conv_0"):
+        exe.run({"input.1": b})
