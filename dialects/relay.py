@@ -565,15 +565,16 @@ class ConcatenateOp(RelayOp):
         return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1 :]
 
 
-PAD_MODES = ("constant", "edge", "reflect")
+PAD_MODES = ("constant", "edge", "reflect", "wrap")
 
 
 @irdl_op_definition
 class PadOp(OneOperandOp):
     """`np.pad(x, pad_width, mode)`: `pad_width = array<i64: before0, after0, before1, ...>`
     (two per axis; negative values crop), `pad_value` (constant mode, default 0.0) and
-    `pad_mode`: "constant" (default), "edge" (repeats the border) or "reflect" (mirrors
-    without repeating the border; each pad at most the axis length - 1)."""
+    `pad_mode`: "constant" (default), "edge" (repeats the border), "reflect" (mirrors
+    without repeating the border; each pad at most the axis length - 1) or "wrap" (repeats
+    the axis periodically, as numpy and ONNX)."""
 
     name = "relay.nn.pad"
     pad_width = prop_def(I64Array)

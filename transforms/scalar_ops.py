@@ -11,7 +11,7 @@ intermediate buffer is written:
   (broadcast) index;
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
-  shifts, concatenate picks its input with an `scf.if` chain, pad clamps or mirrors the
+  shifts, concatenate picks its input with an `scf.if` chain, pad clamps, mirrors or wraps the
   index or tests it in an `scf.if`, take maps the position in its constant indices to the
   index they hold (`constant_index`);
 - reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
@@ -182,14 +182,19 @@ class GroupEmitter(KernelBuilder):
 
     def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
         """The input at `idx - before` per axis: clamped to the border ("edge"), mirrored at it
-        ("reflect"), or the pad value outside the input ("constant": one `scf.if`, so the
-        input is read only inside it). Axes padded on neither side need no test."""
+        ("reflect"), modulo the axis length ("wrap"), or the pad value outside the input
+        ("constant": one `scf.if`, so the input is read only inside it). Axes padded on
+        neither side need no test."""
         src: list[SSAValue] = []
         tests: list[SSAValue] = []
         for i, extent, (before, after) in zip(idx, shape_of(op.data), op.pads):
-            j = self.add_const(i, -before)
             zero, last = self.index(0), extent - 1
-            if op.mode == "edge" and max(before, after) > 0:
+            padded = max(before, after) > 0
+            if op.mode == "wrap" and padded:  # (i - before + k extent) % extent, k making it >= 0
+                j = self.rem_const(self.add_const(i, -before + extent * -(-max(before, 0) // extent)), extent)
+            else:
+                j = self.add_const(i, -before)
+            if op.mode == "edge" and padded:
                 j = self.max_index(zero, self.min_index(j, self.index(last)))
             if op.mode == "reflect" and before > 0:
                 j = self.select(self.compare("slt", j, zero), self.sub(zero, j), j)

@@ -715,13 +715,13 @@ class Builder:
         x = self.source(device, lambda v: len(v.shape) >= 1)
         if len(x.shape) == 0:
             return
-        mode = self.rng.choice(["constant", "constant", "edge", "reflect"])
+        mode = self.rng.choice(["constant", "constant", "edge", "reflect", "wrap"])
         width: list[int] = []
         for d in x.shape:
             for _ in range(2):
                 if mode == "reflect":
                     most = d - 1
-                elif mode == "edge" and d == 0:
+                elif mode in ("edge", "wrap") and d == 0:
                     most = 0
                 else:
                     most = 3

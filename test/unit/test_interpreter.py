@@ -615,13 +615,23 @@ def test_leaky_relu():
     np.testing.assert_allclose(default, np.where(x > 0, x, 0.25 * x), rtol=1e-6)
 
 
-@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
 def test_pad(mode):
     x = random(3, 4)
     out = run_op("relay.nn.pad", [x], (6, 5), f'{{pad_width = array<i64: 2, 1, 0, 1>, pad_mode = "{mode}"}}')
     # by hand: the row and column of each output element
-    rows = {"constant": [None, None, 0, 1, 2, None], "edge": [0, 0, 0, 1, 2, 2], "reflect": [2, 1, 0, 1, 2, 1]}[mode]
-    cols = {"constant": [0, 1, 2, 3, None], "edge": [0, 1, 2, 3, 3], "reflect": [0, 1, 2, 3, 2]}[mode]
+    rows = {
+        "constant": [None, None, 0, 1, 2, None],
+        "edge": [0, 0, 0, 1, 2, 2],
+        "reflect": [2, 1, 0, 1, 2, 1],
+        "wrap": [1, 2, 0, 1, 2, 0],
+    }[mode]
+    cols = {
+        "constant": [0, 1, 2, 3, None],
+        "edge": [0, 1, 2, 3, 3],
+        "reflect": [0, 1, 2, 3, 2],
+        "wrap": [0, 1, 2, 3, 0],
+    }[mode]
     expected = [[0.0 if r is None or c is None else float(x[r, c]) for c in cols] for r in rows]
     np.testing.assert_array_equal(out, expected)
 

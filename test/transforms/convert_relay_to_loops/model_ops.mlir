@@ -236,3 +236,25 @@ func.func @avg_pool_dilated_counting_padding(%a: tensor<1x1x5x5xf32>) -> tensor<
   }
   func.return %0 : tensor<1x1x3x3xf32>
 }
+
+// -----
+
+// A wrap pad of 5 before the 4 columns: (j - 5 + 8) % 4, the shift a multiple of 4 that
+// keeps the dividend non-negative.
+
+// CHECK-LABEL: func.func @pad_wrap
+// CHECK:       func.func @fused_nn_pad(%[[X:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<3x10xf32>)
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[J]], %[[C3]] : index
+// CHECK-NEXT:      %[[W:.*]] = arith.remsi %[[S]], %[[C4]] : index
+// CHECK-NEXT:      memref.load %[[X]][%[[I]], %[[W]]] : memref<3x4xf32>
+func.func @pad_wrap(%a: tensor<3x4xf32>) -> tensor<3x10xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_pad", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<3x4xf32>) -> tensor<3x10xf32> {
+  ^bb0(%x: tensor<3x4xf32>):
+    %1 = relay.nn.pad %x {pad_width = array<i64: 0, 0, 5, 1>, pad_mode = "wrap"} : (tensor<3x4xf32>) -> tensor<3x10xf32>
+    relay.yield %1 : tensor<3x10xf32>
+  }
+  func.return %0 : tensor<3x10xf32>
+}
