@@ -341,49 +341,25 @@ def conv(n: NodeImporter) -> list[Result]:
 
 
 def _pool_window(n: NodeImporter, x: SSAValue) -> Window:
-    xs = shape_of(x)
-    window = _window(n, xs[2:], [int(k) for k in n.attr("kernel_shape")])
-    if any(d != 1 for d in window.dilations):
-        raise n.error(f"attribute dilations = {list(n.attr('dilations'))} is not supported (only 1)")
-    return window
-
-
-def _ceil_mode_pads(size: Sequence[int], window: Window) -> list[int]:
-    """ceil_mode adds a last window where it starts inside the input or the begin padding:
-    more end padding, which pooling ignores."""
-    pads = list(window.pads)
-    for i, (d, k, s) in enumerate(zip(size, window.kernel, window.strides)):
-        padded = d + pads[i] + pads[i + 2]
-        ceil_out = -(-(padded - k) // s) + 1
-        if (ceil_out - 1) * s >= d + pads[i]:
-            ceil_out -= 1
-        pads[i + 2] += max(0, (ceil_out - 1) * s + k - padded)
-    return pads
+    return _window(n, shape_of(x)[2:], [int(k) for k in n.attr("kernel_shape")])
 
 
 @converter("MaxPool")
 def max_pool(n: NodeImporter) -> list[Result]:
     x = n.tensor(0)
-    window = _pool_window(n, x)
+    w = _pool_window(n, x)
     x4 = _spatial(n, x, "pools")
-    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
-    y = n.b.nn.max_pool2d(x4, window.kernel, window.strides, pads)
+    y = n.b.nn.max_pool2d(x4, w.kernel, w.strides, w.pads, w.dilations, bool(n.attr("ceil_mode", 0)))
     return [_unspatial(n, y, len(shape_of(x))), None]
 
 
 @converter("AveragePool")
 def average_pool(n: NodeImporter) -> list[Result]:
-    """count_include_pad pads with zeros first: every window then counts its padding (but
-    not the end padding ceil_mode adds)."""
     x = n.tensor(0)
-    window = _pool_window(n, x)
+    w = _pool_window(n, x)
     x4 = _spatial(n, x, "pools")
-    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
-    if n.attr("count_include_pad", 0) and any(window.pads):
-        top, left, bottom, right = window.pads
-        x4 = n.b.nn.pad(x4, [(0, 0), (0, 0), (top, bottom), (left, right)])
-        pads = [0, 0, pads[2] - bottom, pads[3] - right]  # what ceil_mode adds stays uncounted
-    y = n.b.nn.avg_pool2d(x4, window.kernel, window.strides, pads)
+    ceil, count_pad = bool(n.attr("ceil_mode", 0)), bool(n.attr("count_include_pad", 0))
+    y = n.b.nn.avg_pool2d(x4, w.kernel, w.strides, w.pads, w.dilations, ceil, count_pad)
     return [_unspatial(n, y, len(shape_of(x)))]
 
 
@@ -546,7 +522,7 @@ def split(n: NodeImporter) -> list[Result]:
 
 @converter("Pad")
 def pad(n: NodeImporter) -> list[Result]:
-    mode = n.only("mode", "constant", "edge", "reflect", default="constant")
+    mode = n.only("mode", "constant", "edge", "reflect", "wrap", default="constant")
     x = n.tensor(0)
     rank = len(shape_of(x))
     axes = [_axis(a, rank, n) for a in (n.ints(3, "axes") or range(rank))]
