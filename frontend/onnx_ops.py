@@ -9,9 +9,8 @@ input it does not take; the importer adds the node's op type and name.
 
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
-slices; a Pad whose value comes at run
-time concatenates blocks of it; a LayerNormalization whose Mean or InvStdDev output is used
-is built from reductions.
+slices; a Pad whose value comes at run time concatenates blocks of it; a LayerNormalization
+whose Mean or InvStdDev output is used is built from reductions.
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ class NodeImporter:
         self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def error(self, message: str) -> OnnxImportError:
-        from xrelay.frontend.onnx_import import node_error
-
         return node_error(self.node, message)
 
     def attr(self, name: str, default: Any = None) -> Any:
@@ -95,6 +92,12 @@ class NodeImporter:
         """Axes from the attribute (older opsets) or the input (newer), None when absent."""
         attr = self.attr(name)
         return [int(a) for a in attr] if attr is not None else self.ints(index, name)
+
+
+def node_error(node: onnx.NodeProto, message: str) -> OnnxImportError:
+    """An import error at `node`, named by its op type and name."""
+    name = f" {node.name!r}" if node.name else f" (unnamed, output {node.output[0]!r})" if node.output else ""
+    return OnnxImportError(f"ONNX node {node.op_type}{name}: {message}")
 
 
 Converter = Callable[[NodeImporter], Sequence[Result]]
