@@ -280,16 +280,26 @@ def gemm(n: NodeImporter) -> list[Result]:
 
 @dataclass
 class Window:
-    """A Conv's or pool's window attributes in 2-D (a 1-D op gets a height of 1)."""
+    """A Conv's or pool's window attributes per spatial axis (a 1-D op gets a height of 1)."""
 
     kernel: list[int]
     strides: list[int]
     dilations: list[int]
-    pads: list[int]  # [top, left, bottom, right]
+    pads: list[int]  # begin of each axis, then end of each axis: [top, left, bottom, right] in 2-D
+
+    def axes(self, first: int, last: int) -> Window:
+        """The window over spatial axes `first` to `last` (exclusive)."""
+        rank = len(self.kernel)
+        pads = self.pads[first:last] + self.pads[rank + first : rank + last]
+        return Window(self.kernel[first:last], self.strides[first:last], self.dilations[first:last], pads)
+
+    def with_unit_width(self) -> Window:
+        """This 1-D window as a 2-D one of width 1."""
+        return Window([*self.kernel, 1], [*self.strides, 1], [*self.dilations, 1], [self.pads[0], 0, self.pads[1], 0])
 
 
 def _window(n: NodeImporter, size: Sequence[int], kernel: Sequence[int]) -> Window:
-    """The window of a 1-D or 2-D op in 2-D, with `auto_pad` resolved."""
+    """The window of an op with `auto_pad` resolved; a 1-D op's in 2-D (a height of 1)."""
     rank = len(size)
     strides = [int(s) for s in n.attr("strides", [1] * rank)]
     dilations = [int(d) for d in n.attr("dilations", [1] * rank)]
@@ -343,27 +353,44 @@ def conv(n: NodeImporter) -> list[Result]:
     return [_unspatial(n, y, len(xs))]
 
 
-def _pool_window(n: NodeImporter, x: SSAValue) -> Window:
-    return _window(n, shape_of(x)[2:], [int(k) for k in n.attr("kernel_shape")])
+Pool2D = Callable[[SSAValue, Window], SSAValue]
+
+
+def _pool(n: NodeImporter, pool: Pool2D) -> SSAValue:
+    """A 1-D, 2-D or 3-D pooling with the 2-D pool `pool`."""
+    x = n.tensor(0)
+    xs = shape_of(x)
+    if len(xs) not in (3, 4, 5):
+        raise n.error(
+            f"only 1-D, 2-D and 3-D pools (NCL, NCHW or NCDHW input) are supported, but the input has shape {list(xs)}"
+        )
+    window = _window(n, xs[2:], [int(k) for k in n.attr("kernel_shape")])
+    if len(xs) == 5:
+        return _pool_3d(n.b, x, window, pool)
+    return _unspatial(n, pool(_spatial(n, x, "pools"), window), len(xs))
+
+
+def _pool_3d(b: Builder, x: SSAValue, window: Window, pool: Pool2D) -> SSAValue:
+    """Max and average pools are separable: pool H and W (depth folded into the channels),
+    then D (H and W folded into the width). Each axis keeps its padding, dilation, ceil_mode
+    and count of taps, so the product of the per-axis counts is the 3-D one."""
+    n, c, d, h, w = shape_of(x)
+    hw = pool(b.reshape(x, (n, c * d, h, w)), window.axes(1, 3))
+    h2, w2 = shape_of(hw)[2:]
+    depth = pool(b.reshape(hw, (n, c, d, h2 * w2)), window.axes(0, 1).with_unit_width())
+    return b.reshape(depth, (n, c, shape_of(depth)[2], h2, w2))
 
 
 @converter("MaxPool")
 def max_pool(n: NodeImporter) -> list[Result]:
-    x = n.tensor(0)
-    w = _pool_window(n, x)
-    x4 = _spatial(n, x, "pools")
-    y = n.b.nn.max_pool2d(x4, w.kernel, w.strides, w.pads, w.dilations, bool(n.attr("ceil_mode", 0)))
-    return [_unspatial(n, y, len(shape_of(x))), None]
+    ceil = bool(n.attr("ceil_mode", 0))
+    return [_pool(n, lambda x, w: n.b.nn.max_pool2d(x, w.kernel, w.strides, w.pads, w.dilations, ceil)), None]
 
 
 @converter("AveragePool")
 def average_pool(n: NodeImporter) -> list[Result]:
-    x = n.tensor(0)
-    w = _pool_window(n, x)
-    x4 = _spatial(n, x, "pools")
     ceil, count_pad = bool(n.attr("ceil_mode", 0)), bool(n.attr("count_include_pad", 0))
-    y = n.b.nn.avg_pool2d(x4, w.kernel, w.strides, w.pads, w.dilations, ceil, count_pad)
-    return [_unspatial(n, y, len(shape_of(x)))]
+    return [_pool(n, lambda x, w: n.b.nn.avg_pool2d(x, w.kernel, w.strides, w.pads, w.dilations, ceil, count_pad))]
 
 
 @converter("GlobalAveragePool")

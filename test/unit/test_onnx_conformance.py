@@ -43,25 +43,12 @@ _OP_LIST = """
 OPS = frozenset(_OP_LIST.split())
 
 # Cases the importer declines, with the error each must raise (a regular expression).
-_POOL_3D = (
-    r"only 1-D and 2-D pools \(NCL or NCHW input\) are supported, but the input has shape \[1, \d, \d+, \d+, \d+\]"
-)
 _TRAINING = r"training_mode = (1|true) is not supported \(inference only\)"
 _OPSET_11 = r"the model uses ONNX opset 11; xrelay imports opsets 13 to 21"
 _EMPTY = r"reduces axis 1 of length 0, which has no (max|min)imum"
 # The function bodies of Clip and LeakyRelu select with Less and Where: relay has no boolean tensors.
 _LESS = r"ONNX node Less \(unnamed, output '\w+'\): op Less is not supported by the importer"
 UNSUPPORTED: dict[str, str] = {
-    "test_averagepool_3d_default": _POOL_3D,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": _POOL_3D,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": _POOL_3D,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": _POOL_3D,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": _POOL_3D,
-    "test_averagepool_3d_dilations_small": _POOL_3D,
-    "test_maxpool_3d_default": _POOL_3D,
-    "test_maxpool_3d_dilations": _POOL_3D,
-    "test_maxpool_3d_dilations_use_ref_impl": _POOL_3D,
-    "test_maxpool_3d_dilations_use_ref_impl_large": _POOL_3D,
     "test_batchnorm_epsilon_training_mode": _TRAINING,
     "test_batchnorm_example_training_mode": _TRAINING,
     "test_training_dropout": _TRAINING,
