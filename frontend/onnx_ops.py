@@ -219,6 +219,9 @@ def gelu(n: NodeImporter) -> list[Result]:
 _REDUCE = {"ReduceSum": Builder.sum, "ReduceMean": Builder.mean, "ReduceMax": Builder.max, "ReduceMin": Builder.min}
 
 
+_EMPTY_EXTREMUM = {"ReduceMax": -np.inf, "ReduceMin": np.inf}
+
+
 @converter(*_REDUCE)
 def reduce(n: NodeImporter) -> list[Result]:
     x = n.tensor(0)
@@ -228,6 +231,11 @@ def reduce(n: NodeImporter) -> list[Result]:
         if n.attr("noop_with_empty_axes", 0):
             return [x]
         axes = list(range(len(shape_of(x))))  # absent or empty: every axis
+    xs = shape_of(x)
+    if n.node.op_type in _EMPTY_EXTREMUM and any(xs[_axis(a, len(xs), n)] == 0 for a in axes):
+        # The max of no elements is -inf and the min inf (ONNX); relay leaves them undefined.
+        reduced = np.max(np.zeros(xs), axis=tuple(axes), keepdims=keepdims, initial=0).shape
+        return [np.full(reduced, _EMPTY_EXTREMUM[n.node.op_type], np.float32)]
     return [_REDUCE[n.node.op_type](n.b, x, axes, keepdims)]
 
 
