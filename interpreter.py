@@ -96,24 +96,26 @@ def conv2d(x: np.ndarray, w: np.ndarray, op: relay.Conv2DOp) -> np.ndarray:
 
 
 def pool2d(x: np.ndarray, op: relay.Pool2DOp) -> np.ndarray:
-    """Max or average pooling; padding is never chosen by max and never counted by avg."""
-    (kh, kw), (sh, sw) = op.window, op.stride_values
+    """Max or average pooling over dilated windows; padding is never chosen by max, and
+    counted by avg only with `count_include_pad` (the explicit padding: not the taps past it
+    that `ceil_mode` adds)."""
+    (kh, kw), (sh, sw), (dh, dw) = op.window, op.stride_values, op.dilation_values
     top, left, bottom, right = op.padding_values
-    is_max = isinstance(op, relay.MaxPool2DOp)
-    fill = -np.inf if is_max else 0.0
-    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
-    ones = np.pad(np.ones(x.shape[2:], np.float32), ((top, bottom), (left, right)))
+    _, _, height, width = x.shape
     _, _, oh, ow = op.res.type.get_shape()
-    windows = [
-        (xp[:, :, i : i + sh * oh : sh, j : j + sw * ow : sw], ones[i : i + sh * oh : sh, j : j + sw * ow : sw])
-        for i in range(kh)
-        for j in range(kw)
-    ]
-    if is_max:
-        return np.max([win for win, _ in windows], axis=0)
-    total = np.sum([win for win, _ in windows], axis=0)
-    count = np.sum([cnt for _, cnt in windows], axis=0)
-    return total / count
+    rows = np.arange(oh)[:, None] * sh - top + np.arange(kh)[None, :] * dh  # [oh, kh]: the input row of each tap
+    cols = np.arange(ow)[:, None] * sw - left + np.arange(kw)[None, :] * dw  # [ow, kw]
+    taps = x[:, :, np.clip(rows, 0, height - 1)][:, :, :, :, np.clip(cols, 0, width - 1)]  # [n, c, oh, kh, ow, kw]
+    inside = ((rows >= 0) & (rows < height))[:, :, None, None] & ((cols >= 0) & (cols < width))[None, None]
+    if isinstance(op, relay.MaxPool2DOp):
+        return np.max(np.where(inside, taps, np.float32(-np.inf)), axis=(3, 5))
+    total = np.sum(np.where(inside, taps, np.float32(0)), axis=(3, 5))
+    counted = inside
+    if isinstance(op, relay.AvgPool2DOp) and op.counts_padding:
+        counted = ((rows >= -top) & (rows < height + bottom))[:, :, None, None] & (
+            (cols >= -left) & (cols < width + right)
+        )[None, None]
+    return total / np.sum(counted, axis=(1, 3)).astype(np.float32)
 
 
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -123,12 +125,39 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return shifted / np.sum(shifted, axis=axis, keepdims=True)
 
 
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
+    """ONNX's LayerNormalization over axes `axis`..: the mean (as the kernels compute it: the
+    row's first element plus the mean of the differences from it), then the biased variance
+    about it."""
+    if x.size == 0:
+        return x.copy()
+    axes = tuple(range(axis, x.ndim))
+    first = x[(slice(None),) * axis + (slice(0, 1),) * (x.ndim - axis)]
+    centred = x - (first + np.mean(x - first, axis=axes, keepdims=True))
+    variance = np.mean(np.square(centred), axis=axes, keepdims=True)
+    return centred * (np.float32(1) / np.sqrt(variance + np.float32(epsilon))) * gamma + beta
+
+
+def pad(x: np.ndarray, op: relay.PadOp) -> np.ndarray:
+    """np.pad by the positive pads, then the negative ones cropped (as the kernels index)."""
+    pads = op.pads
+    grown = [(max(b, 0), max(a, 0)) for b, a in pads]
+    if op.mode == "constant":
+        padded = np.pad(x, grown, mode="constant", constant_values=np.float32(op.value))
+    else:
+        padded = np.pad(x, grown, mode=op.mode)
+    return padded[tuple(slice(-min(b, 0), padded.shape[i] + min(a, 0)) for i, (b, a) in enumerate(pads))]
+
+
 class RelayFunctions(InterpreterFunctions):
     """numpy implementations of the relay ops."""
 
     def run_unary(self, interp: Interpreter, op: relay.UnaryElemwiseOp, args: PythonValues) -> PythonValues:
         if isinstance(op, relay.ClipOp):
             return (_f32(np.clip(args[0], op.a_min.value.data, op.a_max.value.data)),)
+        if isinstance(op, relay.LeakyReluOp):
+            x = args[0]
+            return (_f32(np.where(x > 0, x, x * np.float32(op.alpha_value))),)
         return (_f32(UNARY[type(op)](args[0])),)
 
     def run_binary(self, interp: Interpreter, op: relay.BinaryBroadcastOp, args: PythonValues) -> PythonValues:
@@ -141,6 +170,15 @@ class RelayFunctions(InterpreterFunctions):
         shape = [1] * x.ndim
         shape[op.axis_value] = b.shape[0]
         return (_f32(x + b.reshape(shape)),)
+
+    @impl(relay.PadOp)
+    def run_pad(self, interp: Interpreter, op: relay.PadOp, args: PythonValues) -> PythonValues:
+        return (np.array(pad(args[0], op), order="C"),)
+
+    @impl(relay.TakeOp)
+    def run_take(self, interp: Interpreter, op: relay.TakeOp, args: PythonValues) -> PythonValues:
+        indices = np.array(op.normalized_indices, dtype=np.int64).reshape(op.indices_shape)
+        return (np.array(np.take(args[0], indices, axis=op.axis_value), order="C"),)
 
     @impl(relay.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: relay.ReshapeOp, args: PythonValues) -> PythonValues:
@@ -182,6 +220,10 @@ class RelayFunctions(InterpreterFunctions):
     def run_batch_matmul(self, interp: Interpreter, op: relay.BatchMatmulOp, args: PythonValues) -> PythonValues:
         return (_f32(args[0] @ args[1].transpose(0, 2, 1)),)
 
+    @impl(relay.MatmulOp)
+    def run_matmul(self, interp: Interpreter, op: relay.MatmulOp, args: PythonValues) -> PythonValues:
+        return (_f32(np.matmul(args[0], args[1])),)
+
     @impl(relay.Conv2DOp)
     def run_conv2d(self, interp: Interpreter, op: relay.Conv2DOp, args: PythonValues) -> PythonValues:
         return (conv2d(args[0], args[1], op),)
@@ -198,6 +240,11 @@ class RelayFunctions(InterpreterFunctions):
     @impl(relay.SoftmaxOp)
     def run_softmax(self, interp: Interpreter, op: relay.SoftmaxOp, args: PythonValues) -> PythonValues:
         return (_f32(softmax(args[0], op.axis_value)),)
+
+    @impl(relay.LayerNormOp)
+    def run_layer_norm(self, interp: Interpreter, op: relay.LayerNormOp, args: PythonValues) -> PythonValues:
+        with np.errstate(all="ignore"):  # NaN and inf rows stay NaN
+            return (_f32(layer_norm(*args, op.axis_value, op.epsilon_value)),)
 
     @impl(relay.ConstantOp)
     def run_constant(self, interp: Interpreter, op: relay.ConstantOp, args: PythonValues) -> PythonValues:
@@ -222,7 +269,7 @@ class RelayFunctions(InterpreterFunctions):
 
 # xDSL dispatches on the exact op class: one shared method serves each op of a family.
 for _family, _method in (
-    ((*UNARY, relay.ClipOp), RelayFunctions.run_unary),
+    ((*UNARY, relay.ClipOp, relay.LeakyReluOp), RelayFunctions.run_unary),
     (BINARY, RelayFunctions.run_binary),
     (REDUCE, RelayFunctions.run_reduce),
     ((relay.MaxPool2DOp, relay.AvgPool2DOp), RelayFunctions.run_pool2d),

@@ -12,15 +12,16 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 (`transforms/schedules/`, one module each, with its tile constants):
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
+    layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
-    transposed_rows   a cpu dense/batch_matmul anchor of short dot products and a small rhs:
+    transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
     packed_matmul     a cpu dense/batch_matmul anchor of enough work, at least 16 x 16: a
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
-    matmul_block      a dense/batch_matmul anchor of the result's shape: a block of outputs
+    matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     elementwise       anything: a work item per element (matches every group, so last)
 
@@ -78,6 +79,7 @@ from xrelay.transforms.schedules import (
     Schedule,
     conv_rows,
     elementwise,
+    layer_norm_rows,
     matmul_block,
     packed_matmul,
     softmax_row,
@@ -169,6 +171,7 @@ def check_grouped_op(op: Operation) -> None:
 # First match wins; the elementwise nest matches every group.
 SCHEDULES: tuple[Schedule, ...] = (
     softmax_row.SCHEDULE,
+    layer_norm_rows.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     packed_matmul.SCHEDULE,

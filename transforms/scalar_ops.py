@@ -11,8 +11,10 @@ intermediate buffer is written:
   (broadcast) index;
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
-  shifts, concatenate picks its input with an `scf.if` chain;
-- reductions, dense, batch_matmul, conv2d, pooling and softmax are `scf.for` nests with
+  shifts, concatenate picks its input with an `scf.if` chain, pad clamps, mirrors or wraps the
+  index or tests it in an `scf.if`, take maps the position in its constant indices to the
+  index they hold (`constant_index`);
+- reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
   never read.
@@ -25,7 +27,8 @@ from `value_at`. Values are memoised per (value, index) in the scopes of `Kernel
 A softmax inside a group (fuse-ops never makes one: softmax is Opaque; the `softmax_row`
 schedule handles one that is its group's result) recomputes the max and the sum for each
 element it is asked for, which is quadratic in the axis length but needs no scratch buffer
-and no barrier.
+and no barrier. A layer_norm is the same (it is CommReduce, so fuse-ops makes it its group's
+result, and the `layer_norm_rows` schedule computes the mean and 1/std once per row).
 """
 
 from __future__ import annotations
@@ -109,6 +112,9 @@ class GroupEmitter(KernelBuilder):
         if isinstance(op, relay.ClipOp):
             low = self.emit(arith.MaximumfOp(x, self.f32(op.a_min.value.data)))
             return self.emit(arith.MinimumfOp(low, self.f32(op.a_max.value.data)))
+        if isinstance(op, relay.LeakyReluOp):  # NaN is not > 0, and alpha * NaN is NaN
+            scaled = self.emit(arith.MulfOp(x, self.f32(op.alpha_value)))
+            return self.emit(arith.SelectOp(self.emit(arith.CmpfOp(x, self.f32(0.0), "ogt")), x, scaled))
         if isinstance(op, relay.SigmoidOp):
             e = self.emit(mathd.ExpOp(self.emit(arith.NegfOp(x))))
             return self.emit(arith.DivfOp(self.f32(1.0), self.emit(arith.AddfOp(self.f32(1.0), e))))
@@ -174,6 +180,62 @@ class GroupEmitter(KernelBuilder):
         )
         return result
 
+    def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at `idx - before` per axis: clamped to the border ("edge"), mirrored at it
+        ("reflect"), modulo the axis length ("wrap"), or the pad value outside the input
+        ("constant": one `scf.if`, so the input is read only inside it). Axes padded on
+        neither side need no test."""
+        src: list[SSAValue] = []
+        tests: list[SSAValue] = []
+        for i, extent, (before, after) in zip(idx, shape_of(op.data), op.pads):
+            zero, last = self.index(0), extent - 1
+            padded = max(before, after) > 0
+            if op.mode == "wrap" and padded:  # (i - before + k extent) % extent, k making it >= 0
+                j = self.rem_const(self.add_const(i, -before + extent * -(-max(before, 0) // extent)), extent)
+            else:
+                j = self.add_const(i, -before)
+            if op.mode == "edge" and padded:
+                j = self.max_index(zero, self.min_index(j, self.index(last)))
+            if op.mode == "reflect" and before > 0:
+                j = self.select(self.compare("slt", j, zero), self.sub(zero, j), j)
+            if op.mode == "reflect" and after > 0:
+                j = self.select(self.compare("sgt", j, self.index(last)), self.sub(self.index(2 * last), j), j)
+            if op.mode == "constant" and before > 0:
+                tests.append(self.compare("sge", j, zero))
+            if op.mode == "constant" and after > 0:
+                tests.append(self.compare("slt", j, self.index(extent)))
+            src.append(j)
+        if not tests:
+            return self.value_at(op.data, src)
+        inside = tests[0]
+        for test in tests[1:]:
+            inside = self.select(inside, test, inside)  # inside and test
+        (result,) = self.if_else(inside, [f32], lambda: [self.value_at(op.data, src)], lambda: [self.f32(op.value)])
+        return result
+
+    def take(self, op: relay.TakeOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at the constant index the output's position in `indices` names."""
+        axis, rank = op.axis_value, len(op.indices_shape)
+        position = self.linearize(idx[axis : axis + rank], op.indices_shape)
+        source = self.constant_index(op.normalized_indices, position)
+        return self.value_at(op.data, [*idx[:axis], source, *idx[axis + rank :]])
+
+    def constant_index(self, values: Sequence[int], position: SSAValue) -> SSAValue:
+        """`values[position]` as index arithmetic: `values` split into runs of arithmetic
+        progressions (a range is one run, a scalar index a constant), each run an affine
+        function of the position, chosen by an `arith.select` chain on where runs start."""
+        result = self.index(0)  # no values: the result has no elements
+        start = 0
+        while start < len(values):
+            step = values[start + 1] - values[start] if start + 1 < len(values) else 0
+            end = start + 1
+            while end < len(values) and values[end] - values[end - 1] == step:
+                end += 1
+            run = self.add_const(self.mul_const(self.add_const(position, -start), step), values[start])
+            result = run if start == 0 else self.select(self.compare("sge", position, self.index(start)), run, result)
+            start = end
+        return result
+
     # reductions
 
     def reduce(self, op: relay.ReduceOp, idx: list[SSAValue]) -> SSAValue:
@@ -224,29 +286,83 @@ class GroupEmitter(KernelBuilder):
         )
         return shifted_exp, total
 
+    def layer_norm(self, op: relay.LayerNormOp, idx: list[SSAValue]) -> SSAValue:
+        """One element; the row's mean and 1/std are computed once per row in a scope (a
+        schedule of whole rows asks for them first), else again for each element."""
+        axis = op.axis_value
+        mean, rstd = self.layer_norm_stats(op, idx[:axis])
+        centred = self.emit(arith.SubfOp(self.value_at(op.data, idx), mean))
+        scaled = self.emit(arith.MulfOp(self.emit(arith.MulfOp(centred, rstd)), self.value_at(op.gamma, idx[axis:])))
+        return self.emit(arith.AddfOp(scaled, self.value_at(op.beta, idx[axis:])))
+
+    def layer_norm_stats(self, op: relay.LayerNormOp, row: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+        """The mean and `1 / sqrt(var + epsilon)` of the row at `row` (the index of the axes
+        before `axis`): two loops over the row. The mean is the row's first element plus the
+        mean of the differences from it, so a row of equal values has exactly its value as
+        mean and 0 as variance, whatever order the sums take (split-reductions reorders
+        them); the (biased) variance is summed about the mean."""
+        extents = list(shape_of(op.data)[op.axis_value :])
+        count = math.prod(extents)
+
+        def along(ivs: Sequence[SSAValue]) -> SSAValue:
+            return self.value_at(op.data, [*row, *ivs])
+
+        def mean() -> SSAValue:
+            if count == 0:  # no elements to normalise, and none to read
+                return self.f32(0.0)
+            first = along([self.index(0)] * len(extents))
+
+            def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.SubfOp(along(ivs), first))))]
+
+            (total,) = self.loops(extents, [self.f32(0.0)], step)
+            return self.emit(arith.AddfOp(first, self.emit(arith.DivfOp(total, self.f32(float(count))))))
+
+        average = self.memo(("layer_norm_mean", op.res, tuple(row)), mean)
+
+        def rstd() -> SSAValue:
+            def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                d = self.emit(arith.SubfOp(along(ivs), average))
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(d, d))))]
+
+            (total,) = self.loops(extents, [self.f32(0.0)], step)
+            variance = self.emit(arith.DivfOp(total, self.f32(float(count))))
+            return self.emit(mathd.RsqrtOp(self.emit(arith.AddfOp(variance, self.f32(op.epsilon_value)))))
+
+        return average, self.memo(("layer_norm_rstd", op.res, tuple(row)), rstd)
+
     # anchors
 
     def dot_factors(
-        self, op: relay.DenseOp | relay.BatchMatmulOp, idx: list[SSAValue]
+        self, op: relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp, idx: list[SSAValue]
     ) -> tuple[int, Callable[[SSAValue], SSAValue], Callable[[SSAValue], SSAValue]]:
-        """The depth of the dot product giving output `idx` of `op`, and its two factors at k
-        (both unit-stride in k: dense's weight and batch_matmul's rhs are stored transposed)."""
+        """The depth of the dot product giving output `idx` of `op`, and its two factors at k.
+        Dense's weight and batch_matmul's rhs are stored transposed (both factors unit-stride
+        in k); matmul's rhs is not (its factor steps by a row in k). Batch axes broadcast."""
         if isinstance(op, relay.DenseOp):
             return (
                 shape_of(op.weight)[1],
                 lambda k: self.value_at(op.data, idx[:-1] + [k]),
                 lambda k: self.value_at(op.weight, [idx[-1], k]),
             )
-        b, i, j = idx
-        x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
-        y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
+        *batch, i, j = idx
+        x_batch = self.broadcast_index(batch, shape_of(op.lhs)[:-2])
+        y_batch = self.broadcast_index(batch, shape_of(op.rhs)[:-2])
+        if isinstance(op, relay.MatmulOp):
+            return (
+                shape_of(op.lhs)[-1],
+                lambda k: self.value_at(op.lhs, [*x_batch, i, k]),
+                lambda k: self.value_at(op.rhs, [*y_batch, k, j]),
+            )
         return (
             shape_of(op.lhs)[2],
-            lambda k: self.value_at(op.lhs, [x_batch, i, k]),
-            lambda k: self.value_at(op.rhs, [y_batch, j, k]),
+            lambda k: self.value_at(op.lhs, [*x_batch, i, k]),
+            lambda k: self.value_at(op.rhs, [*y_batch, j, k]),
         )
 
-    def dot_products(self, op: relay.DenseOp | relay.BatchMatmulOp, idxs: list[list[SSAValue]]) -> list[SSAValue]:
+    def dot_products(
+        self, op: relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp, idxs: list[list[SSAValue]]
+    ) -> list[SSAValue]:
         """The outputs of `op` at `idxs`, summed in one loop over k with an accumulator each.
         A factor several outputs share (x[i, k] across a block of j) is loaded once per k:
         `value_at` memoises it in the loop body."""
@@ -262,7 +378,7 @@ class GroupEmitter(KernelBuilder):
     def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
         return self.dot_products(op, [idx])[0]
 
-    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+    def batch_matmul(self, op: relay.BatchMatmulOp | relay.MatmulOp, idx: list[SSAValue]) -> SSAValue:
         return self.dot_products(op, [idx])[0]
 
     def conv_channel_base(self, op: relay.Conv2DOp, o: SSAValue) -> SSAValue:
@@ -294,20 +410,24 @@ class GroupEmitter(KernelBuilder):
         return self.loops([in_c, rows, cols], [self.f32(0.0)], step)[0]
 
     def pool2d(self, op: relay.Pool2DOp, idx: list[SSAValue]) -> SSAValue:
-        """Max or average over the window taps inside the input (average: of those taps only)."""
+        """Max or average over the window taps inside the input (dilated: tap t at t * dilation).
+        An average divides by the taps inside the input, or with `count_include_pad` by those
+        inside the explicitly padded input (not the taps past it that `ceil_mode` adds)."""
         n, c, oh, ow = idx
         _, _, height, width = shape_of(op.data)
-        (kh, kw), (sh, sw) = op.window, op.stride_values
-        top, left, _, _ = op.padding_values
+        (kh, kw), (sh, sw), (dh, dw) = op.window, op.stride_values, op.dilation_values
+        top, left, bottom, right = op.padding_values
         row0 = self.add_const(self.mul_const(oh, sh), -top)
         col0 = self.add_const(self.mul_const(ow, sw), -left)
-        rows, cols = self.window_range(row0, 1, height, kh), self.window_range(col0, 1, width, kw)
+        rows, cols = self.window_range(row0, dh, height, kh), self.window_range(col0, dw, width, kw)
 
         def at(i: SSAValue, j: SSAValue) -> SSAValue:
-            return self.value_at(op.data, [n, c, self.add(row0, i), self.add(col0, j)])
+            return self.value_at(
+                op.data, [n, c, self.add(row0, self.mul_const(i, dh)), self.add(col0, self.mul_const(j, dw))]
+            )
 
         if isinstance(op, relay.MaxPool2DOp):
-            # Start from the first tap inside (padding is smaller than the window, so there is one).
+            # Start from the first tap inside (the verifier checked every window has one).
             (peak,) = self.loops(
                 [rows, cols], [at(rows[0], cols[0])], lambda ivs, accs: [self.emit(arith.MaximumfOp(accs[0], at(*ivs)))]
             )
@@ -315,9 +435,11 @@ class GroupEmitter(KernelBuilder):
         (total,) = self.loops(
             [rows, cols], [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], at(*ivs)))]
         )
-        return self.emit(
-            arith.DivfOp(total, self.index_to_f32(self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0]))))
-        )
+        if isinstance(op, relay.AvgPool2DOp) and op.counts_padding:
+            rows = self.window_range(self.mul_const(oh, sh), dh, height + top + bottom, kh)
+            cols = self.window_range(self.mul_const(ow, sw), dw, width + left + right, kw)
+        count = self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0]))
+        return self.emit(arith.DivfOp(total, self.index_to_f32(count)))
 
     def index_to_f32(self, value: SSAValue) -> SSAValue:
         known = self.known.get(value)
@@ -355,10 +477,14 @@ DISPATCH: list[
     (relay.SqueezeOp, GroupEmitter.squeeze),
     (relay.StridedSliceOp, GroupEmitter.strided_slice),
     (relay.ConcatenateOp, GroupEmitter.concatenate),
+    (relay.PadOp, GroupEmitter.pad),
+    (relay.TakeOp, GroupEmitter.take),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
+    (relay.LayerNormOp, GroupEmitter.layer_norm),
     (relay.DenseOp, GroupEmitter.dense),
     (relay.BatchMatmulOp, GroupEmitter.batch_matmul),
+    (relay.MatmulOp, GroupEmitter.batch_matmul),
     (relay.Conv2DOp, GroupEmitter.conv2d),
     (relay.Pool2DOp, GroupEmitter.pool2d),
     (relay.GlobalAvgPool2DOp, GroupEmitter.global_avg_pool2d),
