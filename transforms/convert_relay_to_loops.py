@@ -12,6 +12,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 (`transforms/schedules/`, one module each, with its tile constants):
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
+    packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
+                      rows per work item, the input packed, register blocks of channels x pixels
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/batch_matmul anchor of short dot products and a small rhs:
@@ -69,7 +71,15 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, conv_rows, elementwise, matmul_block, softmax_row, transposed_rows
+from xrelay.transforms.schedules import (
+    Schedule,
+    conv_rows,
+    elementwise,
+    matmul_block,
+    packed_conv,
+    softmax_row,
+    transposed_rows,
+)
 
 PASS = "convert-relay-to-loops"
 SCOPE_ATTR = "relay.se_scope"
@@ -156,6 +166,7 @@ def check_grouped_op(op: Operation) -> None:
 # First match wins; the elementwise nest matches every group.
 SCHEDULES: tuple[Schedule, ...] = (
     softmax_row.SCHEDULE,
+    packed_conv.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     matmul_block.SCHEDULE,
