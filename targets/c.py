@@ -30,7 +30,7 @@ from math import prod
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math, scf
+from xdsl.dialects import arith, math, scf, vector
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
@@ -72,6 +72,24 @@ PARALLEL_WORK = 1 << 22
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
 PARALLEL_ITERATIONS = 16
 
+# Vectors: `vector<16xf32>` (the micro-kernels of transforms/schedules/micro_kernel.py) is a
+# GCC vector type, which gcc -march=native maps onto zmm registers (or two ymm, or four xmm).
+# It may sit at any float's address (aligned(4)) and alias floats (may_alias): loads and
+# stores are casts of a float pointer. `vector.fma` is one fused multiply-add per lane, as
+# `fmaf` (the builder's -std=c99 leaves gcc's -ffp-contract=off, so `a * b + c` stays two
+# roundings); gcc turns the lane loop into one vfmadd231ps (bench/kernels.py, dense: 48 ->
+# 100 GFLOP/s against separate multiplies and adds... see the schedule for the measurements).
+VECTOR_LANES = 16
+VECTOR_TYPE = "xr_f32x16"
+VECTOR_FMA = "xr_fma_f32x16"
+VECTOR_PRELUDE = f"""typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
+static inline {VECTOR_TYPE} {VECTOR_FMA}({VECTOR_TYPE} a, {VECTOR_TYPE} b, {VECTOR_TYPE} c) {{
+  {VECTOR_TYPE} r;
+  for (int i = 0; i < {VECTOR_LANES}; i++) r[i] = fmaf(a[i], b[i], c[i]);
+  return r;
+}}
+"""
+
 VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
 THREADS_DEFAULT = f"#ifndef {THREADS_MACRO}\n#define {THREADS_MACRO} 1\n#endif\n"
 
@@ -88,7 +106,22 @@ class CEmitter(CStyleEmitter):
         arith.MaximumfOp: lambda a, b: f"({a} > {b} || {a} != {a}) ? {a} : {b}",
         arith.MinimumfOp: lambda a, b: f"({a} < {b} || {a} != {a}) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
+        vector.FMAOp: lambda a, b, c: f"{VECTOR_FMA}({a}, {b}, {c})",
     }
+    vector_widths = (VECTOR_LANES,)
+    vector_lanes = False
+
+    def vector_type_name(self, lanes: int) -> str:
+        return VECTOR_TYPE
+
+    def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
+        return f"({type_name}){{{', '.join([scalar] * lanes)}}}"
+
+    def vector_load_expr(self, type_name: str, lanes: int, address: str) -> str:
+        return f"*(const {type_name} *)({address})"
+
+    def vector_store_line(self, type_name: str, lanes: int, address: str, value: str) -> str:
+        return f"*({type_name} *)({address}) = {value};"
 
     @classmethod
     def prelude_for(cls, text: str) -> str:
@@ -96,7 +129,8 @@ class CEmitter(CStyleEmitter):
         default thread count for their `omp parallel for`s."""
         called = [d for name, d in VECTOR_DECLARATIONS.items() if re.search(rf"\b{name}\(", text)]
         lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
-        return (THREADS_DEFAULT if THREADS_MACRO in text else "") + ("\n".join(lines) if called else "")
+        vectors = VECTOR_PRELUDE if VECTOR_TYPE in text else ""
+        return (THREADS_DEFAULT if THREADS_MACRO in text else "") + vectors + ("\n".join(lines) if called else "")
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads

@@ -18,6 +18,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/batch_matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
+    packed_matmul     a cpu dense/batch_matmul anchor of enough work: blocks of outputs per
+                      work item, the rhs packed into panels, a micro-kernel of vector sums
+                      (transforms/schedules/micro_kernel.py), the epilogue on each block
     matmul_block      a dense/batch_matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     elementwise       anything: a work item per element (matches every group, so last)
@@ -77,6 +80,7 @@ from xrelay.transforms.schedules import (
     elementwise,
     matmul_block,
     packed_conv,
+    packed_matmul,
     softmax_row,
     transposed_rows,
 )
@@ -169,6 +173,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     packed_conv.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
+    packed_matmul.SCHEDULE,
     matmul_block.SCHEDULE,
     elementwise.SCHEDULE,
 )

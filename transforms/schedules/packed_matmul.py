@@ -1,0 +1,190 @@
+"""
+packed_matmul: a cpu group whose anchor is a big enough dense or batch_matmul of the
+result's shape, computed in packed panels by the register-blocked micro-kernel
+(`micro_kernel.py`), with the group's other ops applied to each block before it is stored.
+
+The nest spans the result's batch axes, its rows in blocks of ROWS and its columns in blocks
+of COLUMNS (the last blocks may be partial). A work item (one block of ROWS x COLUMNS
+outputs), for each k-block of up to DEPTH:
+
+1. packs the rhs's COLUMNS columns of the k-block into scratch, `panel[p, k, j]` (TILE's
+   columns per panel p, adjacent per k); a column past the result's edge reads the last one
+   (clamped: it is computed and never stored);
+2. for each TILE.rows x TILE.columns tile of the block: the micro-kernel's sums over the
+   k-block (rows past the edge read the last row, as columns do), added to the block's sums
+   in scratch (`sums[ROWS, COLUMNS]`; with a single k-block they start at zero instead).
+
+Then the epilogue: each valid output of the block is the group's result (`value_at`) with
+the anchor's value read from `sums` (`remember`): bias, activation and residual loops over a
+block in L1, which gcc vectorises (tanh through libmvec).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import memref, scf
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, group_root, result_shape
+from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
+
+# The micro-kernel's tile, and a work item's block of outputs (ROWS x COLUMNS, multiples of
+# the tile) and k-block (DEPTH). Measured on bench/kernels.py's shapes (see its report).
+TILE = mk.Tile(rows=8, vectors=2)
+ROWS = 64
+COLUMNS = 64
+DEPTH = 512
+
+# Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
+# narrower than one vector.
+MIN_WORK = 1 << 17
+
+
+def matches(group: relay.FusedOp) -> bool:
+    scope = group.se_scope
+    matmul = matmul_anchor(group)
+    if scope is None or scope.device != "cpu" or matmul is None:
+        return False
+    shape = shape_of(matmul.res)
+    if len(shape) < 2 or shape[-1] < mk.LANES:
+        return False
+    return shape[-2] * shape[-1] * dot_depth(matmul) >= MIN_WORK
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    matmul = matmul_anchor(group)
+    assert matmul is not None
+    shape = result_shape(group)
+    tiles = (*shape[:-2], -(-shape[-2] // ROWS), -(-shape[-1] // COLUMNS))
+    root = group_root(group)
+    return emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile).emit(root, out))
+
+
+class Block:
+    """One work item: the ROWS x COLUMNS outputs of block `tile` of `op`'s result."""
+
+    def __init__(self, e: GroupEmitter, op: Matmul, tile: list[SSAValue]):
+        self.e, self.op = e, op
+        self.shape = shape_of(op.res)
+        self.batch = tile[:-2]
+        self.row0 = e.mul_const(tile[-2], ROWS)
+        self.col0 = e.mul_const(tile[-1], COLUMNS)
+        self.depth = dot_depth(op)
+        # blocks no larger than the result, rounded up to whole tiles
+        self.rows = min(ROWS, round_up(self.shape[-2], TILE.rows))
+        self.columns = min(COLUMNS, round_up(self.shape[-1], TILE.columns))
+
+    # the operands at (row, k) and (column, k), clamped to the result's edge
+
+    def clamp(self, i: SSAValue, extent: int) -> SSAValue:
+        return self.e.min_index(i, self.e.index(extent - 1))
+
+    def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
+        e, op = self.e, self.op
+        row = self.clamp(row, self.shape[-2])
+        if isinstance(op, relay.DenseOp):
+            return e.value_at(op.data, [*self.batch, row, k])
+        batch = e.index(0) if shape_of(op.lhs)[0] == 1 else self.batch[0]
+        return e.value_at(op.lhs, [batch, row, k])
+
+    def rhs_at(self, column: SSAValue, k: SSAValue) -> SSAValue:
+        e, op = self.e, self.op
+        n = self.clamp(column, self.shape[-1])
+        if isinstance(op, relay.DenseOp):
+            return e.value_at(op.weight, mk.rhs_index(mk.Layout.TRANSPOSED, n, k))
+        batch = e.index(0) if shape_of(op.rhs)[0] == 1 else self.batch[0]
+        return e.value_at(op.rhs, [batch, *mk.rhs_index(mk.Layout.TRANSPOSED, n, k)])
+
+    # the block's sums
+
+    def emit(self, root: SSAValue, out: SSAValue) -> None:
+        e = self.e
+        sums = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, self.columns]))
+        panels = self.columns // TILE.columns
+        depth = min(DEPTH, self.depth)
+        panel = e.emit(memref.AllocaOp.get(f32, shape=[panels, depth, TILE.columns]))
+        blocks = -(-self.depth // depth)
+        if blocks == 1:
+            self.k_block(e.index(0), depth, panel, sums, first=True)
+        else:
+            self.clear(sums)
+
+            def k_block(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                k0 = e.mul_const(ks[0], depth)
+                end = e.min_index(e.add_const(k0, depth), e.index(self.depth))
+                self.k_block(k0, end, panel, sums, first=False)
+                return []
+
+            e.loops([blocks], [], k_block)
+        self.epilogue(root, sums, out)
+
+    def clear(self, sums: SSAValue) -> None:
+        e = self.e
+        zero = mk.broadcast(e, e.f32(0.0))
+
+        def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            mk.store(e, zero, sums, [ivs[0], e.mul_const(ivs[1], mk.LANES)])
+            return []
+
+        e.loops([self.rows, self.columns // mk.LANES], [], body)
+
+    def k_block(self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, sums: SSAValue, first: bool) -> None:
+        """Adds the products of k in [k0, end) to `sums` (or, `first`, sets it to them)."""
+        e = self.e
+        extent = end if isinstance(end, int) else (k0, end)
+        panels = self.columns // TILE.columns
+        mk.pack_panel(e, TILE, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+        steps = end if isinstance(end, int) else e.sub(end, k0)
+
+        def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            tr, tc = e.mul_const(ivs[0], TILE.rows), e.mul_const(ivs[1], TILE.columns)
+
+            def at(r: int, v: int) -> list[SSAValue]:
+                return [e.add_const(tr, r), e.add_const(tc, v * mk.LANES)]
+
+            inits = mk.zeros(e, TILE) if first else mk.load_block(e, TILE, sums, at)
+            accs = mk.accumulate(
+                e,
+                TILE,
+                [steps if isinstance(steps, int) else (e.index(0), steps)],
+                inits,
+                lambda ks, r: self.lhs_at(e.add(self.row0, e.add_const(tr, r)), e.add(k0, ks[0])),
+                lambda ks, v: mk.load(e, panel, [ivs[1], ks[0], e.index(v * mk.LANES)]),
+            )
+            mk.store_block(e, TILE, accs, sums, at)
+            return []
+
+        e.loops([self.rows // TILE.rows, panels], [], tile_sums)
+
+    def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
+        """The group's result at every output of the block inside the result."""
+        e = self.e
+        rows = self.valid(self.row0, self.rows, self.shape[-2])
+        columns = self.valid(self.col0, self.columns, self.shape[-1])
+
+        def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, j = ivs
+            idx = [*self.batch, e.add(self.row0, i), e.add(self.col0, j)]
+            e.remember(self.op.res, idx, e.emit(memref.LoadOp.get(sums, [i, j])))
+            return e.store(e.value_at(root, idx), out, idx)
+
+        e.loops([rows, columns], [], body)
+
+    def valid(self, first: SSAValue, block: int, extent: int) -> int | tuple[SSAValue, SSAValue]:
+        """The outputs of a block from `first` inside [0, extent): a trip count when every
+        block is whole, else [0, min(block, extent - first))."""
+        e = self.e
+        if extent % block == 0:
+            return block
+        return (e.index(0), e.min_index(e.index(block), e.sub(e.index(extent), first)))
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+SCHEDULE = Schedule("packed_matmul", matches, build)
