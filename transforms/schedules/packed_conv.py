@@ -41,6 +41,7 @@ from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import micro_kernel as mk
 
 # The register block: CHANNELS output channels x VECTORS vectors of LANES output pixels (24
 # of AVX-512's 32 registers). Measured on hand-written C of this loop form (gcc 12 -O3
@@ -50,8 +51,7 @@ from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_
 # input vectors for every multiply-add.
 CHANNELS = 6
 VECTORS = 4
-LANES = 16
-PIXELS = VECTORS * LANES
+PIXELS = VECTORS * mk.LANES
 
 # A work item's rows: the largest divisor of the output height whose padded rows hold at
 # most ROW_BLOCK_PIXELS positions (the packed tile is reused by every channel block), and
@@ -222,29 +222,22 @@ def register_block(
     channel_base = e.conv_channel_base(op, o0)
     start = e.mul_const(chunk, PIXELS)
     q0 = e.min_index(start, e.index(plan.positions - PIXELS)) if plan.positions >= PIXELS else e.index(0)
-    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, VECTORS, LANES]))
-    e.loops([plan.channels, VECTORS, LANES], [], lambda ivs, _: e.store(e.f32(0.0), acc, ivs))
+    tile_shape = mk.Tile(rows=plan.channels, vectors=VECTORS)
 
-    def tap(cij: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        c, i, j = cij
+    def weight(ks: list[SSAValue], o: int) -> SSAValue:
+        c, i, j = ks
+        return e.value_at(op.weight, [e.add_const(o0, o), c, i, j])
+
+    def pixels(ks: list[SSAValue], v: int) -> SSAValue:
+        c, i, j = ks
         row = e.mul_const(e.add(channel_base, c), plan.packed_rows)
-        offset = e.add(e.mul_const(row, plan.padded_width), e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw)))
-        base = e.add(offset, q0)
+        tap = e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw))
+        at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), e.add_const(q0, v * mk.LANES))
+        return mk.load(e, packed, [at])
 
-        def channel(os: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            w = e.value_at(op.weight, [e.add(o0, os[0]), c, i, j])
-
-            def lane(vl: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-                v, lane = vl
-                x = e.emit(memref.LoadOp.get(packed, [e.add(base, e.add(e.mul_const(v, LANES), lane))]))
-                total = e.emit(memref.LoadOp.get(acc, [os[0], v, lane]))
-                return e.store(e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(w, x)))), acc, [os[0], v, lane])
-
-            return e.loops([VECTORS, LANES], [], lane)
-
-        return e.loops([plan.channels], [], channel)
-
-    e.loops([in_c, kh, kw], [], tap)
+    sums = mk.accumulate(e, tile_shape, [in_c, kh, kw], mk.zeros(e, tile_shape), weight, pixels)
+    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, PIXELS]))
+    mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * mk.LANES)])
     store_block(e, plan, root, tile, acc, o0, q0, out)
     return []
 
@@ -267,8 +260,8 @@ def store_block(
     first_row = e.mul_const(row_tile, plan.row_block)
 
     def store(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        o, v, lane = ivs
-        q = e.add(q0, e.add(e.mul_const(v, LANES), lane))
+        o, p = ivs
+        q = e.add(q0, p)
         r, ow = e.div_const(q, plan.padded_width), e.rem_const(q, plan.padded_width)
         inside = e.compare("slt", ow, e.index(out_w))
         if plan.positions < PIXELS:  # the block's positions run past its last row
@@ -276,16 +269,18 @@ def store_block(
 
         def output() -> list[SSAValue]:
             idx = [n, e.add(o0, o), e.add(first_row, r), ow]
-            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, v, lane])))
+            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, p])))
             return e.store(e.value_at(root, idx), out, idx)
 
         e.if_else(inside, [], output, lambda: [])
         return []
 
-    e.loops([plan.channels, VECTORS, LANES], [], store)
+    e.loops([plan.channels, PIXELS], [], store)
 
 
-def output_by_output(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> list[SSAValue]:
+def output_by_output(
+    e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue
+) -> list[SSAValue]:
     """The slow path: `root` at each output of the work item, its conv computed on its own."""
     n, row_tile = tile
     _, out_c, _, out_w = shape_of(plan.conv.res)
