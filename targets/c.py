@@ -82,12 +82,17 @@ PARALLEL_ITERATIONS = 16
 VECTOR_LANES = 16
 VECTOR_TYPE = "xr_f32x16"
 VECTOR_FMA = "xr_fma_f32x16"
-VECTOR_PRELUDE = f"""typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
+# Guarded: a library joins the sources of many kernels, each with its prelude.
+VECTOR_GUARD = "XRELAY_F32X16"
+VECTOR_PRELUDE = f"""#ifndef {VECTOR_GUARD}
+#define {VECTOR_GUARD}
+typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
 static inline {VECTOR_TYPE} {VECTOR_FMA}({VECTOR_TYPE} a, {VECTOR_TYPE} b, {VECTOR_TYPE} c) {{
   {VECTOR_TYPE} r;
   for (int i = 0; i < {VECTOR_LANES}; i++) r[i] = fmaf(a[i], b[i], c[i]);
   return r;
 }}
+#endif
 """
 
 VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
