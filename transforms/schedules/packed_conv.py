@@ -5,27 +5,28 @@ group whose anchor is a conv2d of stride 1 of the result's shape.
 The nest spans (n, block of output rows); a work item computes every output channel of its
 rows. Its phases:
 
-1. Check: whether every weight is finite (0 x w summed is 0). Only then may the padding be
-   read as zeros: a padded tap then adds 0 x w = 0, as if it were skipped. Otherwise the
-   work item takes the slow path, the conv of each output on its own (`GroupEmitter.conv2d`,
-   which skips the padded taps by its loop bounds), so a NaN or inf weight never meets the
-   padding, as in `xrelay.interpret`.
-2. Pack: the input rows the block's windows read, every input channel, with the padding as
-   zeros, into one scratch buffer of padded rows (`memref.alloca`); `Plan.row_block` rows.
-3. Register blocks: each output row is laid out along its padded row, so that the output
+1. Pack: the input rows the block's windows read, every input channel, with the padding as
+   zeros, into one scratch buffer of padded rows (`memref.alloca`), `Plan.row_block` rows.
+2. Register blocks: each output row is laid out along its padded row, so that the output
    pixel at flat position q = r * padded_width + ow of the block reads the packed input at
    q + (tap offset) for every tap, whatever its row: PIXELS consecutive positions (the
    columns past the output width are computed and dropped) times CHANNELS output channels
-   are summed in a scratch block that gcc keeps in vector registers,
+   are summed by the micro-kernel (`micro_kernel.accumulate`, vector sums in registers),
 
-       for c, i, j:  for o < CHANNELS:  w = weight[o0 + o, c, i, j]
-                         for v < VECTORS, l < LANES:  acc[o, v, l] += w * packed[c, i, j][q0 + v * LANES + l]
+       for c, i, j:  for o < CHANNELS:  w = broadcast(weight[o0 + o, c, i, j])
+                         for v < VECTORS:  acc[o, v] = fma(w, packed[base(c, i, j) + q0 + v * LANES ...], acc[o, v])
 
    (one vector load per v, one broadcast per o, CHANNELS x VECTORS fused multiply-adds per
-   tap), then the group's result is stored at the block's outputs, the epilogue (bias, relu,
-   a residual add, ...) reading the conv from `acc`. A last block of positions or channels
-   that would run past the end starts earlier instead and recomputes a few outputs, so every
-   block is a full one.
+   tap). A last block of positions or channels that would run past the end starts earlier
+   instead and recomputes a few outputs, so every block is a full one.
+3. Store: the sums go to a scratch block; when all are finite (0 x s summed is 0), the
+   group's result is stored at the block's outputs, the epilogue (bias, relu, a residual
+   add, ...) reading the conv from the block. Reading the padding as zeros is then exact: a
+   padded tap added 0 x w = 0, as if skipped. A NaN or inf weight on a padded tap would
+   have made a sum NaN (0 x inf), so a block with any non-finite sum is computed again
+   output by output (`GroupEmitter.conv2d`, which skips the padded taps by its loop bounds),
+   as in `xrelay.interpret`: padding is never read there. The test costs one multiply-add
+   per output, not per weight.
 """
 
 from __future__ import annotations
@@ -129,41 +130,12 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
 
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
-    """Output rows tile[1] * row_block + r, every channel, of image tile[0]: in packed
-    register blocks when every weight is finite, else output by output."""
-    finite = e.emit(arith.CmpfOp(weight_probe(e, plan.conv), e.f32(0.0), "oeq"))
-
-    def fast() -> list[SSAValue]:
-        packed = pack(e, plan, tile)
-        blocks = channel_blocks(plan)
-        chunks = math.ceil(plan.positions / PIXELS)
-        e.loops([blocks, chunks], [], lambda ivs, _: register_block(e, plan, root, tile, packed, ivs, out))
-        return []
-
-    e.if_else(finite, [], fast, lambda: output_by_output(e, plan, root, tile, out))
-
-
-def weight_probe(e: GroupEmitter, op: relay.Conv2DOp) -> SSAValue:
-    """0 x w summed over every weight: 0 exactly when all are finite. One sum per window tap
-    (o, c outer; the taps unrolled into independent sums), so the adds do not wait on each
-    other."""
-    out_c, in_c, kh, kw = shape_of(op.weight)
-    zero = e.f32(0.0)
-    sums = e.emit(memref.AllocaOp.get(f32, shape=[kh, kw]))
-    e.loops([kh, kw], [], lambda ij, _: e.store(zero, sums, ij))
-
-    def add(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        o, c, i, j = ivs
-        w = e.value_at(op.weight, [o, c, i, j])
-        total = e.emit(memref.LoadOp.get(sums, [i, j]))
-        return e.store(e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(w, zero)))), sums, [i, j])
-
-    e.loops([out_c, in_c, kh, kw], [], add)
-    total = zero
-    for i in range(kh):
-        for j in range(kw):
-            total = e.emit(arith.AddfOp(total, e.emit(memref.LoadOp.get(sums, [e.index(i), e.index(j)]))))
-    return total
+    """Output rows tile[1] * row_block + r, every channel, of image tile[0]: the packed tile,
+    then its register blocks."""
+    packed = pack(e, plan, tile)
+    blocks = channel_blocks(plan)
+    chunks = math.ceil(plan.positions / PIXELS)
+    e.loops([blocks, chunks], [], lambda ivs, _: register_block(e, plan, root, tile, packed, ivs, out))
 
 
 def pack(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> SSAValue:
@@ -238,8 +210,24 @@ def register_block(
     sums = mk.accumulate(e, tile_shape, [in_c, kh, kw], mk.zeros(e, tile_shape), weight, pixels)
     acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, PIXELS]))
     mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * mk.LANES)])
-    store_block(e, plan, root, tile, acc, o0, q0, out)
+    finite = e.emit(arith.CmpfOp(block_probe(e, plan, acc), e.f32(0.0), "oeq"))
+    e.if_else(
+        finite,
+        [],
+        lambda: store_block(e, plan, root, tile, acc, o0, q0, out),
+        lambda: store_block(e, plan, root, tile, None, o0, q0, out),
+    )
     return []
+
+
+def block_probe(e: GroupEmitter, plan: Plan, acc: SSAValue) -> SSAValue:
+    """0 x s summed over the block's sums s: 0 exactly when every one is finite."""
+
+    def add(ivs: list[SSAValue], total: list[SSAValue]) -> list[SSAValue]:
+        zero_times = e.emit(arith.MulfOp(e.emit(memref.LoadOp.get(acc, ivs)), e.f32(0.0)))
+        return [e.emit(arith.AddfOp(total[0], zero_times))]
+
+    return e.loops([plan.channels, PIXELS], [e.f32(0.0)], add)[0]
 
 
 def store_block(
@@ -247,14 +235,15 @@ def store_block(
     plan: Plan,
     root: SSAValue,
     tile: list[SSAValue],
-    acc: SSAValue,
+    acc: SSAValue | None,
     o0: SSAValue,
     q0: SSAValue,
     out: SSAValue,
-) -> None:
-    """`root` at the block's outputs: position q0 + v * LANES + l is output row r = q /
-    padded_width of the work item, column q % padded_width, stored when that column is an
-    output column (and the row one of the work item's)."""
+) -> list[SSAValue]:
+    """`root` at the block's outputs: position q0 + p is output row r = q / padded_width of
+    the work item, column q % padded_width, stored when that column is an output column (and
+    the row one of the work item's). The conv is read from the sums `acc`, or, without them,
+    computed output by output (`GroupEmitter.conv2d`, whose loop bounds skip the padding)."""
     n, row_tile = tile
     out_w = shape_of(plan.conv.res)[3]
     first_row = e.mul_const(row_tile, plan.row_block)
@@ -269,30 +258,14 @@ def store_block(
 
         def output() -> list[SSAValue]:
             idx = [n, e.add(o0, o), e.add(first_row, r), ow]
-            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, p])))
+            if acc is not None:
+                e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, p])))
             return e.store(e.value_at(root, idx), out, idx)
 
         e.if_else(inside, [], output, lambda: [])
         return []
 
-    e.loops([plan.channels, PIXELS], [], store)
-
-
-def output_by_output(
-    e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue
-) -> list[SSAValue]:
-    """The slow path: `root` at each output of the work item, its conv computed on its own."""
-    n, row_tile = tile
-    _, out_c, _, out_w = shape_of(plan.conv.res)
-    first_row = e.mul_const(row_tile, plan.row_block)
-
-    def store(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        o, r, ow = ivs
-        idx = [n, o, e.add(first_row, r), ow]
-        return e.store(e.value_at(root, idx), out, idx)
-
-    e.loops([out_c, plan.row_block, out_w], [], store)
-    return []
+    return e.loops([plan.channels, PIXELS], [], store)
 
 
 SCHEDULE = Schedule("packed_conv", matches, build)
