@@ -56,7 +56,7 @@ CASES = {
     # name: data, weight, attrs, result, epilogue
     "resnet_block_small": ((1, 8, 12, 12), (8, 8, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 12, 12), True),
     "edge_blocks_batch": ((2, 3, 9, 13), (10, 3, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 10, 9, 13), False),
-    "wide_rows": ((1, 7, 6, 40), (7, 7, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 7, 6, 40), True),
+    "wide_rows": ((1, 11, 6, 40), (11, 11, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 11, 6, 40), True),
     "grouped_dilated_uneven": ((1, 4, 9, 11), (6, 2, 3, 2), "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", (1, 6, 10, 12), False),
     "size_one": ((1, 1, 1, 40), (1, 1, 1, 3), "{padding = array<i64: 0, 1, 0, 1>}", (1, 1, 1, 40), False),
     "no_padding_one_block": ((3, 2, 8, 8), (4, 2, 3, 3), "", (3, 4, 6, 6), False),

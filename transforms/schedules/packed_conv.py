@@ -45,18 +45,20 @@ from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_
 from xrelay.transforms.schedules import micro_kernel as mk
 
 # The register block: CHANNELS output channels x VECTORS vectors of LANES output pixels (24
-# of AVX-512's 32 registers). Measured on hand-written C of this loop form (gcc 12 -O3
-# -march=native, conv 3x3 64->64 at 56x56, against OpenBLAS sgemm of its im2col matrix in
-# the same run): 6 x 4 ran at 0.95-0.98x sgemm; 4 x 6 at 0.51x, 8 x 3 at 0.34x and 4 x 2 at
-# 0.39-0.56x, where gcc no longer unrolled the block into registers or reloaded the
-# input vectors for every multiply-add.
-CHANNELS = 6
-VECTORS = 4
+# of AVX-512's 32 registers). bench/kernels.py --conv, time against sgemm of the im2col
+# matrix in the same run (a shared machine at load 12; ResNet 64->64 at 56x56, 16->32 at
+# 28x28, CNN batch 8 16->32 at 14x14): 8 x 3 ran at 0.77-1.06x / 0.96-0.97x / 1.09-1.15x
+# sgemm's speed, 6 x 4 at 0.75-1.42x / 0.79-0.81x / 0.89-0.97x (it computes 36 channels for
+# 32), 12 x 2 and 16 x 1 no better. (In plain scalar C, before vector types, gcc kept only
+# 6 x 4 in registers.)
+CHANNELS = 8
+VECTORS = 3
 PIXELS = VECTORS * mk.LANES
 
 # A work item's rows: the largest divisor of the output height whose padded rows hold at
 # most ROW_BLOCK_PIXELS positions (the packed tile is reused by every channel block), and
 # whose packed tile is at most PACK_MAX_FLOATS (a stack buffer, within the 512 KiB L2).
+# (256, 512 and 1024 ran within the noise of each other.)
 ROW_BLOCK_PIXELS = 512
 PACK_MAX_FLOATS = 1 << 16
 

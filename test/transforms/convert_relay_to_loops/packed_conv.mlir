@@ -1,17 +1,17 @@
 // RUN: opt-tool %s -p convert-relay-to-loops | filecheck %s
 
 // A cpu conv2d of stride 1 (with its bias and relu) gets packed_conv: a work item per image
-// and block of output rows; the packed tile (4 channels x 14 padded rows of 22, then 64
-// zeros); the micro-kernel's vector sums (6 channels x 4 vectors) stored to a scratch
+// and block of output rows; the packed tile (4 channels x 14 padded rows of 22, then 48
+// zeros); the micro-kernel's vector sums (8 channels x 3 vectors) stored to a scratch
 // block; when they are all finite, the epilogue at each output column that is not padding,
 // else the block again output by output.
 
 // CHECK-LABEL: func.func @fused_nn_conv2d_nn_bias_add_nn_relu(
 // CHECK-SAME:    attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_conv"}
 // CHECK:         "scf.parallel"
-// CHECK:           memref.alloca() : memref<1296xf32>
+// CHECK:           memref.alloca() : memref<1280xf32>
 // CHECK:           vector.fma {{.*}} : vector<16xf32>
-// CHECK:           memref.alloca() : memref<6x64xf32>
+// CHECK:           memref.alloca() : memref<8x48xf32>
 // CHECK:           %[[FINITE:.*]] = arith.cmpf oeq, %{{.*}}, %{{.*}} : f32
 // CHECK:           scf.if %[[FINITE]] {
 // CHECK:             arith.maximumf
