@@ -82,10 +82,8 @@ PARALLEL_ITERATIONS = 16
 VECTOR_LANES = 16
 VECTOR_TYPE = "xr_f32x16"
 VECTOR_FMA = "xr_fma_f32x16"
-# Guarded: a library joins the sources of many kernels, each with its prelude.
-VECTOR_GUARD = "XRELAY_F32X16"
-VECTOR_PRELUDE = f"""#ifndef {VECTOR_GUARD}
-#define {VECTOR_GUARD}
+VECTOR_PRELUDE = f"""#ifndef XRELAY_VECTORS
+#define XRELAY_VECTORS
 typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
 static inline {VECTOR_TYPE} {VECTOR_FMA}({VECTOR_TYPE} a, {VECTOR_TYPE} b, {VECTOR_TYPE} c) {{
   {VECTOR_TYPE} r;
