@@ -398,7 +398,7 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %d = relay.nn.bias_add %c, %b : (tensor<2x11x6x13xf32>, tensor<11xf32>) -> tensor<2x11x6x13xf32>
         %s = relay.add %d, %x : (tensor<2x11x6x13xf32>, tensor<2x11x6x13xf32>) -> tensor<2x11x6x13xf32>
         %r = relay.nn.relu %s : tensor<2x11x6x13xf32>"""),
-    _conv("packed_conv_grouped_dilated", "1x4x9x11", "6x2x3x2", "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", "1x6x10x12"),
+    _conv("packed_conv_grouped_dilated", "1x8x12x16", "20x4x3x2", "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", "1x20x13x17"),
     GroupCase("dense_add_tanh", "x:3x8 w:5x8 b:5", """
         %d = relay.nn.dense %x, %w : (tensor<3x8xf32>, tensor<5x8xf32>) -> tensor<3x5xf32>
         %a = relay.add %d, %b : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>

@@ -63,8 +63,11 @@ ROW_BLOCK_PIXELS = 512
 PACK_MAX_FLOATS = 1 << 16
 
 # Below this many output pixels per image, register blocks of PIXELS positions would mostly
-# compute dropped columns: conv_rows takes the group.
+# compute dropped columns; below MIN_WORK multiply-adds per image, packing costs more than
+# it saves. conv_rows takes such groups (the CNN's first conv, 1 -> 16 channels at 28x28,
+# is 113K multiply-adds).
 MIN_PIXELS = PIXELS // 2
+MIN_WORK = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,9 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     _, in_c, _, width = shape_of(conv.data)
     _, _, out_h, out_w = shape_of(conv.res)
-    kh = shape_of(conv.weight)[2]
     _, left, _, right = conv.padding_values
-    if out_h * out_w < MIN_PIXELS:
+    out_c, in_per_group, kh, kw = shape_of(conv.weight)
+    if out_h * out_w < MIN_PIXELS or out_c * out_h * out_w * in_per_group * kh * kw < MIN_WORK:
         return None
     padded_width = width + left + right
     reach = (kh - 1) * conv.dilation_values[0]  # the packed rows beyond the output rows
