@@ -15,6 +15,12 @@ Maths: the libmvec functions a unit calls (expf, logf, tanhf, erff, powf) are de
 vectorises a loop calling them into calls of glibc's vector variants (`_ZGVeN16v_tanhf`),
 which keep NaN, inf and subnormals; no -ffast-math needed.
 
+Vectors: the micro-kernels' `vector<16xf32>` (transforms/schedules/micro_kernel.py) is a GCC
+vector type (`xr_f32x16`, defined before the kernels that use it, with `xr_fma_f32x16`):
+loads and stores are casts of a float address, a broadcast is a vector literal, and
+`vector.fma` an AVX-512 FMA (a loop of `fmaf` over the lanes without AVX-512). Their lanes
+are never read one by one (no `vector.insert` or `vector.reduction` in C).
+
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK`) is preceded
 by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
 collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
@@ -75,21 +81,30 @@ PARALLEL_ITERATIONS = 16
 # Vectors: `vector<16xf32>` (the micro-kernels of transforms/schedules/micro_kernel.py) is a
 # GCC vector type, which gcc -march=native maps onto zmm registers (or two ymm, or four xmm).
 # It may sit at any float's address (aligned(4)) and alias floats (may_alias): loads and
-# stores are casts of a float pointer. `vector.fma` is one fused multiply-add per lane, as
-# `fmaf` (the builder's -std=c99 leaves gcc's -ffp-contract=off, so `a * b + c` stays two
-# roundings); gcc turns the lane loop into one vfmadd231ps (bench/kernels.py, dense: 48 ->
-# 100 GFLOP/s against separate multiplies and adds... see the schedule for the measurements).
+# stores are casts of a float pointer. `vector.fma` is a fused multiply-add per lane (`fmaf`;
+# -std=c99 keeps gcc's -ffp-contract=off, so `a * b + c` would stay a multiply and an add):
+# with AVX-512 the intrinsic, which gcc folds with the broadcast into one
+# `vfmadd231ps mem{1to16}`; else a loop of `fmaf` over the lanes, which gcc's SLP vectoriser
+# makes vector FMAs of. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
+# broadcast loads into a load and 15 vpermd, batch_matmul 4x128x64 at 61 against 89 GFLOP/s.)
 VECTOR_LANES = 16
 VECTOR_TYPE = "xr_f32x16"
 VECTOR_FMA = "xr_fma_f32x16"
 VECTOR_PRELUDE = f"""#ifndef XRELAY_VECTORS
 #define XRELAY_VECTORS
 typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline {VECTOR_TYPE} {VECTOR_FMA}({VECTOR_TYPE} a, {VECTOR_TYPE} b, {VECTOR_TYPE} c) {{
+  return _mm512_fmadd_ps(a, b, c);
+}}
+#else
 static inline {VECTOR_TYPE} {VECTOR_FMA}({VECTOR_TYPE} a, {VECTOR_TYPE} b, {VECTOR_TYPE} c) {{
   {VECTOR_TYPE} r;
   for (int i = 0; i < {VECTOR_LANES}; i++) r[i] = fmaf(a[i], b[i], c[i]);
   return r;
 }}
+#endif
 #endif
 """
 

@@ -13,15 +13,18 @@ broadcast-FMA per vector:
             acc[r][v] = fma(a, b[v], acc[r][v])
 
 `rhs` usually loads from a packed panel (`pack_panel`: [panels, depth, columns] floats, so
-each step's vectors are adjacent and every load is unit-stride); `lhs` is any f32 value
-(a `GroupEmitter.value_at`, a load from a packed panel). The accumulators are a flat list,
-row-major: `acc[r * tile.vectors + v]`. `load_block`/`store_block` move a tile from and to a
+each step's vectors are adjacent and every load is unit-stride); `lhs` is any f32 value,
+best a load from rows packed the same way (`pack_rows`: [panels, depth, rows]): then the
+tile's rows are one pointer and constant offsets, and an edge row is clamped once while
+packing instead of in every step. The accumulators are a flat list, row-major:
+`acc[r * tile.vectors + v]`. `load_block`/`store_block` move a tile from and to a
 memref (a scratch block: k-blocking adds to it; the epilogue reads it), `zeros` starts one.
 
-On the C target the vectors are a GCC vector type and `vector.fma` is lane-wise `fmaf`, which
-gcc -O3 -march=native turns into zmm loads, broadcasts and vfmadd231ps (targets/c.py). A
-16 x 1 tile (16 zmm sums) or 8 x 2 (16, two loads per step) keeps the two FMA pipes busy:
-each sum's FMA latency (4 cycles) is hidden by 15 others.
+On the C target the vectors are a GCC vector type and `vector.fma` a fused multiply-add per
+lane, which gcc -O3 -march=native turns into one `vfmadd231ps mem{1to16}` per accumulator
+and step, the broadcast folded in (targets/c.py). A 16 x 1 tile (16 zmm sums, one rhs
+vector per step) or 8 x 2 (16 sums, two) keeps the FMA pipes busy: each sum's FMA latency
+is hidden by 15 others; packed_matmul measured 16 x 1 the faster.
 
 API (kept stable for the schedules built on it; additions only):
     LANES, VECTOR                            the vector width and type
@@ -31,6 +34,7 @@ API (kept stable for the schedules built on it; additions only):
     accumulate(e, tile, extents, accs, lhs, rhs) -> accs
     load_block(e, tile, ref, at) / store_block(e, tile, accs, ref, at)
     pack_panel(e, tile, scratch, panels, depth, element)
+    pack_rows(e, tile, scratch, panels, depth, element)
     rhs_index(layout, n, k)                  [n, k] (TRANSPOSED) or [k, n] (PLAIN)
 """
 
@@ -167,3 +171,26 @@ def pack_panel(
         return []
 
     e.loops([panels, depth, tile.columns], [], body)
+
+
+def pack_rows(
+    e: KernelBuilder,
+    tile: Tile,
+    scratch: SSAValue,
+    panels: int,
+    depth: Extent,
+    element: Callable[[SSAValue, SSAValue], SSAValue],
+) -> None:
+    """`scratch[p, k, r] = element(p * tile.rows + r, k)` for p < `panels`, k in `depth` (as
+    in `pack_panel`) and r < tile.rows: the lhs rows of `panels` tiles, each step's `rows`
+    floats adjacent, for `accumulate`'s `lhs` to load. `scratch` is a
+    memref<panels x depth' x rows x f32>; `element` must read inside its operand."""
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        p, k, r = ivs
+        m = e.add(e.mul_const(p, tile.rows), r)
+        position = k if isinstance(depth, int) else e.sub(k, depth[0])
+        e.builder.insert(memref.StoreOp.get(element(m, k), scratch, [p, position, r]))
+        return []
+
+    e.loops([panels, depth, tile.rows], [], body)

@@ -8,11 +8,14 @@ of COLUMNS (the last blocks may be partial). A work item (one block of ROWS x CO
 outputs), for each k-block of up to DEPTH:
 
 1. packs the rhs's COLUMNS columns of the k-block into scratch, `panel[p, k, j]` (TILE's
-   columns per panel p, adjacent per k); a column past the result's edge reads the last one
-   (clamped: it is computed and never stored);
+   columns per panel p, adjacent per k), and the lhs's ROWS rows into `rows[t, k, r]`
+   (TILE's rows per panel t). Where the result's extent is not a multiple of the block, a
+   row or column past its edge reads the last one (clamped: computed, never stored). The
+   rhs layout is a parameter (`micro_kernel.Layout`): dense's and batch_matmul's rhs are
+   transposed ([N, K]);
 2. for each TILE.rows x TILE.columns tile of the block: the micro-kernel's sums over the
-   k-block (rows past the edge read the last row, as columns do), added to the block's sums
-   in scratch (`sums[ROWS, COLUMNS]`; with a single k-block they start at zero instead).
+   k-block, added to the block's sums in scratch (`sums[ROWS, COLUMNS]`; with a single
+   k-block they start at zero instead).
 
 Then the epilogue: each valid output of the block is the group's result (`value_at`) with
 the anchor's value read from `sums` (`remember`): bias, activation and residual loops over a
@@ -32,15 +35,20 @@ from xrelay.transforms.schedules import Schedule, group_root, result_shape
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
 
-# The micro-kernel's tile, and a work item's block of outputs (ROWS x COLUMNS, multiples of
-# the tile) and k-block (DEPTH). Measured on bench/kernels.py's shapes (see its report).
-TILE = mk.Tile(rows=8, vectors=2)
+# The micro-kernel's tile, a work item's block of outputs (ROWS x COLUMNS, multiples of the
+# tile) and its k-block (DEPTH). bench/kernels.py at 1 thread, GFLOP/s against OpenBLAS in
+# the same run (a shared, loaded machine: OpenBLAS at 62-79), dense 64x784.512x784,
+# dense 64x512.512x512, batch_matmul 4x128x64.4x128x64: a 16 x 1 tile (16 sums, one rhs
+# vector and 16 broadcasts from the packed rows per step) 135%, 136%, 113%; 8 x 2 104%,
+# 105%, 96%; blocks of 128 rows no better than 64; k-blocks of 512 as fast as 256, which
+# keeps the two panels at 64 KiB each (stack scratch, also on OpenMP's threads).
+TILE = mk.Tile(rows=16, vectors=1)
 ROWS = 64
 COLUMNS = 64
-DEPTH = 512
+DEPTH = 256
 
 # Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
-# narrower than one vector.
+# narrower than one vector (the MLP's 512 -> 10 layer).
 MIN_WORK = 1 << 17
 
 
@@ -80,12 +88,15 @@ class Block:
 
     # the operands at (row, k) and (column, k), clamped to the result's edge
 
-    def clamp(self, i: SSAValue, extent: int) -> SSAValue:
-        return self.e.min_index(i, self.e.index(extent - 1))
+    def clamp(self, i: SSAValue, extent: int, block: int) -> SSAValue:
+        """`i`, or the last index of the axis where blocks of `block` overrun it. (Only then:
+        a row index affine in the tile's row lets gcc address the rows from one pointer; 16
+        clamped rows took 16 registers, spilled, and halved batch_matmul 4x128x64.)"""
+        return i if extent % block == 0 else self.e.min_index(i, self.e.index(extent - 1))
 
     def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
         e, op = self.e, self.op
-        row = self.clamp(row, self.shape[-2])
+        row = self.clamp(row, self.shape[-2], self.rows)
         if isinstance(op, relay.DenseOp):
             return e.value_at(op.data, [*self.batch, row, k])
         batch = e.index(0) if shape_of(op.lhs)[0] == 1 else self.batch[0]
@@ -93,7 +104,7 @@ class Block:
 
     def rhs_at(self, column: SSAValue, k: SSAValue) -> SSAValue:
         e, op = self.e, self.op
-        n = self.clamp(column, self.shape[-1])
+        n = self.clamp(column, self.shape[-1], self.columns)
         if isinstance(op, relay.DenseOp):
             return e.value_at(op.weight, mk.rhs_index(mk.Layout.TRANSPOSED, n, k))
         batch = e.index(0) if shape_of(op.rhs)[0] == 1 else self.batch[0]
@@ -107,16 +118,17 @@ class Block:
         panels = self.columns // TILE.columns
         depth = min(DEPTH, self.depth)
         panel = e.emit(memref.AllocaOp.get(f32, shape=[panels, depth, TILE.columns]))
+        rows = e.emit(memref.AllocaOp.get(f32, shape=[self.rows // TILE.rows, depth, TILE.rows]))
         blocks = -(-self.depth // depth)
         if blocks == 1:
-            self.k_block(e.index(0), depth, panel, sums, first=True)
+            self.k_block(e.index(0), depth, panel, rows, sums, first=True)
         else:
             self.clear(sums)
 
             def k_block(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
                 k0 = e.mul_const(ks[0], depth)
                 end = e.min_index(e.add_const(k0, depth), e.index(self.depth))
-                self.k_block(k0, end, panel, sums, first=False)
+                self.k_block(k0, end, panel, rows, sums, first=False)
                 return []
 
             e.loops([blocks], [], k_block)
@@ -132,12 +144,15 @@ class Block:
 
         e.loops([self.rows, self.columns // mk.LANES], [], body)
 
-    def k_block(self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, sums: SSAValue, first: bool) -> None:
+    def k_block(
+        self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, rows: SSAValue, sums: SSAValue, first: bool
+    ) -> None:
         """Adds the products of k in [k0, end) to `sums` (or, `first`, sets it to them)."""
         e = self.e
         extent = end if isinstance(end, int) else (k0, end)
         panels = self.columns // TILE.columns
         mk.pack_panel(e, TILE, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+        mk.pack_rows(e, TILE, rows, self.rows // TILE.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k))
         steps = end if isinstance(end, int) else e.sub(end, k0)
 
         def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -152,7 +167,7 @@ class Block:
                 TILE,
                 [steps if isinstance(steps, int) else (e.index(0), steps)],
                 inits,
-                lambda ks, r: self.lhs_at(e.add(self.row0, e.add_const(tr, r)), e.add(k0, ks[0])),
+                lambda ks, r: e.emit(memref.LoadOp.get(rows, [ivs[0], ks[0], e.index(r)])),
                 lambda ks, v: mk.load(e, panel, [ivs[1], ks[0], e.index(v * mk.LANES)]),
             )
             mk.store_block(e, TILE, accs, sums, at)

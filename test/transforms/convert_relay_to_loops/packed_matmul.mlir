@@ -2,15 +2,17 @@
 // RUN: opt-tool %s -p convert-relay-to-loops,dce,licm,cse -t c --split-input-file | filecheck %s --check-prefix=C
 
 // A cpu dense of enough work: packed_matmul. A work item is a block of 64 x 64 outputs; its
-// rhs columns are packed into panels of 32 (two vectors) by the k-block (512 of 784, then
-// 272), the block's sums kept in scratch; the micro-kernel adds broadcast-FMA products to
-// 8 x 2 vectors per step; then the bias and tanh are applied to the block as it is stored.
+// rhs columns are packed into panels of 16 (a vector) and its rows into panels of 16 by the
+// k-block (256 of 784, three times, then 16), the block's sums kept in scratch; the
+// micro-kernel adds broadcast-FMA products to 16 x 1 vectors per step; then the bias and
+// tanh are applied to the block as it is stored.
 
 // CHECK-LABEL: func.func @dense_bias_tanh
 // CHECK:       func.func @fused_dense_bias_tanh({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul"}
 // CHECK:         "scf.parallel"
 // CHECK:           memref.alloca() : memref<64x64xf32>
-// CHECK:           memref.alloca() : memref<2x512x32xf32>
+// CHECK:           memref.alloca() : memref<4x256x16xf32>
+// CHECK:           memref.alloca() : memref<4x256x16xf32>
 // CHECK:           scf.for
 // CHECK-COUNT-16:    vector.fma
 // CHECK:           math.tanh
@@ -37,7 +39,7 @@ func.func @dense_bias_tanh(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>, %b: 
 // CHECK:       func.func @fused_batch_matmul({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul"}
 // CHECK:         %{{.*}} = arith.constant 4 : index
 // CHECK:         "scf.parallel"
-// CHECK:           memref.alloca() : memref<2x64x32xf32>
+// CHECK:           memref.alloca() : memref<4x64x16xf32>
 // C-LABEL:     void fused_batch_matmul(
 // C:             for (long {{.*}} < 4;
 // C:             xr_f32x16
