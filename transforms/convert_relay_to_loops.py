@@ -49,7 +49,7 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul) add
+max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul, packed_conv) add
 vector.load/store/broadcast/fma on `vector<16xf32>`, which only the C target prints.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
