@@ -137,3 +137,16 @@ def test_declines_opencl_groups_and_big_packed_tiles() -> None:
     assert not packed_conv.matches(group)
     huge = conv_program((1, 512, 8, 200), (8, 512, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 8, 200))
     assert "packed_conv" not in schedules(huge)  # one packed row block would exceed PACK_MAX_FLOATS
+
+
+def test_work_items_on_two_threads() -> None:
+    """Work items (image, block of rows) split across two OpenMP threads, each with its own
+    packed tile and sums (the nest does enough work for `omp parallel for`)."""
+    case = ((2, 64, 32, 32), (64, 64, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 64, 32, 32), True)
+    text = conv_program(*case)
+    two = xrelay.build(text, targets=("c",), num_threads=2)
+    assert all("omp parallel for" in k.source for k in two.kernels)
+    arrays = inputs(case, np.random.default_rng(4))
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    np.testing.assert_array_equal(two.run(**arrays), xrelay.build(text, targets=("c",), num_threads=1).run(**arrays))
+    np.testing.assert_allclose(two.run(**arrays), expected, rtol=1e-4, atol=1e-4)
