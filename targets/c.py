@@ -89,10 +89,9 @@ PARALLEL_ITERATIONS = 16
 # -std=c99 keeps gcc's -ffp-contract=off, so `a * b + c` would stay a multiply and an add):
 # with AVX-512 the intrinsic, which gcc folds with the broadcast into one
 # `vfmadd231ps mem{1to16}`; else a loop of `fmaf` over the lanes, which gcc's SLP vectoriser
-# makes vector FMAs of. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
+# makes vector FMAs of. Macros, not functions: a 64-byte vector passed to a function built
+# without AVX-512 draws gcc's -Wpsabi warning. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
 # broadcast loads into a load and 15 vpermd, batch_matmul 4x128x64 at 61 against 89 GFLOP/s.)
-# The loop is a macro (a GNU statement expression), not a function: without AVX-512 a function
-# taking or returning a 64-byte vector draws gcc's -Wpsabi warning at every call.
 VECTOR_LANES = 16
 VECTOR_TYPE = "xr_f32x16"
 VECTOR_FMA = "xr_fma_f32x16"
@@ -101,13 +100,11 @@ VECTOR_PRELUDE = f"""#ifndef XRELAY_VECTORS
 typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
 #if defined(__AVX512F__)
 #include <immintrin.h>
-static inline {VECTOR_TYPE} {VECTOR_FMA}({VECTOR_TYPE} a, {VECTOR_TYPE} b, {VECTOR_TYPE} c) {{
-  return _mm512_fmadd_ps(a, b, c);
-}}
+#define {VECTOR_FMA}(a, b, c) (({VECTOR_TYPE})_mm512_fmadd_ps((a), (b), (c)))
 #else
-#define {VECTOR_FMA}(a, b, c) __extension__({{ \\
-  {VECTOR_TYPE} xr_a_ = (a), xr_b_ = (b), xr_c_ = (c), xr_r_; \\
-  for (int xr_i_ = 0; xr_i_ < {VECTOR_LANES}; xr_i_++) xr_r_[xr_i_] = fmaf(xr_a_[xr_i_], xr_b_[xr_i_], xr_c_[xr_i_]); \\
+#define {VECTOR_FMA}(a, b, c) __extension__({{ \
+  {VECTOR_TYPE} xr_a_ = (a), xr_b_ = (b), xr_c_ = (c), xr_r_; \
+  for (int xr_i_ = 0; xr_i_ < {VECTOR_LANES}; xr_i_++) xr_r_[xr_i_] = fmaf(xr_a_[xr_i_], xr_b_[xr_i_], xr_c_[xr_i_]); \
   xr_r_; }})
 #endif
 #endif

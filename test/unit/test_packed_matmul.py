@@ -99,14 +99,13 @@ def check(text: str, inputs: dict[str, np.ndarray] | None = None, threads: int =
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
-# (m, k, n) -> what it exercises; the block is 64 x 64, the tile 8 x 32, the k-block 512
+# (m, k, n) -> what it exercises; the block is 64 x 64, the tile 16 x 16, the k-block 256
 DENSE_SHAPES = [
     ((64, 512, 64), "one whole block, one k-block"),
-    ((64, 784, 128), "two k-blocks, the second partial (272)"),
+    ((64, 784, 128), "four k-blocks, the last partial (16)"),
     ((37, 140, 50), "rows and columns not a multiple of the tile: edge tiles, clamped reads"),
     ((70, 100, 70), "a second block of 6 rows and 6 columns"),
-    ((1, 300, 600), "a single row (size-1 dim)"),
-    ((5, 1100, 33), "three k-blocks, rows and columns of one partial tile"),
+    ((17, 1100, 33), "five k-blocks (the last of 76), rows and columns one past a tile"),
     ((130, 8, 130), "short dot products"),
 ]
 
@@ -121,9 +120,12 @@ def test_dense_epilogues_on_edge_blocks(epilogue: str) -> None:
     check(dense(37, 600, 80, epilogue))
 
 
-def test_dense_batched_data() -> None:
-    lines = [f"%y = relay.nn.dense %x, %w : ({t((2, 3, 40, 96))}, {t((48, 96))}) -> {t((2, 3, 40, 48))}"]
-    check(program({"x": (2, 3, 40, 96), "w": (48, 96)}, lines, (2, 3, 40, 48)))
+@pytest.mark.parametrize("data", [(2, 3, 40, 96), (1, 1, 40, 96)])
+def test_dense_batched_data(data: tuple[int, ...]) -> None:
+    """Leading axes of the data are batch axes of the nest (size-1 ones get no loop)."""
+    out = (*data[:-1], 48)
+    lines = [f"%y = relay.nn.dense %x, %w : ({t(data)}, {t((48, 96))}) -> {t(out)}"]
+    check(program({"x": data, "w": (48, 96)}, lines, out))
 
 
 @pytest.mark.parametrize(
@@ -132,7 +134,8 @@ def test_dense_batched_data() -> None:
         ((4, 128, 64), (4, 128, 64)),  # bench/kernels.py's shape
         ((3, 70, 17), (3, 130, 17)),  # edges on both axes, short k
         ((1, 45, 200), (3, 20, 200)),  # a broadcast lhs batch, 20 columns (one partial tile)
-        ((2, 33, 600), (1, 40, 600)),  # a broadcast rhs batch, two k-blocks
+        ((2, 33, 600), (1, 40, 600)),  # a broadcast rhs batch, three k-blocks
+        ((1, 40, 300), (1, 20, 300)),  # a size-1 batch
     ],
 )
 def test_batch_matmul_shapes(lhs: tuple[int, int, int], rhs: tuple[int, int, int]) -> None:
@@ -161,6 +164,7 @@ def test_matches_only_big_enough_cpu_matmuls_a_vector_wide() -> None:
     assert schedules(dense(64, 784, 512)) == ["packed_matmul"]
     assert schedules(dense(64, 512, 10)) != ["packed_matmul"]  # narrower than a vector
     assert schedules(dense(8, 64, 16)) != ["packed_matmul"]  # too little work
+    assert schedules(dense(12, 784, 512)) != ["packed_matmul"]  # fewer rows than a tile
     opencl = xrelay.parse(dense(64, 784, 512))
     lower(opencl, ("opencl",), "opencl", "c")
     kernels = [op for op in opencl.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]

@@ -35,7 +35,7 @@ API (kept stable for the schedules built on it; additions only):
     load_block(e, tile, ref, at) / store_block(e, tile, accs, ref, at)
     pack_panel(e, tile, scratch, panels, depth, element)
     pack_rows(e, tile, scratch, panels, depth, element)
-    rhs_index(layout, n, k)                  [n, k] (TRANSPOSED) or [k, n] (PLAIN)
+    Layout, rhs_index(layout, n, k)          a matmul rhs's index: [n, k] (TRANSPOSED) or [k, n] (PLAIN)
 """
 
 from __future__ import annotations
