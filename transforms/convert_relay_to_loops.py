@@ -19,7 +19,7 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
-    packed_matmul     a cpu dense/batch_matmul anchor of enough work, at least 16 x 16: a
+    packed_matmul     a cpu dense/(batch_)matmul anchor of enough work, at least 16 x 16: a
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
