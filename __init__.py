@@ -6,6 +6,7 @@
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
     exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
+    remarks = xrelay.explain(m, "%h")      # why a value is on its scope (plan-devices' history)
 
 Only the errors are imported with the package: `import xrelay.runtime` must not load the
 compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on first use
@@ -23,6 +24,7 @@ _LAZY = {
     "context": "xrelay.ir",
     "interpret": "xrelay.interpreter",
     "build": "xrelay.driver",
+    "explain": "xrelay.placement",
     "load": "xrelay.runtime",
     "Executable": "xrelay.runtime",
     "ParseError": "xrelay.diagnostics",
@@ -47,6 +49,6 @@ def __dir__() -> list[str]:
 
 __all__ = [  # errors first, then the lazily imported names
     "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "UsageError",
-    "parse", "context", "interpret", "build", "load", "Executable",
+    "parse", "context", "interpret", "build", "explain", "load", "Executable",
     "ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError",
 ]  # fmt: skip
