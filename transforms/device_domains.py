@@ -17,9 +17,8 @@ where it is written), or a Default step and the source of the fallback's field.
   never fails.
 
 The sources are recorded by the very operations that solve, so an explanation read off them
-(`device_remarks.py`) cannot disagree with the plan. The store knows nothing about IR: an
-origin's `anchor` (the value an annotation is written on) is opaque here, and the pass
-decides which domains to create and reports a conflict at the op where it arose.
+(`device_remarks.py`) cannot disagree with the plan. The store knows nothing about IR: the
+pass decides which domains to create and reports a conflict at the op where it arose.
 """
 
 from __future__ import annotations
@@ -37,10 +36,8 @@ class Origin:
 
     what: str
     location: str | None = None
-    anchor: object = None
-    """The value the annotation is written on (its own scope), or None for a constraint that
-    belongs to no value (a function result, a use, a planning rule)."""
     note: str = ""
+    """Said after the location, e.g. ", whose result the function returns"."""
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location is not None else ""
@@ -164,13 +161,15 @@ class DeviceDomains:
         scope = self._defaults[key]
         if scope is root.scope or scope == root.scope:
             return
-        shared = Source(origin, fallback)
-        filled = [
-            (shared if via[i] is None else Source(origin, fallback, via[i]))
-            if old is None and new is not None
-            else None
-            for i, (old, new) in enumerate(zip(root.scope.fields(), scope.fields()))
-        ]
+        filled: list[Source | None] = []
+        made: dict[int, Source] = {}  # one Source per distinct `via`: fields filled together read as one step
+        for i, (old, new) in enumerate(zip(root.scope.fields(), scope.fields())):
+            if old is not None or new is None:
+                filled.append(None)
+                continue
+            if id(via[i]) not in made:
+                made[id(via[i])] = Source(origin, fallback, via[i])
+            filled.append(made[id(via[i])])
         root.sources = _merge(root.sources, tuple(filled))
         root.scope = scope
 

@@ -39,8 +39,6 @@ class Step:
     how: How
     via: tuple[Step, ...] = ()
     """For a Default from another value's scope: the steps that fixed those fields there."""
-    anchored: bool = False
-    """Whether the constraint is an annotation written on the value the remark is about."""
     note: str = ""
     """Said after the location, e.g. ", whose result the function returns"."""
 
@@ -74,11 +72,10 @@ class Remark:
     steps: tuple[Step, ...]
     location: str
     """Where the value is defined: its op, or its function for a parameter."""
-
-    @property
-    def is_local(self) -> bool:
-        """Every field that is not from the canonical form comes from the value's own annotation."""
-        return all(step.anchored or step.how == "canonical" for step in self.steps)
+    local: bool = False
+    """Whether the value's own annotations (its op's se_scope, its parameter attribute, an
+    on_device or copy of it) fix every field the canonical form does not: then the pass
+    prints no remark for it."""
 
     def __str__(self) -> str:
         shown = [str(step) for step in self.steps if _shown(step)]
@@ -94,10 +91,10 @@ def _device_id(scope: SEScopeAttr) -> str:
     return f"{scope.device or '?'}:{scope.id if scope.id is not None else '?'}"
 
 
-def steps_of(sources: Sources, anchor: object = None, canonical: bool = True) -> tuple[Step, ...]:
+def steps_of(sources: Sources, canonical: bool = True) -> tuple[Step, ...]:
     """The steps for a class's fields, grouping fields with one source; fields without a
     source are from the canonical form when `canonical` (the final scope), else left out (a
-    side of a conflict). A constraint is `anchored` when written on `anchor`."""
+    side of a conflict)."""
     steps: list[Step] = []
     groups: dict[int, list[str]] = {}
     by_source: dict[int, Source] = {}
@@ -111,17 +108,16 @@ def steps_of(sources: Sources, anchor: object = None, canonical: bool = True) ->
                 by_source[key] = source
         groups[key].append(name)
     for key, names in groups.items():
-        steps.append(_step(tuple(names), by_source.get(key), anchor))
+        steps.append(_step(tuple(names), by_source.get(key)))
     return tuple(steps)
 
 
-def _step(fields: tuple[str, ...], source: Source | None, anchor: object) -> Step:
+def _step(fields: tuple[str, ...], source: Source | None) -> Step:
     if source is None:
         return Step(fields, "the canonical form", None, "canonical")
     origin = source.origin
     if source.fallback is None:
-        anchored = anchor is not None and origin.anchor is anchor
-        return Step(fields, origin.what, origin.location, "constraint", anchored=anchored, note=origin.note)
+        return Step(fields, origin.what, origin.location, "constraint", note=origin.note)
     via = _via_steps(fields, source.via)
     return Step(fields, origin.what, origin.location, "default", via, note=origin.note)
 
@@ -129,7 +125,7 @@ def _step(fields: tuple[str, ...], source: Source | None, anchor: object) -> Ste
 def _via_steps(fields: tuple[str, ...], via: Source | None) -> tuple[Step, ...]:
     if via is None:
         return ()
-    return (_step(fields, via, None),)
+    return (_step(fields, via),)
 
 
 def describe_scope(scope: SEScopeAttr) -> str:

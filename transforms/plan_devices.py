@@ -62,10 +62,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, emit_remark, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.dominance import verify_dominance
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import FIELDS, SEScopeAttr
 from xrelay.transforms.compilation_config import TARGET_KIND_DEVICES, CompilationConfig, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain, Origin
-from xrelay.transforms.device_remarks import Remark, describe_scope, steps_of
+from xrelay.transforms.device_remarks import Remark, Step, describe_scope, steps_of
 
 SCOPE_ATTR = "relay.se_scope"
 PASS_ORDER = "plan-devices, fuse-ops, convert-relay-to-loops"
@@ -89,7 +89,7 @@ class PlanDevicesPass(ModulePass):
         constraints = solve(op, config)
         if self.explain:
             for remark in remarks(constraints):
-                if not remark.is_local:
+                if not remark.local:
                     emit_remark(remark.location, str(remark))
         WriteBack(constraints).run()
 
@@ -123,6 +123,15 @@ class Constraints:
     annotations: dict[relay.OnDeviceOp, SEScopeAttr] = field(default_factory=dict[relay.OnDeviceOp, SEScopeAttr])
     """Each on_device's scope, checked, for the uses its result constrains."""
     order: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    own: dict[SSAValue, SEScopeAttr] = field(default_factory=dict[SSAValue, SEScopeAttr])
+    """The scope each value's own annotations give it (op, attribute, on_device or copy of it),
+    for remarks: a value they fully explain gets none."""
+
+    def annotate(self, value: SSAValue | None, scope: SEScopeAttr) -> None:
+        """Records that `value` carries an annotation of `scope` (it already joined its domain)."""
+        if value is not None:
+            known = self.own.get(value)
+            self.own[value] = scope if known is None else (known.join(scope) or known)
 
     def demand(self, consumer: Operation, index: int) -> Domain:
         """The domain in which `consumer` reads its operand `index`."""
@@ -184,8 +193,9 @@ def _attr_domain(
     if not isinstance(scope, SEScopeAttr):
         msg = f"expected {SCOPE_ATTR} of {what} ({location_of(fn)}) to be a #relay.se_scope, but found {scope}"
         fn.emit_error(msg, PlacementError(msg))
-    origin = Origin(f"{SCOPE_ATTR} of {what}", location_of(fn), arg)
+    origin = Origin(f"{SCOPE_ATTR} of {what}", location_of(fn))
     scope = _checked(c, fn, scope, f"{origin.what} ({location_of(fn)})")
+    c.annotate(arg, scope)
     return c.domains.fresh(scope, origin)
 
 
@@ -211,8 +221,10 @@ def _collect_constant(c: Constraints, op: relay.ConstantOp) -> None:
     """A pinned constant is an ordinary value; an unpinned one is planned per use."""
     if op.se_scope is None:
         return
-    origin = Origin("se_scope of 'relay.constant'", location_of(op), op.res)
-    domain = c.domains.fresh(_checked(c, op, op.se_scope, str(origin)), origin)
+    origin = Origin("se_scope of 'relay.constant'", location_of(op))
+    scope = _checked(c, op, op.se_scope, str(origin))
+    domain = c.domains.fresh(scope, origin)
+    c.annotate(op.res, scope)
     c.ops[op] = c.values[op.res] = domain
 
 
@@ -221,8 +233,11 @@ def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
     if op.se_scope is None:
         domain = c.domains.fresh()
     else:
-        origin = Origin(f"se_scope of '{op.name}'", location_of(op), op.results[0] if op.results else None)
-        domain = c.domains.fresh(_checked(c, op, op.se_scope, str(origin)), origin)
+        origin = Origin(f"se_scope of '{op.name}'", location_of(op))
+        scope = _checked(c, op, op.se_scope, str(origin))
+        domain = c.domains.fresh(scope, origin)
+        for result in op.results:
+            c.annotate(result, scope)
     c.ops[op] = domain
     for i in range(len(op.operands)):
         _consume(c, op, i, domain)
@@ -234,7 +249,8 @@ def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
     scope = _checked(c, op, op.se_scope, f"se_scope of 'relay.on_device' at {location_of(op)}")
     c.annotations[op] = scope
     if op.constrains_body:
-        c.ops[op] = c.domains.fresh(scope, Origin("relay.on_device", location_of(op), op.data))
+        c.ops[op] = c.domains.fresh(scope, Origin("relay.on_device", location_of(op)))
+        c.annotate(op.data, scope)
     else:
         c.ops[op] = c.domains.fresh()
     if not op.constrains_body and not op.constrains_result:
@@ -244,10 +260,12 @@ def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
 
 def _collect_device_copy(c: Constraints, op: relay.DeviceCopyOp) -> None:
     loc = location_of(op)
-    src_origin = Origin("src_se_scope of 'relay.device_copy'", loc, op.data)
-    dst_origin = Origin("dst_se_scope of 'relay.device_copy'", loc, op.res)
+    src_origin = Origin("src_se_scope of 'relay.device_copy'", loc)
+    dst_origin = Origin("dst_se_scope of 'relay.device_copy'", loc)
     src = _checked(c, op, op.src_se_scope, str(src_origin))
     dst = _checked(c, op, op.dst_se_scope, str(dst_origin))
+    c.annotate(op.data, src)
+    c.annotate(op.res, dst)
     c.ops[op] = c.domains.fresh(src, src_origin)
     _consume(c, op, 0, c.ops[op])
     c.values[op.res] = c.domains.fresh(dst, dst_origin)
@@ -408,7 +426,17 @@ def remark_for(c: Constraints, value: SSAValue) -> Remark | None:
         owner if isinstance(owner, Operation) else value.block.parent_op() if isinstance(value, BlockArgument) else None
     )
     location = location_of(where) if where is not None else "unknown location"
-    return Remark(_describe(value), scope, steps_of(root.sources, anchor=value), location)
+    steps = steps_of(root.sources)
+    return Remark(_describe(value), scope, steps, location, _is_local(steps, c.own.get(value)))
+
+
+def _is_local(steps: tuple[Step, ...], own: SEScopeAttr | None) -> bool:
+    """Whether `own` (a value's own annotations) sets every field the steps fix other than by
+    the canonical form."""
+    if own is None:
+        return all(step.how == "canonical" for step in steps)
+    fixed = {name for name, value in zip(FIELDS, own.fields()) if value is not None}
+    return all(step.how == "canonical" or fixed.issuperset(step.fields) for step in steps)
 
 
 # --- Phase 3: write back ------------------------------------------------------------------------
