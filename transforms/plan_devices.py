@@ -24,11 +24,20 @@ Phase 0, check: every value is defined before its use (SSA dominance, which xDSL
 Phase 1, collect and solve: functions' parameter and result domains first, then every op in
   program order. A primitive op, its operands and its result share one domain; calls share
   the callee's domains; `func.return` shares the function's result domains. Domains are
-  joined as constraints are found, so a conflict is reported at the op that raises it.
+  joined as constraints are found, so a conflict is reported at the op that raises it, with
+  the chain that fixed each side's scope. Each constraint carries its `Origin` (what it is,
+  where it is written), and the store records it as the source of the fields it fixes.
 Phase 2, default: free on_devices (both flags false) first, in program order: each use takes
   Default(use, operand), then the operand Default(operand, first use). Then, functions in
   module order, results take Default(result, default scope) and parameters
   Default(parameter, first result). Every other domain takes Default(domain, default scope).
+  Each Default step records its fallback (and why the fallback had those fields) as the
+  source of the fields it fills.
+Remarks (option `explain=true`), between phases 2 and 3: for every value with a domain of
+  its own, a `Remark` (`device_remarks.py`) read off its domain's sources: each field, the
+  constraint or Default step that fixed it, or the canonical form. Those whose fields are
+  not all fixed by the value's own annotations are printed to stderr as
+  `file:line:col: remark: ...`. `solve` and `remark_for` give `xrelay.explain` the same.
 Phase 3, write back, ops in program order: canonical `se_scope` on every relay op but
   device_copy, canonical `relay.se_scope` on every function argument and result. Every
   reader's operand is rewired to what the link under it produced: an on_device's operand
@@ -42,7 +51,8 @@ Phase 3, write back, ops in program order: canonical `se_scope` on every relay o
   disappear; an explicit copy that nobody reads stays unless it is redundant.
 
 Invariants: input and output verify; the output has no `relay.on_device`; running the pass on
-its own output changes nothing; interpretation results are unchanged.
+its own output changes nothing; interpretation results are unchanged; a remark's scope is the
+scope written back for its value.
 Not handled: control flow (functions are single blocks), host-only ops (there are none yet),
 device polymorphism of functions.
 """
