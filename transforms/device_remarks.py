@@ -43,24 +43,24 @@ class Step:
     """Said after the location, e.g. ", whose result the function returns"."""
 
     def __str__(self) -> str:
+        return self.describe("from")
+
+    def describe(self, verb: str) -> str:
+        """`device from relay.on_device at f.mlir:8:3` (with `verb` "from")."""
         fields = _names(self.fields)
         if self.how == "canonical":
-            return f"{fields} from the canonical form"
+            return f"{fields} {verb} the canonical form"
         where = f" at {self.location}" if self.location is not None else ""
-        text = f"{fields} from {self.origin}{where}{self.note}"
+        text = f"{fields} {verb} {self.origin}{where}{self.note}"
         if self.how == "default":
             text += " by defaulting"
         if self.via:
-            text += ", whose " + "; ".join(_via_text(step) for step in self.via)
+            text += ", whose " + "; ".join(step.describe("came from") for step in self.via)
         return text
 
 
 def _names(fields: tuple[str, ...]) -> str:
     return fields[0] if len(fields) == 1 else ", ".join(fields[:-1]) + " and " + fields[-1]
-
-
-def _via_text(step: Step) -> str:
-    return str(step).replace(" from ", " came from ", 1)
 
 
 @dataclass(frozen=True)

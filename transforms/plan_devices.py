@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -133,15 +134,16 @@ class Constraints:
     annotations: dict[relay.OnDeviceOp, SEScopeAttr] = field(default_factory=dict[relay.OnDeviceOp, SEScopeAttr])
     """Each on_device's scope, checked, for the uses its result constrains."""
     order: dict[Operation, int] = field(default_factory=dict[Operation, int])
-    own: dict[SSAValue, SEScopeAttr] = field(default_factory=dict[SSAValue, SEScopeAttr])
-    """The scope each value's own annotations give it (op, attribute, on_device or copy of it),
-    for remarks: a value they fully explain gets none."""
+    own: dict[SSAValue, frozenset[str]] = field(default_factory=dict[SSAValue, frozenset[str]])
+    """The fields each value's own annotations set (its op's se_scope, its parameter attribute,
+    an on_device or copy of it), for remarks: a value they fully explain gets none."""
 
     def annotate(self, value: SSAValue | None, scope: SEScopeAttr) -> None:
         """Records that `value` carries an annotation of `scope` (it already joined its domain)."""
         if value is not None:
+            fields = _fields_set(scope)
             known = self.own.get(value)
-            self.own[value] = scope if known is None else (known.join(scope) or known)
+            self.own[value] = fields if known is None else known | fields
 
     def demand(self, consumer: Operation, index: int) -> Domain:
         """The domain in which `consumer` reads its operand `index`."""
@@ -212,7 +214,7 @@ def _attr_domain(
 def _collect_op(c: Constraints, op: Operation) -> None:
     if isinstance(op, relay.ConstantOp):
         _collect_constant(c, op)
-    elif isinstance(op, relay.RelayOp) and type(op) in PRIMITIVES:
+    elif type(op) in PRIMITIVES and isinstance(op, relay.RelayOp):
         _collect_primitive(c, op)
     elif isinstance(op, relay.OnDeviceOp):
         _collect_on_device(c, op)
@@ -296,9 +298,8 @@ def _consume(c: Constraints, consumer: Operation, index: int, demand: Domain) ->
     """`consumer` reads operand `index` in `demand`: tie the operand's domain to it."""
     value = consumer.operands[index]
     domain = c.values.get(value)
-    use = f"its use in '{consumer.name}'"
     if domain is not None:
-        _report(consumer, value, c.domains.unify(domain, demand), (_describe(value), use))
+        _report(consumer, value, c.domains.unify(domain, demand), value_first=True)
         return
     annotation = value.owner
     if not isinstance(annotation, relay.OnDeviceOp):
@@ -308,15 +309,18 @@ def _consume(c: Constraints, consumer: Operation, index: int, demand: Domain) ->
         note = ", whose result the function returns" if returned else ""
         origin = Origin("relay.on_device", location_of(annotation), note=note)
         scope = c.annotations[annotation]
-        _report(consumer, value, c.domains.constrain(demand, scope, origin), (use, _describe(value)))
+        _report(consumer, value, c.domains.constrain(demand, scope, origin), value_first=False)
 
 
-def _report(consumer: Operation, value: SSAValue, conflict: Conflict | None, sides: tuple[str, str]) -> None:
+def _report(consumer: Operation, value: SSAValue, conflict: Conflict | None, value_first: bool) -> None:
     """A failed Join at `consumer`: the message names both scopes and the origins of the
-    field they disagree on, and shows (and carries) each side's chain."""
+    field they disagree on, and shows (and carries) each side's chain (the value's side and
+    its use's side, in the order they were joined)."""
     if conflict is None:
         return
     location = location_of(consumer)
+    use = f"its use in '{consumer.name}'"
+    sides = (_describe(value), use) if value_first else (use, _describe(value))
     chains = (
         Remark(sides[0], conflict.first, steps_of(conflict.first_sources, canonical=False), location),
         Remark(sides[1], conflict.second, steps_of(conflict.second_sources, canonical=False), location),
@@ -440,13 +444,17 @@ def remark_for(c: Constraints, value: SSAValue) -> Remark | None:
     return Remark(_describe(value), scope, steps, location, _is_local(steps, c.own.get(value)))
 
 
-def _is_local(steps: tuple[Step, ...], own: SEScopeAttr | None) -> bool:
-    """Whether `own` (a value's own annotations) sets every field the steps fix other than by
-    the canonical form."""
-    if own is None:
-        return all(step.how == "canonical" for step in steps)
-    fixed = {name for name, value in zip(FIELDS, own.fields()) if value is not None}
+def _is_local(steps: tuple[Step, ...], own: frozenset[str] | None) -> bool:
+    """Whether `own` (the fields a value's own annotations set) covers every field the steps
+    fix other than by the canonical form."""
+    fixed = own or frozenset[str]()
     return all(step.how == "canonical" or fixed.issuperset(step.fields) for step in steps)
+
+
+@lru_cache(maxsize=256)
+def _fields_set(scope: SEScopeAttr) -> frozenset[str]:
+    """The names of the fields `scope` constrains (few distinct scopes: computed once each)."""
+    return frozenset(name for name, value in zip(FIELDS, scope.fields()) if value is not None)
 
 
 # --- Phase 3: write back ------------------------------------------------------------------------
