@@ -327,9 +327,33 @@ def test_wide_conv2d_computes_a_row_per_work_item() -> None:
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [3, 4]
     scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
     assert scratch == [(1, 5), (7,)]  # the output row, the input row with its padding
-    # no test per tap: one scf.if per window row, on whether its weights are finite
+    # no test in the work item: the interior's loops and the border's have their own bounds
+    assert not [op for op in module.walk() if isinstance(op, scf.IfOp)]
+
+
+def test_conv2d_rows_sum_the_interior_in_whole_row_loops_of_multiples_of_8() -> None:
+    """12 wide, pad 1: the interior is columns 1-10, of which 1-8 get a whole-row loop per tap;
+    columns 0, 9-10 and 11 get a loop each over the taps that read the input there."""
+    body = f"%r = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t('1x2x4x12')}, {t('3x2x3x3')}) -> {t('1x3x4x12')}"
+    module = lower(fused_module("x:1x2x4x12 w:3x2x3x3", body))
+    bounds = [
+        (int(op.lb.owner.value.value.data), int(op.ub.owner.value.value.data))
+        for op in module.walk()
+        if isinstance(op, scf.ForOp) and isinstance(op.lb.owner, arith.ConstantOp) and op.lb.owner.value.value.data
+    ]
+    assert bounds == [(1, 9), (9, 11), (11, 12)]
+    assert not [op for op in module.walk() if isinstance(op, scf.IfOp)]
+
+
+def test_conv2d_rows_32_or_more_wide_test_the_padding_weights_per_window_row() -> None:
+    """Whole rows over the padding zeros when the weights of the taps on padding (0 and 2)
+    are finite: one test per window row, of those two weights."""
+    body = f"%r = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t('1x2x4x32')}, {t('3x2x3x3')}) -> {t('1x3x4x32')}"
+    module = lower(fused_module("x:1x2x4x32 w:3x2x3x3", body))
     (test,) = [op for op in module.walk() if isinstance(op, scf.IfOp)]
     assert test.cond.owner.name == "arith.cmpf"
+    probe = [op for op in test.parent_block().ops if isinstance(op, arith.MulfOp)]
+    assert len(probe) == 2
 
 
 def test_wide_conv2d_computes_rows_of_four_channels_per_work_item() -> None:
@@ -694,6 +718,7 @@ PADDED_TAP_CASES = [
     ("1x2x2x4", "4x2x3x3", "{dilation = array<i64: 3, 5>, padding = array<i64: 3, 5, 3, 5>}"),
     ("1x2x2x3", "1x2x3x3", "{dilation = array<i64: 3, 4>, padding = array<i64: 3, 4, 3, 4>}"),
     ("2x2x3x16", "4x2x3x3", "{dilation = array<i64: 1, 17>, padding = array<i64: 1, 17, 1, 17>}"),
+    ("1x2x3x32", "4x2x3x3", "{dilation = array<i64: 1, 33>, padding = array<i64: 1, 33, 1, 33>}"),  # tested rows
 ]
 
 
@@ -754,17 +779,19 @@ def test_conv2d_never_reads_padding(data: str, weight: str, attrs: str) -> None:
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_conv2d_padding_nan_weight_agrees_everywhere() -> None:
+@pytest.mark.parametrize("width", [6, 12, 40])  # all border; interior loops and border; tested rows
+def test_conv2d_padding_nan_weight_agrees_everywhere(width: int) -> None:
     """A NaN weight at a tap that falls on padding for the border outputs only: NaN inside,
     finite on the border, the same on every implementation."""
     attrs = "{padding = array<i64: 1, 1, 1, 1>}"
+    data, result = f"1x2x5x{width}", f"1x4x5x{width}"
     relay_text = (
-        f"func.func @main(%x: {t('1x2x5x6')}, %w: {t('4x2x3x3')}) -> {t('1x4x5x6')} {{\n"
-        f"  %r = relay.nn.conv2d %x, %w {attrs} : ({t('1x2x5x6')}, {t('4x2x3x3')}) -> {t('1x4x5x6')}\n"
-        f"  func.return %r : {t('1x4x5x6')}\n}}"
+        f"func.func @main(%x: {t(data)}, %w: {t('4x2x3x3')}) -> {t(result)} {{\n"
+        f"  %r = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t('4x2x3x3')}) -> {t(result)}\n"
+        f"  func.return %r : {t(result)}\n}}"
     )
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    x = rng.standard_normal((1, 2, 5, width)).astype(np.float32)
     w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
     w[:, :, 0, 0] = np.nan  # reads input row oh - 1, column ow - 1
     expected = xrelay.interpret(xrelay.parse(relay_text), {"x": x, "w": w})
