@@ -17,7 +17,7 @@ import pytest
 from loop_interpreter import run_lowered
 from random_graphs import random_inputs as random_graph_inputs
 from random_graphs import random_module_text
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func, memref, scf
 
 import xrelay
 from xrelay.dialects import relay
@@ -90,10 +90,11 @@ def check_kernel_form(module) -> None:
         used = {op.name for op in kernel.walk()} - {"func.func"}
         assert used <= ALLOWED, used - ALLOWED
         # producers are recomputed, never buffered; only a conv2d's work item has scratch (its
-        # output rows, block x width, and one padded input row), and a C dense or
-        # batch_matmul's of whole rows (the transposed rhs, and the output rows)
+        # output rows, block x width, and one padded input row), a C dense or
+        # batch_matmul's of whole rows (the transposed rhs, and the output rows), and a
+        # matmul block's with an epilogue (its sums, of the result's rank)
         scratch = [op.memref.type.get_shape() for op in kernel.walk() if op.name == "memref.alloca"]
-        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2])
+        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2]) or len(scratch) == 1, scratch
     assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
 
 
@@ -401,8 +402,9 @@ def dense_bias_relu(m: int, k: int, n: int) -> str:
 
 @pytest.mark.parametrize("mkn,block", DENSE_BLOCKS)
 def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block) -> None:
-    """A work item sums a block of outputs in one loop, an accumulator each, then applies the
-    epilogue to each; the nest spans the blocks."""
+    """A work item sums a block of outputs in one loop, an accumulator each, stores the sums
+    in a scratch block, then applies the epilogue in a loop over it; the nest spans the
+    blocks."""
     m, k, n = mkn
     text = dense_bias_relu(m, k, n)
     module = lower(text)
@@ -410,7 +412,11 @@ def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block
     rows, cols = block or (1, 1)
     tiles = [extent for extent in (m // rows, n // cols) if extent != 1]
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == tiles
-    (loop,) = [op for op in nest.walk() if isinstance(op, scf.ForOp)]
+    (loop,) = [op for op in nest.walk() if isinstance(op, scf.ForOp) and op.iter_args]
+    scratch = [tuple(op.memref.type.get_shape()) for op in nest.walk() if isinstance(op, memref.AllocaOp)]
+    assert scratch == ([block] if block else [])
+    epilogue = [op for op in nest.walk() if isinstance(op, scf.ForOp) and not op.iter_args]
+    assert len(epilogue) == (len([b for b in block if b > 1]) if block else 0)
     assert len(loop.iter_args) == rows * cols
     loads = [op for op in loop.body.block.ops if op.name == "memref.load"]
     assert len(loads) == rows + cols  # each x row and w row once per k
@@ -439,7 +445,7 @@ def test_c_dense_of_short_dot_products_computes_whole_rows(mkn: tuple[int, int, 
 def test_whole_rows_only_for_short_small_dot_products_in_blocks_of_four_or_more(mkn) -> None:
     """k >= 256, a k x n rhs above 64 x 64 floats, or fewer than 4 rows: register blocks."""
     module = lower(dense_bias_relu(*mkn))
-    assert not any(op.name == "memref.alloca" for op in module.walk())
+    assert schedules_of(module) == ["matmul_block"]
 
 
 def test_opencl_dense_never_computes_whole_rows() -> None:
@@ -447,8 +453,17 @@ def test_opencl_dense_never_computes_whole_rows() -> None:
     opencl = '#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">'
     text = dense_bias_relu(16, 20, 12).replace(SCOPE, opencl)
     module = lower(text)
-    assert not any(op.name == "memref.alloca" for op in module.walk())
+    assert schedules_of(module) != ["transposed_rows"]
     check_lowering(text)
+
+
+def schedules_of(module) -> list[str]:
+    """The `relay.schedule` of each kernel of a lowered module."""
+    return [
+        op.attributes["relay.schedule"].data
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and "relay.schedule" in op.attributes
+    ]
 
 
 def test_c_batch_matmul_rows_with_broadcast_batch_add_tanh() -> None:
