@@ -609,6 +609,20 @@ class CStyleEmitter:
             lanes = ", ".join(self.lane_exprs(op))
             self.assign(op.result, f"({self.c_type(op.result.type, op)})({lanes})", op)
 
+    def vector_address(self, ref: SSAValue, indices: Sequence[SSAValue]) -> str:
+        return f"&{self.names[ref]}[{self.index(ref, indices)}]"
+
+    @emit.register
+    def _(self, op: vector.LoadOp) -> None:
+        """`vloadN(0, &ref[idx])`: N consecutive elements (a schedule's row of lanes)."""
+        width = self.lanes_of(op.result.type, op)
+        self.assign(op.result, f"vload{width}(0, {self.vector_address(op.base, op.indices)})", op)
+
+    @emit.register
+    def _(self, op: vector.StoreOp) -> None:
+        width = self.lanes_of(op.vector.type, op)
+        self.line(f"vstore{width}({self.expr(op.vector)}, 0, {self.vector_address(op.base, op.indices)});")
+
     @emit.register
     def _(self, op: vector.ReductionOp) -> None:
         """A scalar that combines the lanes: by halves (`.lo`, `.hi`, each a named vector, so

@@ -50,7 +50,7 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
 // CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
-// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">, relay.schedule = "conv_rows"}
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">, relay.schedule = "conv_rows"}
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
@@ -103,7 +103,7 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NOT:     "scf.parallel"
 // CHECK:         func.return
 func.func @conv_bias_relu(%d: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x4x4xf32> {
-  %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {
+  %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {
   ^bb0(%x: tensor<1x2x4x4xf32>, %k: tensor<3x2x3x3xf32>, %c: tensor<3xf32>):
     %1 = relay.nn.conv2d %x, %k {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
     %2 = relay.nn.bias_add %1, %c : (tensor<1x3x4x4xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32>
