@@ -12,7 +12,8 @@ Input: a kernel made by convert-relay-to-loops (and, for OpenCL, split-reduction
 
 whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
 memref.load/store/alloca, arith and math (and, in OpenCL, vector.broadcast/insert/reduction
-on `vector<16xf32>`). Output: one C-style function per kernel. Memrefs are flat pointers
+on `vector<16xf32>` from split-reductions, and vector.load/store/fma, `vloadN`/`vstoreN`/`fma`,
+from the conv_vectors schedule). Output: one C-style function per kernel. Memrefs are flat pointers
 indexed with linearised row-major strides; constants are inlined as literals; every other
 value is a local variable named after its SSA name.
 

@@ -7,7 +7,8 @@ each of its dimensions is a `get_global_id`, the innermost loop dimension `get_g
 rounded-up global size is safe. Inner loops are `for` loops. The `vector<16xf32>` values
 that split-reductions makes (a pure reduction loop accumulating 16 iterations at a time in
 vector lanes) are `float16`s: one constructor per `vector.insert` chain, the lanes of a
-`vector.reduction` folded by halves (`.lo`, `.hi`). Maths uses OpenCL's overloaded
+`vector.reduction` folded by halves (`.lo`, `.hi`); the conv_vectors schedule's row vectors
+are `float8`s, loaded and stored with `vload8`/`vstore8`, summed with `fma`. Maths uses OpenCL's overloaded
 built-ins (`exp`, `fmax`, `rsqrt`, ...).
 """
 

@@ -46,7 +46,8 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.)
+max, for window bounds, are cmpi + select.) The opencl-only conv_vectors schedule adds
+vector.load/store/broadcast/insert/fma on `vector<8xf32>`, printed as OpenCL's `float8`.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
 distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a
