@@ -31,10 +31,12 @@ CHANNELS is the largest power of two up to MAX_CHANNELS that divides the output 
 of a conv group, with CHANNELS x vectors per row at most ACCUMULATORS (the sums stay in
 registers: 32 AVX-512 ones).
 
-Measured against conv_rows on PoCL and the C kernel (hand-written prototypes of this
-kernel, 1 thread, interleaved medians, a noisy machine): 1x64x14x14 3x3 64 -> 64 pad 1:
-C 15, conv_rows 1.2, this 28-37 GFLOP/s; 8x16x28x28 -> 32: C 30, this 38-50;
-1x64x56x56 -> 64: C 10-13, conv_rows 5.6, this 11-12.
+Measured against conv_rows on PoCL and the C kernel of the same group (bench/opencl_kernels.py
+and bench/kernels.py's shapes; C on 1 thread, PoCL with POCL_MAX_PTHREAD_COUNT=1, medians of
+15 interleaved rounds on a machine loaded 5-20 deep, so +-30%): conv2d 3x3 pad 1,
+1x64x14x14 -> 64: conv_rows 0.8, this 9-24, C 15 GFLOP/s; 1x32x28x28 -> 32: 2-4, 40-47,
+C 26-31; 8x16x28x28 -> 32 (the CNN's): 3, 11-22, C 30; 1x64x56x56 -> 64: 5.4-5.8, 8-10,
+C 11-13. LANES 16, or ACCUMULATORS 16 or 24, were no faster.
 """
 
 from __future__ import annotations
