@@ -402,9 +402,8 @@ def dense_bias_relu(m: int, k: int, n: int) -> str:
 
 @pytest.mark.parametrize("mkn,block", DENSE_BLOCKS)
 def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block) -> None:
-    """A work item sums a block of outputs in one loop, an accumulator each, stores the sums
-    in a scratch block, then applies the epilogue in a loop over it; the nest spans the
-    blocks."""
+    """A work item sums a block of outputs in one loop, an accumulator each, then applies the
+    epilogue to each, inline (no maths call in it); the nest spans the blocks."""
     m, k, n = mkn
     text = dense_bias_relu(m, k, n)
     module = lower(text)
@@ -413,13 +412,35 @@ def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block
     tiles = [extent for extent in (m // rows, n // cols) if extent != 1]
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == tiles
     (loop,) = [op for op in nest.walk() if isinstance(op, scf.ForOp) and op.iter_args]
-    scratch = [tuple(op.memref.type.get_shape()) for op in nest.walk() if isinstance(op, memref.AllocaOp)]
-    assert scratch == ([block] if block else [])
-    epilogue = [op for op in nest.walk() if isinstance(op, scf.ForOp) and not op.iter_args]
-    assert len(epilogue) == (len([b for b in block if b > 1]) if block else 0)
+    assert not [op for op in nest.walk() if isinstance(op, memref.AllocaOp)]
     assert len(loop.iter_args) == rows * cols
     loads = [op for op in loop.body.block.ops if op.name == "memref.load"]
     assert len(loads) == rows + cols  # each x row and w row once per k
+    check_lowering(text)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_dense_block_epilogue_with_tanh_loops_over_the_sums_on_cpu(device: str) -> None:
+    """On cpu, an epilogue with a maths call runs in a loop nest over the block's sums, kept
+    in a scratch block (gcc vectorises the tanh there); on opencl it stays inline."""
+    body = f"""
+    %d = relay.nn.dense %x, %w : ({t("8x300")}, {t("12x300")}) -> {t("8x12")}
+    %e = relay.nn.bias_add %d, %b : ({t("8x12")}, {t("12")}) -> {t("8x12")}
+    %r = relay.tanh %e : {t("8x12")}"""
+    text = fused_module("x:8x300 w:12x300 b:12", body)
+    if device == "opencl":
+        text = text.replace(SCOPE, '#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">')
+    module = lower(text)
+    assert schedules_of(module) == ["matmul_block"]
+    (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    scratch = [tuple(op.memref.type.get_shape()) for op in nest.walk() if isinstance(op, memref.AllocaOp)]
+    epilogue = [op for op in nest.walk() if isinstance(op, scf.ForOp) and not op.iter_args]
+    if device == "cpu":
+        assert scratch == [(4, 4)] and len(epilogue) == 2
+        (tanh,) = [op for op in nest.walk() if op.name == "math.tanh"]
+        assert tanh.parent_op() is epilogue[1]
+    else:
+        assert not scratch and not epilogue
     check_lowering(text)
 
 

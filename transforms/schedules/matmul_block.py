@@ -4,12 +4,12 @@ a dense or batch_matmul of the result's shape.
 
 Up to ROW_BLOCK x COLUMN_BLOCK outputs of the result's last two axes, each dividing its
 axis; the nest's last two axes are the result's divided by the block. One loop over k sums
-the block's dot products, an accumulator each. A group that is the matmul alone stores the
-sums; one with an epilogue stores them in a scratch block (`memref.alloca`), and a loop
-nest over it stores the group's result at each output, so a C compiler vectorises the
-epilogue along the block's columns, maths calls included (libmvec's tanhf: the
-transformer's dense + bias + GELU went from 9.9x to 1.4x the time of dense + bias, C, 1
-thread, bench/vector_math.py; inline per output, each tanhf was a scalar call).
+the block's dot products, an accumulator each, then the group's result is stored at each
+output, inline. On cpu, an epilogue with a maths call (EPILOGUE_MATHS: tanh, exp, ...)
+instead runs in a loop nest over the sums, stored in a scratch block (`memref.alloca`), so
+gcc vectorises it along the block's columns with libmvec's functions: the transformer's
+dense + bias + GELU took 2.8-4.1x the time of dense + bias inline, 1.1x in the loop (C, 1
+thread, interleaved medians; inline, each tanhf was a scalar call).
 """
 
 from __future__ import annotations
@@ -43,6 +43,18 @@ Matmul = relay.DenseOp | relay.BatchMatmulOp
 COLUMN_BLOCK = 4
 ROW_BLOCK = 4
 ROW_BLOCK_MIN_DEPTH = 256
+
+# Epilogue ops whose C code is a maths library call (libmvec has vector variants).
+EPILOGUE_MATHS = (
+    relay.TanhOp,
+    relay.ExpOp,
+    relay.LogOp,
+    relay.ErfOp,
+    relay.SigmoidOp,
+    relay.PowerOp,
+    relay.SqrtOp,
+    relay.RsqrtOp,
+)
 
 
 def matmul_anchor(group: relay.FusedOp) -> Matmul | None:
@@ -81,7 +93,20 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert matmul is not None and block is not None
     root = group_root(group)
     tiles = tuple(extent // b for extent, b in zip(result_shape(group), block))
-    return emitter.parallel_nest(tiles, lambda tile: store_block(emitter, matmul, root, tile, out, block))
+    loop = loops_epilogue(group)
+    return emitter.parallel_nest(tiles, lambda tile: store_block(emitter, matmul, root, tile, out, block, loop))
+
+
+def loops_epilogue(group: relay.FusedOp) -> bool:
+    """Whether the group's epilogue runs in a loop over the block's sums: on cpu, when it
+    calls a maths function (EPILOGUE_MATHS), which gcc vectorises in a loop (libmvec) and
+    leaves a scalar call per output in straight-line code. A cheap epilogue (bias, relu) stays
+    inline: through scratch, dense + bias took 1.4-1.6x the time. PoCL vectorises neither
+    (the work item has loops), so opencl keeps it inline too."""
+    scope = group.se_scope
+    if scope is None or scope.device == "opencl":
+        return False
+    return any(isinstance(op, EPILOGUE_MATHS) for op in group.body.block.ops)
 
 
 def store_block(
@@ -91,13 +116,14 @@ def store_block(
     tile: list[SSAValue],
     out: SSAValue,
     block: Sequence[int],
+    epilogue_loop: bool,
 ) -> None:
     """The work item of output block `tile` of a group whose anchor `op` has the shape of
     its result `root`: the outputs tile[a] * block[a] + o[a] for every offset o < block
     (register blocking). Their dot products share one loop over k, one accumulator each,
     so each x[i, k] (and each w[j, k]) is loaded once per block row (column) instead of
     once per output; then `root` is stored at each, reading the anchor from its sum (through
-    the scratch block and a loop over it when `root` is not the anchor itself). A
+    the scratch block and a loop over it when `epilogue_loop`). A
     consumer reading the anchor at another index (a transpose of a square result)
     recomputes that element with `dot_products`.
     """
@@ -105,9 +131,11 @@ def store_block(
     offsets = list(itertools.product(*(range(b) for b in block)))
     idxs = [[e.add_const(f, o) for f, o in zip(firsts, offset)] for offset in offsets]
     totals = e.dot_products(op, idxs)
-    if root is op.res:
+    if not epilogue_loop:
         for idx, total in zip(idxs, totals):
-            e.store(total, out, idx)
+            e.remember(op.res, idx, total)
+        for idx in idxs:
+            e.store(e.value_at(root, idx), out, idx)
         return
     sums = e.emit(memref.AllocaOp.get(f32, shape=list(block)))
     for offset, total in zip(offsets, totals):
