@@ -8,8 +8,9 @@ the block's dot products, an accumulator each, then the group's result is stored
 output, inline. On cpu, an epilogue with a maths call (EPILOGUE_MATHS: tanh, exp, ...)
 instead runs in a loop nest over the sums, stored in a scratch block (`memref.alloca`), so
 gcc vectorises it along the block's columns with libmvec's functions: the transformer's
-dense + bias + GELU took 2.8-4.1x the time of dense + bias inline, 1.1x in the loop (C, 1
-thread, interleaved medians; inline, each tanhf was a scalar call).
+dense + bias + GELU took 2.8-4.1x the time of dense + bias inline, 1.1-1.6x in the loop (C, 1
+thread, kernels called directly, interleaved medians on a machine loaded 8-20 deep; inline,
+each tanhf was a scalar call).
 """
 
 from __future__ import annotations
