@@ -17,6 +17,7 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
+    matmul_rows       a cpu matmul anchor: whole rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     elementwise       anything: a work item per element (matches every group, so last)
@@ -76,6 +77,7 @@ from xrelay.transforms.schedules import (
     elementwise,
     layer_norm_rows,
     matmul_block,
+    matmul_rows,
     softmax_row,
     transposed_rows,
 )
@@ -168,6 +170,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     layer_norm_rows.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
+    matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     elementwise.SCHEDULE,
 )
