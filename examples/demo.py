@@ -58,6 +58,16 @@ def fused_groups(text: str) -> dict[str, list[str]]:
     }
 
 
+def save_pictures(module: ModuleOp, exe: xrelay.Executable, *inputs: np.ndarray) -> None:
+    """demo.svg, the placement and fusion picture (Graphviz), and demo_trace.json, the timeline
+    of 3 profiled runs (open it in https://ui.perfetto.dev), next to this script."""
+    try:
+        print(f"picture: {xrelay.render(module, MODEL.with_name('demo.svg'), targets=TARGETS)}")
+    except xrelay.RenderError as e:
+        print(f"no picture: {e}")
+    print(f"timeline: {exe.profile(*inputs, runs=3).save_trace(MODEL.with_name('demo_trace.json'))}\n")
+
+
 def numpy_eager(
     x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray, w3: np.ndarray, b3: np.ndarray
 ) -> np.ndarray:
@@ -98,6 +108,7 @@ def main() -> None:
     groups = fused_groups(text)
     x = inputs["x"]
     exe.run(x=x)  # warm-up: PoCL finishes compiling a kernel at its first launch
+    save_pictures(module, exe, x)
     profile = exe.profile(x=x)
     print("placement (kernels and copies in execution order, times of one run after a warm-up):")
     for (name, device), (_, _, seconds) in zip(exe.placement(), profile.nodes):

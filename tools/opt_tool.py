@@ -4,10 +4,16 @@ Every user error (bad syntax, a failed verification, a pass failure, a bad pipel
 target spec, a missing file) is printed to stderr, with the file:line:col of the text or op
 at fault where there is one, and exits with status 1, without a Python traceback.
 
-Beyond xdsl-opt: several `-p` flags run one after the other, as one pipeline; pass options
+Beyond xdsl-opt: an `.onnx` input is imported with `xrelay.from_onnx`, its initializers
+bound as constants (as `xrelay.build` binds params), so every pass and target works on it;
+`--input-shape input.1=1x3x224x224` fixes an ONNX input's dynamic dimensions;
+`--elide-constants` prints large constants as `dense<"...">` (for reading; such output does
+not parse back); several `-p` flags run one after the other, as one pipeline; pass options
 are checked by their CLI names (`default-device`): an unknown one, one without a value, or
 one given twice is an error; `--time-passes` and `--print-between-passes` write to stderr
-(as MLIR's timing and IR dumps do), so stdout holds only the output.
+(as MLIR's timing and IR dumps do), so stdout holds only the output. `--help` lists xrelay's
+passes first, each with its options, their defaults and a line saying what it does (from
+the pass module's docstring), and `--list-targets` the `-t` targets, a line each.
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -31,8 +38,9 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from xrelay.diagnostics import ConfigError, excerpt
+from xrelay.diagnostics import ConfigError, elide_constants, excerpt
 from xrelay.dialects.dominance import verify_dominance
+from xrelay.errors import Error, OnnxImportError
 from xrelay.ir import LocParser, add_location, register_dialects, verifier_crash
 from xrelay.universe import XRELAY_UNIVERSE
 
@@ -63,11 +71,32 @@ class OptTool(xDSLOptMain):
         for name, factory in XRELAY_UNIVERSE.all_targets.items():
             self.available_targets.setdefault(name, factory)
 
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = lambda chunk: import_onnx(chunk, self.args.input_shape)
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--elide-constants",
+            action="store_true",
+            help='print the values of large constants as dense<"..."> (the output is for reading: it does not parse back)',
+        )
+        arg_parser.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="NAME=DIMS",
+            help="the shape of an ONNX input with dynamic dimensions, e.g. --input-shape input.1=1x3x224x224 (repeatable)",
+        )
         arg_parser.prog = "opt-tool"  # also when run as `python -m xrelay.tools.opt_tool`
-        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the epilog's lines
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep our lines
+        # The description comes before the options, so xrelay's passes before xDSL's list.
+        arg_parser.description = f"{arg_parser.description}\n\n{pass_help(XRELAY_UNIVERSE.all_passes)}"
         arg_parser.epilog = _epilog()
+        arg_parser.add_argument(
+            "--list-targets", action="store_true", help="list the -t targets, a line each, and exit"
+        )
 
     def setup_pipeline(self) -> None:
         # xDSL verifies the module before, between and after the passes; its `verify()` does
@@ -100,12 +129,42 @@ class OptTool(xDSLOptMain):
             add_location(e, prog)
             raise
 
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        text = super().output_resulting_program(prog)
+        return elide_constants(text) if self.args.elide_constants else text
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if file_extension != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
         text = chunk.read().decode()
         parser = LocParser(self.ctx, text, self.get_input_name(), line_offset=start_offset)
         return parser.parse_module(not self.args.no_implicit_module)
+
+
+def import_onnx(chunk: IO[bytes], input_shapes: Sequence[str] = ()) -> ModuleOp:
+    """An ONNX model as relay, its initializers bound as constants; `input_shapes` fix
+    dynamic input shapes (`name=1x3x224x224`)."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    from xrelay.driver import bind_params
+    from xrelay.frontend.onnx_import import from_onnx
+
+    try:
+        model = onnx.ModelProto.FromString(chunk.read())
+    except DecodeError as e:
+        raise OnnxImportError(f"the input is not an ONNX model: {e}") from None
+    module, params = from_onnx(model, shapes=dict(map(_input_shape, input_shapes)))
+    bind_params(module, params)
+    return module
+
+
+def _input_shape(flag: str) -> tuple[str, tuple[int, ...]]:
+    name, _, dims = flag.rpartition("=")
+    try:
+        return name, tuple(int(d) for d in dims.split("x"))
+    except ValueError:
+        raise ConfigError(f"--input-shape expects NAME=DIMS such as input.1=1x3x224x224, but got {flag!r}") from None
 
 
 def join_pass_flags(argv: Sequence[str]) -> list[str]:
@@ -165,20 +224,66 @@ def _describe(e: BaseException) -> str:
 
 
 def _epilog() -> str:
-    def listing(title: str, names: list[str]) -> str:
-        text = ", ".join(sorted(names)) or "(none)"
-        return f"{title}\n" + textwrap.fill(
-            text, width=78, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
-        )
-
     return "\n".join(
         [
-            listing("xrelay passes (-p):", list(XRELAY_UNIVERSE.all_passes)),
-            listing("xrelay targets (-t):", list(XRELAY_UNIVERSE.all_targets)),
-            "xDSL's own passes (cse, dce, canonicalize, ...) and targets are listed under -p and",
-            "-t above.",
+            "opt-tool --list-targets lists the -t targets; xDSL's own passes (cse, dce, canonicalize,",
+            "...) are listed under -p above.",
         ]
     )
+
+
+# --- help: passes and targets ----------------------------------------------------------------
+
+
+def pass_help(passes: dict[str, Callable[[], type[ModulePass]]]) -> str:
+    """xrelay's passes, each as `name{option=default ...}` and a line saying what it does."""
+    lines = ["xrelay passes (-p 'name{option=value ...}'), with their options' defaults:"]
+    for name, load in passes.items():
+        cls = load()
+        lines.append(f"  {name}{_options(cls)}")
+        lines.append(textwrap.fill(summary(cls), width=92, initial_indent=" " * 6, subsequent_indent=" " * 6))
+    return "\n".join(lines)
+
+
+def _options(cls: type[ModulePass]) -> str:
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    if not fields:
+        return ""
+    return "{" + " ".join(f"{f.name.replace('_', '-')}={_default(f)}" for f in fields) + "}"
+
+
+def _default(f: dataclasses.Field[Any]) -> str:
+    value = f.default if f.default is not dataclasses.MISSING else None
+    if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    if value is None:
+        return "<unset>"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple | list):
+        return ",".join(str(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return str(value)
+
+
+def summary(cls: type) -> str:
+    """What a pass or target does, in one line: the first line of its module's docstring
+    without the leading `name:` (`-t name`:), else of the class docstring."""
+    doc = sys.modules[cls.__module__].__doc__ or cls.__doc__ or ""
+    first = next((line.strip() for line in doc.strip().splitlines() if line.strip()), "")
+    return _NAME_PREFIX.sub("", first)
+
+
+_NAME_PREFIX = re.compile(r"^`?(-t )?[\w-]+`?: ")
+
+
+def target_list(xrelay_targets: Sequence[str], all_targets: dict[str, Callable[[], type[Any]]]) -> str:
+    """The `-t` targets, a line each: xrelay's with what they print, then xDSL's own."""
+    width = max(map(len, all_targets)) + 2
+    lines = ["xrelay targets:"]
+    lines += [f"  {name:<{width}}{summary(all_targets[name]())}" for name in xrelay_targets if name in all_targets]
+    lines.append("xDSL's own targets (see xdsl-opt):")
+    lines += [f"  {name:<{width}}xDSL's {name} printer" for name in all_targets if name not in xrelay_targets]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -192,12 +297,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"malformed pass pipeline: {e}")
     except (ValueError, ConfigError) as e:  # xDSL's, and check_pipeline's
         _fail(f"invalid pass pipeline: {e}")
+    if tool.args.list_targets:
+        print(target_list(list(XRELAY_UNIVERSE.all_targets), tool.available_targets))
+        sys.exit(0)
     try:
         tool.run()
     except ParseError as e:
         _fail(str(e))
     except DiagnosticException as e:
         _fail(_describe(e))
+    except Error as e:  # xrelay's own, e.g. an ONNX model it cannot import
+        _fail(str(e))
     except (ValueError, OSError) as e:
         _fail(str(e))
     except ModuleNotFoundError as e:

@@ -108,6 +108,7 @@ def test_matmul_add_tanh(a: Shape, b: Shape) -> None:
     "a, b, target, schedule",
     [
         ((2, 8, 300), (300, 8), "c", "matmul_rows"),
+        ((64, 300), (300, 64), "c", "matmul_rows"),  # enough work for packed_matmul, which packs [n, k] rhs only
         ((3, 5), (5, 3), "c", "matmul_rows"),
         ((2, 8, 300), (300, 8), "opencl", "matmul_block"),
         ((16, 20), (20, 12), "c", "transposed_rows"),

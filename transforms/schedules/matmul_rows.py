@@ -25,7 +25,9 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, anchor_of, group_root, largest_power_of_two_dividing, result_shape
 
 # Up to ROWS rows per work item (the largest power of two dividing the row count), while the
-# scratch holds at most MAX_SCRATCH_FLOATS (64 KiB of a thread's stack).
+# scratch holds at most MAX_SCRATCH_FLOATS (64 KiB of a thread's stack); one row of a wider
+# result (a vocabulary projection) takes what it needs. Every cpu matmul is taken: the
+# packed_matmul schedule after this one packs only transposed rhs (dense, batch_matmul).
 ROWS = 4
 MAX_SCRATCH_FLOATS = 16384
 
@@ -39,7 +41,7 @@ def matmul_rows(group: relay.FusedOp) -> tuple[relay.MatmulOp, int] | None:
     rows = largest_power_of_two_dividing(shape_of(op.res)[-2], ROWS)
     while rows > 1 and rows * width > MAX_SCRATCH_FLOATS:
         rows //= 2
-    return (op, rows) if 0 < width <= MAX_SCRATCH_FLOATS else None
+    return op, rows
 
 
 def matches(group: relay.FusedOp) -> bool:
