@@ -25,6 +25,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
+    matmul_rows       a cpu matmul anchor (rhs [k, n]) too small for packed_matmul: whole
+                      rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     elementwise       anything: a work item per element (matches every group, so last)
@@ -88,6 +90,7 @@ from xrelay.transforms.schedules import (
     elementwise,
     layer_norm_rows,
     matmul_block,
+    matmul_rows,
     packed_conv,
     packed_matmul,
     softmax_row,
@@ -185,6 +188,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     packed_matmul.SCHEDULE,
+    matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     elementwise.SCHEDULE,
 )

@@ -91,10 +91,11 @@ def check_kernel_form(module) -> None:
         assert used <= ALLOWED, used - ALLOWED
         # producers are recomputed, never buffered; only a conv2d's work item has scratch (its
         # output rows, block x width, and one padded input row), a C dense or
-        # batch_matmul's of whole rows (the transposed rhs, and the output rows), and a
-        # matmul block's with an epilogue (its sums, of the result's rank)
+        # batch_matmul's of whole rows (the transposed rhs, and the output rows), a C matmul's
+        # of whole rows (the output rows), and a matmul block's with an epilogue (its sums, of
+        # the result's rank)
         scratch = [op.memref.type.get_shape() for op in kernel.walk() if op.name == "memref.alloca"]
-        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2]) or len(scratch) == 1, scratch
+        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2], [2]) or len(scratch) == 1, scratch
     assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
 
 

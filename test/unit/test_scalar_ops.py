@@ -107,10 +107,12 @@ def test_matmul_add_tanh(a: Shape, b: Shape) -> None:
 @pytest.mark.parametrize(
     "a, b, target, schedule",
     [
-        ((2, 8, 300), (300, 8), "c", "matmul_block"),
+        ((2, 8, 300), (300, 8), "c", "matmul_rows"),
+        ((64, 300), (300, 64), "c", "packed_matmul"),  # enough work: its [k, n] rhs packed into panels
+        ((3, 5), (5, 3), "c", "matmul_rows"),
         ((2, 8, 300), (300, 8), "opencl", "matmul_block"),
         ((16, 20), (20, 12), "c", "transposed_rows"),
-        ((3, 5), (5, 3), "c", "elementwise"),
+        ((3, 5), (5, 3), "opencl", "elementwise"),
     ],
 )
 def test_matmul_takes_the_dot_product_schedules(a: Shape, b: Shape, target: str, schedule: str) -> None:

@@ -2,9 +2,9 @@
 
 // The ops imported models need (matmul, layer_norm, leaky_relu, pad, take), lowered.
 
-// A matmul whose rhs is [k, n] (not transposed) and has no batch axis: the batch index of the
-// lhs is the work item's, the rhs's is dropped (broadcast); register blocks of 4 columns, the
-// rhs read at [k, j].
+// An OpenCL matmul whose rhs is [k, n] (not transposed) and has no batch axis: the batch index
+// of the lhs is the work item's, the rhs's is dropped (broadcast); register blocks of 4
+// columns, the rhs read at [k, j].
 
 // CHECK-LABEL: func.func @matmul
 // CHECK:       func.func @fused_nn_matmul(%[[A:.*]]: memref<2x3x5xf32>, %[[B:.*]]: memref<5x4xf32>, %[[OUT:.*]]: memref<2x3x4xf32>)
@@ -15,6 +15,36 @@
 // CHECK-NEXT:        %[[Y:.*]] = memref.load %[[B]][%[[K]], %{{.*}}] : memref<5x4xf32>
 // CHECK-NEXT:        arith.mulf %[[X]], %[[Y]] : f32
 func.func @matmul(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = relay.fused(%a, %b) {kernel_name = "fused_nn_matmul", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32> {
+  ^bb0(%x: tensor<2x3x5xf32>, %y: tensor<5x4xf32>):
+    %1 = relay.nn.matmul %x, %y : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
+    relay.yield %1 : tensor<2x3x4xf32>
+  }
+  func.return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// The same matmul on the cpu: whole rows per work item (one at a time: 3 rows is odd), i-k-j
+// order: the sums in a scratch row, the innermost loop unit-stride in the rhs.
+
+// CHECK-LABEL: func.func @matmul_rows
+// CHECK:       func.func @fused_nn_matmul(%[[A:.*]]: memref<2x3x5xf32>, %[[B:.*]]: memref<5x4xf32>, %[[OUT:.*]]: memref<2x3x4xf32>)
+// CHECK-SAME:    relay.schedule = "matmul_rows"
+// CHECK:         ^{{.*}}(%[[N:.*]]: index, %[[I:.*]]: index):
+// CHECK-NEXT:      %[[ACC:.*]] = memref.alloca() : memref<1x4xf32>
+// CHECK:                 memref.store %{{.*}}, %[[ACC]]
+// CHECK:           scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:          %[[ROW:.*]] = arith.addi %[[I]], %[[R]] : index
+// CHECK-NEXT:          %[[X:.*]] = memref.load %[[A]][%[[N]], %[[ROW]], %[[K]]] : memref<2x3x5xf32>
+// CHECK-NEXT:          scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:            %[[Y:.*]] = memref.load %[[B]][%[[K]], %[[J]]] : memref<5x4xf32>
+// CHECK-NEXT:            %[[S:.*]] = memref.load %[[ACC]][%{{.*}}, %[[J]]] : memref<1x4xf32>
+// CHECK-NEXT:            %[[P:.*]] = arith.mulf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:            %[[T:.*]] = arith.addf %[[S]], %[[P]] : f32
+// CHECK-NEXT:            memref.store %[[T]], %[[ACC]][%{{.*}}, %[[J]]] : memref<1x4xf32>
+func.func @matmul_rows(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf32> {
   %0 = relay.fused(%a, %b) {kernel_name = "fused_nn_matmul", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32> {
   ^bb0(%x: tensor<2x3x5xf32>, %y: tensor<5x4xf32>):
     %1 = relay.nn.matmul %x, %y : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
