@@ -23,6 +23,15 @@ And two as exporters (torch.onnx) write them:
 Node names are scope paths (`/layer1/layer1.0/conv1/Conv`, `/encoder/layer.1/attention/...`),
 so placement rules can pick a layer by a glob. Every model is opset 17 and passes
 `onnx.checker` with full shape inference.
+
+Each model's `placement` puts a part on OpenCL: the MLP's first layer, the CNN's convolutions,
+the ResNet block's second convolution, the transformer's feed-forward network, ResNet-18's
+layers 3 and 4, BERT's second layer. A node that a rule places pulls the unplaced nodes that
+feed it onto its device (plan-devices gives an op and its operands one domain), so every
+split but the MLP's (whose placed part comes first) ends with the catch-all `"*": "cpu"`;
+without it, ResNet-18's layers 1 and 2 would follow layer 3 onto OpenCL, and a transformer
+whose attention alone were placed would take the whole block with it (its input feeds both
+the attention and the residual Add).
 """
 
 from __future__ import annotations
@@ -375,15 +384,15 @@ MODELS = {
         Model("mlp", "MLP 784-512-512-10, batch 64", mlp,
               {"batch": 3, "sizes": (12, 8, 8, 5)}, {"/fc1/*": "opencl"}),
         Model("cnn", "CNN, batch 8, 1x28x28", cnn,
-              {"batch": 2, "size": 8, "channels": (1, 2, 3), "classes": 4}, {"Conv": "opencl"}),
+              {"batch": 2, "size": 8, "channels": (1, 2, 3), "classes": 4}, {"Conv": "opencl", "*": "cpu"}),
         Model("resnet", "ResNet basic block, 64 ch, 56x56", resnet,
-              {"batch": 1, "channels": 3, "size": 5}, {"/conv2/*": "opencl"}),
+              {"batch": 1, "channels": 3, "size": 5}, {"/conv2/*": "opencl", "*": "cpu"}),
         Model("transformer", "transformer encoder block, seq 128, d 256", transformer,
-              {"seq": 4, "d_model": 8, "heads": 2, "ffn": 16}, {"/attention/*": "opencl"}),
+              {"seq": 4, "d_model": 8, "heads": 2, "ffn": 16}, {"/ffn/*": "opencl", "*": "cpu"}),
         Model("resnet18", "ResNet-18, 1x3x224x224", resnet18,
-              {"size": 32, "width": 4, "classes": 10}, {"/layer3/*": "opencl", "/layer4/*": "opencl"}),
+              {"size": 32, "width": 4, "classes": 10}, {"/layer3/*": "opencl", "/layer4/*": "opencl", "*": "cpu"}),
         Model("bert", "BERT encoder, 2 layers, seq 128, hidden 256", bert,
-              {"seq": 8, "hidden": 16, "heads": 2, "ffn": 32}, {"/encoder/layer.1/*": "opencl"}),
+              {"seq": 8, "hidden": 16, "heads": 2, "ffn": 32}, {"/encoder/layer.1/*": "opencl", "*": "cpu"}),
     )
 }  # fmt: skip
 
