@@ -6,6 +6,8 @@
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
     exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
+    b = xrelay.Builder(); x = b.input("x", (4, 8)); m = b.finish(b.nn.relu(x))
+    module, params = xrelay.from_onnx("model.onnx", placement={"Conv": "opencl"})
 
 Only the errors are imported with the package: `import xrelay.runtime` must not load the
 compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on first use
@@ -15,7 +17,7 @@ compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on fir
 from importlib import import_module
 from typing import Any
 
-from xrelay.errors import ArtifactError, CompileError, DeviceError, Error, InputError, UsageError
+from xrelay.errors import ArtifactError, CompileError, DeviceError, Error, InputError, OnnxImportError, UsageError
 
 # name -> the module that defines it
 _LAZY = {
@@ -24,6 +26,8 @@ _LAZY = {
     "interpret": "xrelay.interpreter",
     "build": "xrelay.driver",
     "load": "xrelay.runtime",
+    "Builder": "xrelay.frontend.builder",
+    "from_onnx": "xrelay.frontend.onnx_import",
     "Executable": "xrelay.runtime",
     "ParseError": "xrelay.diagnostics",
     "VerifyError": "xrelay.diagnostics",
@@ -46,7 +50,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [  # errors first, then the lazily imported names
-    "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "UsageError",
-    "parse", "context", "interpret", "build", "load", "Executable",
+    "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "OnnxImportError", "UsageError",
+    "parse", "context", "interpret", "build", "load", "Executable", "Builder", "from_onnx",
     "ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError",
 ]  # fmt: skip

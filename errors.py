@@ -30,3 +30,7 @@ class ArtifactError(Error):
 
 class UsageError(Error, TypeError):
     """An API function was called with an argument of the wrong kind (also a TypeError)."""
+
+
+class OnnxImportError(CompileError):
+    """An ONNX model uses an op, attribute, dtype or dynamic shape the importer does not take."""

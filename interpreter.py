@@ -123,12 +123,36 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return shifted / np.sum(shifted, axis=axis, keepdims=True)
 
 
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
+    """ONNX's LayerNormalization over axes `axis`..: the mean, then the biased variance about it."""
+    if x.size == 0:
+        return x.copy()
+    axes = tuple(range(axis, x.ndim))
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    variance = np.mean(np.square(centred), axis=axes, keepdims=True)
+    return centred * (np.float32(1) / np.sqrt(variance + np.float32(epsilon))) * gamma + beta
+
+
+def pad(x: np.ndarray, op: relay.PadOp) -> np.ndarray:
+    """np.pad by the positive pads, then the negative ones cropped (as the kernels index)."""
+    pads = op.pads
+    grown = [(max(b, 0), max(a, 0)) for b, a in pads]
+    if op.mode == "constant":
+        padded = np.pad(x, grown, mode="constant", constant_values=np.float32(op.value))
+    else:
+        padded = np.pad(x, grown, mode=op.mode)
+    return padded[tuple(slice(-min(b, 0), padded.shape[i] + min(a, 0)) for i, (b, a) in enumerate(pads))]
+
+
 class RelayFunctions(InterpreterFunctions):
     """numpy implementations of the relay ops."""
 
     def run_unary(self, interp: Interpreter, op: relay.UnaryElemwiseOp, args: PythonValues) -> PythonValues:
         if isinstance(op, relay.ClipOp):
             return (_f32(np.clip(args[0], op.a_min.value.data, op.a_max.value.data)),)
+        if isinstance(op, relay.LeakyReluOp):
+            x = args[0]
+            return (_f32(np.where(x > 0, x, x * np.float32(op.alpha_value))),)
         return (_f32(UNARY[type(op)](args[0])),)
 
     def run_binary(self, interp: Interpreter, op: relay.BinaryBroadcastOp, args: PythonValues) -> PythonValues:
@@ -141,6 +165,10 @@ class RelayFunctions(InterpreterFunctions):
         shape = [1] * x.ndim
         shape[op.axis_value] = b.shape[0]
         return (_f32(x + b.reshape(shape)),)
+
+    @impl(relay.PadOp)
+    def run_pad(self, interp: Interpreter, op: relay.PadOp, args: PythonValues) -> PythonValues:
+        return (np.array(pad(args[0], op), order="C"),)
 
     @impl(relay.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: relay.ReshapeOp, args: PythonValues) -> PythonValues:
@@ -182,6 +210,10 @@ class RelayFunctions(InterpreterFunctions):
     def run_batch_matmul(self, interp: Interpreter, op: relay.BatchMatmulOp, args: PythonValues) -> PythonValues:
         return (_f32(args[0] @ args[1].transpose(0, 2, 1)),)
 
+    @impl(relay.MatmulOp)
+    def run_matmul(self, interp: Interpreter, op: relay.MatmulOp, args: PythonValues) -> PythonValues:
+        return (_f32(np.matmul(args[0], args[1])),)
+
     @impl(relay.Conv2DOp)
     def run_conv2d(self, interp: Interpreter, op: relay.Conv2DOp, args: PythonValues) -> PythonValues:
         return (conv2d(args[0], args[1], op),)
@@ -198,6 +230,11 @@ class RelayFunctions(InterpreterFunctions):
     @impl(relay.SoftmaxOp)
     def run_softmax(self, interp: Interpreter, op: relay.SoftmaxOp, args: PythonValues) -> PythonValues:
         return (_f32(softmax(args[0], op.axis_value)),)
+
+    @impl(relay.LayerNormOp)
+    def run_layer_norm(self, interp: Interpreter, op: relay.LayerNormOp, args: PythonValues) -> PythonValues:
+        with np.errstate(all="ignore"):  # NaN and inf rows stay NaN
+            return (_f32(layer_norm(*args, op.axis_value, op.epsilon_value)),)
 
     @impl(relay.ConstantOp)
     def run_constant(self, interp: Interpreter, op: relay.ConstantOp, args: PythonValues) -> PythonValues:
@@ -222,7 +259,7 @@ class RelayFunctions(InterpreterFunctions):
 
 # xDSL dispatches on the exact op class: one shared method serves each op of a family.
 for _family, _method in (
-    ((*UNARY, relay.ClipOp), RelayFunctions.run_unary),
+    ((*UNARY, relay.ClipOp, relay.LeakyReluOp), RelayFunctions.run_unary),
     (BINARY, RelayFunctions.run_binary),
     (REDUCE, RelayFunctions.run_reduce),
     ((relay.MaxPool2DOp, relay.AvgPool2DOp), RelayFunctions.run_pool2d),

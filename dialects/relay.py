@@ -291,6 +291,27 @@ class ClipOp(UnaryElemwiseOp):
         return super().infer_shape()
 
 
+@irdl_op_definition
+class LeakyReluOp(UnaryElemwiseOp):
+    """`x if x > 0 else alpha * x`: `relay.nn.leaky_relu %x {alpha = 0.1 : f32} : T` (alpha
+    defaults to 0.25, as in relay)."""
+
+    name = "relay.nn.leaky_relu"
+    alpha = opt_prop_def(FloatAttr)
+
+    def __init__(self, data: SSAValue, alpha: float = 0.25, se_scope: SEScopeAttr | None = None):
+        IRDLOperation.__init__(
+            self,
+            operands=[data],
+            result_types=[data.type],
+            properties={"alpha": FloatAttr(alpha, f32), "se_scope": se_scope},
+        )
+
+    @property
+    def alpha_value(self) -> float:
+        return 0.25 if self.alpha is None else self.alpha.value.data
+
+
 # --- broadcast ------------------------------------------------------------------------------
 
 
@@ -544,6 +565,64 @@ class ConcatenateOp(RelayOp):
         return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1 :]
 
 
+PAD_MODES = ("constant", "edge", "reflect")
+
+
+@irdl_op_definition
+class PadOp(OneOperandOp):
+    """`np.pad(x, pad_width, mode)`: `pad_width = array<i64: before0, after0, before1, ...>`
+    (two per axis; negative values crop), `pad_value` (constant mode, default 0.0) and
+    `pad_mode`: "constant" (default), "edge" (repeats the border) or "reflect" (mirrors
+    without repeating the border; each pad at most the axis length - 1)."""
+
+    name = "relay.nn.pad"
+    pad_width = prop_def(I64Array)
+    pad_value = opt_prop_def(FloatAttr)
+    pad_mode = opt_prop_def(StringAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    @property
+    def mode(self) -> str:
+        mode = "constant" if self.pad_mode is None else self.pad_mode.data
+        if mode not in PAD_MODES:
+            raise VerifyException(
+                f"expected pad_mode to be one of {', '.join(map(repr, PAD_MODES))}, but found {mode!r}"
+            )
+        return mode
+
+    @property
+    def value(self) -> float:
+        return 0.0 if self.pad_value is None else self.pad_value.value.data
+
+    @property
+    def pads(self) -> tuple[tuple[int, int], ...]:
+        """`(before, after)` per axis."""
+        shape = _shape(self.data, "data")
+        width = _ints(self.pad_width)
+        if len(width) != 2 * len(shape):
+            raise VerifyException(
+                f"expected pad_width to hold 2 values (before, after) per axis, {2 * len(shape)} for a tensor "
+                f"of rank {len(shape)}, but found {len(width)}"
+            )
+        return tuple(zip(width[::2], width[1::2]))
+
+    def infer_shape(self) -> Shape:
+        shape, mode = _shape(self.data, "data"), self.mode
+        out: list[int] = []
+        for axis, (extent, (before, after)) in enumerate(zip(shape, self.pads)):
+            padded = extent + before + after
+            if padded < 0:
+                raise VerifyException(f"pads ({before}, {after}) crop more than the {extent} elements of axis {axis}")
+            if mode != "constant" and max(before, after) > 0 and extent == 0:
+                raise VerifyException(f"cannot pad axis {axis} of length 0 in {mode} mode; it has no border")
+            if mode == "reflect" and max(before, after) >= extent > 0:
+                raise VerifyException(
+                    f"reflect pads ({before}, {after}) of axis {axis} must be smaller than its length {extent}"
+                )
+            out.append(padded)
+        return tuple(out)
+
+
 # --- reductions -----------------------------------------------------------------------------
 
 
@@ -662,6 +741,34 @@ class BatchMatmulOp(RelayOp):
             raise VerifyException(f"expected lhs [b, m, k] and rhs [b, n, k], but found {list(x)} and {list(y)}")
         batch = y[0] if x[0] == 1 else x[0]  # numpy broadcasting: 1 with 0 is 0
         return (batch, x[1], y[1])
+
+
+@irdl_op_definition
+class MatmulOp(RelayOp):
+    """`np.matmul(a, b)` for a [..., m, k] and b [..., k, n] of rank >= 2, the leading (batch)
+    axes broadcast as numpy does; unlike batch_matmul, the rhs is not transposed."""
+
+    name = "relay.nn.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    res = result_def(TensorType)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def infer_shape(self) -> Shape:
+        x, y = _shape(self.lhs, "lhs"), _shape(self.rhs, "rhs")
+        if len(x) < 2 or len(y) < 2 or x[-1] != y[-2]:
+            raise VerifyException(
+                f"expected lhs [..., m, k] and rhs [..., k, n] of rank >= 2, but found {list(x)} and {list(y)}"
+            )
+        try:
+            batch = broadcast_shapes(x[:-2], y[:-2])
+        except VerifyException:
+            raise VerifyException(
+                f"the batch axes {list(x[:-2])} of lhs {list(x)} and {list(y[:-2])} of rhs {list(y)} "
+                "are not broadcast-compatible"
+            ) from None
+        return batch + (x[-2], y[-1])
 
 
 def _window_params(name: str, values: tuple[int, ...] | None, default: tuple[int, ...], count: int) -> tuple[int, ...]:
@@ -812,6 +919,48 @@ class GlobalAvgPool2DOp(OneOperandOp):
         if len(x) != 4:
             raise VerifyException(f"expected NCHW data of rank 4, but found {list(x)}")
         return (x[0], x[1], 1, 1)
+
+
+# --- normalisation (CommReduce) ---------------------------------------------------------------
+
+
+@irdl_op_definition
+class LayerNormOp(RelayOp):
+    """ONNX's LayerNormalization: `(x - mean) / sqrt(var + epsilon) * gamma + beta`, the mean
+    and the (biased) variance over axes `axis`.. rank-1 (`axis` default -1, `epsilon` default
+    1e-5); gamma and beta have shape `x.shape[axis:]`."""
+
+    name = "relay.nn.layer_norm"
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    res = result_def(TensorType)
+    axis = opt_prop_def(IntegerAttr[I64])
+    epsilon = opt_prop_def(FloatAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.COMM_REDUCE
+    assembly_format = "$data `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def axis_value(self) -> int:
+        return normalize_axis(_int(self.axis, -1), len(_shape(self.data, "data")))
+
+    @property
+    def epsilon_value(self) -> float:
+        return 1e-5 if self.epsilon is None else self.epsilon.value.data
+
+    def infer_shape(self) -> Shape:
+        shape = _shape(self.data, "data")
+        axis = self.axis_value
+        for what, value in (("gamma", self.gamma), ("beta", self.beta)):
+            found = _shape(value, what)
+            if found != shape[axis:]:
+                raise VerifyException(
+                    f"expected {what} of shape {list(shape[axis:])} (data axes {axis}.. of {list(shape)}), "
+                    f"but found {list(found)}"
+                )
+        if not self.epsilon_value >= 0:
+            raise VerifyException(f"expected epsilon >= 0, but found {self.epsilon_value}")
+        return shape
 
 
 # --- opaque ---------------------------------------------------------------------------------
@@ -1052,11 +1201,13 @@ class LaunchOp(IRDLOperation):
 
 PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     NegativeOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, AbsOp, ErfOp, ReluOp, ClipOp,
+    LeakyReluOp,
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
+    PadOp,
     SumOp, MeanOp, MaxOp, MinOp,
-    DenseOp, BatchMatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
-    SoftmaxOp,
+    DenseOp, BatchMatmulOp, MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
+    LayerNormOp, SoftmaxOp,
 )  # fmt: skip
 
 Relay = Dialect(

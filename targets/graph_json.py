@@ -6,7 +6,9 @@
                "dltype": ["list_str", [...]], "device_index": ["list_int", [...]]},
      "devices": [{"kind": "cpu", "id": 0, "target": "c", "memory": "global"}, ...]}
 
-Nodes, in this order: one `null` node per parameter of @main (named after it), one `null`
+Nodes, in this order: one `null` node per parameter of @main (named after it, or after its
+`relay.input_name` argument attribute: the name an importer found, e.g. `onnx::Conv_0`, which is
+not a valid SSA name, so that the runtime takes the input by that name), one `null`
 node per `relay.constant` (a *param*, named `p0`, `p1`, ...; its value goes to the
 artifact), then one `tvm_op` node per op of @main in program order: a `relay.launch` is a
 node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
@@ -27,7 +29,7 @@ from typing import IO, Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
@@ -38,6 +40,8 @@ from xrelay.interpreter import constant_value
 from xrelay.transforms.plan_memory import main_function, scope_of, storage_id, tensors
 
 COPY = "__copy"
+# The @main argument attribute naming an input as its source model did (see the docstring).
+INPUT_NAME_ATTR = "relay.input_name"
 DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 
 
@@ -106,8 +110,11 @@ class _GraphBuilder:
         self.nodes.append(node)
 
     def add_inputs(self) -> None:
+        attrs = self.main.arg_attrs.data if self.main.arg_attrs is not None else ()
         for i, arg in enumerate(self.main.args):
-            self.add_node(arg, {"op": "null", "name": arg.name_hint or f"arg{i}", "inputs": []})
+            given = attrs[i].data.get(INPUT_NAME_ATTR) if i < len(attrs) else None
+            name = given.data if isinstance(given, StringAttr) else arg.name_hint or f"arg{i}"
+            self.add_node(arg, {"op": "null", "name": name, "inputs": []})
 
     def add_params(self) -> None:
         taken = {node["name"] for node in self.nodes}

@@ -12,6 +12,7 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 (`transforms/schedules/`, one module each, with its tile constants):
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
+    layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/batch_matmul anchor of short dot products and a small rhs:
@@ -69,7 +70,15 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, conv_rows, elementwise, matmul_block, softmax_row, transposed_rows
+from xrelay.transforms.schedules import (
+    Schedule,
+    conv_rows,
+    elementwise,
+    layer_norm_rows,
+    matmul_block,
+    softmax_row,
+    transposed_rows,
+)
 
 PASS = "convert-relay-to-loops"
 SCOPE_ATTR = "relay.se_scope"
@@ -156,6 +165,7 @@ def check_grouped_op(op: Operation) -> None:
 # First match wins; the elementwise nest matches every group.
 SCHEDULES: tuple[Schedule, ...] = (
     softmax_row.SCHEDULE,
+    layer_norm_rows.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     matmul_block.SCHEDULE,

@@ -11,8 +11,9 @@ intermediate buffer is written:
   (broadcast) index;
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
-  shifts, concatenate picks its input with an `scf.if` chain;
-- reductions, dense, batch_matmul, conv2d, pooling and softmax are `scf.for` nests with
+  shifts, concatenate picks its input with an `scf.if` chain, pad clamps or mirrors the
+  index or tests it in an `scf.if`;
+- reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
   never read.
@@ -25,7 +26,8 @@ from `value_at`. Values are memoised per (value, index) in the scopes of `Kernel
 A softmax inside a group (fuse-ops never makes one: softmax is Opaque; the `softmax_row`
 schedule handles one that is its group's result) recomputes the max and the sum for each
 element it is asked for, which is quadratic in the axis length but needs no scratch buffer
-and no barrier.
+and no barrier. A layer_norm is the same (it is CommReduce, so fuse-ops makes it its group's
+result, and the `layer_norm_rows` schedule computes the mean and 1/std once per row).
 """
 
 from __future__ import annotations
@@ -109,6 +111,9 @@ class GroupEmitter(KernelBuilder):
         if isinstance(op, relay.ClipOp):
             low = self.emit(arith.MaximumfOp(x, self.f32(op.a_min.value.data)))
             return self.emit(arith.MinimumfOp(low, self.f32(op.a_max.value.data)))
+        if isinstance(op, relay.LeakyReluOp):  # NaN is not > 0, and alpha * NaN is NaN
+            scaled = self.emit(arith.MulfOp(x, self.f32(op.alpha_value)))
+            return self.emit(arith.SelectOp(self.emit(arith.CmpfOp(x, self.f32(0.0), "ogt")), x, scaled))
         if isinstance(op, relay.SigmoidOp):
             e = self.emit(mathd.ExpOp(self.emit(arith.NegfOp(x))))
             return self.emit(arith.DivfOp(self.f32(1.0), self.emit(arith.AddfOp(self.f32(1.0), e))))
@@ -174,6 +179,34 @@ class GroupEmitter(KernelBuilder):
         )
         return result
 
+    def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at `idx - before` per axis: clamped to the border ("edge"), mirrored at it
+        ("reflect"), or the pad value outside the input ("constant": one `scf.if`, so the
+        input is read only inside it). Axes padded on neither side need no test."""
+        src: list[SSAValue] = []
+        tests: list[SSAValue] = []
+        for i, extent, (before, after) in zip(idx, shape_of(op.data), op.pads):
+            j = self.add_const(i, -before)
+            zero, last = self.index(0), extent - 1
+            if op.mode == "edge" and max(before, after) > 0:
+                j = self.max_index(zero, self.min_index(j, self.index(last)))
+            if op.mode == "reflect" and before > 0:
+                j = self.select(self.compare("slt", j, zero), self.sub(zero, j), j)
+            if op.mode == "reflect" and after > 0:
+                j = self.select(self.compare("sgt", j, self.index(last)), self.sub(self.index(2 * last), j), j)
+            if op.mode == "constant" and before > 0:
+                tests.append(self.compare("sge", j, zero))
+            if op.mode == "constant" and after > 0:
+                tests.append(self.compare("slt", j, self.index(extent)))
+            src.append(j)
+        if not tests:
+            return self.value_at(op.data, src)
+        inside = tests[0]
+        for test in tests[1:]:
+            inside = self.select(inside, test, inside)  # inside and test
+        (result,) = self.if_else(inside, [f32], lambda: [self.value_at(op.data, src)], lambda: [self.f32(op.value)])
+        return result
+
     # reductions
 
     def reduce(self, op: relay.ReduceOp, idx: list[SSAValue]) -> SSAValue:
@@ -224,29 +257,75 @@ class GroupEmitter(KernelBuilder):
         )
         return shifted_exp, total
 
+    def layer_norm(self, op: relay.LayerNormOp, idx: list[SSAValue]) -> SSAValue:
+        """One element; the row's mean and 1/std are computed once per row in a scope (a
+        schedule of whole rows asks for them first), else again for each element."""
+        axis = op.axis_value
+        mean, rstd = self.layer_norm_stats(op, idx[:axis])
+        centred = self.emit(arith.SubfOp(self.value_at(op.data, idx), mean))
+        scaled = self.emit(arith.MulfOp(self.emit(arith.MulfOp(centred, rstd)), self.value_at(op.gamma, idx[axis:])))
+        return self.emit(arith.AddfOp(scaled, self.value_at(op.beta, idx[axis:])))
+
+    def layer_norm_stats(self, op: relay.LayerNormOp, row: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+        """The mean and `1 / sqrt(var + epsilon)` of the row at `row` (the index of the axes
+        before `axis`), the (biased) variance summed about the mean: two loops over the row."""
+        extents = list(shape_of(op.data)[op.axis_value :])
+        count = self.f32(float(math.prod(extents)))
+
+        def along(ivs: Sequence[SSAValue]) -> SSAValue:
+            return self.value_at(op.data, [*row, *ivs])
+
+        def mean() -> SSAValue:
+            (total,) = self.loops(
+                extents, [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], along(ivs)))]
+            )
+            return self.emit(arith.DivfOp(total, count))
+
+        average = self.memo(("layer_norm_mean", op.res, tuple(row)), mean)
+
+        def rstd() -> SSAValue:
+            def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                d = self.emit(arith.SubfOp(along(ivs), average))
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(d, d))))]
+
+            (total,) = self.loops(extents, [self.f32(0.0)], step)
+            variance = self.emit(arith.DivfOp(total, count))
+            return self.emit(mathd.RsqrtOp(self.emit(arith.AddfOp(variance, self.f32(op.epsilon_value)))))
+
+        return average, self.memo(("layer_norm_rstd", op.res, tuple(row)), rstd)
+
     # anchors
 
     def dot_factors(
-        self, op: relay.DenseOp | relay.BatchMatmulOp, idx: list[SSAValue]
+        self, op: relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp, idx: list[SSAValue]
     ) -> tuple[int, Callable[[SSAValue], SSAValue], Callable[[SSAValue], SSAValue]]:
-        """The depth of the dot product giving output `idx` of `op`, and its two factors at k
-        (both unit-stride in k: dense's weight and batch_matmul's rhs are stored transposed)."""
+        """The depth of the dot product giving output `idx` of `op`, and its two factors at k.
+        Dense's weight and batch_matmul's rhs are stored transposed (both factors unit-stride
+        in k); matmul's rhs is not (its factor steps by a row in k). Batch axes broadcast."""
         if isinstance(op, relay.DenseOp):
             return (
                 shape_of(op.weight)[1],
                 lambda k: self.value_at(op.data, idx[:-1] + [k]),
                 lambda k: self.value_at(op.weight, [idx[-1], k]),
             )
-        b, i, j = idx
-        x_batch = self.index(0) if shape_of(op.lhs)[0] == 1 else b
-        y_batch = self.index(0) if shape_of(op.rhs)[0] == 1 else b
+        *batch, i, j = idx
+        x_batch = self.broadcast_index(batch, shape_of(op.lhs)[:-2])
+        y_batch = self.broadcast_index(batch, shape_of(op.rhs)[:-2])
+        if isinstance(op, relay.MatmulOp):
+            return (
+                shape_of(op.lhs)[-1],
+                lambda k: self.value_at(op.lhs, [*x_batch, i, k]),
+                lambda k: self.value_at(op.rhs, [*y_batch, k, j]),
+            )
         return (
             shape_of(op.lhs)[2],
-            lambda k: self.value_at(op.lhs, [x_batch, i, k]),
-            lambda k: self.value_at(op.rhs, [y_batch, j, k]),
+            lambda k: self.value_at(op.lhs, [*x_batch, i, k]),
+            lambda k: self.value_at(op.rhs, [*y_batch, j, k]),
         )
 
-    def dot_products(self, op: relay.DenseOp | relay.BatchMatmulOp, idxs: list[list[SSAValue]]) -> list[SSAValue]:
+    def dot_products(
+        self, op: relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp, idxs: list[list[SSAValue]]
+    ) -> list[SSAValue]:
         """The outputs of `op` at `idxs`, summed in one loop over k with an accumulator each.
         A factor several outputs share (x[i, k] across a block of j) is loaded once per k:
         `value_at` memoises it in the loop body."""
@@ -262,7 +341,7 @@ class GroupEmitter(KernelBuilder):
     def dense(self, op: relay.DenseOp, idx: list[SSAValue]) -> SSAValue:
         return self.dot_products(op, [idx])[0]
 
-    def batch_matmul(self, op: relay.BatchMatmulOp, idx: list[SSAValue]) -> SSAValue:
+    def batch_matmul(self, op: relay.BatchMatmulOp | relay.MatmulOp, idx: list[SSAValue]) -> SSAValue:
         return self.dot_products(op, [idx])[0]
 
     def conv_channel_base(self, op: relay.Conv2DOp, o: SSAValue) -> SSAValue:
@@ -355,10 +434,13 @@ DISPATCH: list[
     (relay.SqueezeOp, GroupEmitter.squeeze),
     (relay.StridedSliceOp, GroupEmitter.strided_slice),
     (relay.ConcatenateOp, GroupEmitter.concatenate),
+    (relay.PadOp, GroupEmitter.pad),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
+    (relay.LayerNormOp, GroupEmitter.layer_norm),
     (relay.DenseOp, GroupEmitter.dense),
     (relay.BatchMatmulOp, GroupEmitter.batch_matmul),
+    (relay.MatmulOp, GroupEmitter.batch_matmul),
     (relay.Conv2DOp, GroupEmitter.conv2d),
     (relay.Pool2DOp, GroupEmitter.pool2d),
     (relay.GlobalAvgPool2DOp, GroupEmitter.global_avg_pool2d),

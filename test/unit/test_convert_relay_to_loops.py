@@ -773,3 +773,41 @@ def test_conv2d_padding_nan_weight_agrees_everywhere() -> None:
     for targets, device in ((("c",), "cpu"), (("c", "opencl"), "opencl")):
         got = xrelay.build(relay_text, targets=targets, default_device=device).run(x=x, w=w)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)  # NaN where NaN
+
+
+# --- the ops imported models need -------------------------------------------------------------
+
+
+def test_layer_norm_inside_a_group_recomputes_its_row_per_element() -> None:
+    """A layer_norm that is not its group's result (fuse-ops never makes one) takes the
+    elementwise schedule: each element computes its row's mean and 1/std."""
+    text = fused_module(
+        "x:3x2x4 g:2x4 b:2x4",
+        f"""
+        %n = relay.nn.layer_norm %x, %g, %b {{axis = 1 : i64}} : ({t("3x2x4")}, {t("2x4")}, {t("2x4")}) -> {t("3x2x4")}
+        %r = relay.tanh %n : {t("3x2x4")}
+        """,
+    )
+    check_lowering(text, seeds=(0, 1))
+    assert 'relay.schedule = "elementwise"' in str(lower(text))
+
+
+def test_layer_norm_result_is_a_row_per_work_item() -> None:
+    text = fused_module(
+        "x:3x8 y:3x8 g:8 b:8",
+        f"""
+        %s = relay.add %x, %y : ({t("3x8")}, {t("3x8")}) -> {t("3x8")}
+        %r = relay.nn.layer_norm %s, %g, %b : ({t("3x8")}, {t("8")}, {t("8")}) -> {t("3x8")}
+        """,
+    )
+    check_lowering(text, seeds=(0, 1))
+    assert 'relay.schedule = "layer_norm_rows"' in str(lower(text))
+
+
+@pytest.mark.parametrize(
+    "lhs, rhs, result", [("2x3x5", "5x4", "2x3x4"), ("1x3x5", "2x5x1", "2x3x1"), ("3x5", "5x2", "3x2")]
+)
+def test_matmul(lhs: str, rhs: str, result: str) -> None:
+    check_lowering(
+        fused_module(f"x:{lhs} y:{rhs}", f"%r = relay.nn.matmul %x, %y : ({t(lhs)}, {t(rhs)}) -> {t(result)}")
+    )

@@ -567,3 +567,68 @@ func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<
     total, difference = xrelay.interpret(xrelay.parse(text), (a, b))
     np.testing.assert_allclose(total, a + b)
     np.testing.assert_allclose(difference, a - b)
+
+
+# --- the ops imported models need ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", [((3, 4), (4, 2)), ((2, 3, 4), (4, 2)), ((2, 1, 3, 4), (3, 4, 2)), ((1, 1), (1, 1))])
+def test_matmul(a, b):
+    x, y = random(*a), random(*b)
+    batch = np.broadcast_shapes(a[:-2], b[:-2])
+    expected = np.zeros((*batch, a[-2], b[-1]))
+    xb, yb = np.broadcast_to(x, (*batch, *a[-2:])), np.broadcast_to(y, (*batch, *b[-2:]))
+    for *n, i, j in indices(expected.shape):
+        expected[(*n, i, j)] = math.fsum(float(xb[(*n, i, k)]) * float(yb[(*n, k, j)]) for k in range(a[-1]))
+    np.testing.assert_allclose(run_op("relay.nn.matmul", [x, y], expected.shape), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 4), -1), ((2, 3, 4), 1), ((2, 1, 3), 0), ((1, 1), -1)])
+def test_layer_norm(shape, axis):
+    x, eps = random(*shape), 1e-3
+    axis = axis % len(shape)
+    gamma, beta = random(*shape[axis:]), random(*shape[axis:])
+    expected = np.zeros(shape)
+    for row in indices(shape[:axis]):
+        values = [float(x[(*row, *k)]) for k in indices(shape[axis:])]
+        mean = math.fsum(values) / len(values)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values) + eps)
+        for k in indices(shape[axis:]):
+            expected[(*row, *k)] = (float(x[(*row, *k)]) - mean) / std * float(gamma[k]) + float(beta[k])
+    attrs = f"{{axis = {axis} : i64, epsilon = {eps} : f32}}"
+    out = run_op("relay.nn.layer_norm", [x, gamma, beta], shape, attrs)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_of_an_empty_tensor_is_empty():
+    x = np.zeros((0, 3), np.float32)
+    out = run_op("relay.nn.layer_norm", [x, random(3), random(3)], (0, 3))
+    assert out.shape == (0, 3)
+
+
+def test_leaky_relu():
+    x = random(3, 4)
+    expected = [[v if v > 0 else 0.2 * v for v in map(float, row)] for row in x]
+    out = run_op("relay.nn.leaky_relu", [x], x.shape, "{alpha = 0.2 : f32}")
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    default = run_op("relay.nn.leaky_relu", [x], x.shape)
+    np.testing.assert_allclose(default, np.where(x > 0, x, 0.25 * x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad(mode):
+    x = random(3, 4)
+    out = run_op("relay.nn.pad", [x], (6, 5), f'{{pad_width = array<i64: 2, 1, 0, 1>, pad_mode = "{mode}"}}')
+    # by hand: the row and column of each output element
+    rows = {"constant": [None, None, 0, 1, 2, None], "edge": [0, 0, 0, 1, 2, 2], "reflect": [2, 1, 0, 1, 2, 1]}[mode]
+    cols = {"constant": [0, 1, 2, 3, None], "edge": [0, 1, 2, 3, 3], "reflect": [0, 1, 2, 3, 2]}[mode]
+    expected = [[0.0 if r is None or c is None else float(x[r, c]) for c in cols] for r in rows]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_pad_negative_widths_crop_after_padding():
+    x = random(5)
+    reflect = run_op("relay.nn.pad", [x], (4,), '{pad_width = array<i64: -3, 2>, pad_mode = "reflect"}')
+    np.testing.assert_array_equal(reflect, [x[3], x[4], x[3], x[2]])
+    constant = run_op("relay.nn.pad", [x], (5,), "{pad_width = array<i64: 1, -1>, pad_value = 7.0 : f32}")
+    np.testing.assert_array_equal(constant, [7.0, *x[:4]])

@@ -25,7 +25,7 @@ from xrelay.transforms.schedules import (
     result_shape,
 )
 
-Matmul = relay.DenseOp | relay.BatchMatmulOp
+Matmul = relay.DenseOp | relay.BatchMatmulOp | relay.MatmulOp
 
 # A dense or batch_matmul work item computes a block of outputs (register blocking): up to
 # COLUMN_BLOCK along the result's last axis (j), and up to ROW_BLOCK along the one before (i)
@@ -43,7 +43,7 @@ def matmul_anchor(group: relay.FusedOp) -> Matmul | None:
     """The group's dense or batch_matmul, if it has one of the result's shape."""
     shape = result_shape(group)
     for op in group.body.block.ops:
-        if isinstance(op, (relay.DenseOp, relay.BatchMatmulOp)) and shape_of(op.res) == shape:
+        if isinstance(op, Matmul) and shape_of(op.res) == shape:
             return op
     return None
 

@@ -495,3 +495,124 @@ func.func @min_of_nothing(%a: tensor<3x0xf32>) -> tensor<3xf32> {
   %0 = relay.min %a {axis = array<i64: -1>} : (tensor<3x0xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @matmul_rank(%a: tensor<3xf32>, %b: tensor<3x2xf32>) -> tensor<2xf32> {
+  // CHECK: expected lhs [..., m, k] and rhs [..., k, n] of rank >= 2, but found [3] and [3, 2]
+  %0 = relay.nn.matmul %a, %b : (tensor<3xf32>, tensor<3x2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected lhs [..., m, k] and rhs [..., k, n] of rank >= 2, but found [2, 3] and [2, 3]
+  %0 = relay.nn.matmul %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x1x3xf32>, %b: tensor<3x3x4xf32>) -> tensor<3x1x4xf32> {
+  // CHECK: the batch axes [2] of lhs [2, 1, 3] and [3] of rhs [3, 3, 4] are not broadcast-compatible
+  %0 = relay.nn.matmul %a, %b : (tensor<2x1x3xf32>, tensor<3x3x4xf32>) -> tensor<3x1x4xf32>
+  func.return %0 : tensor<3x1x4xf32>
+}
+
+// -----
+
+// Batch axes broadcast as in numpy: [2, 1] with [4] is [2, 4].
+func.func @matmul_result(%a: tensor<2x1x3x5xf32>, %b: tensor<4x5x6xf32>) -> tensor<2x1x3x6xf32> {
+  // CHECK: expected result type tensor<2x4x3x6xf32> for 'relay.nn.matmul', but found tensor<2x1x3x6xf32>
+  %0 = relay.nn.matmul %a, %b : (tensor<2x1x3x5xf32>, tensor<4x5x6xf32>) -> tensor<2x1x3x6xf32>
+  func.return %0 : tensor<2x1x3x6xf32>
+}
+
+// -----
+
+func.func @layer_norm_gamma(%a: tensor<2x3x5xf32>, %g: tensor<5xf32>) -> tensor<2x3x5xf32> {
+  // CHECK: expected gamma of shape [3, 5] (data axes 1.. of [2, 3, 5]), but found [5]
+  %0 = relay.nn.layer_norm %a, %g, %g {axis = 1 : i64} : (tensor<2x3x5xf32>, tensor<5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  func.return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @layer_norm_beta(%a: tensor<2x3x5xf32>, %g: tensor<5xf32>, %b: tensor<3xf32>) -> tensor<2x3x5xf32> {
+  // CHECK: expected beta of shape [5] (data axes 2.. of [2, 3, 5]), but found [3]
+  %0 = relay.nn.layer_norm %a, %g, %b : (tensor<2x3x5xf32>, tensor<5xf32>, tensor<3xf32>) -> tensor<2x3x5xf32>
+  func.return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @layer_norm_axis(%a: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
+  // CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
+  %0 = relay.nn.layer_norm %a, %g, %g {axis = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%a: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected epsilon >= 0, but found -1.0
+  %0 = relay.nn.layer_norm %a, %g, %g {epsilon = -1.0 : f32} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @leaky_relu_alpha(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // CHECK: Operation does not verify: 1 : i64 should be of base attribute float
+  %0 = relay.nn.leaky_relu %a {alpha = 1 : i64} : tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @pad_width_count(%a: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  // CHECK: expected pad_width to hold 2 values (before, after) per axis, 4 for a tensor of rank 2, but found 2
+  %0 = relay.nn.pad %a {pad_width = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  func.return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @pad_crop_too_much(%a: tensor<2x3xf32>) -> tensor<2x0xf32> {
+  // CHECK: pads (-2, -2) crop more than the 3 elements of axis 1
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, -2, -2>} : (tensor<2x3xf32>) -> tensor<2x0xf32>
+  func.return %0 : tensor<2x0xf32>
+}
+
+// -----
+
+func.func @pad_mode(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected pad_mode to be one of 'constant', 'edge', 'reflect', but found 'wrap'
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, 0, 0>, pad_mode = "wrap"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pad_reflect_too_far(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // CHECK: reflect pads (3, 0) of axis 1 must be smaller than its length 3
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, 3, 0>, pad_mode = "reflect"} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  func.return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @pad_edge_of_nothing(%a: tensor<0x3xf32>) -> tensor<1x3xf32> {
+  // CHECK: cannot pad axis 0 of length 0 in edge mode; it has no border
+  %0 = relay.nn.pad %a {pad_width = array<i64: 1, 0, 0, 0>, pad_mode = "edge"} : (tensor<0x3xf32>) -> tensor<1x3xf32>
+  func.return %0 : tensor<1x3xf32>
+}
+
+// -----
+
+func.func @pad_result(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: expected result type tensor<3x5xf32> for 'relay.nn.pad', but found tensor<2x3xf32>
+  %0 = relay.nn.pad %a {pad_width = array<i64: 1, 0, 1, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}

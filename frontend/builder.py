@@ -1,0 +1,391 @@
+"""
+`xrelay.Builder`: relay programs built from Python, every result type inferred.
+
+    b = xrelay.Builder()
+    x = b.input("x", (8, 1, 28, 28))
+    w = b.const(np.ones((4, 1, 3, 3), np.float32))
+    y = b.nn.relu(b.nn.conv2d(x, w, padding=(1, 1)))
+    y = b.on_device(y, "opencl")
+    module = b.finish(y)          # a builtin.module holding func.func @main
+    print(module)                 # the textual IR opt-tool reads
+
+Names follow relay's (`b.nn.conv2d`, `b.strided_slice`, `b.expand_dims`) and numpy's
+(`b.add`, `b.reshape(x, (2, -1))`, `b.transpose(x, (1, 0))`). Operands of the binary ops may
+be Python numbers or numpy arrays: they become constants.
+
+Each op is created with a placeholder result type; the op's own `infer_shape` (the same code
+its verifier runs) then gives the result type, and the op is verified. A shape or attribute
+the op rejects raises `xrelay.VerifyError` naming the op, before anything is added to the
+program.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from xrelay.diagnostics import VerifyError
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
+from xrelay.errors import UsageError
+from xrelay.targets.graph_json import INPUT_NAME_ATTR
+
+Shape = tuple[int, ...]
+Operand = SSAValue | float | int | np.ndarray
+ScopeLike = str | SEScopeAttr
+
+# What xDSL keeps of a name hint: letters, digits, `_ $ . -`, no leading digit, and no `_N`
+# suffix (it strips one, taking it for a uniquing suffix).
+_INVALID_NAME_CHARS = re.compile(r"[^\w$.-]")
+_UNIQUING_SUFFIX = re.compile(r"_(\d+)$")
+
+
+def value_name(name: str) -> str:
+    """`name` as a valid SSA name that xDSL keeps as it is: `onnx::Conv_0` -> `onnx__Conv.0`."""
+    name = _UNIQUING_SUFFIX.sub(r".\1", _INVALID_NAME_CHARS.sub("_", name)) or "v"
+    return name if not name[0].isdigit() else f"v{name}"
+
+
+def parse_scope(scope: ScopeLike) -> SEScopeAttr:
+    """A scope from `"opencl"`, `"opencl:1"`, `"cpu"` or a full `#relay.se_scope<...>`."""
+    if isinstance(scope, SEScopeAttr):
+        return scope
+    text = scope.strip()
+    if text.startswith("#relay.se_scope"):
+        return _parse_scope_attr(text)
+    device, _, index = text.partition(":")
+    if device not in DEVICE_TYPES or (index and not index.isdigit()):
+        raise UsageError(
+            f"unknown scope {scope!r}; expected a device type with an optional virtual id "
+            f"(one of {', '.join(DEVICE_TYPES)}, e.g. 'opencl' or 'opencl:1') or '#relay.se_scope<...>'"
+        )
+    return SEScopeAttr(device, int(index) if index else None)
+
+
+def _parse_scope_attr(text: str) -> SEScopeAttr:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from xrelay.ir import context
+
+    try:
+        attr = Parser(context(), text).parse_attribute()
+    except (ParseError, VerifyException) as e:
+        raise UsageError(f"cannot parse the scope {text!r}: {e}") from None
+    if not isinstance(attr, SEScopeAttr):
+        raise UsageError(f"expected a #relay.se_scope<...> attribute, but found {text!r}")
+    return attr
+
+
+def _i64s(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _i64(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def shape_of(value: SSAValue) -> Shape:
+    """The static shape of a tensor value."""
+    ty = value.type
+    assert isinstance(ty, TensorType), f"expected a tensor, but found {ty}"
+    return tuple(ty.get_shape())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+
+
+class Builder:
+    """Builds one function, `@main` by default, op by op; `finish` returns the module."""
+
+    def __init__(self) -> None:
+        self.block = Block()
+        self.arg_attrs: list[dict[str, Attribute]] = []
+        self.nn = NN(self)
+
+    # --- inputs, constants, placement ---------------------------------------------------------
+
+    def input(self, name: str, shape: Sequence[int]) -> SSAValue:
+        """A parameter of the function, of element type f32. A name that is not a valid SSA
+        name is kept as `relay.input_name` and the parameter gets a valid one."""
+        arg = self.block.insert_arg(relay.tensor(_static_shape(name, shape)), len(self.block.args))
+        arg.name_hint = value_name(name)
+        self.arg_attrs.append({INPUT_NAME_ATTR: StringAttr(name)} if arg.name_hint != name else {})
+        return arg
+
+    def const(self, value: Any, name: str | None = None) -> SSAValue:
+        """A `relay.constant` of `value` (anything numpy turns into an array), as f32."""
+        array = np.array(value, dtype=np.float32, order="C")
+        ty = relay.tensor(array.shape)
+        dense = DenseIntOrFPElementsAttr(ty, BytesAttr(array.astype("<f4").tobytes()))
+        result = self.append(relay.ConstantOp(dense))
+        if name is not None:
+            result.name_hint = value_name(name)
+        return result
+
+    def on_device(
+        self, value: SSAValue, scope: ScopeLike, constrain_body: bool = True, constrain_result: bool = False
+    ) -> SSAValue:
+        """`relay.on_device`: `value` is computed on `scope` ("opencl", "opencl:1", "cpu" or a
+        `#relay.se_scope<...>`); its consumers may be elsewhere."""
+        return self.append(relay.OnDeviceOp(value, parse_scope(scope), constrain_body, constrain_result))
+
+    def finish(self, *results: SSAValue, name: str = "main") -> ModuleOp:
+        """The module with one function returning `results`; the builder is spent."""
+        if not results:
+            raise UsageError("Builder.finish needs at least one result")
+        self.block.add_op(func.ReturnOp(*results))
+        inputs = [arg.type for arg in self.block.args]
+        fn = func.FuncOp(name, (inputs, [r.type for r in results]), Region(self.block))
+        if any(self.arg_attrs):
+            fn.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in self.arg_attrs])
+        self.block = Block()
+        return ModuleOp([fn])
+
+    # --- the generic path ---------------------------------------------------------------------
+
+    def append(self, op: relay.RelayOp | relay.OnDeviceOp) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def op(
+        self,
+        cls: type[relay.RelayOp],
+        operands: Sequence[SSAValue],
+        properties: Mapping[str, Attribute | None] | None = None,
+        shape: Sequence[int] | None = None,
+    ) -> SSAValue:
+        """Appends a `cls` op and returns its result, typed by the op's `infer_shape`. `shape`
+        is the result shape of ops that take it from their result type (reshape,
+        broadcast_to)."""
+        props = {k: v for k, v in (properties or {}).items() if v is not None}
+        placeholder = relay.tensor(shape if shape is not None else ())
+        op = cls.create(operands=list(operands), result_types=[placeholder], properties=props)
+        try:
+            inferred = relay.tensor(op.infer_shape())
+            if inferred != placeholder:
+                Rewriter.replace_value_with_new_type(op.results[0], inferred)
+            op.verify()  # what infer_shape does not check: attribute types, e.g. an empty max
+        except VerifyException as e:
+            op.drop_all_references()
+            operand_types = ", ".join(str(v.type) for v in operands)
+            raise VerifyError(f"'{cls.name}' on ({operand_types}): {e}") from None
+        return self.append(op)
+
+    def value(self, operand: Operand) -> SSAValue:
+        """An SSA value as it is, or a constant of a number or array."""
+        return operand if isinstance(operand, SSAValue) else self.const(operand)
+
+    # --- elementwise --------------------------------------------------------------------------
+
+    def negative(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.NegativeOp, [x])
+
+    def exp(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.ExpOp, [x])
+
+    def log(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.LogOp, [x])
+
+    def sqrt(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.SqrtOp, [x])
+
+    def rsqrt(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.RsqrtOp, [x])
+
+    def tanh(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.TanhOp, [x])
+
+    def sigmoid(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.SigmoidOp, [x])
+
+    def abs(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.AbsOp, [x])
+
+    def erf(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.ErfOp, [x])
+
+    def clip(self, x: SSAValue, a_min: float, a_max: float) -> SSAValue:
+        bounds = {"a_min": FloatAttr(float(a_min), f32), "a_max": FloatAttr(float(a_max), f32)}
+        return self.op(relay.ClipOp, [x], bounds)
+
+    # --- binary, with numpy broadcasting --------------------------------------------------------
+
+    def _binary(self, cls: type[relay.RelayOp], lhs: Operand, rhs: Operand) -> SSAValue:
+        return self.op(cls, [self.value(lhs), self.value(rhs)])
+
+    def add(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.AddOp, lhs, rhs)
+
+    def subtract(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.SubtractOp, lhs, rhs)
+
+    def multiply(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.MultiplyOp, lhs, rhs)
+
+    def divide(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.DivideOp, lhs, rhs)
+
+    def maximum(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.MaximumOp, lhs, rhs)
+
+    def minimum(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.MinimumOp, lhs, rhs)
+
+    def power(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.PowerOp, lhs, rhs)
+
+    # --- shapes -------------------------------------------------------------------------------
+
+    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`np.reshape`: one entry may be -1."""
+        try:
+            target = np.empty(shape_of(x), dtype=np.bool_).reshape(tuple(shape)).shape
+        except ValueError as e:
+            raise VerifyError(f"'relay.reshape' of {x.type} to {list(shape)}: {e}") from None
+        return self.op(relay.ReshapeOp, [x], shape=target)
+
+    def transpose(self, x: SSAValue, axes: Sequence[int] | None = None) -> SSAValue:
+        return self.op(relay.TransposeOp, [x], {"axes": None if axes is None else _i64s(axes)})
+
+    def squeeze(self, x: SSAValue, axis: Sequence[int] | None = None) -> SSAValue:
+        return self.op(relay.SqueezeOp, [x], {"axis": None if axis is None else _i64s(axis)})
+
+    def expand_dims(self, x: SSAValue, axis: int, num_newaxis: int = 1) -> SSAValue:
+        count = None if num_newaxis == 1 else _i64(num_newaxis)
+        return self.op(relay.ExpandDimsOp, [x], {"axis": _i64(axis), "num_newaxis": count})
+
+    def broadcast_to(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        return self.op(relay.BroadcastToOp, [x], shape=tuple(shape))
+
+    def strided_slice(
+        self, x: SSAValue, begin: Sequence[int], end: Sequence[int], strides: Sequence[int] | None = None
+    ) -> SSAValue:
+        """`x[b0:e0:s0, ...]` on the leading axes."""
+        props = {"begin": _i64s(begin), "end": _i64s(end), "strides": None if strides is None else _i64s(strides)}
+        return self.op(relay.StridedSliceOp, [x], props)
+
+    def concatenate(self, xs: Sequence[SSAValue], axis: int = 0) -> SSAValue:
+        return self.op(relay.ConcatenateOp, list(xs), {"axis": _i64(axis)})
+
+    # --- reductions ---------------------------------------------------------------------------
+
+    def _reduce(
+        self, cls: type[relay.RelayOp], x: SSAValue, axis: int | Sequence[int] | None, keepdims: bool
+    ) -> SSAValue:
+        axes = None if axis is None else _i64s([axis] if isinstance(axis, int) else axis)
+        return self.op(cls, [x], {"axis": axes, "keepdims": BoolAttr.from_bool(True) if keepdims else None})
+
+    def sum(self, x: SSAValue, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> SSAValue:
+        return self._reduce(relay.SumOp, x, axis, keepdims)
+
+    def mean(self, x: SSAValue, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> SSAValue:
+        return self._reduce(relay.MeanOp, x, axis, keepdims)
+
+    def max(self, x: SSAValue, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> SSAValue:
+        return self._reduce(relay.MaxOp, x, axis, keepdims)
+
+    def min(self, x: SSAValue, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> SSAValue:
+        return self._reduce(relay.MinOp, x, axis, keepdims)
+
+
+class NN:
+    """The `relay.nn.*` ops: `b.nn.conv2d`, `b.nn.relu`, ..."""
+
+    def __init__(self, builder: Builder) -> None:
+        self.b = builder
+
+    def relu(self, x: SSAValue) -> SSAValue:
+        return self.b.op(relay.ReluOp, [x])
+
+    def bias_add(self, x: SSAValue, bias: Operand, axis: int = 1) -> SSAValue:
+        return self.b.op(relay.BiasAddOp, [x, self.b.value(bias)], {"axis": None if axis == 1 else _i64(axis)})
+
+    def dense(self, x: SSAValue, weight: Operand) -> SSAValue:
+        """`x @ weight.T`, `weight` of shape [units, in]."""
+        return self.b.op(relay.DenseOp, [x, self.b.value(weight)])
+
+    def batch_matmul(self, x: SSAValue, y: Operand) -> SSAValue:
+        """`x @ y.transpose(0, 2, 1)`."""
+        return self.b.op(relay.BatchMatmulOp, [x, self.b.value(y)])
+
+    def conv2d(
+        self,
+        x: SSAValue,
+        weight: Operand,
+        strides: Sequence[int] = (1, 1),
+        padding: Sequence[int] = (0, 0),
+        dilation: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ) -> SSAValue:
+        """NCHW data, OIHW weight; padding `[h, w]` or `[top, left, bottom, right]`."""
+        props = {
+            "strides": _i64s(strides),
+            "padding": _i64s(padding),
+            "dilation": _i64s(dilation),
+            "groups": None if groups == 1 else _i64(groups),
+        }
+        return self.b.op(relay.Conv2DOp, [x, self.b.value(weight)], props)
+
+    def _pool(
+        self,
+        cls: type[relay.RelayOp],
+        x: SSAValue,
+        pool_size: Sequence[int],
+        strides: Sequence[int] | None,
+        padding: Sequence[int],
+    ) -> SSAValue:
+        props = {"pool_size": _i64s(pool_size), "strides": _i64s(strides or pool_size), "padding": _i64s(padding)}
+        return self.b.op(cls, [x], props)
+
+    def max_pool2d(
+        self,
+        x: SSAValue,
+        pool_size: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] = (0, 0),
+    ) -> SSAValue:
+        """NCHW max pooling; `strides` default to `pool_size`."""
+        return self._pool(relay.MaxPool2DOp, x, pool_size, strides, padding)
+
+    def avg_pool2d(
+        self,
+        x: SSAValue,
+        pool_size: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] = (0, 0),
+    ) -> SSAValue:
+        """NCHW average pooling (padding excluded from the count); `strides` default to `pool_size`."""
+        return self._pool(relay.AvgPool2DOp, x, pool_size, strides, padding)
+
+    def global_avg_pool2d(self, x: SSAValue) -> SSAValue:
+        return self.b.op(relay.GlobalAvgPool2DOp, [x])
+
+    def softmax(self, x: SSAValue, axis: int = -1) -> SSAValue:
+        return self.b.op(relay.SoftmaxOp, [x], {"axis": None if axis == -1 else _i64(axis)})
+
+
+def _static_shape(name: str, shape: Sequence[int]) -> Shape:
+    dims = tuple(shape)
+    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
+        raise UsageError(f"input {name!r} needs a static shape of non-negative integers, but has {list(dims)}")
+    return tuple(int(d) for d in dims)

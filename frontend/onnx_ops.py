@@ -1,0 +1,632 @@
+"""
+The ONNX op converters of `from_onnx`: one function per op type, in `CONVERTERS`.
+
+A converter takes a `NodeImporter` (the node, its attributes, its inputs as relay tensors or as
+values known at import) and returns its results in output order: relay values, numpy arrays
+(values known at import), or None for an optional output it does not compute (an error if
+the graph uses it). It raises `OnnxImportError` (through `n.error`) for an attribute or an
+input it does not take; the importer adds the node's op type and name.
+
+Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
+Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
+slices; Pad (constant mode) concatenates constant blocks; Gather with constant indices
+concatenates slices; LeakyRelu is `relu(x) - alpha * relu(-x)`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from xrelay.errors import OnnxImportError
+from xrelay.frontend.builder import Builder, shape_of
+
+if TYPE_CHECKING:
+    import onnx
+
+    from xrelay.frontend.onnx_import import GraphImporter
+
+Result = SSAValue | np.ndarray | None
+
+
+class NodeImporter:
+    """One node as its converter sees it."""
+
+    def __init__(self, node: onnx.NodeProto, graph: GraphImporter):
+        from onnx import helper
+
+        self.node, self.graph, self.b = node, graph, graph.b
+        self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+    def error(self, message: str) -> OnnxImportError:
+        from xrelay.frontend.onnx_import import node_error
+
+        return node_error(self.node, message)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        value = self.attrs.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
+
+    def only(self, name: str, *allowed: Any, default: Any = None) -> Any:
+        """Attribute `name`, which must be one of `allowed` (else an unsupported-attribute error)."""
+        value = self.attr(name, default)
+        if value not in allowed:
+            raise self.error(
+                f"attribute {name} = {value!r} is not supported (supported: {', '.join(map(repr, allowed))})"
+            )
+        return value
+
+    def has(self, index: int) -> bool:
+        return len(self.node.input) > index and self.node.input[index] != ""
+
+    def tensor(self, index: int) -> SSAValue:
+        if not self.has(index):
+            raise self.error(f"input {index} is missing")
+        return self.graph.tensor(self.node.input[index])
+
+    def tensors(self) -> list[SSAValue]:
+        return [self.graph.tensor(name) for name in self.node.input if name]
+
+    def known(self, index: int, what: str) -> np.ndarray:
+        """Input `index`, which must be known at import (a constant, initializer or shape data)."""
+        name = self.node.input[index] if self.has(index) else ""
+        if name not in self.graph.known:
+            raise self.error(f"input {index} ({what}) must be known at import (a constant or initializer)")
+        return self.graph.known[name]
+
+    def ints(self, index: int, what: str) -> list[int] | None:
+        """Integer input `index` as a list (None when absent), e.g. axes or a shape."""
+        return None if not self.has(index) else [int(v) for v in self.known(index, what).reshape(-1)]
+
+    def scalar(self, index: int, what: str, default: float) -> float:
+        return default if not self.has(index) else float(self.known(index, what).reshape(-1)[0])
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        return shape_of(self.tensor(index))
+
+    def axes(self, name: str = "axes", index: int = 1) -> list[int] | None:
+        """Axes from the attribute (older opsets) or the input (newer), None when absent."""
+        attr = self.attr(name)
+        return [int(a) for a in attr] if attr is not None else self.ints(index, name)
+
+
+Converter = Callable[[NodeImporter], Sequence[Result]]
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(*op_types: str) -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
+        for op_type in op_types:
+            CONVERTERS[op_type] = fn
+        return fn
+
+    return register
+
+
+def _axis(axis: int, rank: int, n: NodeImporter) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise n.error(f"axis {axis} is out of range for a tensor of rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+# --- elementwise ------------------------------------------------------------------------------
+
+_UNARY: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
+    "Sqrt": Builder.sqrt,
+    "Exp": Builder.exp,
+    "Log": Builder.log,
+    "Tanh": Builder.tanh,
+    "Sigmoid": Builder.sigmoid,
+    "Erf": Builder.erf,
+    "Abs": Builder.abs,
+    "Neg": Builder.negative,
+    "Relu": lambda b, x: b.nn.relu(x),
+    "Reciprocal": lambda b, x: b.divide(np.float32(1), x),
+    "Identity": lambda b, x: x,
+}
+
+_BINARY: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
+    "Add": Builder.add,
+    "Sub": Builder.subtract,
+    "Mul": Builder.multiply,
+    "Div": Builder.divide,
+    "Pow": Builder.power,
+    "Max": Builder.maximum,
+    "Min": Builder.minimum,
+    "Sum": Builder.add,
+}
+
+
+@converter(*_UNARY)
+def unary(n: NodeImporter) -> list[Result]:
+    return [_UNARY[n.node.op_type](n.b, n.tensor(0))]
+
+
+@converter(*_BINARY)
+def binary(n: NodeImporter) -> list[Result]:
+    """The binary ops, and the variadic Max, Min and Sum folded left to right. Pow's exponent
+    may be an integer known at import."""
+    values = n.tensors() if n.node.op_type != "Pow" else [n.tensor(0), _float_operand(n, 1)]
+    if not values:
+        raise n.error("expected at least one input")
+    result = values[0]
+    for value in values[1:]:
+        result = _BINARY[n.node.op_type](n.b, result, value)
+    return [result]
+
+
+def _float_operand(n: NodeImporter, index: int) -> SSAValue:
+    name = n.node.input[index] if n.has(index) else ""
+    known = n.graph.known.get(name)
+    if known is not None and known.dtype.kind in "iub":
+        return n.b.const(known.astype(np.float32))
+    return n.tensor(index)
+
+
+@converter("LeakyRelu")
+def leaky_relu(n: NodeImporter) -> list[Result]:
+    x, alpha = n.tensor(0), float(n.attr("alpha", 0.01))
+    b = n.b
+    return [b.subtract(b.nn.relu(x), b.multiply(np.float32(alpha), b.nn.relu(b.negative(x))))]
+
+
+@converter("Clip")
+def clip(n: NodeImporter) -> list[Result]:
+    """`relay.clip` for bounds known at import; maximum and minimum otherwise (a missing
+    bound, a bound given at run time, or min > max, where ONNX gives max everywhere)."""
+    x = n.tensor(0)
+    low, high = _bound(n, 1, "min"), _bound(n, 2, "max")
+    if isinstance(low, float) and isinstance(high, float) and not math.isinf(low + high) and low <= high:
+        return [n.b.clip(x, low, high)]
+    y = x if low is None else n.b.maximum(x, low)
+    return [y if high is None else n.b.minimum(y, high)]
+
+
+def _bound(n: NodeImporter, index: int, name: str) -> float | SSAValue | None:
+    """A Clip bound: from the attribute (opset < 11), known at import, a run-time tensor, or None."""
+    if name in n.attrs:
+        value = float(n.attr(name))
+    elif not n.has(index):
+        return None
+    elif n.node.input[index] in n.graph.known:
+        value = n.scalar(index, name, 0.0)
+    else:
+        return n.tensor(index)
+    return None if math.isinf(value) and (value < 0) == (name == "min") else value
+
+
+@converter("Gelu")
+def gelu(n: NodeImporter) -> list[Result]:
+    x, b = n.tensor(0), n.b
+    if n.only("approximate", "none", "tanh", default="none") == "tanh":
+        cube = b.multiply(np.float32(0.044715), b.multiply(x, b.multiply(x, x)))
+        inner = b.tanh(b.multiply(np.float32(math.sqrt(2 / math.pi)), b.add(x, cube)))
+    else:
+        inner = b.erf(b.multiply(x, np.float32(1 / math.sqrt(2))))
+    return [b.multiply(b.multiply(x, np.float32(0.5)), b.add(inner, np.float32(1)))]
+
+
+# --- reductions and softmax ---------------------------------------------------------------------
+
+_REDUCE = {"ReduceSum": Builder.sum, "ReduceMean": Builder.mean, "ReduceMax": Builder.max, "ReduceMin": Builder.min}
+
+
+@converter(*_REDUCE)
+def reduce(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    axes = n.axes()
+    keepdims = bool(n.attr("keepdims", 1))
+    if not axes:
+        if n.attr("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(len(shape_of(x))))  # absent or empty: every axis
+    return [_REDUCE[n.node.op_type](n.b, x, axes, keepdims)]
+
+
+@converter("Softmax")
+def softmax(n: NodeImporter) -> list[Result]:
+    return [n.b.nn.softmax(n.tensor(0), int(n.attr("axis", -1)))]
+
+
+# --- matrix products and convolution -------------------------------------------------------------
+
+
+@converter("MatMul")
+def matmul(n: NodeImporter) -> list[Result]:
+    return [_matmul(n.b, n.tensor(0), n.tensor(1))]
+
+
+def _matmul(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """numpy's matmul: dense for a 2-D right operand, batch_matmul over broadcast batches."""
+    xs, ys = shape_of(x), shape_of(y)
+    if len(xs) == 1:
+        return b.reshape(_matmul(b, b.reshape(x, (1, xs[0])), y), _matmul_shape(xs, ys))
+    if len(ys) == 1:
+        return b.reshape(_matmul(b, x, b.reshape(y, (ys[0], 1))), _matmul_shape(xs, ys))
+    if len(ys) == 2:
+        return b.nn.dense(x, b.transpose(y, (1, 0)))
+    batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
+    x3 = b.reshape(_broadcast(b, x, batch + xs[-2:]), (-1, *xs[-2:]))
+    y3 = b.reshape(_broadcast(b, y, batch + ys[-2:]), (-1, *ys[-2:]))
+    return b.reshape(b.nn.batch_matmul(x3, b.transpose(y3, (0, 2, 1))), batch + (xs[-2], ys[-1]))
+
+
+def _matmul_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...]:
+    return np.matmul(np.empty(xs, np.float32), np.empty(ys, np.float32)).shape
+
+
+def _broadcast(b: Builder, x: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+    return x if shape_of(x) == shape else b.broadcast_to(x, shape)
+
+
+@converter("Gemm")
+def gemm(n: NodeImporter) -> list[Result]:
+    b = n.b
+    a, w = n.tensor(0), n.tensor(1)
+    if n.attr("transA", 0):
+        a = b.transpose(a, (1, 0))
+    y = b.nn.dense(a, w if n.attr("transB", 0) else b.transpose(w, (1, 0)))
+    alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
+    if alpha != 1.0:
+        y = b.multiply(y, np.float32(alpha))
+    if n.has(2) and beta != 0.0:
+        c = n.tensor(2)
+        y = b.add(y, c if beta == 1.0 else b.multiply(c, np.float32(beta)))
+    return [y]
+
+
+@dataclass
+class Window:
+    """A Conv's or pool's window attributes in 2-D (a 1-D op gets a height of 1)."""
+
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    pads: list[int]  # [top, left, bottom, right]
+
+
+def _window(n: NodeImporter, size: Sequence[int], kernel: Sequence[int]) -> Window:
+    """The window of a 1-D or 2-D op in 2-D, with `auto_pad` resolved."""
+    rank = len(size)
+    strides = [int(s) for s in n.attr("strides", [1] * rank)]
+    dilations = [int(d) for d in n.attr("dilations", [1] * rank)]
+    pads = _window_padding(n, size, kernel, strides, dilations)
+    if rank == 1:
+        return Window([1, *kernel], [1, *strides], [1, *dilations], [0, pads[0], 0, pads[1]])
+    return Window(list(kernel), strides, dilations, pads)
+
+
+def _window_padding(
+    n: NodeImporter, size: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
+) -> list[int]:
+    """ONNX pads `[x1_begin, x2_begin, ..., x1_end, x2_end, ...]` after `auto_pad`."""
+    auto_pad = n.only("auto_pad", "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", default="NOTSET")
+    if auto_pad == "VALID":
+        return [0] * 2 * len(size)
+    if auto_pad == "NOTSET":
+        return [int(p) for p in n.attr("pads", [0] * 2 * len(size))]
+    begin: list[int] = []
+    end: list[int] = []
+    for d, k, s, dil in zip(size, kernel, strides, dilations):
+        total = max(0, (math.ceil(d / s) - 1) * s + (k - 1) * dil + 1 - d)
+        small, large = total // 2, total - total // 2
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return begin + end
+
+
+def _spatial(n: NodeImporter, x: SSAValue, what: str) -> SSAValue:
+    """NCHW data as it is, NCL data as NC1L; other ranks are not supported."""
+    xs = shape_of(x)
+    if len(xs) not in (3, 4):
+        raise n.error(f"only 1-D and 2-D {what} (NCL or NCHW input) are supported, but the input has shape {list(xs)}")
+    return x if len(xs) == 4 else n.b.reshape(x, (xs[0], xs[1], 1, xs[2]))
+
+
+def _unspatial(n: NodeImporter, y: SSAValue, rank: int) -> SSAValue:
+    ys = shape_of(y)
+    return y if rank == 4 else n.b.reshape(y, (ys[0], ys[1], ys[3]))
+
+
+@converter("Conv")
+def conv(n: NodeImporter) -> list[Result]:
+    x, w = n.tensor(0), n.tensor(1)
+    xs, ws = shape_of(x), shape_of(w)
+    window = _window(n, xs[2:], ws[2:])
+    x4, w4 = _spatial(n, x, "convolutions"), _spatial(n, w, "convolutions")
+    y = n.b.nn.conv2d(x4, w4, window.strides, window.pads, window.dilations, int(n.attr("group", 1)))
+    if n.has(2):
+        y = n.b.nn.bias_add(y, n.tensor(2))
+    return [_unspatial(n, y, len(xs))]
+
+
+def _pool_window(n: NodeImporter, x: SSAValue) -> Window:
+    xs = shape_of(x)
+    window = _window(n, xs[2:], [int(k) for k in n.attr("kernel_shape")])
+    if any(d != 1 for d in window.dilations):
+        raise n.error(f"attribute dilations = {list(n.attr('dilations'))} is not supported (only 1)")
+    return window
+
+
+def _ceil_mode_pads(size: Sequence[int], window: Window) -> list[int]:
+    """ceil_mode adds a last window where it starts inside the input or the begin padding:
+    more end padding, which pooling ignores."""
+    pads = list(window.pads)
+    for i, (d, k, s) in enumerate(zip(size, window.kernel, window.strides)):
+        padded = d + pads[i] + pads[i + 2]
+        ceil_out = -(-(padded - k) // s) + 1
+        if (ceil_out - 1) * s >= d + pads[i]:
+            ceil_out -= 1
+        pads[i + 2] += max(0, (ceil_out - 1) * s + k - padded)
+    return pads
+
+
+@converter("MaxPool")
+def max_pool(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    window = _pool_window(n, x)
+    x4 = _spatial(n, x, "pools")
+    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
+    y = n.b.nn.max_pool2d(x4, window.kernel, window.strides, pads)
+    return [_unspatial(n, y, len(shape_of(x))), None]
+
+
+@converter("AveragePool")
+def average_pool(n: NodeImporter) -> list[Result]:
+    """count_include_pad pads with zeros first: every window then counts its padding (but
+    not the end padding ceil_mode adds)."""
+    x = n.tensor(0)
+    window = _pool_window(n, x)
+    x4 = _spatial(n, x, "pools")
+    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
+    if n.attr("count_include_pad", 0) and any(window.pads):
+        top, left, bottom, right = window.pads
+        x4 = pad_constant(n.b, x4, [0, 0, top, left, 0, 0, bottom, right], 0.0)
+        pads = [0, 0, pads[2] - bottom, pads[3] - right]  # what ceil_mode adds stays uncounted
+    y = n.b.nn.avg_pool2d(x4, window.kernel, window.strides, pads)
+    return [_unspatial(n, y, len(shape_of(x)))]
+
+
+@converter("GlobalAveragePool")
+def global_average_pool(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    if len(shape_of(x)) != 4:
+        return [n.b.mean(x, list(range(2, len(shape_of(x)))), keepdims=True)]
+    return [n.b.nn.global_avg_pool2d(x)]
+
+
+# --- normalizations ------------------------------------------------------------------------------
+
+
+@converter("BatchNormalization")
+def batch_norm(n: NodeImporter) -> list[Result]:
+    """Inference: `x * s + (bias - mean * s)` with `s = scale / sqrt(var + epsilon)` per channel,
+    folded at import when the statistics are known."""
+    if n.attr("training_mode", 0):
+        raise n.error("attribute training_mode = 1 is not supported (inference only)")
+    x, b = n.tensor(0), n.b
+    rank, eps = len(shape_of(x)), float(n.attr("epsilon", 1e-5))
+    per_channel = (-1,) + (1,) * (rank - 2)
+    if all(name in n.graph.known for name in n.node.input[1:5]):
+        scale, bias, mean, var = (n.known(i, "statistics").astype(np.float64) for i in range(1, 5))
+        s = scale / np.sqrt(var + eps)
+        shift = bias - mean * s
+        return [b.add(b.multiply(x, s.reshape(per_channel)), shift.reshape(per_channel))]
+    scale, bias, mean, var = (b.reshape(n.tensor(i), per_channel) for i in range(1, 5))
+    s = b.divide(scale, b.sqrt(b.add(var, np.float32(eps))))
+    return [b.add(b.multiply(b.subtract(x, mean), s), bias)]
+
+
+@converter("LayerNormalization")
+def layer_norm(n: NodeImporter) -> list[Result]:
+    """`(x - mean) / sqrt(var + epsilon) * scale + bias` over the axes from `axis` on."""
+    x, b = n.tensor(0), n.b
+    rank = len(shape_of(x))
+    axis = _axis(int(n.attr("axis", -1)), rank, n)
+    if n.only("stash_type", 1, default=1) != 1:
+        raise n.error("only stash_type = 1 (float32) is supported")
+    axes = list(range(axis, rank))
+    mean = b.mean(x, axes, keepdims=True)
+    centered = b.subtract(x, mean)
+    var = b.mean(b.multiply(centered, centered), axes, keepdims=True)
+    inv_std = b.rsqrt(b.add(var, np.float32(n.attr("epsilon", 1e-5))))
+    y = b.multiply(b.multiply(centered, inv_std), n.tensor(1))
+    return [b.add(y, n.tensor(2)) if n.has(2) else y, mean, inv_std]
+
+
+@converter("Dropout")
+def dropout(n: NodeImporter) -> list[Result]:
+    if n.has(2) and bool(n.known(2, "training_mode").reshape(-1)[0]):
+        raise n.error("training_mode = true is not supported (inference only)")
+    return [n.tensor(0), None]
+
+
+# --- shapes ---------------------------------------------------------------------------------------
+
+
+@converter("Reshape")
+def reshape(n: NodeImporter) -> list[Result]:
+    x, target = n.tensor(0), n.ints(1, "shape") or []
+    xs = shape_of(x)
+    if not n.attr("allowzero", 0):
+        target = [xs[i] if d == 0 else d for i, d in enumerate(target)]
+    return [n.b.reshape(x, target)]
+
+
+@converter("Flatten")
+def flatten(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    xs = shape_of(x)
+    axis = int(n.attr("axis", 1))
+    axis = axis + len(xs) if axis < 0 else axis
+    return [n.b.reshape(x, (math.prod(xs[:axis]), math.prod(xs[axis:])))]
+
+
+@converter("Transpose")
+def transpose(n: NodeImporter) -> list[Result]:
+    perm = n.attr("perm")
+    return [n.b.transpose(n.tensor(0), None if perm is None else [int(p) for p in perm])]
+
+
+@converter("Squeeze")
+def squeeze(n: NodeImporter) -> list[Result]:
+    return [n.b.squeeze(n.tensor(0), n.axes())]
+
+
+@converter("Unsqueeze")
+def unsqueeze(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    axes = n.axes() or []
+    xs = list(shape_of(x))
+    rank = len(xs) + len(axes)
+    for a in sorted(_axis(a, rank, n) for a in axes):
+        xs.insert(a, 1)
+    return [n.b.reshape(x, xs)]
+
+
+@converter("Concat")
+def concat(n: NodeImporter) -> list[Result]:
+    values = n.tensors()
+    return [n.b.concatenate(values, _axis(int(n.attr("axis")), len(shape_of(values[0])), n))]
+
+
+@converter("Expand")
+def expand(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    shape = tuple(np.broadcast_shapes(shape_of(x), tuple(n.ints(1, "shape") or [])))
+    return [_broadcast(n.b, x, shape)]
+
+
+@converter("Slice")
+def slice_(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    xs = shape_of(x)
+    starts, ends = n.ints(1, "starts") or [], n.ints(2, "ends") or []
+    axes = n.ints(3, "axes") or list(range(len(starts)))
+    steps = n.ints(4, "steps") or [1] * len(starts)
+    begin, end, strides = [0] * len(xs), list(xs), [1] * len(xs)
+    for start, stop, axis, step in zip(starts, ends, axes, steps):
+        axis = _axis(axis, len(xs), n)
+        begin[axis], end[axis], strides[axis] = *_slice_bounds(start, stop, step, xs[axis]), step
+    return [n.b.strided_slice(x, begin, end, strides)]
+
+
+def _slice_bounds(start: int, stop: int, step: int, dim: int) -> tuple[int, int]:
+    """ONNX's clamped bounds as Python slice bounds (an end before index 0 is `-dim - 1`)."""
+    start, stop = (start + dim if start < 0 else start), (stop + dim if stop < 0 else stop)
+    if step > 0:
+        return min(max(start, 0), dim), min(max(stop, 0), dim)
+    start, stop = min(max(start, 0), dim - 1), min(max(stop, -1), dim - 1)
+    return start, (-dim - 1 if stop < 0 else stop)
+
+
+@converter("Split")
+def split(n: NodeImporter) -> list[Result]:
+    x = n.tensor(0)
+    xs = shape_of(x)
+    axis = _axis(int(n.attr("axis", 0)), len(xs), n)
+    sizes = n.ints(1, "split") or n.attr("split")
+    if sizes is None:
+        count = int(n.attr("num_outputs", len(n.node.output)))
+        chunk = -(-xs[axis] // count)
+        sizes = [min(chunk, xs[axis] - i * chunk) for i in range(count)]
+    results: list[Result] = []
+    offset = 0
+    for size in sizes:
+        begin, end = [0] * (axis + 1), list(xs[: axis + 1])
+        begin[axis], end[axis] = offset, offset + int(size)
+        results.append(n.b.strided_slice(x, begin, end))
+        offset += int(size)
+    return results
+
+
+@converter("Pad")
+def pad(n: NodeImporter) -> list[Result]:
+    n.only("mode", "constant", default="constant")
+    x = n.tensor(0)
+    rank = len(shape_of(x))
+    axes = [_axis(a, rank, n) for a in (n.ints(3, "axes") or range(rank))]
+    given = n.ints(1, "pads") or []
+    pads = [0] * 2 * rank
+    for i, axis in enumerate(axes):
+        pads[axis], pads[axis + rank] = given[i], given[i + len(axes)]
+    return [pad_constant(n.b, x, pads, _pad_value(n))]
+
+
+def pad_constant(b: Builder, x: SSAValue, pads: Sequence[int], value: float | SSAValue) -> SSAValue:
+    """`x` padded with `value`, ONNX pads `[x1_begin, ..., x1_end, ...]`: negative pads slice,
+    positive ones concatenate blocks of the value."""
+    rank = len(shape_of(x))
+    for axis in range(rank):
+        before, after = pads[axis], pads[axis + rank]
+        if before < 0 or after < 0:
+            xs = shape_of(x)
+            begin, end = [0] * rank, list(xs)
+            begin[axis], end[axis] = max(0, -before), xs[axis] - max(0, -after)
+            x = b.strided_slice(x, begin, end)
+        parts = [x]
+        for count, first in ((before, True), (after, False)):
+            if count > 0:
+                block = list(shape_of(x))
+                block[axis] = count
+                fill = (
+                    b.const(np.full(block, value, np.float32))
+                    if isinstance(value, float)
+                    else b.broadcast_to(value, block)
+                )
+                parts.insert(0 if first else len(parts), fill)
+        if len(parts) > 1:
+            x = b.concatenate(parts, axis)
+    return x
+
+
+def _pad_value(n: NodeImporter) -> float | SSAValue:
+    if not n.has(2) or n.node.input[2] in n.graph.known:
+        return n.scalar(2, "constant_value", 0.0)
+    return n.b.reshape(n.tensor(2), ())
+
+
+@converter("Gather")
+def gather(n: NodeImporter) -> list[Result]:
+    """Constant indices: one slice per index, concatenated along the axis, then reshaped."""
+    x = n.tensor(0)
+    xs = shape_of(x)
+    axis = _axis(int(n.attr("axis", 0)), len(xs), n)
+    indices = n.known(1, "indices").astype(np.int64)
+    flat = [int(i) + xs[axis] if i < 0 else int(i) for i in indices.reshape(-1)]
+    if any(not 0 <= i < xs[axis] for i in flat):
+        raise n.error(f"indices {indices.reshape(-1).tolist()} are out of range for axis {axis} of size {xs[axis]}")
+    slices = []
+    for i in flat:
+        begin, end = [0] * (axis + 1), list(xs[: axis + 1])
+        begin[axis], end[axis] = i, i + 1
+        slices.append(n.b.strided_slice(x, begin, end))
+    taken = n.b.concatenate(slices, axis) if len(slices) > 1 else slices[0]
+    return [n.b.reshape(taken, xs[:axis] + indices.shape + xs[axis + 1 :])]
+
+
+@converter("Shape")
+def shape(n: NodeImporter) -> list[Result]:
+    dims = np.array(n.shape(0), dtype=np.int64)
+    start, end = int(n.attr("start", 0)), n.attr("end")
+    return [dims[start : None if end is None else int(end)]]
+
+
+@converter("Size")
+def size(n: NodeImporter) -> list[Result]:
+    return [np.array(math.prod(n.shape(0)), dtype=np.int64)]
+
+
+@converter("Cast")
+def cast(n: NodeImporter) -> list[Result]:
+    from onnx import TensorProto
+
+    to = int(n.attr("to"))
+    if to != TensorProto.FLOAT:
+        raise n.error(f"casting a tensor to {TensorProto.DataType.Name(to).lower()} is not supported (only float32)")
+    return [n.tensor(0)]

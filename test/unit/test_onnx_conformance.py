@@ -1,0 +1,164 @@
+"""onnx's backend node tests through xrelay.from_onnx, build and run.
+
+Every generated case (see onnx_node_cases.py: made once into a cache outside the repository)
+whose model is one node of an op in `OPS` and whose tensors are float32 is a test: integer and
+bool inputs (shapes, axes, pads, split sizes, exponents, indices) become initializers, which
+the importer takes as values known at import; the rest is imported, built for C and run on
+every data set, compared with the expected outputs. Every fifth case also runs on OpenCL. A
+case in `UNSUPPORTED` must instead fail to import with `xrelay.OnnxImportError` matching its
+reason, so a case that starts to work (or fails another way) is noticed.
+
+`python test/unit/test_onnx_conformance.py` prints pass / unsupported / total per op type.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import ModelProto, TensorProto, numpy_helper
+
+import xrelay
+
+sys.path.insert(0, str(Path(__file__).parent))
+from onnx_node_cases import NodeCase, cases
+
+# The op types of the importer's contract (issue 15, item 2).
+_OP_LIST = """
+    Add Sub Mul Div Pow Sqrt Reciprocal Exp Log Tanh Sigmoid Erf Abs Neg Relu LeakyRelu Clip
+    Max Min Sum ReduceSum ReduceMean ReduceMax ReduceMin Softmax MatMul Gemm Conv
+    MaxPool AveragePool GlobalAveragePool BatchNormalization LayerNormalization Gelu
+    Reshape Transpose Flatten Squeeze Unsqueeze Concat Slice Split Expand Pad
+    Identity Dropout Constant Gather
+"""
+OPS = frozenset(_OP_LIST.split())
+
+# Cases the importer declines, with the error each must raise (a regular expression).
+_DILATED_POOL = r"attribute dilations = \[2, 2(, 2)?\] is not supported \(only 1\)"
+_POOL_3D = r"only 1-D and 2-D pools \(NCL or NCHW input\) are supported, but the input has shape \[1, 3, 32, 32, 32\]"
+_TRAINING = r"training_mode = (1|true) is not supported \(inference only\)"
+_OPSET_11 = r"the model uses ONNX opset 11; xrelay imports opsets 13 to 21"
+_EMPTY = r"reduces axis 1 of length 0, which has no (max|min)imum"
+UNSUPPORTED: dict[str, str] = {
+    "test_averagepool_2d_dilations": _DILATED_POOL,
+    "test_averagepool_3d_default": _POOL_3D,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": _DILATED_POOL,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": _DILATED_POOL,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": _DILATED_POOL,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": _DILATED_POOL,
+    "test_averagepool_3d_dilations_small": _DILATED_POOL,
+    "test_maxpool_2d_dilations": _DILATED_POOL,
+    "test_maxpool_3d_default": _POOL_3D,
+    "test_maxpool_3d_dilations": _DILATED_POOL,
+    "test_maxpool_3d_dilations_use_ref_impl": _DILATED_POOL,
+    "test_maxpool_3d_dilations_use_ref_impl_large": _DILATED_POOL,
+    "test_batchnorm_epsilon_training_mode": _TRAINING,
+    "test_batchnorm_example_training_mode": _TRAINING,
+    "test_training_dropout": _TRAINING,
+    "test_training_dropout_default": _TRAINING,
+    "test_training_dropout_zero_ratio": _TRAINING,
+    "test_dropout_default_old": _OPSET_11,
+    "test_dropout_random_old": _OPSET_11,
+    # relay's max and min are undefined over no elements (ONNX gives -inf and inf)
+    "test_reduce_max_empty_set": _EMPTY,
+    "test_reduce_min_empty_set": _EMPTY,
+}
+
+OPENCL_EVERY = 5
+
+
+def op_type(case: NodeCase) -> str | None:
+    """The case's op type when it is one node of an op in OPS with float32 tensors, else None."""
+    model = case.model()
+    nodes = model.graph.node
+    if len(nodes) != 1 or nodes[0].op_type not in OPS or nodes[0].domain not in ("", "ai.onnx"):
+        return None
+    infos = [*model.graph.input, *model.graph.output]
+    types = [v.type.tensor_type.elem_type for v in infos]
+    floats = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
+    data = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}
+    outputs_ok = all(v.type.tensor_type.elem_type == TensorProto.FLOAT for v in model.graph.output)
+    if not outputs_ok or not all(t == TensorProto.FLOAT or (t in data and t not in floats) for t in types):
+        return None
+    return nodes[0].op_type
+
+
+def selected() -> list[tuple[NodeCase, str]]:
+    return [(case, op) for case in cases() if (op := op_type(case)) is not None]
+
+
+SELECTED = selected()
+
+
+def with_constant_inputs(model: ModelProto, inputs: list[np.ndarray]) -> tuple[ModelProto, list[np.ndarray]]:
+    """The model with its integer and bool inputs as initializers, and the remaining inputs."""
+    model = ModelProto.FromString(model.SerializeToString())
+    kept, rest = [], []
+    for info, array in zip(list(model.graph.input), inputs):
+        if info.type.tensor_type.elem_type == TensorProto.FLOAT:
+            kept.append(info)
+            rest.append(array)
+        else:
+            model.graph.initializer.append(numpy_helper.from_array(array, info.name))
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    return model, rest
+
+
+def run_case(case: NodeCase, targets: tuple[str, ...]) -> None:
+    data_sets = case.data_sets()
+    model, _ = with_constant_inputs(case.model(), data_sets[0][0])
+    module, params = xrelay.from_onnx(model)
+    exe = xrelay.build(module, targets=targets, default_device=targets[-1], params=params)
+    rtol, atol = case.tolerance()
+    for inputs, outputs in data_sets:
+        _, arrays = with_constant_inputs(case.model(), inputs)
+        got = exe.run(*arrays)
+        got = got if isinstance(got, tuple) else (got,)
+        for g, want in zip(got, outputs):
+            np.testing.assert_allclose(g, want, rtol=max(rtol, 1e-5), atol=max(atol, 1e-5))
+
+
+@pytest.mark.parametrize(
+    "case,targets",
+    [
+        pytest.param(case, targets, id=f"{case.name}-{targets[-1]}")
+        for i, (case, _) in enumerate(SELECTED)
+        for targets in ([("c",), ("c", "opencl")] if i % OPENCL_EVERY == 0 else [("c",)])
+    ],
+)
+def test_node_case(case: NodeCase, targets: tuple[str, ...]) -> None:
+    if case.name in UNSUPPORTED:
+        with pytest.raises(xrelay.OnnxImportError, match=UNSUPPORTED[case.name]):
+            run_case(case, targets)
+    else:
+        run_case(case, targets)
+
+
+def test_unsupported_table_names_selected_cases() -> None:
+    names = {case.name for case, _ in SELECTED}
+    assert sorted(set(UNSUPPORTED) - names) == []
+
+
+def summary() -> str:
+    total, unsupported = Counter[str](), Counter[str]()
+    for case, op in SELECTED:
+        total[op] += 1
+        unsupported[op] += case.name in UNSUPPORTED
+    rows = [f"{'op':<20} {'pass':>5} {'unsup':>5} {'total':>5}"]
+    for op in sorted(total):
+        rows.append(f"{op:<20} {total[op] - unsupported[op]:>5} {unsupported[op]:>5} {total[op]:>5}")
+    n, u = sum(total.values()), sum(unsupported.values())
+    rows.append(f"{'all':<20} {n - u:>5} {u:>5} {n:>5}")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(summary())

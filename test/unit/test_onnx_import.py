@@ -1,0 +1,134 @@
+"""xrelay.from_onnx: the contract (signature, params, input names, results), static shapes,
+placement rules and clean errors; imported models built on C and OpenCL against onnx's
+reference evaluator. The per-op conformance cases are in test_onnx_conformance.py."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import xrelay
+
+RNG = np.random.default_rng(0)
+
+
+def cnn(batch: int | str = 2, opset: int = 17) -> ModelProto:
+    """conv (bias) -> relu -> maxpool -> shape arithmetic -> reshape -> gemm -> softmax; two outputs."""
+    nodes = [
+        helper.make_node("Conv", ["input.1", "conv.w", "conv.b"], ["c"], name="layer1/conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="layer1/relu"),
+        helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Shape", ["p"], ["s"], name="shape"),
+        helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Gather", ["s", "k"], ["n0"]),
+        helper.make_node("Concat", ["n0", "minus_one"], ["shp"], axis=0),
+        helper.make_node("Reshape", ["p", "shp"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "onnx::Gemm_7", "fc.b"], ["g"], transB=1, name="fc"),
+        helper.make_node("Softmax", ["g"], ["out"], axis=1, name="softmax"),
+    ]
+    initializers = [
+        numpy_helper.from_array(RNG.standard_normal((8, 3, 3, 3)).astype(np.float32), "conv.w"),
+        numpy_helper.from_array(RNG.standard_normal(8).astype(np.float32), "conv.b"),
+        numpy_helper.from_array(RNG.standard_normal((10, 128)).astype(np.float32), "onnx::Gemm_7"),
+        numpy_helper.from_array(RNG.standard_normal(10).astype(np.float32), "fc.b"),
+        numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [batch, 3, 8, 8])],
+        [
+            helper.make_tensor_value_info("out", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, None),
+        ],
+        initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def expected(model: ModelProto, **inputs: np.ndarray) -> list[np.ndarray]:
+    return list(ReferenceEvaluator(model).run(None, inputs))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+
+
+def test_signature_params_and_results() -> None:
+    module, params = xrelay.from_onnx(cnn())
+    text = str(module)
+    assert (
+        "func.func @main(%input.1: tensor<2x3x8x8xf32>, %conv.w: tensor<8x3x3x3xf32>, %conv.b: tensor<8xf32>, " in text
+    )
+    assert '%onnx__Gemm.7: tensor<10x128xf32> {relay.input_name = "onnx::Gemm_7"}, %fc.b: tensor<10xf32>)' in text
+    assert "-> (tensor<2x10xf32>, tensor<2x8x8x8xf32>)" in text
+    assert list(params) == ["conv.w", "conv.b", "onnx__Gemm.7", "fc.b"]  # integer initializers are shape data
+    assert str(xrelay.parse(text)) == text
+
+
+@pytest.mark.parametrize("targets", [("c",), ("c", "opencl")])
+def test_built_model_matches_onnx(targets: tuple[str, ...]) -> None:
+    model = cnn()
+    placement = {"layer1/*": "opencl:1", "Softmax": "opencl"} if "opencl" in targets else None
+    module, params = xrelay.from_onnx(model, placement=placement)
+    exe = xrelay.build(module, targets=targets, params=params)
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    want = expected(model, **{"input.1": x})
+    for got in (exe.run(x), exe.run({"input.1": x})):
+        assert isinstance(got, tuple) and len(got) == 2
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(xrelay.interpret(module, {"input.1": x, **params})[0], want[0], rtol=1e-4, atol=1e-6)
+
+
+def test_placement_rules_become_on_device() -> None:
+    module, _ = xrelay.from_onnx(cnn(), placement={"layer1/*": "opencl:1", "Gemm": "#relay.se_scope<device = cpu>"})
+    text = str(module)
+    assert text.count("#relay.se_scope<device = opencl, id = 1>") == 2
+    assert text.count("#relay.se_scope<device = cpu>") == 1
+    with pytest.raises(xrelay.UsageError, match="placement rules 'layer9/\\*' match no node"):
+        xrelay.from_onnx(cnn(), placement={"layer9/*": "opencl"})
+
+
+def test_dynamic_dims_name_the_input_and_shapes_fix_them(tmp_path: Path) -> None:
+    with pytest.raises(xrelay.OnnxImportError, match=r"input 'input.1' has a dynamic shape \[N, 3, 8, 8\].*shapes="):
+        xrelay.from_onnx(cnn(batch="N"))
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(cnn(batch="N").SerializeToString())
+    module, _ = xrelay.from_onnx(str(path), shapes={"input.1": (4, 3, 8, 8)})
+    assert "tensor<4x10xf32>" in str(module)
+    with pytest.raises(xrelay.UsageError, match="model says"):
+        xrelay.from_onnx(cnn(batch="N"), shapes={"input.1": (4, 3, 9, 8)})
+    with pytest.raises(xrelay.UsageError, match="not inputs of the model"):
+        xrelay.from_onnx(cnn(), shapes={"x": (1,)})
+
+
+def one_node(op: str, inputs: list[str], shape: list[int], opset: int = 21, **attrs: object) -> ModelProto:
+    node = helper.make_node(op, inputs, ["y"], name="the_node", **attrs)
+    ins = [helper.make_tensor_value_info(i, TensorProto.FLOAT, shape) for i in inputs]
+    graph = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_unsupported_op_attribute_and_dtype_are_clean_errors() -> None:
+    with pytest.raises(xrelay.OnnxImportError, match="ONNX node Hardmax 'the_node': op Hardmax is not supported"):
+        xrelay.from_onnx(one_node("Hardmax", ["x"], [2, 3]))
+    with pytest.raises(xrelay.OnnxImportError, match="ONNX node Pad 'the_node': attribute mode = 'reflect'"):
+        xrelay.from_onnx(one_node("Pad", ["x"], [2, 3], mode="reflect"))
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2])],
+    )
+    with pytest.raises(xrelay.OnnxImportError, match="input 'x' is of element type int32"):
+        xrelay.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    with pytest.raises(xrelay.OnnxImportError, match="opset 11"):
+        xrelay.from_onnx(one_node("Relu", ["x"], [2], opset=11))
+    with pytest.raises(xrelay.OnnxImportError, match="cannot read the ONNX model"):
+        xrelay.from_onnx("/nonexistent/model.onnx")
