@@ -18,7 +18,12 @@ interleaved run (`timing.interleaved_medians`: each round calls each once) and t
 are printed, with the 1-minute load average before and after: on a shared machine compare
 the ratios, not the times.
 
-    make bench-setup && .venv/bin/python bench/onnx_models.py [--rounds 20] [--models mlp,bert] [--tiny]
+Build times are those of a run after the first unless `--cold` is given: xrelay keeps the C
+libraries it compiled in `~/.cache/xrelay`, and PoCL its kernels in its own cache, so a
+second build of the same model skips gcc and PoCL's compiler. `--cold` gives xrelay an
+empty cache directory and turns PoCL's kernel cache off (POCL_KERNEL_CACHE=0).
+
+    make bench-setup && .venv/bin/python bench/onnx_models.py [--rounds 20] [--models mlp,bert] [--tiny] [--cold]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 import argparse
 import dataclasses
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -152,6 +158,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="interleaved rounds (medians are reported)")
     parser.add_argument("--models", default=",".join(onnx_zoo.MODELS), help="comma-separated model names")
     parser.add_argument("--tiny", action="store_true", help="the models at the tests' tiny sizes (a smoke run)")
+    parser.add_argument("--cold", action="store_true", help="build with xrelay's and PoCL's kernel caches empty")
     args = parser.parse_args()
     names = args.models.split(",")
     unknown = [n for n in names if n not in onnx_zoo.MODELS]
@@ -162,8 +169,13 @@ def main() -> None:
     except ImportError:
         sys.exit("onnxruntime is not installed: `make bench-setup` installs it")
 
+    # read when xrelay builds its first library and PoCL makes its first context; removed at exit
+    cold = tempfile.TemporaryDirectory(prefix="xrelay-cold-") if args.cold else None
+    if cold is not None:
+        os.environ.update(XDG_CACHE_HOME=cold.name, POCL_KERNEL_CACHE="0")
     print(f"onnxruntime {onnxruntime.__version__}, one thread each; {args.rounds} interleaved rounds, medians; "
-          f"POCL_DEVICES={os.environ['POCL_DEVICES']!r}, {os.cpu_count()} cores", flush=True)  # fmt: skip
+          f"POCL_DEVICES={os.environ['POCL_DEVICES']!r}, {os.cpu_count()} cores; "
+          f"{'cold' if args.cold else 'warm'} kernel caches", flush=True)  # fmt: skip
     load = [os.getloadavg()[0]]
     results: dict[str, Measured] = {}
     for name in names:
