@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects import func
@@ -135,7 +135,7 @@ class Builder:
     def const(self, value: Any, name: str | None = None) -> SSAValue:
         """A `relay.constant` of `value` (anything numpy turns into an array), as f32."""
         array = np.array(value, dtype=np.float32, order="C")
-        ty = relay.tensor(array.shape)
+        ty = TensorType(f32, array.shape)
         dense = DenseIntOrFPElementsAttr(ty, BytesAttr(array.astype("<f4").tobytes()))
         result = self.append(relay.ConstantOp(dense))
         if name is not None:
@@ -383,9 +383,34 @@ class NN:
     def softmax(self, x: SSAValue, axis: int = -1) -> SSAValue:
         return self.b.op(relay.SoftmaxOp, [x], {"axis": None if axis == -1 else _i64(axis)})
 
+    def matmul(self, x: SSAValue, y: Operand) -> SSAValue:
+        """`np.matmul` of operands of rank >= 2, batch axes broadcast."""
+        return self.b.op(relay.MatmulOp, [x, self.b.value(y)])
+
+    def layer_norm(self, x: SSAValue, gamma: Operand, beta: Operand, axis: int = -1, epsilon: float = 1e-5) -> SSAValue:
+        """`(x - mean) / sqrt(var + epsilon) * gamma + beta` over the axes from `axis` on."""
+        props = {"axis": _i64(axis), "epsilon": FloatAttr(float(epsilon), f32)}
+        return self.b.op(relay.LayerNormOp, [x, self.b.value(gamma), self.b.value(beta)], props)
+
+    def leaky_relu(self, x: SSAValue, alpha: float = 0.25) -> SSAValue:
+        return self.b.op(relay.LeakyReluOp, [x], {"alpha": FloatAttr(float(alpha), f32)})
+
+    def pad(
+        self, x: SSAValue, pad_width: Sequence[tuple[int, int]], pad_value: float = 0.0, pad_mode: str = "constant"
+    ) -> SSAValue:
+        """`np.pad(x, pad_width, pad_mode)`: one `(before, after)` per axis; negative ones crop."""
+        props = {
+            "pad_width": _i64s([w for pair in pad_width for w in pair]),
+            "pad_value": None if pad_value == 0.0 else FloatAttr(float(pad_value), f32),
+            "pad_mode": None if pad_mode == "constant" else StringAttr(pad_mode),
+        }
+        return self.b.op(relay.PadOp, [x], props)
+
 
 def _static_shape(name: str, shape: Sequence[int]) -> Shape:
-    dims = tuple(shape)
-    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
-        raise UsageError(f"input {name!r} needs a static shape of non-negative integers, but has {list(dims)}")
-    return tuple(int(d) for d in dims)
+    dims: list[int] = []
+    for d in cast(Sequence[object], shape):  # whatever the caller passed
+        if not isinstance(d, int | np.integer) or int(cast(int, d)) < 0:
+            raise UsageError(f"input {name!r} needs a static shape of non-negative integers, but has {list(shape)}")
+        dims.append(int(cast(int, d)))
+    return tuple(dims)

@@ -33,7 +33,7 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -75,10 +75,10 @@ def _load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
 
     if isinstance(model, onnx.ModelProto):
         return model
-    if not isinstance(model, str | Path):
+    if not isinstance(cast(object, model), str | Path):
         raise UsageError(f"from_onnx takes a path or an onnx.ModelProto, but was given {type(model).__name__}")
     try:
-        return onnx.load(str(model))
+        return onnx.load(str(model))  # pyright: ignore[reportUnknownMemberType]
     except Exception as e:  # onnx raises OSError, protobuf's DecodeError and its own errors
         raise OnnxImportError(f"cannot read the ONNX model {str(model)!r}: {e}") from None
 
@@ -158,9 +158,11 @@ class GraphImporter:
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in ty.shape.dim]
         if not ty.HasField("shape") or any(isinstance(d, str) for d in dims):
             shown = ", ".join(map(str, dims)) if ty.HasField("shape") else "unknown"
+            example = [d if isinstance(d, int) else 1 for d in dims] or [1]
             raise OnnxImportError(
-                f"input {name!r} has a dynamic shape [{shown}]; xrelay needs static shapes: give it, "
-                f"e.g. from_onnx(model, shapes={{{name!r}: ({', '.join(str(d) if isinstance(d, int) else '1' for d in dims) or '1'})}})"
+                f"input {name!r} has a dynamic shape [{shown}]; xrelay needs static shapes: fix it with "
+                f"from_onnx(model, shapes={{{name!r}: {tuple(example)}}}) "
+                f"(opt-tool: --input-shape {name}={'x'.join(map(str, example))})"
             )
         return tuple(int(d) for d in dims)
 
@@ -198,11 +200,15 @@ class GraphImporter:
             domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
             raise node_error(node, f"op {node.op_type}{domain} is not supported by the importer")
         try:
-            results = convert(NodeImporter(node, self))
+            results = convert(NodeImporter(node, self.b, self.tensor, self.known))
         except OnnxImportError:
             raise
         except Error as e:
             raise node_error(node, str(e)) from None
+        except (IndexError, KeyError, ValueError, TypeError) as e:  # a malformed node: still no traceback
+            raise node_error(
+                node, f"cannot import it ({type(e).__name__}: {e}); check the node's inputs and attributes"
+            ) from None
         self.bind_results(node, results)
 
     def can_fold(self, node: onnx.NodeProto, inputs: Sequence[str]) -> bool:

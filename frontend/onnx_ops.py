@@ -9,14 +9,15 @@ input it does not take; the importer adds the node's op type and name.
 
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
-slices; Pad (constant mode) concatenates constant blocks; Gather with constant indices
-concatenates slices; LeakyRelu is `relu(x) - alpha * relu(-x)`.
+slices; Gather with constant indices concatenates slices; a Pad whose value comes at run
+time concatenates blocks of it; a LayerNormalization whose Mean or InvStdDev output is used
+is built from reductions.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,18 +30,19 @@ from xrelay.frontend.builder import Builder, shape_of
 if TYPE_CHECKING:
     import onnx
 
-    from xrelay.frontend.onnx_import import GraphImporter
-
 Result = SSAValue | np.ndarray | None
 
 
 class NodeImporter:
     """One node as its converter sees it."""
 
-    def __init__(self, node: onnx.NodeProto, graph: GraphImporter):
+    def __init__(
+        self, node: onnx.NodeProto, b: Builder, tensor: Callable[[str], SSAValue], known: Mapping[str, np.ndarray]
+    ):
+        """`tensor` gives a value's relay tensor; `known` the values known at import."""
         from onnx import helper
 
-        self.node, self.graph, self.b = node, graph, graph.b
+        self.node, self.b, self.known_values, self._tensor = node, b, known, tensor
         self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def error(self, message: str) -> OnnxImportError:
@@ -67,17 +69,17 @@ class NodeImporter:
     def tensor(self, index: int) -> SSAValue:
         if not self.has(index):
             raise self.error(f"input {index} is missing")
-        return self.graph.tensor(self.node.input[index])
+        return self._tensor(self.node.input[index])
 
     def tensors(self) -> list[SSAValue]:
-        return [self.graph.tensor(name) for name in self.node.input if name]
+        return [self._tensor(name) for name in self.node.input if name]
 
     def known(self, index: int, what: str) -> np.ndarray:
         """Input `index`, which must be known at import (a constant, initializer or shape data)."""
         name = self.node.input[index] if self.has(index) else ""
-        if name not in self.graph.known:
+        if name not in self.known_values:
             raise self.error(f"input {index} ({what}) must be known at import (a constant or initializer)")
-        return self.graph.known[name]
+        return self.known_values[name]
 
     def ints(self, index: int, what: str) -> list[int] | None:
         """Integer input `index` as a list (None when absent), e.g. axes or a shape."""
@@ -126,7 +128,7 @@ _UNARY: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "Abs": Builder.abs,
     "Neg": Builder.negative,
     "Relu": lambda b, x: b.nn.relu(x),
-    "Reciprocal": lambda b, x: b.divide(np.float32(1), x),
+    "Reciprocal": lambda b, x: b.divide(1.0, x),
     "Identity": lambda b, x: x,
 }
 
@@ -162,7 +164,7 @@ def binary(n: NodeImporter) -> list[Result]:
 
 def _float_operand(n: NodeImporter, index: int) -> SSAValue:
     name = n.node.input[index] if n.has(index) else ""
-    known = n.graph.known.get(name)
+    known = n.known_values.get(name)
     if known is not None and known.dtype.kind in "iub":
         return n.b.const(known.astype(np.float32))
     return n.tensor(index)
@@ -170,9 +172,7 @@ def _float_operand(n: NodeImporter, index: int) -> SSAValue:
 
 @converter("LeakyRelu")
 def leaky_relu(n: NodeImporter) -> list[Result]:
-    x, alpha = n.tensor(0), float(n.attr("alpha", 0.01))
-    b = n.b
-    return [b.subtract(b.nn.relu(x), b.multiply(np.float32(alpha), b.nn.relu(b.negative(x))))]
+    return [n.b.nn.leaky_relu(n.tensor(0), float(n.attr("alpha", 0.01)))]
 
 
 @converter("Clip")
@@ -193,7 +193,7 @@ def _bound(n: NodeImporter, index: int, name: str) -> float | SSAValue | None:
         value = float(n.attr(name))
     elif not n.has(index):
         return None
-    elif n.node.input[index] in n.graph.known:
+    elif n.node.input[index] in n.known_values:
         value = n.scalar(index, name, 0.0)
     else:
         return n.tensor(index)
@@ -204,11 +204,11 @@ def _bound(n: NodeImporter, index: int, name: str) -> float | SSAValue | None:
 def gelu(n: NodeImporter) -> list[Result]:
     x, b = n.tensor(0), n.b
     if n.only("approximate", "none", "tanh", default="none") == "tanh":
-        cube = b.multiply(np.float32(0.044715), b.multiply(x, b.multiply(x, x)))
-        inner = b.tanh(b.multiply(np.float32(math.sqrt(2 / math.pi)), b.add(x, cube)))
+        cube = b.multiply(0.044715, b.multiply(x, b.multiply(x, x)))
+        inner = b.tanh(b.multiply(math.sqrt(2 / math.pi), b.add(x, cube)))
     else:
-        inner = b.erf(b.multiply(x, np.float32(1 / math.sqrt(2))))
-    return [b.multiply(b.multiply(x, np.float32(0.5)), b.add(inner, np.float32(1)))]
+        inner = b.erf(b.multiply(x, 1 / math.sqrt(2)))
+    return [b.multiply(b.multiply(x, 0.5), b.add(inner, 1.0))]
 
 
 # --- reductions and softmax ---------------------------------------------------------------------
@@ -242,18 +242,13 @@ def matmul(n: NodeImporter) -> list[Result]:
 
 
 def _matmul(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
-    """numpy's matmul: dense for a 2-D right operand, batch_matmul over broadcast batches."""
+    """numpy's matmul: `relay.nn.matmul`, with 1-D operands made 2-D and back."""
     xs, ys = shape_of(x), shape_of(y)
-    if len(xs) == 1:
-        return b.reshape(_matmul(b, b.reshape(x, (1, xs[0])), y), _matmul_shape(xs, ys))
-    if len(ys) == 1:
-        return b.reshape(_matmul(b, x, b.reshape(y, (ys[0], 1))), _matmul_shape(xs, ys))
-    if len(ys) == 2:
-        return b.nn.dense(x, b.transpose(y, (1, 0)))
-    batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
-    x3 = b.reshape(_broadcast(b, x, batch + xs[-2:]), (-1, *xs[-2:]))
-    y3 = b.reshape(_broadcast(b, y, batch + ys[-2:]), (-1, *ys[-2:]))
-    return b.reshape(b.nn.batch_matmul(x3, b.transpose(y3, (0, 2, 1))), batch + (xs[-2], ys[-1]))
+    if len(xs) == 1 or len(ys) == 1:
+        x2 = b.reshape(x, (1, xs[0])) if len(xs) == 1 else x
+        y2 = b.reshape(y, (ys[0], 1)) if len(ys) == 1 else y
+        return b.reshape(b.nn.matmul(x2, y2), _matmul_shape(xs, ys))
+    return b.nn.matmul(x, y)
 
 
 def _matmul_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...]:
@@ -270,13 +265,13 @@ def gemm(n: NodeImporter) -> list[Result]:
     a, w = n.tensor(0), n.tensor(1)
     if n.attr("transA", 0):
         a = b.transpose(a, (1, 0))
-    y = b.nn.dense(a, w if n.attr("transB", 0) else b.transpose(w, (1, 0)))
+    y = b.nn.dense(a, w) if n.attr("transB", 0) else b.nn.matmul(a, w)
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
     if alpha != 1.0:
-        y = b.multiply(y, np.float32(alpha))
+        y = b.multiply(y, alpha)
     if n.has(2) and beta != 0.0:
         c = n.tensor(2)
-        y = b.add(y, c if beta == 1.0 else b.multiply(c, np.float32(beta)))
+        y = b.add(y, c if beta == 1.0 else b.multiply(c, beta))
     return [y]
 
 
@@ -386,7 +381,7 @@ def average_pool(n: NodeImporter) -> list[Result]:
     pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
     if n.attr("count_include_pad", 0) and any(window.pads):
         top, left, bottom, right = window.pads
-        x4 = pad_constant(n.b, x4, [0, 0, top, left, 0, 0, bottom, right], 0.0)
+        x4 = n.b.nn.pad(x4, [(0, 0), (0, 0), (top, bottom), (left, right)])
         pads = [0, 0, pads[2] - bottom, pads[3] - right]  # what ceil_mode adds stays uncounted
     y = n.b.nn.avg_pool2d(x4, window.kernel, window.strides, pads)
     return [_unspatial(n, y, len(shape_of(x)))]
@@ -412,31 +407,35 @@ def batch_norm(n: NodeImporter) -> list[Result]:
     x, b = n.tensor(0), n.b
     rank, eps = len(shape_of(x)), float(n.attr("epsilon", 1e-5))
     per_channel = (-1,) + (1,) * (rank - 2)
-    if all(name in n.graph.known for name in n.node.input[1:5]):
+    if all(name in n.known_values for name in n.node.input[1:5]):
         scale, bias, mean, var = (n.known(i, "statistics").astype(np.float64) for i in range(1, 5))
         s = scale / np.sqrt(var + eps)
         shift = bias - mean * s
         return [b.add(b.multiply(x, s.reshape(per_channel)), shift.reshape(per_channel))]
     scale, bias, mean, var = (b.reshape(n.tensor(i), per_channel) for i in range(1, 5))
-    s = b.divide(scale, b.sqrt(b.add(var, np.float32(eps))))
+    s = b.divide(scale, b.sqrt(b.add(var, eps)))
     return [b.add(b.multiply(b.subtract(x, mean), s), bias)]
 
 
 @converter("LayerNormalization")
 def layer_norm(n: NodeImporter) -> list[Result]:
-    """`(x - mean) / sqrt(var + epsilon) * scale + bias` over the axes from `axis` on."""
+    """`relay.nn.layer_norm`; composed from reductions when the graph uses the Mean or
+    InvStdDev output."""
     x, b = n.tensor(0), n.b
-    rank = len(shape_of(x))
-    axis = _axis(int(n.attr("axis", -1)), rank, n)
+    xs = shape_of(x)
+    axis = _axis(int(n.attr("axis", -1)), len(xs), n)
     if n.only("stash_type", 1, default=1) != 1:
         raise n.error("only stash_type = 1 (float32) is supported")
-    axes = list(range(axis, rank))
+    eps = float(n.attr("epsilon", 1e-5))
+    scale = _broadcast(b, n.tensor(1), xs[axis:])
+    bias = _broadcast(b, n.tensor(2), xs[axis:]) if n.has(2) else b.const(np.zeros(xs[axis:], np.float32))
+    if not any(n.node.output[1:]):
+        return [b.nn.layer_norm(x, scale, bias, axis, eps)]
+    axes = list(range(axis, len(xs)))
     mean = b.mean(x, axes, keepdims=True)
     centered = b.subtract(x, mean)
-    var = b.mean(b.multiply(centered, centered), axes, keepdims=True)
-    inv_std = b.rsqrt(b.add(var, np.float32(n.attr("epsilon", 1e-5))))
-    y = b.multiply(b.multiply(centered, inv_std), n.tensor(1))
-    return [b.add(y, n.tensor(2)) if n.has(2) else y, mean, inv_std]
+    inv_std = b.rsqrt(b.add(b.mean(b.multiply(centered, centered), axes, keepdims=True), eps))
+    return [b.add(b.multiply(b.multiply(centered, inv_std), scale), bias), mean, inv_std]
 
 
 @converter("Dropout")
@@ -547,20 +546,26 @@ def split(n: NodeImporter) -> list[Result]:
 
 @converter("Pad")
 def pad(n: NodeImporter) -> list[Result]:
-    n.only("mode", "constant", default="constant")
+    mode = n.only("mode", "constant", "edge", "reflect", default="constant")
     x = n.tensor(0)
     rank = len(shape_of(x))
     axes = [_axis(a, rank, n) for a in (n.ints(3, "axes") or range(rank))]
-    given = n.ints(1, "pads") or []
+    given = n.ints(1, "pads")
+    if given is None or len(given) != 2 * len(axes):
+        raise n.error(f"expected {2 * len(axes)} pads (before and after for each axis), but found {given}")
     pads = [0] * 2 * rank
     for i, axis in enumerate(axes):
         pads[axis], pads[axis + rank] = given[i], given[i + len(axes)]
-    return [pad_constant(n.b, x, pads, _pad_value(n))]
+    value = _pad_value(n) if mode == "constant" else 0.0
+    if isinstance(value, SSAValue):
+        return [_pad_with_tensor(n.b, x, pads, value)]
+    return [n.b.nn.pad(x, list(zip(pads[:rank], pads[rank:])), value, mode)]
 
 
-def pad_constant(b: Builder, x: SSAValue, pads: Sequence[int], value: float | SSAValue) -> SSAValue:
-    """`x` padded with `value`, ONNX pads `[x1_begin, ..., x1_end, ...]`: negative pads slice,
-    positive ones concatenate blocks of the value."""
+def _pad_with_tensor(b: Builder, x: SSAValue, pads: Sequence[int], value: SSAValue) -> SSAValue:
+    """`x` padded with a value computed at run time (a 0-d tensor), ONNX pads
+    `[x1_begin, ..., x1_end, ...]`: negative pads slice, positive ones concatenate blocks of
+    the value."""
     rank = len(shape_of(x))
     for axis in range(rank):
         before, after = pads[axis], pads[axis + rank]
@@ -574,19 +579,14 @@ def pad_constant(b: Builder, x: SSAValue, pads: Sequence[int], value: float | SS
             if count > 0:
                 block = list(shape_of(x))
                 block[axis] = count
-                fill = (
-                    b.const(np.full(block, value, np.float32))
-                    if isinstance(value, float)
-                    else b.broadcast_to(value, block)
-                )
-                parts.insert(0 if first else len(parts), fill)
+                parts.insert(0 if first else len(parts), b.broadcast_to(value, block))
         if len(parts) > 1:
             x = b.concatenate(parts, axis)
     return x
 
 
 def _pad_value(n: NodeImporter) -> float | SSAValue:
-    if not n.has(2) or n.node.input[2] in n.graph.known:
+    if not n.has(2) or n.node.input[2] in n.known_values:
         return n.scalar(2, "constant_value", 0.0)
     return n.b.reshape(n.tensor(2), ())
 
@@ -601,7 +601,7 @@ def gather(n: NodeImporter) -> list[Result]:
     flat = [int(i) + xs[axis] if i < 0 else int(i) for i in indices.reshape(-1)]
     if any(not 0 <= i < xs[axis] for i in flat):
         raise n.error(f"indices {indices.reshape(-1).tolist()} are out of range for axis {axis} of size {xs[axis]}")
-    slices = []
+    slices: list[SSAValue] = []
     for i in flat:
         begin, end = [0] * (axis + 1), list(xs[: axis + 1])
         begin[axis], end[axis] = i, i + 1

@@ -4,7 +4,11 @@ Every user error (bad syntax, a failed verification, a pass failure, a bad pipel
 target spec, a missing file) is printed to stderr, with the file:line:col of the text or op
 at fault where there is one, and exits with status 1, without a Python traceback.
 
-Beyond xdsl-opt: several `-p` flags run one after the other, as one pipeline; pass options
+Beyond xdsl-opt: an `.onnx` input is imported with `xrelay.from_onnx`, its initializers
+bound as constants (as `xrelay.build` binds params), so every pass and target works on it;
+`--input-shape input.1=1x3x224x224` fixes an ONNX input's dynamic dimensions;
+`--elide-constants` prints large constants as `dense<"...">` (for reading; such output does
+not parse back); several `-p` flags run one after the other, as one pipeline; pass options
 are checked by their CLI names (`default-device`): an unknown one, one without a value, or
 one given twice is an error; `--time-passes` and `--print-between-passes` write to stderr
 (as MLIR's timing and IR dumps do), so stdout holds only the output.
@@ -31,8 +35,9 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from xrelay.diagnostics import ConfigError, excerpt
+from xrelay.diagnostics import ConfigError, elide_constants, excerpt
 from xrelay.dialects.dominance import verify_dominance
+from xrelay.errors import Error, OnnxImportError
 from xrelay.ir import LocParser, add_location, register_dialects, verifier_crash
 from xrelay.universe import XRELAY_UNIVERSE
 
@@ -63,8 +68,24 @@ class OptTool(xDSLOptMain):
         for name, factory in XRELAY_UNIVERSE.all_targets.items():
             self.available_targets.setdefault(name, factory)
 
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = lambda chunk: import_onnx(chunk, self.args.input_shape)
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--elide-constants",
+            action="store_true",
+            help='print the values of large constants as dense<"..."> (the output is for reading: it does not parse back)',
+        )
+        arg_parser.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="NAME=DIMS",
+            help="the shape of an ONNX input with dynamic dimensions, e.g. --input-shape input.1=1x3x224x224 (repeatable)",
+        )
         arg_parser.prog = "opt-tool"  # also when run as `python -m xrelay.tools.opt_tool`
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the epilog's lines
         arg_parser.epilog = _epilog()
@@ -100,12 +121,42 @@ class OptTool(xDSLOptMain):
             add_location(e, prog)
             raise
 
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        text = super().output_resulting_program(prog)
+        return elide_constants(text) if self.args.elide_constants else text
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if file_extension != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
         text = chunk.read().decode()
         parser = LocParser(self.ctx, text, self.get_input_name(), line_offset=start_offset)
         return parser.parse_module(not self.args.no_implicit_module)
+
+
+def import_onnx(chunk: IO[bytes], input_shapes: Sequence[str] = ()) -> ModuleOp:
+    """An ONNX model as relay, its initializers bound as constants; `input_shapes` fix
+    dynamic input shapes (`name=1x3x224x224`)."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    from xrelay.driver import bind_params
+    from xrelay.frontend.onnx_import import from_onnx
+
+    try:
+        model = onnx.ModelProto.FromString(chunk.read())
+    except DecodeError as e:
+        raise OnnxImportError(f"the input is not an ONNX model: {e}") from None
+    module, params = from_onnx(model, shapes=dict(map(_input_shape, input_shapes)))
+    bind_params(module, params)
+    return module
+
+
+def _input_shape(flag: str) -> tuple[str, tuple[int, ...]]:
+    name, _, dims = flag.rpartition("=")
+    try:
+        return name, tuple(int(d) for d in dims.split("x"))
+    except ValueError:
+        raise ConfigError(f"--input-shape expects NAME=DIMS such as input.1=1x3x224x224, but got {flag!r}") from None
 
 
 def join_pass_flags(argv: Sequence[str]) -> list[str]:
@@ -198,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(e))
     except DiagnosticException as e:
         _fail(_describe(e))
+    except Error as e:  # xrelay's own, e.g. an ONNX model it cannot import
+        _fail(str(e))
     except (ValueError, OSError) as e:
         _fail(str(e))
     except ModuleNotFoundError as e:

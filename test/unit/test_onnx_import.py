@@ -117,7 +117,9 @@ def one_node(op: str, inputs: list[str], shape: list[int], opset: int = 21, **at
 def test_unsupported_op_attribute_and_dtype_are_clean_errors() -> None:
     with pytest.raises(xrelay.OnnxImportError, match="ONNX node Hardmax 'the_node': op Hardmax is not supported"):
         xrelay.from_onnx(one_node("Hardmax", ["x"], [2, 3]))
-    with pytest.raises(xrelay.OnnxImportError, match="ONNX node Pad 'the_node': attribute mode = 'reflect'"):
+    with pytest.raises(xrelay.OnnxImportError, match="ONNX node Pad 'the_node': attribute mode = 'wrap'"):
+        xrelay.from_onnx(one_node("Pad", ["x"], [2, 3], mode="wrap"))
+    with pytest.raises(xrelay.OnnxImportError, match=r"ONNX node Pad 'the_node': expected 4 pads .* but found None"):
         xrelay.from_onnx(one_node("Pad", ["x"], [2, 3], mode="reflect"))
     node = helper.make_node("Relu", ["x"], ["y"])
     graph = helper.make_graph(
@@ -132,3 +134,51 @@ def test_unsupported_op_attribute_and_dtype_are_clean_errors() -> None:
         xrelay.from_onnx(one_node("Relu", ["x"], [2], opset=11))
     with pytest.raises(xrelay.OnnxImportError, match="cannot read the ONNX model"):
         xrelay.from_onnx("/nonexistent/model.onnx")
+
+
+def check_against_onnx(model: ModelProto, inputs: dict[str, np.ndarray], targets: tuple[str, ...]) -> None:
+    module, params = xrelay.from_onnx(model)
+    got = xrelay.build(module, targets=targets, default_device=targets[-1], params=params).run(inputs)
+    got = got if isinstance(got, tuple) else (got,)
+    for g, w in zip(got, expected(model, **inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def pad_model(mode: str) -> ModelProto:
+    pads = numpy_helper.from_array(np.array([0, 2, 1, 1], np.int64), "pads")
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+    graph = helper.make_graph(
+        [node],
+        "pad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [pads],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def embedding_model() -> ModelProto:
+    """Gather rows of a weight by constant token ids, then a 1-D matmul and Gelu (tanh)."""
+    table = numpy_helper.from_array(RNG.standard_normal((10, 4)).astype(np.float32), "table")
+    ids = numpy_helper.from_array(np.array([[3, 0], [9, -1]], np.int64), "ids")
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["e"]),
+        helper.make_node("MatMul", ["e", "v"], ["m"]),
+        helper.make_node("Gelu", ["m"], ["y"], approximate="tanh"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "emb",
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [table, ids],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.mark.parametrize("targets", [("c",), ("c", "opencl")])
+def test_pad_modes_gather_and_1d_matmul(targets: tuple[str, ...]) -> None:
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    for mode in ("constant", "edge", "reflect"):
+        check_against_onnx(pad_model(mode), {"x": x}, targets)
+    check_against_onnx(embedding_model(), {"v": RNG.standard_normal(4).astype(np.float32)}, targets)
