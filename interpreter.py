@@ -124,11 +124,14 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
-    """ONNX's LayerNormalization over axes `axis`..: the mean, then the biased variance about it."""
+    """ONNX's LayerNormalization over axes `axis`..: the mean (as the kernels compute it: the
+    row's first element plus the mean of the differences from it), then the biased variance
+    about it."""
     if x.size == 0:
         return x.copy()
     axes = tuple(range(axis, x.ndim))
-    centred = x - np.mean(x, axis=axes, keepdims=True)
+    first = x[(slice(None),) * axis + (slice(0, 1),) * (x.ndim - axis)]
+    centred = x - (first + np.mean(x - first, axis=axes, keepdims=True))
     variance = np.mean(np.square(centred), axis=axes, keepdims=True)
     return centred * (np.float32(1) / np.sqrt(variance + np.float32(epsilon))) * gamma + beta
 
@@ -169,6 +172,11 @@ class RelayFunctions(InterpreterFunctions):
     @impl(relay.PadOp)
     def run_pad(self, interp: Interpreter, op: relay.PadOp, args: PythonValues) -> PythonValues:
         return (np.array(pad(args[0], op), order="C"),)
+
+    @impl(relay.TakeOp)
+    def run_take(self, interp: Interpreter, op: relay.TakeOp, args: PythonValues) -> PythonValues:
+        indices = np.array(op.normalized_indices, dtype=np.int64).reshape(op.indices_shape)
+        return (np.array(np.take(args[0], indices, axis=op.axis_value), order="C"),)
 
     @impl(relay.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: relay.ReshapeOp, args: PythonValues) -> PythonValues:

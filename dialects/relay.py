@@ -623,6 +623,48 @@ class PadOp(OneOperandOp):
         return tuple(out)
 
 
+@irdl_op_definition
+class TakeOp(OneOperandOp):
+    """`np.take(x, indices, axis)` with constant indices:
+    `relay.take %x {indices = dense<[2, -1]> : tensor<2xi64>, axis = 0 : i64}`. Negative
+    indices count from the end; out-of-range ones are verification errors. The result's
+    shape is `x.shape[:axis] + indices.shape + x.shape[axis + 1:]`."""
+
+    name = "relay.take"
+    indices = prop_def(DenseIntOrFPElementsAttr)
+    axis = prop_def(IntegerAttr[I64])
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+
+    @property
+    def axis_value(self) -> int:
+        return normalize_axis(self.axis.value.data, len(_shape(self.data, "data")))
+
+    @property
+    def indices_shape(self) -> Shape:
+        return tuple(self.indices.get_shape())
+
+    @property
+    def normalized_indices(self) -> tuple[int, ...]:
+        """The indices, flattened, each in `[0, x.shape[axis])`."""
+        element = self.indices.get_element_type()
+        if element != i64:
+            raise VerifyException(f"expected indices of element type i64, but found {self.indices.type}")
+        extent = _shape(self.data, "data")[self.axis_value]
+        values = cast(tuple[int, ...], self.indices.get_values())
+        bad = next((i for i in values if not -extent <= i < extent), None)
+        if bad is not None:
+            raise VerifyException(
+                f"index {bad} is out of range for axis {self.axis_value} of length {extent}; "
+                f"expected {-extent} <= index < {extent}"
+            )
+        return tuple(i + extent if i < 0 else i for i in values)
+
+    def infer_shape(self) -> Shape:
+        shape, axis = _shape(self.data, "data"), self.axis_value
+        _ = self.normalized_indices  # checks the element type and the range
+        return shape[:axis] + self.indices_shape + shape[axis + 1 :]
+
+
 # --- reductions -----------------------------------------------------------------------------
 
 
@@ -1204,7 +1246,7 @@ PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     LeakyReluOp,
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
-    PadOp,
+    PadOp, TakeOp,
     SumOp, MeanOp, MaxOp, MinOp,
     DenseOp, BatchMatmulOp, MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
     LayerNormOp, SoftmaxOp,

@@ -120,6 +120,7 @@ class Builder:
     def __init__(self) -> None:
         self.block = Block()
         self.arg_attrs: list[dict[str, Attribute]] = []
+        self.input_names: list[str] = []
         self.nn = NN(self)
 
     # --- inputs, constants, placement ---------------------------------------------------------
@@ -127,10 +128,23 @@ class Builder:
     def input(self, name: str, shape: Sequence[int]) -> SSAValue:
         """A parameter of the function, of element type f32. A name that is not a valid SSA
         name is kept as `relay.input_name` and the parameter gets a valid one."""
+        if name in self.input_names:
+            raise UsageError(f"the program already has an input named {name!r}; give each input its own name")
+        self.input_names.append(name)
         arg = self.block.insert_arg(relay.tensor(_static_shape(name, shape)), len(self.block.args))
-        arg.name_hint = value_name(name)
+        arg.name_hint = self.unique_arg_name(value_name(name))
         self.arg_attrs.append({INPUT_NAME_ATTR: StringAttr(name)} if arg.name_hint != name else {})
         return arg
+
+    def unique_arg_name(self, name: str) -> str:
+        """`name`, or `name.1`, `name.2`, ... if a parameter already has it (xDSL would rename
+        the second on printing, and the name would no longer be the parameter's)."""
+        taken = {arg.name_hint for arg in self.block.args}
+        candidate, suffix = name, 0
+        while candidate in taken:
+            suffix += 1
+            candidate = f"{name}.{suffix}"
+        return candidate
 
     def const(self, value: Any, name: str | None = None) -> SSAValue:
         """A `relay.constant` of `value` (anything numpy turns into an array), as f32."""
@@ -150,7 +164,7 @@ class Builder:
         return self.append(relay.OnDeviceOp(value, parse_scope(scope), constrain_body, constrain_result))
 
     def finish(self, *results: SSAValue, name: str = "main") -> ModuleOp:
-        """The module with one function returning `results`; the builder is spent."""
+        """The module with one function returning `results`; the builder starts afresh."""
         if not results:
             raise UsageError("Builder.finish needs at least one result")
         self.block.add_op(func.ReturnOp(*results))
@@ -158,7 +172,7 @@ class Builder:
         fn = func.FuncOp(name, (inputs, [r.type for r in results]), Region(self.block))
         if any(self.arg_attrs):
             fn.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in self.arg_attrs])
-        self.block = Block()
+        self.__init__()
         return ModuleOp([fn])
 
     # --- the generic path ---------------------------------------------------------------------
@@ -283,6 +297,12 @@ class Builder:
         """`x[b0:e0:s0, ...]` on the leading axes."""
         props = {"begin": _i64s(begin), "end": _i64s(end), "strides": None if strides is None else _i64s(strides)}
         return self.op(relay.StridedSliceOp, [x], props)
+
+    def take(self, x: SSAValue, indices: Any, axis: int = 0) -> SSAValue:
+        """`np.take(x, indices, axis)` with constant (integer) indices; negative ones count from the end."""
+        array = np.array(indices, dtype=np.int64)
+        dense = DenseIntOrFPElementsAttr(TensorType(i64, array.shape), BytesAttr(array.astype("<i8").tobytes()))
+        return self.op(relay.TakeOp, [x], {"indices": dense, "axis": _i64(axis)})
 
     def concatenate(self, xs: Sequence[SSAValue], axis: int = 0) -> SSAValue:
         return self.op(relay.ConcatenateOp, list(xs), {"axis": _i64(axis)})

@@ -33,12 +33,13 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
 
@@ -101,7 +102,7 @@ class PlacementRule:
     """A node-name or op-type glob and the scope its nodes' results are computed on."""
 
     pattern: str
-    scope: Any
+    scope: SEScopeAttr
     matched: bool = False
 
     def matches(self, node: onnx.NodeProto) -> bool:
@@ -193,6 +194,7 @@ class GraphImporter:
 
         inputs = [name for name in node.input if name]
         if self.can_fold(node, inputs):
+            self.scope_for(node)  # a rule matching only folded nodes still matches
             self.fold(node)
             return
         convert = CONVERTERS.get(node.op_type)
@@ -246,7 +248,7 @@ class GraphImporter:
         if missing:
             raise node_error(node, f"outputs {missing} are not supported (only the first {len(results)})")
 
-    def scope_for(self, node: onnx.NodeProto) -> Any:
+    def scope_for(self, node: onnx.NodeProto) -> SEScopeAttr | None:
         for rule in self.rules:
             if rule.matches(node):
                 rule.matched = True
@@ -259,6 +261,8 @@ class GraphImporter:
         """The relay value of `name`; a float value known at import becomes a constant."""
         if name in self.tensors:
             return self.tensors[name]
+        if name not in self.known:
+            raise OnnxImportError(f"value {name!r} is used before any node or graph input defines it")
         value = self.known[name]
         if value.dtype.kind != "f":
             raise OnnxImportError(

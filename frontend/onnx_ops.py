@@ -9,7 +9,7 @@ input it does not take; the importer adds the node's op type and name.
 
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
-slices; Gather with constant indices concatenates slices; a Pad whose value comes at run
+slices; a Pad whose value comes at run
 time concatenates blocks of it; a LayerNormalization whose Mean or InvStdDev output is used
 is built from reductions.
 """
@@ -593,21 +593,10 @@ def _pad_value(n: NodeImporter) -> float | SSAValue:
 
 @converter("Gather")
 def gather(n: NodeImporter) -> list[Result]:
-    """Constant indices: one slice per index, concatenated along the axis, then reshaped."""
+    """Constant indices only: `relay.take`."""
     x = n.tensor(0)
-    xs = shape_of(x)
-    axis = _axis(int(n.attr("axis", 0)), len(xs), n)
-    indices = n.known(1, "indices").astype(np.int64)
-    flat = [int(i) + xs[axis] if i < 0 else int(i) for i in indices.reshape(-1)]
-    if any(not 0 <= i < xs[axis] for i in flat):
-        raise n.error(f"indices {indices.reshape(-1).tolist()} are out of range for axis {axis} of size {xs[axis]}")
-    slices: list[SSAValue] = []
-    for i in flat:
-        begin, end = [0] * (axis + 1), list(xs[: axis + 1])
-        begin[axis], end[axis] = i, i + 1
-        slices.append(n.b.strided_slice(x, begin, end))
-    taken = n.b.concatenate(slices, axis) if len(slices) > 1 else slices[0]
-    return [n.b.reshape(taken, xs[:axis] + indices.shape + xs[axis + 1 :])]
+    axis = _axis(int(n.attr("axis", 0)), len(shape_of(x)), n)
+    return [n.b.take(x, n.known(1, "indices").astype(np.int64), axis)]
 
 
 @converter("Shape")
@@ -629,4 +618,13 @@ def cast(n: NodeImporter) -> list[Result]:
     to = int(n.attr("to"))
     if to != TensorProto.FLOAT:
         raise n.error(f"casting a tensor to {TensorProto.DataType.Name(to).lower()} is not supported (only float32)")
+    return [n.tensor(0)]
+
+
+@converter("CastLike")
+def cast_like(n: NodeImporter) -> list[Result]:
+    name = n.node.input[1] if n.has(1) else ""
+    to = n.known_values[name].dtype if name in n.known_values else np.dtype(np.float32)
+    if to != np.float32:
+        raise n.error(f"casting a tensor to {to} is not supported (only float32)")
     return [n.tensor(0)]

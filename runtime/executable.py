@@ -116,8 +116,10 @@ class Executable:
 
     def run(self, *inputs: Any, **named: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         """Runs the program on numpy inputs: positional in @main's parameter order
-        (`run(x, y)`, or one sequence `run([x, y])`), a dict by name (`run({"x": x})`), or
-        keywords (`run(x=x)`); one array, or a tuple for several results."""
+        (`run(x, y)`, or one sequence `run([x, y])`), a dict by name (`run({"x": x})`; an
+        imported model's inputs by their names in the model, even ones that are not
+        identifiers: `run({"input.1": x})`), or keywords (`run(x=x)`); one array, or a tuple
+        for several results."""
         return _results(self.executor.run(self._by_name(inputs, named)))
 
     def profile(self, *inputs: Any, **named: Any) -> Profile:

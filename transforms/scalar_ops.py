@@ -12,7 +12,8 @@ intermediate buffer is written:
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain, pad clamps or mirrors the
-  index or tests it in an `scf.if`;
+  index or tests it in an `scf.if`, take maps the position in its constant indices to the
+  index they hold (`constant_index`);
 - reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
   input only (`window_range`: bounds from index min/max, no test per tap), so padding is
@@ -207,6 +208,29 @@ class GroupEmitter(KernelBuilder):
         (result,) = self.if_else(inside, [f32], lambda: [self.value_at(op.data, src)], lambda: [self.f32(op.value)])
         return result
 
+    def take(self, op: relay.TakeOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at the constant index the output's position in `indices` names."""
+        axis, rank = op.axis_value, len(op.indices_shape)
+        position = self.linearize(idx[axis : axis + rank], op.indices_shape)
+        source = self.constant_index(op.normalized_indices, position)
+        return self.value_at(op.data, [*idx[:axis], source, *idx[axis + rank :]])
+
+    def constant_index(self, values: Sequence[int], position: SSAValue) -> SSAValue:
+        """`values[position]` as index arithmetic: `values` split into runs of arithmetic
+        progressions (a range is one run, a scalar index a constant), each run an affine
+        function of the position, chosen by an `arith.select` chain on where runs start."""
+        result = self.index(0)  # no values: the result has no elements
+        start = 0
+        while start < len(values):
+            step = values[start + 1] - values[start] if start + 1 < len(values) else 0
+            end = start + 1
+            while end < len(values) and values[end] - values[end - 1] == step:
+                end += 1
+            run = self.add_const(self.mul_const(self.add_const(position, -start), step), values[start])
+            result = run if start == 0 else self.select(self.compare("sge", position, self.index(start)), run, result)
+            start = end
+        return result
+
     # reductions
 
     def reduce(self, op: relay.ReduceOp, idx: list[SSAValue]) -> SSAValue:
@@ -268,18 +292,26 @@ class GroupEmitter(KernelBuilder):
 
     def layer_norm_stats(self, op: relay.LayerNormOp, row: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
         """The mean and `1 / sqrt(var + epsilon)` of the row at `row` (the index of the axes
-        before `axis`), the (biased) variance summed about the mean: two loops over the row."""
+        before `axis`): two loops over the row. The mean is the row's first element plus the
+        mean of the differences from it, so a row of equal values has exactly its value as
+        mean and 0 as variance, whatever order the sums take (split-reductions reorders
+        them); the (biased) variance is summed about the mean."""
         extents = list(shape_of(op.data)[op.axis_value :])
-        count = self.f32(float(math.prod(extents)))
+        count = math.prod(extents)
 
         def along(ivs: Sequence[SSAValue]) -> SSAValue:
             return self.value_at(op.data, [*row, *ivs])
 
         def mean() -> SSAValue:
-            (total,) = self.loops(
-                extents, [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], along(ivs)))]
-            )
-            return self.emit(arith.DivfOp(total, count))
+            if count == 0:  # no elements to normalise, and none to read
+                return self.f32(0.0)
+            first = along([self.index(0)] * len(extents))
+
+            def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                return [self.emit(arith.AddfOp(accs[0], self.emit(arith.SubfOp(along(ivs), first))))]
+
+            (total,) = self.loops(extents, [self.f32(0.0)], step)
+            return self.emit(arith.AddfOp(first, self.emit(arith.DivfOp(total, self.f32(float(count))))))
 
         average = self.memo(("layer_norm_mean", op.res, tuple(row)), mean)
 
@@ -289,7 +321,7 @@ class GroupEmitter(KernelBuilder):
                 return [self.emit(arith.AddfOp(accs[0], self.emit(arith.MulfOp(d, d))))]
 
             (total,) = self.loops(extents, [self.f32(0.0)], step)
-            variance = self.emit(arith.DivfOp(total, count))
+            variance = self.emit(arith.DivfOp(total, self.f32(float(count))))
             return self.emit(mathd.RsqrtOp(self.emit(arith.AddfOp(variance, self.f32(op.epsilon_value)))))
 
         return average, self.memo(("layer_norm_rstd", op.res, tuple(row)), rstd)
@@ -435,6 +467,7 @@ DISPATCH: list[
     (relay.StridedSliceOp, GroupEmitter.strided_slice),
     (relay.ConcatenateOp, GroupEmitter.concatenate),
     (relay.PadOp, GroupEmitter.pad),
+    (relay.TakeOp, GroupEmitter.take),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
     (relay.LayerNormOp, GroupEmitter.layer_norm),

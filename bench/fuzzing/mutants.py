@@ -48,14 +48,16 @@ RELAY_OPS = [
     "relay.expand_dims", "relay.broadcast_to", "relay.strided_slice", "relay.concatenate",
     "relay.sum", "relay.mean", "relay.max", "relay.min", "relay.nn.dense",
     "relay.nn.batch_matmul", "relay.nn.conv2d", "relay.nn.max_pool2d", "relay.nn.avg_pool2d",
-    "relay.nn.global_avg_pool2d", "relay.nn.softmax", "relay.constant", "relay.on_device",
+    "relay.nn.global_avg_pool2d", "relay.nn.softmax", "relay.nn.matmul", "relay.nn.layer_norm",
+    "relay.nn.leaky_relu", "relay.nn.pad", "relay.take", "relay.constant", "relay.on_device",
     "relay.device_copy", "relay.fused", "relay.yield", "relay.launch", "relay.bogus",
     "func.call", "func.return", "func.func", "builtin.module", "arith.addf", "memref.load",
     "scf.for", "scf.parallel", "test.op",
 ]  # fmt: skip
 ATTR_KEYS = [
     "axis", "axes", "keepdims", "begin", "end", "strides", "padding", "dilation", "groups",
-    "pool_size", "num_newaxis", "a_min", "a_max", "value", "se_scope", "src_se_scope",
+    "pool_size", "num_newaxis", "a_min", "a_max", "value", "epsilon", "alpha", "pad_width",
+    "pad_value", "pad_mode", "indices", "se_scope", "src_se_scope",
     "dst_se_scope", "constrain_body", "constrain_result", "kernel_name", "callee",
     "relay.se_scope", "relay.storage_id", "sym_name", "function_type", "bogus",
 ]  # fmt: skip

@@ -6,7 +6,8 @@ Seeded random relay programs for the fuzzer (`bench/fuzz.py`).
     program.inputs()                   # numpy inputs for @main, by parameter name
     program.targets, program.default_device
 
-Every op of DESIGN.md section 2 appears, on shapes of rank 0 to 4 with odd sizes, size 1
+Every op of DESIGN.md section 2 appears, and the ops imported models need (matmul,
+layer_norm, leaky_relu, pad, take), on shapes of rank 0 to 4 with odd sizes, size 1
 and (in some programs) size 0, with numpy broadcasting, in the custom syntax or the generic
 form (properties as `<{...}>` or as attributes). Placement uses `relay.on_device` with every
 flag combination, `relay.device_copy` (also with an unconstrained scope), `se_scope` on ops and
@@ -423,7 +424,8 @@ class Builder:
             ("transpose", 1), ("squeeze", 1), ("expand_dims", 1), ("broadcast_to", 1),
             ("strided_slice", 1.5), ("concatenate", 1.5), ("reduce", 2.5), ("dense", 1),
             ("batch_matmul", 1), ("conv2d", 1), ("pool2d", 1), ("global_avg_pool2d", 0.5),
-            ("softmax", 1), ("call", 1.5 if self.prog.functions else 0),
+            ("softmax", 1), ("matmul", 1), ("layer_norm", 1), ("leaky_relu", 0.7), ("pad", 1),
+            ("take", 1), ("call", 1.5 if self.prog.functions else 0),
             ("annotate", 1 if self.annotate else 0),
         ]  # fmt: skip
         kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
@@ -666,6 +668,102 @@ class Builder:
             y = self.operand((self.rng.choice([1, 2, 3]), n, k), device)
         out = (y.shape[0] if b == 1 else b, x.shape[1], n)
         self.many("relay.nn.batch_matmul", [x, y], {}, out, device, x.finite and y.finite)
+
+    def op_matmul(self, device: Device | None) -> None:
+        if self.prog.big and self.rng.random() < 0.5:  # a dot product long enough for row blocks
+            x = self.new_value((self.rng.choice([1, 2]), self.rng.choice([4, 8]), self.rng.choice([256, 260])), device)
+        else:
+            x = self.source(device, lambda v: 2 <= len(v.shape) <= 4)
+        if len(x.shape) < 2:
+            return
+        batch = self.broadcast_partner(x.shape[:-2]) if self.rng.random() < 0.6 else ()
+        n = self.prog.dim()
+        y = self.operand((*batch, x.shape[-1], n), device)
+        if self.rng.random() < 0.3:
+            x, y = (
+                self.operand((*batch, self.prog.dim(), x.shape[-1]), device),
+                self.operand(x.shape[:-2] + (x.shape[-1], n), device),
+            )
+        out = (*np.broadcast_shapes(x.shape[:-2], y.shape[:-2]), x.shape[-2], y.shape[-1])
+        if size(out) > self.prog.max_elements:
+            return
+        self.many("relay.nn.matmul", [x, y], {}, out, device, x.finite and y.finite)
+
+    def op_layer_norm(self, device: Device | None) -> None:
+        x = self.source(device, lambda v: len(v.shape) >= 1)
+        rank = len(x.shape)
+        if rank == 0:
+            return
+        axis = self.rng.randrange(-rank, rank)
+        attrs: dict[str, str] = {}
+        if axis != -1 or self.rng.random() < 0.3:
+            attrs["axis"] = f"{axis} : i64"
+        if self.rng.random() < 0.4:
+            attrs["epsilon"] = self.rng.choice(["1.0e-05 : f32", "1.0e-03 : f32", "0.1 : f32", "1.0e-12 : f32"])
+        inner = x.shape[axis:]
+        gamma, beta = self.operand(inner, device), self.operand(inner, device)
+        self.many("relay.nn.layer_norm", [x, gamma, beta], attrs, x.shape, device, False)
+
+    def op_leaky_relu(self, device: Device | None) -> None:
+        x = self.source(device)
+        attrs = (
+            {"alpha": f"{self.rng.choice([0.01, 0.1, 0.25, -0.5, 2.0, 0.0])} : f32"} if self.rng.random() < 0.8 else {}
+        )
+        self.one("relay.nn.leaky_relu", x, attrs, x.shape, device, syntax="unary")
+
+    def op_pad(self, device: Device | None) -> None:
+        x = self.source(device, lambda v: len(v.shape) >= 1)
+        if len(x.shape) == 0:
+            return
+        mode = self.rng.choice(["constant", "constant", "edge", "reflect"])
+        width: list[int] = []
+        for d in x.shape:
+            for _ in range(2):
+                if mode == "reflect":
+                    most = d - 1
+                elif mode == "edge" and d == 0:
+                    most = 0
+                else:
+                    most = 3
+                pad = self.rng.randint(0, max(most, 0)) if self.rng.random() < 0.7 else 0
+                if self.rng.random() < 0.15 and d > 0:  # a crop
+                    pad = -self.rng.randint(1, max(1, d // 2))
+                width.append(pad)
+            if d + width[-2] + width[-1] < 0:
+                width[-2:] = [0, 0]
+        out = tuple(d + width[2 * i] + width[2 * i + 1] for i, d in enumerate(x.shape))
+        if size(out) > self.prog.max_elements:
+            return
+        attrs = {"pad_width": i64_array(width)}
+        if mode != "constant" or self.rng.random() < 0.3:
+            attrs["pad_mode"] = f'"{mode}"'
+        if mode == "constant" and self.rng.random() < 0.5:
+            attrs["pad_value"] = f"{self.number()} : f32"
+        self.one("relay.nn.pad", x, attrs, out, device)
+
+    def op_take(self, device: Device | None) -> None:
+        x = self.source(device, lambda v: len(v.shape) >= 1 and 0 not in v.shape)
+        rank = len(x.shape)
+        if rank == 0 or 0 in x.shape:
+            return
+        axis = self.rng.randrange(-rank, rank)
+        extent = x.shape[axis]
+        shape = tuple(self.rng.choice([1, 2, 3, 4]) for _ in range(self.rng.choice([0, 1, 1, 2])))
+        values = [self.rng.randrange(-extent, extent) for _ in range(size(shape))]
+        if self.rng.random() < 0.3:  # a range: one arithmetic run
+            start = self.rng.randrange(extent)
+            values = [(start + i) % extent for i in range(size(shape))]
+        out = x.shape[: axis % rank] + shape + x.shape[axis % rank + 1 :]
+        if size(out) > self.prog.max_elements:
+            return
+        flat = iter(values)
+
+        def nest(dims: Shape) -> str:
+            return str(next(flat)) if not dims else "[" + ", ".join(nest(dims[1:]) for _ in range(dims[0])) + "]"
+
+        ty = "tensor<" + "".join(f"{d}x" for d in shape) + "i64>"
+        attrs = {"indices": f"dense<{nest(shape)}> : {ty}", "axis": f"{axis} : i64"}
+        self.one("relay.take", x, attrs, out, device)
 
     def op_conv2d(self, device: Device | None) -> None:
         if self.prog.big and self.rng.random() < 0.5:  # rows wide enough for channel blocks

@@ -17,7 +17,7 @@ from xrelay.runtime import Executable
 
 RUNTIME = Path(__file__).parents[2] / "runtime"
 COMPILER = ("xdsl", "xrelay.dialects", "xrelay.transforms", "xrelay.targets", "xrelay.ir",
-            "xrelay.interpreter", "xrelay.driver", "xrelay.diagnostics")  # fmt: skip
+            "xrelay.interpreter", "xrelay.driver", "xrelay.diagnostics", "xrelay.frontend", "onnx")  # fmt: skip
 
 LOAD_AND_RUN = """
 import sys

@@ -87,6 +87,11 @@ def test_names_that_are_not_ssa_names_are_kept_as_input_names() -> None:
     assert value_name("onnx::Conv_0") == "onnx__Conv.0"
     assert value_name("0x") == "v0x"
     b = xrelay.Builder()
+    first, second = b.input("a:b", (1,)), b.input("a_b", (1,))
+    assert (first.name_hint, second.name_hint) == ("a_b", "a_b.1")
+    with pytest.raises(xrelay.UsageError, match="already has an input named 'a_b'"):
+        b.input("a_b", (1,))
+    b = xrelay.Builder()
     x = b.input("onnx::Conv_0", (2,))
     module = b.finish(b.exp(x))
     assert 'relay.input_name = "onnx::Conv_0"' in str(module)

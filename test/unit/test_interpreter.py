@@ -632,3 +632,12 @@ def test_pad_negative_widths_crop_after_padding():
     np.testing.assert_array_equal(reflect, [x[3], x[4], x[3], x[2]])
     constant = run_op("relay.nn.pad", [x], (5,), "{pad_width = array<i64: 1, -1>, pad_value = 7.0 : f32}")
     np.testing.assert_array_equal(constant, [7.0, *x[:4]])
+
+
+def test_take():
+    x = random(4, 3)
+    out = run_op("relay.take", [x], (4, 2, 2), "{indices = dense<[[2, 0], [-1, 1]]> : tensor<2x2xi64>, axis = 1 : i64}")
+    expected = [[[x[n, 2], x[n, 0]], [x[n, 2], x[n, 1]]] for n in range(4)]
+    np.testing.assert_array_equal(out, expected)
+    row = run_op("relay.take", [x], (3,), "{indices = dense<-4> : tensor<i64>, axis = 0 : i64}")
+    np.testing.assert_array_equal(row, x[0])

@@ -182,3 +182,89 @@ def test_pad_modes_gather_and_1d_matmul(targets: tuple[str, ...]) -> None:
     for mode in ("constant", "edge", "reflect"):
         check_against_onnx(pad_model(mode), {"x": x}, targets)
     check_against_onnx(embedding_model(), {"v": RNG.standard_normal(4).astype(np.float32)}, targets)
+
+
+def test_inputs_by_position_and_by_onnx_name_after_save_and_load(tmp_path: Path) -> None:
+    import xrelay.runtime
+
+    nodes = [
+        helper.make_node("Add", ["onnx::Conv_0", "input.1"], ["s"]),
+        helper.make_node("Mul", ["s", "input.1"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("onnx::Conv_0", "input.1")]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    module, params = xrelay.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    assert params == {}
+    xrelay.build(module, targets=("c", "opencl"), default_device="opencl").save(tmp_path / "m.xrelay")
+    exe = xrelay.runtime.load(tmp_path / "m.xrelay")
+    a, b = np.ones(3, np.float32), np.arange(3, dtype=np.float32)
+    assert exe.input_names == ["onnx::Conv_0", "input.1"]
+    np.testing.assert_allclose(exe.run(a, b), (a + b) * b)
+    np.testing.assert_allclose(exe.run({"input.1": b, "onnx::Conv_0": a}), (a + b) * b)
+    with pytest.raises(xrelay.InputError, match="onnx::Conv_0"):
+        exe.run({"input.1": b})
+
+
+def attention_model(seq: int = 8, hidden: int = 16, heads: int = 4) -> ModelProto:
+    """One encoder block as exporters write it: head shapes computed with Shape, Gather,
+    Unsqueeze and Concat (folded at import), batched MatMuls, Softmax, LayerNormalization, Gelu."""
+    dh = hidden // heads
+    w = {n: RNG.standard_normal((hidden, hidden)).astype(np.float32) * 0.3 for n in ("wq", "wk", "wv")}
+    c = {
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "axes0": np.array([0], np.int64),
+        "heads": np.array([heads], np.int64),
+        "dh": np.array([dh], np.int64),
+        "hid": np.array([hidden], np.int64),
+        "scale": np.array(1 / np.sqrt(dh), np.float32),
+        "gamma": RNG.standard_normal(hidden).astype(np.float32),
+        "beta": RNG.standard_normal(hidden).astype(np.float32),
+    }
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["b"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["s"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"]),
+        helper.make_node("Unsqueeze", ["s", "axes0"], ["s1"]),
+        helper.make_node("Concat", ["b1", "s1", "heads", "dh"], ["split_shape"], axis=0),
+        helper.make_node("Concat", ["b1", "s1", "hid"], ["merge_shape"], axis=0),
+    ]
+    for name in ("q", "k", "v"):
+        nodes += [
+            helper.make_node("MatMul", ["x", f"w{name}"], [f"{name}0"]),
+            helper.make_node("Reshape", [f"{name}0", "split_shape"], [f"{name}1"]),
+            helper.make_node(
+                "Transpose", [f"{name}1"], [f"{name}h"], perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]
+            ),
+        ]
+    nodes += [
+        helper.make_node("MatMul", ["qh", "kh"], ["scores"]),
+        helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+        helper.make_node("Softmax", ["scaled"], ["probs"], axis=-1, name="attn/softmax"),
+        helper.make_node("MatMul", ["probs", "vh"], ["ctx"]),
+        helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctx_t", "merge_shape"], ["merged"]),
+        helper.make_node("Add", ["merged", "x"], ["res"]),
+        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["ln"], axis=-1, name="attn/ln"),
+        helper.make_node("Gelu", ["ln"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "encoder",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", seq, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in {**w, **c}.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.mark.parametrize("targets", [("c",), ("c", "opencl")])
+def test_attention_block(targets: tuple[str, ...]) -> None:
+    model = attention_model()
+    placement = {"attn/*": "opencl"} if "opencl" in targets else None
+    module, params = xrelay.from_onnx(model, placement=placement, shapes={"x": (2, 8, 16)})
+    assert "relay.nn.matmul" in str(module) and "relay.reshape" in str(module)
+    x = RNG.standard_normal((2, 8, 16)).astype(np.float32)
+    got = xrelay.build(module, targets=targets, params=params).run(x)
+    np.testing.assert_allclose(got, expected(model, x=x)[0], rtol=1e-4, atol=1e-5)

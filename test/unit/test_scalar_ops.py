@@ -43,9 +43,10 @@ def inputs_for(params: dict[str, Shape], seed: int, nan: bool) -> dict[str, np.n
     return arrays
 
 
-def check_built(params: dict[str, Shape], body: str, result: Shape, rtol: float = 1e-4) -> None:
-    """Built for each target alone, on two random inputs (the second with a NaN), equal to
-    the interpreter (NaN where it has NaN)."""
+def check_built(params: dict[str, Shape], body: str, result: Shape, rtol: float = 1e-4, selects: bool = False) -> None:
+    """Built for each target alone, on two random inputs (the second with a NaN, which must
+    reach the result unless the op `selects` elements), equal to the interpreter (NaN where
+    it has NaN)."""
     text = program(params, body, result)
     for target in TARGETS:
         exe = xrelay.build(text, targets=(target,))
@@ -55,7 +56,7 @@ def check_built(params: dict[str, Shape], body: str, result: Shape, rtol: float 
             got = exe.run(inputs)
             assert got.shape == expected.shape
             np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-5, err_msg=f"target {target}")
-            if nan:
+            if nan and not selects:
                 assert np.isnan(expected).any() or not math.prod(result), "the NaN input reaches no output"
 
 
@@ -207,7 +208,7 @@ def test_pad_of_an_exp(shape: Shape, width: tuple[int, ...], mode: str) -> None:
     %e = relay.exp %x : {t(shape)}
     %r = relay.nn.pad %e {{{attrs}}} : ({t(shape)}) -> {t(out)}
     """
-    check_built({"x": shape}, body, out)
+    check_built({"x": shape}, body, out, selects=True)
 
 
 def test_pad_of_an_empty_axis_is_the_pad_value() -> None:
@@ -220,3 +221,52 @@ def test_pad_of_an_empty_axis_is_the_pad_value() -> None:
     np.testing.assert_array_equal(xrelay.interpret(text, {"x": x}), np.zeros((2, 2)))
     for target in TARGETS:
         np.testing.assert_array_equal(xrelay.build(text, targets=(target,)).run(x), np.zeros((2, 2)))
+
+
+# --- relay.take -------------------------------------------------------------------------------
+
+
+def dense_i64(values: np.ndarray) -> str:
+    shape = "".join(f"{d}x" for d in values.shape)
+    body = np.array2string(values, separator=", ") if values.ndim else str(int(values))
+    return f"dense<{body}> : tensor<{shape}i64>"
+
+
+TAKES = [
+    ((5, 4), np.array([0, 1, 2, 3], np.int64), 0),
+    ((5, 4), np.array([[0, 1, 2], [3, -1, 0]], np.int64), 1),
+    ((3, 1, 6), np.array(-1, np.int64), -1),
+    ((2, 7), np.array([6, 4, 2, 0, 5, 5, 5, -7, 1], np.int64), 1),
+    ((4, 1), np.array([[0]], np.int64), 1),
+]
+
+
+@pytest.mark.parametrize("shape, indices, axis", TAKES)
+def test_take_of_a_sigmoid(shape: Shape, indices: np.ndarray, axis: int) -> None:
+    a = axis % len(shape)
+    out = (*shape[:a], *indices.shape, *shape[a + 1 :])
+    body = f"""
+    %s = relay.sigmoid %x : {t(shape)}
+    %r = relay.take %s {{indices = {dense_i64(indices)}, axis = {axis} : i64}} : ({t(shape)}) -> {t(out)}
+    """
+    check_built({"x": shape}, body, out, selects=True)
+    expected = np.take(np.arange(math.prod(shape), dtype=np.float32).reshape(shape), indices, axis=axis)
+    text = program({"x": shape}, body.replace("relay.sigmoid", "relay.abs"), out)
+    got = xrelay.build(text, targets=("c",)).run(np.arange(math.prod(shape), dtype=np.float32).reshape(shape))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_layer_norm_of_equal_values_is_beta_whatever_the_summation_order() -> None:
+    """A row of equal values (a broadcast) has variance 0 and normalises to exactly beta on
+    both targets (OpenCL sums in vector lanes, C in order, numpy pairwise)."""
+    shape, inner = (3, 100), (100,)
+    body = f"""
+    %x = relay.broadcast_to %c : ({t((3, 1))}) -> {t(shape)}
+    %r = relay.nn.layer_norm %x, %g, %b : ({t(shape)}, {t(inner)}, {t(inner)}) -> {t(shape)}
+    """
+    text = program({"c": (3, 1), "g": inner, "b": inner}, body, shape)
+    inputs = {"c": np.array([[0.1], [1e-3], [-7.3]], np.float32), **inputs_for({"g": inner, "b": inner}, 0, False)}
+    expected = xrelay.interpret(text, inputs)
+    np.testing.assert_array_equal(expected, np.broadcast_to(inputs["b"], shape))
+    for target in TARGETS:
+        np.testing.assert_array_equal(xrelay.build(text, targets=(target,)).run(inputs), expected)

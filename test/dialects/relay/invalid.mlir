@@ -616,3 +616,35 @@ func.func @pad_result(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = relay.nn.pad %a {pad_width = array<i64: 1, 0, 1, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @take_out_of_range(%a: tensor<5x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: index -6 is out of range for axis 0 of length 5; expected -5 <= index < 5
+  %0 = relay.take %a {indices = dense<[1, -6]> : tensor<2xi64>, axis = 0 : i64} : (tensor<5x4xf32>) -> tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @take_float_indices(%a: tensor<5x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: expected indices of element type i64, but found tensor<2xf32>
+  %0 = relay.take %a {indices = dense<[1.0, 2.0]> : tensor<2xf32>, axis = 0 : i64} : (tensor<5x4xf32>) -> tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @take_axis(%a: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  // CHECK: axis 2 is out of range for a tensor of rank 2; expected -2 <= axis < 2
+  %0 = relay.take %a {indices = dense<1> : tensor<i64>, axis = 2 : i64} : (tensor<5x4xf32>) -> tensor<5x4xf32>
+  func.return %0 : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @take_result(%a: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  // CHECK: expected result type tensor<5x1x3xf32> for 'relay.take', but found tensor<5x4xf32>
+  %0 = relay.take %a {indices = dense<[[1, 2, 3]]> : tensor<1x3xi64>, axis = 1 : i64} : (tensor<5x4xf32>) -> tensor<5x4xf32>
+  func.return %0 : tensor<5x4xf32>
+}

@@ -25,8 +25,9 @@ func.func @matmul(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf3
 
 // -----
 
-// A layer_norm over its last two axes: a work item per row (the axis before), the mean and
-// 1/std in two loop nests over the row, then a nest storing (x - mean) * rstd * gamma + beta.
+// A layer_norm over its last two axes: a work item per row (the axis before), the mean (the
+// row's first element plus the mean difference from it) and 1/std in two loop nests over the
+// row, then a nest storing (x - mean) * rstd * gamma + beta.
 
 // CHECK-LABEL: func.func @layer_norm
 // CHECK:       func.func @fused_nn_layer_norm(%[[X:.*]]: memref<2x3x4xf32>, %[[G:.*]]: memref<3x4xf32>, %[[B:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<2x3x4xf32>)
@@ -35,10 +36,13 @@ func.func @matmul(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x4xf3
 // CHECK-DAG:     %[[EPS:.*]] = arith.constant 1.000000e-03 : f32
 // CHECK:         "scf.parallel"
 // CHECK-NEXT:    ^{{.*}}(%[[N:.*]]: index):
+// CHECK-NEXT:      %[[FIRST:.*]] = memref.load %[[X]][%[[N]], %[[C0:.*]], %[[C0]]]
 // CHECK-NEXT:      %[[SUM:.*]] = scf.for
 // CHECK-NEXT:        scf.for
-// CHECK-NEXT:          memref.load %[[X]][%[[N]], %{{.*}}, %{{.*}}]
-// CHECK:           %[[MEAN:.*]] = arith.divf %[[SUM]], %[[COUNT]] : f32
+// CHECK-NEXT:          %[[E:.*]] = memref.load %[[X]][%[[N]], %{{.*}}, %{{.*}}]
+// CHECK-NEXT:          arith.subf %[[E]], %[[FIRST]] : f32
+// CHECK:           %[[MEAN_D:.*]] = arith.divf %[[SUM]], %[[COUNT]] : f32
+// CHECK-NEXT:      %[[MEAN:.*]] = arith.addf %[[FIRST]], %[[MEAN_D]] : f32
 // CHECK-NEXT:      %[[SQ:.*]] = scf.for
 // CHECK-NEXT:        scf.for
 // CHECK-NEXT:          memref.load %[[X]]
@@ -149,4 +153,54 @@ func.func @pad_reflect(%a: tensor<3x4xf32>) -> tensor<3x7xf32> {
     relay.yield %1 : tensor<3x7xf32>
   }
   func.return %0 : tensor<3x7xf32>
+}
+
+// -----
+
+// take with constant indices [[0, 1, 2], [3, -1, 0]] on axis 1 (of length 4): the output's
+// position p in the indices (j * 3 + k) maps to the index it holds by runs of arithmetic
+// progressions: 0, 1, 2, 3 is p, and 3, 0 (-1 normalised to 3) is 3 - 3 * (p - 4).
+
+// CHECK-LABEL: func.func @take
+// CHECK:       func.func @fused_take(%[[X:.*]]: memref<5x4xf32>, %[[OUT:.*]]: memref<5x2x3xf32>)
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[CM4:.*]] = arith.constant -4 : index
+// CHECK-DAG:     %[[CM3:.*]] = arith.constant -3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         ^{{.*}}(%[[N:.*]]: index, %[[J:.*]]: index, %[[K:.*]]: index):
+// CHECK-NEXT:      %[[J3:.*]] = arith.muli %[[J]], %[[C3]] : index
+// CHECK-NEXT:      %[[P:.*]] = arith.addi %[[K]], %[[J3]] : index
+// CHECK-NEXT:      %[[P4:.*]] = arith.addi %[[P]], %[[CM4]] : index
+// CHECK-NEXT:      %[[D:.*]] = arith.muli %[[P4]], %[[CM3]] : index
+// CHECK-NEXT:      %[[LINE:.*]] = arith.addi %[[D]], %[[C3]] : index
+// CHECK-NEXT:      %[[LATER:.*]] = arith.cmpi sge, %[[P]], %[[C4]] : index
+// CHECK-NEXT:      %[[I:.*]] = arith.select %[[LATER]], %[[LINE]], %[[P]] : index
+// CHECK-NEXT:      %[[V:.*]] = memref.load %[[X]][%[[N]], %[[I]]] : memref<5x4xf32>
+// CHECK-NEXT:      memref.store %[[V]], %[[OUT]][%[[N]], %[[J]], %[[K]]]
+func.func @take(%a: tensor<5x4xf32>) -> tensor<5x2x3xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_take", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<5x4xf32>) -> tensor<5x2x3xf32> {
+  ^bb0(%x: tensor<5x4xf32>):
+    %1 = relay.take %x {indices = dense<[[0, 1, 2], [3, -1, 0]]> : tensor<2x3xi64>, axis = 1 : i64} : (tensor<5x4xf32>) -> tensor<5x2x3xf32>
+    relay.yield %1 : tensor<5x2x3xf32>
+  }
+  func.return %0 : tensor<5x2x3xf32>
+}
+
+// -----
+
+// A scalar index (rank-0 indices) -2 of 5: the constant row 3, and the axis is gone.
+
+// CHECK-LABEL: func.func @take_scalar
+// CHECK:       func.func @fused_take(%[[X:.*]]: memref<5x4xf32>, %[[OUT:.*]]: memref<4xf32>)
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK:         ^{{.*}}(%[[J:.*]]: index):
+// CHECK-NEXT:      %[[V:.*]] = memref.load %[[X]][%[[C3]], %[[J]]] : memref<5x4xf32>
+// CHECK-NEXT:      memref.store %[[V]], %[[OUT]][%[[J]]]
+func.func @take_scalar(%a: tensor<5x4xf32>) -> tensor<4xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_take", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<5x4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<5x4xf32>):
+    %1 = relay.take %x {indices = dense<-2> : tensor<i64>, axis = 0 : i64} : (tensor<5x4xf32>) -> tensor<4xf32>
+    relay.yield %1 : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
 }
