@@ -96,24 +96,26 @@ def conv2d(x: np.ndarray, w: np.ndarray, op: relay.Conv2DOp) -> np.ndarray:
 
 
 def pool2d(x: np.ndarray, op: relay.Pool2DOp) -> np.ndarray:
-    """Max or average pooling; padding is never chosen by max and never counted by avg."""
-    (kh, kw), (sh, sw) = op.window, op.stride_values
+    """Max or average pooling over dilated windows; padding is never chosen by max, and
+    counted by avg only with `count_include_pad` (the explicit padding: not the taps past it
+    that `ceil_mode` adds)."""
+    (kh, kw), (sh, sw), (dh, dw) = op.window, op.stride_values, op.dilation_values
     top, left, bottom, right = op.padding_values
-    is_max = isinstance(op, relay.MaxPool2DOp)
-    fill = -np.inf if is_max else 0.0
-    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
-    ones = np.pad(np.ones(x.shape[2:], np.float32), ((top, bottom), (left, right)))
+    _, _, height, width = x.shape
     _, _, oh, ow = op.res.type.get_shape()
-    windows = [
-        (xp[:, :, i : i + sh * oh : sh, j : j + sw * ow : sw], ones[i : i + sh * oh : sh, j : j + sw * ow : sw])
-        for i in range(kh)
-        for j in range(kw)
-    ]
-    if is_max:
-        return np.max([win for win, _ in windows], axis=0)
-    total = np.sum([win for win, _ in windows], axis=0)
-    count = np.sum([cnt for _, cnt in windows], axis=0)
-    return total / count
+    rows = np.arange(oh)[:, None] * sh - top + np.arange(kh)[None, :] * dh  # [oh, kh]: the input row of each tap
+    cols = np.arange(ow)[:, None] * sw - left + np.arange(kw)[None, :] * dw  # [ow, kw]
+    taps = x[:, :, np.clip(rows, 0, height - 1)][:, :, :, :, np.clip(cols, 0, width - 1)]  # [n, c, oh, kh, ow, kw]
+    inside = ((rows >= 0) & (rows < height))[:, :, None, None] & ((cols >= 0) & (cols < width))[None, None]
+    if isinstance(op, relay.MaxPool2DOp):
+        return np.max(np.where(inside, taps, np.float32(-np.inf)), axis=(3, 5))
+    total = np.sum(np.where(inside, taps, np.float32(0)), axis=(3, 5))
+    counted = inside
+    if isinstance(op, relay.AvgPool2DOp) and op.counts_padding:
+        counted = ((rows >= -top) & (rows < height + bottom))[:, :, None, None] & (
+            (cols >= -left) & (cols < width + right)
+        )[None, None]
+    return total / np.sum(counted, axis=(1, 3)).astype(np.float32)
 
 
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:

@@ -565,15 +565,16 @@ class ConcatenateOp(RelayOp):
         return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1 :]
 
 
-PAD_MODES = ("constant", "edge", "reflect")
+PAD_MODES = ("constant", "edge", "reflect", "wrap")
 
 
 @irdl_op_definition
 class PadOp(OneOperandOp):
     """`np.pad(x, pad_width, mode)`: `pad_width = array<i64: before0, after0, before1, ...>`
     (two per axis; negative values crop), `pad_value` (constant mode, default 0.0) and
-    `pad_mode`: "constant" (default), "edge" (repeats the border) or "reflect" (mirrors
-    without repeating the border; each pad at most the axis length - 1)."""
+    `pad_mode`: "constant" (default), "edge" (repeats the border), "reflect" (mirrors
+    without repeating the border; each pad at most the axis length - 1) or "wrap" (repeats
+    the axis periodically, as numpy and ONNX)."""
 
     name = "relay.nn.pad"
     pad_width = prop_def(I64Array)
@@ -898,11 +899,17 @@ class Conv2DOp(RelayOp):
 
 
 class Pool2DOp(OneOperandOp):
-    """NCHW pooling over `pool_size` windows."""
+    """NCHW pooling over `pool_size` windows, with `strides`, `dilation` (both default 1),
+    `padding` `[top, left, bottom, right]` smaller than the window, and `ceil_mode` (default
+    false): the output size rounds up, as in ONNX and PyTorch, but a last window that would
+    start past the input and its top/left padding is dropped. Padding never takes part in
+    a max; every window holds at least one tap of the input (a verification error else)."""
 
     pool_size = prop_def(I64Array)
     strides = opt_prop_def(I64Array)
     padding = opt_prop_def(I64Array)
+    dilation = opt_prop_def(I64Array)
+    ceil_mode = opt_prop_def(BoolAttr)
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OUT_EWISE_FUSABLE
 
     @property
@@ -917,22 +924,51 @@ class Pool2DOp(OneOperandOp):
         return _window_params("strides", _ints(self.strides), (1, 1), 2)
 
     @property
+    def dilation_values(self) -> tuple[int, ...]:
+        return _window_params("dilation", _ints(self.dilation), (1, 1), 2)
+
+    @property
     def padding_values(self) -> tuple[int, int, int, int]:
         return _padding(_ints(self.padding))
+
+    @property
+    def rounds_up(self) -> bool:
+        return self.ceil_mode is not None and bool(self.ceil_mode.value.data)
 
     def infer_shape(self) -> Shape:
         x = _shape(self.data, "data")
         if len(x) != 4:
             raise VerifyException(f"expected NCHW data of rank 4, but found {list(x)}")
-        (kh, kw), (sh, sw) = self.window, self.stride_values
+        (kh, kw), (sh, sw), (dh, dw) = self.window, self.stride_values, self.dilation_values
         top, left, bottom, right = self.padding_values
         if top >= kh or bottom >= kh or left >= kw or right >= kw:
             raise VerifyException(
                 f"expected padding smaller than pool_size {[kh, kw]}, but found {[top, left, bottom, right]}"
             )
-        oh = _window_out(x[2], top + bottom, kh, sh, 1, "height")
-        ow = _window_out(x[3], left + right, kw, sw, 1, "width")
-        return (x[0], x[1], oh, ow)
+        out: list[int] = []
+        for what, size, before, after, k, s, d in (
+            ("height", x[2], top, bottom, kh, sh, dh),
+            ("width", x[3], left, right, kw, sw, dw),
+        ):
+            out.append(_pool_out(size, before, after, k, s, d, self.rounds_up, what))
+        return (x[0], x[1], *out)
+
+
+def _pool_out(
+    size: int, before: int, after: int, window: int, stride: int, dilation: int, ceil: bool, what: str
+) -> int:
+    """The output size along one axis, after checking that every window has a tap in the input."""
+    out = _window_out(size, before + after, window, stride, dilation, what)
+    if ceil and (size + before + after - dilation * (window - 1) - 1) % stride:
+        out += 0 if out * stride >= size + before else 1  # the extra window starts inside
+    for o in range(out):
+        start = o * stride - before
+        if not any(0 <= start + t * dilation < size for t in range(window)):
+            raise VerifyException(
+                f"pooling window {o} along the {what} (taps {start}, {start + dilation}, ... with dilation "
+                f"{dilation}) holds no element of the input of size {size}; reduce the padding or the dilation"
+            )
+    return out
 
 
 @irdl_op_definition
@@ -944,9 +980,15 @@ class MaxPool2DOp(Pool2DOp):
 
 @irdl_op_definition
 class AvgPool2DOp(Pool2DOp):
-    """Average pooling; padding is excluded from the count."""
+    """Average pooling: padding is excluded from the count unless `count_include_pad` (then
+    the taps in the explicit padding count, not those past it that `ceil_mode` adds)."""
 
     name = "relay.nn.avg_pool2d"
+    count_include_pad = opt_prop_def(BoolAttr)
+
+    @property
+    def counts_padding(self) -> bool:
+        return self.count_include_pad is not None and bool(self.count_include_pad.value.data)
 
 
 @irdl_op_definition

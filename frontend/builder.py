@@ -373,8 +373,18 @@ class NN:
         pool_size: Sequence[int],
         strides: Sequence[int] | None,
         padding: Sequence[int],
+        dilation: Sequence[int],
+        ceil_mode: bool,
+        extra: Mapping[str, Attribute | None] | None = None,
     ) -> SSAValue:
-        props = {"pool_size": _i64s(pool_size), "strides": _i64s(strides or pool_size), "padding": _i64s(padding)}
+        props: dict[str, Attribute | None] = {
+            "pool_size": _i64s(pool_size),
+            "strides": _i64s(strides or pool_size),
+            "padding": _i64s(padding),
+            "dilation": None if tuple(dilation) == (1, 1) else _i64s(dilation),
+            "ceil_mode": BoolAttr.from_bool(True) if ceil_mode else None,
+            **(extra or {}),
+        }
         return self.b.op(cls, [x], props)
 
     def max_pool2d(
@@ -383,9 +393,11 @@ class NN:
         pool_size: Sequence[int],
         strides: Sequence[int] | None = None,
         padding: Sequence[int] = (0, 0),
+        dilation: Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
     ) -> SSAValue:
-        """NCHW max pooling; `strides` default to `pool_size`."""
-        return self._pool(relay.MaxPool2DOp, x, pool_size, strides, padding)
+        """NCHW max pooling; `strides` default to `pool_size`; `ceil_mode` rounds the output size up."""
+        return self._pool(relay.MaxPool2DOp, x, pool_size, strides, padding, dilation, ceil_mode)
 
     def avg_pool2d(
         self,
@@ -393,9 +405,14 @@ class NN:
         pool_size: Sequence[int],
         strides: Sequence[int] | None = None,
         padding: Sequence[int] = (0, 0),
+        dilation: Sequence[int] = (1, 1),
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
     ) -> SSAValue:
-        """NCHW average pooling (padding excluded from the count); `strides` default to `pool_size`."""
-        return self._pool(relay.AvgPool2DOp, x, pool_size, strides, padding)
+        """NCHW average pooling: padding counts only with `count_include_pad`; `strides`
+        default to `pool_size`."""
+        extra = {"count_include_pad": BoolAttr.from_bool(True) if count_include_pad else None}
+        return self._pool(relay.AvgPool2DOp, x, pool_size, strides, padding, dilation, ceil_mode, extra)
 
     def global_avg_pool2d(self, x: SSAValue) -> SSAValue:
         return self.b.op(relay.GlobalAvgPool2DOp, [x])

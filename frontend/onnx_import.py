@@ -42,6 +42,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
+from xrelay.frontend.onnx_ops import CONVERTERS, NodeImporter, node_error
 
 if TYPE_CHECKING:
     import onnx
@@ -190,8 +191,6 @@ class GraphImporter:
     # --- Phase 2: nodes -------------------------------------------------------------------------
 
     def add_node(self, node: onnx.NodeProto) -> None:
-        from xrelay.frontend.onnx_ops import CONVERTERS, NodeImporter
-
         inputs = [name for name in node.input if name]
         if self.can_fold(node, inputs):
             self.scope_for(node)  # a rule matching only folded nodes still matches
@@ -275,9 +274,3 @@ class GraphImporter:
         if name not in self.tensors and name not in self.known:
             raise OnnxImportError(f"graph output {name!r} is not computed by any node")
         return self.tensor(name)
-
-
-def node_error(node: onnx.NodeProto, message: str) -> OnnxImportError:
-    """An import error at `node`, named by its op type and name."""
-    name = f" {node.name!r}" if node.name else f" (unnamed, output {node.output[0]!r})" if node.output else ""
-    return OnnxImportError(f"ONNX node {node.op_type}{name}: {message}")

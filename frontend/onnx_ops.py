@@ -9,9 +9,8 @@ input it does not take; the importer adds the node's op type and name.
 
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
-slices; a Pad whose value comes at run
-time concatenates blocks of it; a LayerNormalization whose Mean or InvStdDev output is used
-is built from reductions.
+slices; a Pad whose value comes at run time concatenates blocks of it; a LayerNormalization
+whose Mean or InvStdDev output is used is built from reductions.
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ class NodeImporter:
         self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def error(self, message: str) -> OnnxImportError:
-        from xrelay.frontend.onnx_import import node_error
-
         return node_error(self.node, message)
 
     def attr(self, name: str, default: Any = None) -> Any:
@@ -95,6 +92,12 @@ class NodeImporter:
         """Axes from the attribute (older opsets) or the input (newer), None when absent."""
         attr = self.attr(name)
         return [int(a) for a in attr] if attr is not None else self.ints(index, name)
+
+
+def node_error(node: onnx.NodeProto, message: str) -> OnnxImportError:
+    """An import error at `node`, named by its op type and name."""
+    name = f" {node.name!r}" if node.name else f" (unnamed, output {node.output[0]!r})" if node.output else ""
+    return OnnxImportError(f"ONNX node {node.op_type}{name}: {message}")
 
 
 Converter = Callable[[NodeImporter], Sequence[Result]]
@@ -216,6 +219,9 @@ def gelu(n: NodeImporter) -> list[Result]:
 _REDUCE = {"ReduceSum": Builder.sum, "ReduceMean": Builder.mean, "ReduceMax": Builder.max, "ReduceMin": Builder.min}
 
 
+_EMPTY_EXTREMUM = {"ReduceMax": -np.inf, "ReduceMin": np.inf}
+
+
 @converter(*_REDUCE)
 def reduce(n: NodeImporter) -> list[Result]:
     x = n.tensor(0)
@@ -225,6 +231,11 @@ def reduce(n: NodeImporter) -> list[Result]:
         if n.attr("noop_with_empty_axes", 0):
             return [x]
         axes = list(range(len(shape_of(x))))  # absent or empty: every axis
+    xs = shape_of(x)
+    if n.node.op_type in _EMPTY_EXTREMUM and any(xs[_axis(a, len(xs), n)] == 0 for a in axes):
+        # The max of no elements is -inf and the min inf (ONNX); relay leaves them undefined.
+        reduced = np.max(np.zeros(xs), axis=tuple(axes), keepdims=keepdims, initial=0).shape
+        return [np.full(reduced, _EMPTY_EXTREMUM[n.node.op_type], np.float32)]
     return [_REDUCE[n.node.op_type](n.b, x, axes, keepdims)]
 
 
@@ -277,16 +288,26 @@ def gemm(n: NodeImporter) -> list[Result]:
 
 @dataclass
 class Window:
-    """A Conv's or pool's window attributes in 2-D (a 1-D op gets a height of 1)."""
+    """A Conv's or pool's window attributes per spatial axis (a 1-D op gets a height of 1)."""
 
     kernel: list[int]
     strides: list[int]
     dilations: list[int]
-    pads: list[int]  # [top, left, bottom, right]
+    pads: list[int]  # begin of each axis, then end of each axis: [top, left, bottom, right] in 2-D
+
+    def axes(self, first: int, last: int) -> Window:
+        """The window over spatial axes `first` to `last` (exclusive)."""
+        rank = len(self.kernel)
+        pads = self.pads[first:last] + self.pads[rank + first : rank + last]
+        return Window(self.kernel[first:last], self.strides[first:last], self.dilations[first:last], pads)
+
+    def with_unit_width(self) -> Window:
+        """This 1-D window as a 2-D one of width 1."""
+        return Window([*self.kernel, 1], [*self.strides, 1], [*self.dilations, 1], [self.pads[0], 0, self.pads[1], 0])
 
 
 def _window(n: NodeImporter, size: Sequence[int], kernel: Sequence[int]) -> Window:
-    """The window of a 1-D or 2-D op in 2-D, with `auto_pad` resolved."""
+    """The window of an op with `auto_pad` resolved; a 1-D op's in 2-D (a height of 1)."""
     rank = len(size)
     strides = [int(s) for s in n.attr("strides", [1] * rank)]
     dilations = [int(d) for d in n.attr("dilations", [1] * rank)]
@@ -340,51 +361,44 @@ def conv(n: NodeImporter) -> list[Result]:
     return [_unspatial(n, y, len(xs))]
 
 
-def _pool_window(n: NodeImporter, x: SSAValue) -> Window:
+Pool2D = Callable[[SSAValue, Window], SSAValue]
+
+
+def _pool(n: NodeImporter, pool: Pool2D) -> SSAValue:
+    """A 1-D, 2-D or 3-D pooling with the 2-D pool `pool`."""
+    x = n.tensor(0)
     xs = shape_of(x)
+    if len(xs) not in (3, 4, 5):
+        raise n.error(
+            f"only 1-D, 2-D and 3-D pools (NCL, NCHW or NCDHW input) are supported, but the input has shape {list(xs)}"
+        )
     window = _window(n, xs[2:], [int(k) for k in n.attr("kernel_shape")])
-    if any(d != 1 for d in window.dilations):
-        raise n.error(f"attribute dilations = {list(n.attr('dilations'))} is not supported (only 1)")
-    return window
+    if len(xs) == 5:
+        return _pool_3d(n.b, x, window, pool)
+    return _unspatial(n, pool(_spatial(n, x, "pools"), window), len(xs))
 
 
-def _ceil_mode_pads(size: Sequence[int], window: Window) -> list[int]:
-    """ceil_mode adds a last window where it starts inside the input or the begin padding:
-    more end padding, which pooling ignores."""
-    pads = list(window.pads)
-    for i, (d, k, s) in enumerate(zip(size, window.kernel, window.strides)):
-        padded = d + pads[i] + pads[i + 2]
-        ceil_out = -(-(padded - k) // s) + 1
-        if (ceil_out - 1) * s >= d + pads[i]:
-            ceil_out -= 1
-        pads[i + 2] += max(0, (ceil_out - 1) * s + k - padded)
-    return pads
+def _pool_3d(b: Builder, x: SSAValue, window: Window, pool: Pool2D) -> SSAValue:
+    """Max and average pools are separable: pool H and W (depth folded into the channels),
+    then D (H and W folded into the width). Each axis keeps its padding, dilation, ceil_mode
+    and count of taps, so the product of the per-axis counts is the 3-D one."""
+    n, c, d, h, w = shape_of(x)
+    hw = pool(b.reshape(x, (n, c * d, h, w)), window.axes(1, 3))
+    h2, w2 = shape_of(hw)[2:]
+    depth = pool(b.reshape(hw, (n, c, d, h2 * w2)), window.axes(0, 1).with_unit_width())
+    return b.reshape(depth, (n, c, shape_of(depth)[2], h2, w2))
 
 
 @converter("MaxPool")
 def max_pool(n: NodeImporter) -> list[Result]:
-    x = n.tensor(0)
-    window = _pool_window(n, x)
-    x4 = _spatial(n, x, "pools")
-    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
-    y = n.b.nn.max_pool2d(x4, window.kernel, window.strides, pads)
-    return [_unspatial(n, y, len(shape_of(x))), None]
+    ceil = bool(n.attr("ceil_mode", 0))
+    return [_pool(n, lambda x, w: n.b.nn.max_pool2d(x, w.kernel, w.strides, w.pads, w.dilations, ceil)), None]
 
 
 @converter("AveragePool")
 def average_pool(n: NodeImporter) -> list[Result]:
-    """count_include_pad pads with zeros first: every window then counts its padding (but
-    not the end padding ceil_mode adds)."""
-    x = n.tensor(0)
-    window = _pool_window(n, x)
-    x4 = _spatial(n, x, "pools")
-    pads = _ceil_mode_pads(shape_of(x4)[2:], window) if n.attr("ceil_mode", 0) else window.pads
-    if n.attr("count_include_pad", 0) and any(window.pads):
-        top, left, bottom, right = window.pads
-        x4 = n.b.nn.pad(x4, [(0, 0), (0, 0), (top, bottom), (left, right)])
-        pads = [0, 0, pads[2] - bottom, pads[3] - right]  # what ceil_mode adds stays uncounted
-    y = n.b.nn.avg_pool2d(x4, window.kernel, window.strides, pads)
-    return [_unspatial(n, y, len(shape_of(x)))]
+    ceil, count_pad = bool(n.attr("ceil_mode", 0)), bool(n.attr("count_include_pad", 0))
+    return [_pool(n, lambda x, w: n.b.nn.avg_pool2d(x, w.kernel, w.strides, w.pads, w.dilations, ceil, count_pad))]
 
 
 @converter("GlobalAveragePool")
@@ -546,7 +560,7 @@ def split(n: NodeImporter) -> list[Result]:
 
 @converter("Pad")
 def pad(n: NodeImporter) -> list[Result]:
-    mode = n.only("mode", "constant", "edge", "reflect", default="constant")
+    mode = n.only("mode", "constant", "edge", "reflect", "wrap", default="constant")
     x = n.tensor(0)
     rank = len(shape_of(x))
     axes = [_axis(a, rank, n) for a in (n.ints(3, "axes") or range(rank))]

@@ -15,9 +15,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
-    transposed_rows   a cpu dense/batch_matmul anchor of short dot products and a small rhs:
+    transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
-    matmul_block      a dense/batch_matmul anchor of the result's shape: a block of outputs
+    matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     elementwise       anything: a work item per element (matches every group, so last)
 

@@ -11,7 +11,7 @@ intermediate buffer is written:
   (broadcast) index;
 - injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
-  shifts, concatenate picks its input with an `scf.if` chain, pad clamps or mirrors the
+  shifts, concatenate picks its input with an `scf.if` chain, pad clamps, mirrors or wraps the
   index or tests it in an `scf.if`, take maps the position in its constant indices to the
   index they hold (`constant_index`);
 - reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
@@ -182,14 +182,19 @@ class GroupEmitter(KernelBuilder):
 
     def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
         """The input at `idx - before` per axis: clamped to the border ("edge"), mirrored at it
-        ("reflect"), or the pad value outside the input ("constant": one `scf.if`, so the
-        input is read only inside it). Axes padded on neither side need no test."""
+        ("reflect"), modulo the axis length ("wrap"), or the pad value outside the input
+        ("constant": one `scf.if`, so the input is read only inside it). Axes padded on
+        neither side need no test."""
         src: list[SSAValue] = []
         tests: list[SSAValue] = []
         for i, extent, (before, after) in zip(idx, shape_of(op.data), op.pads):
-            j = self.add_const(i, -before)
             zero, last = self.index(0), extent - 1
-            if op.mode == "edge" and max(before, after) > 0:
+            padded = max(before, after) > 0
+            if op.mode == "wrap" and padded:  # (i - before + k extent) % extent, k making it >= 0
+                j = self.rem_const(self.add_const(i, -before + extent * -(-max(before, 0) // extent)), extent)
+            else:
+                j = self.add_const(i, -before)
+            if op.mode == "edge" and padded:
                 j = self.max_index(zero, self.min_index(j, self.index(last)))
             if op.mode == "reflect" and before > 0:
                 j = self.select(self.compare("slt", j, zero), self.sub(zero, j), j)
@@ -405,20 +410,24 @@ class GroupEmitter(KernelBuilder):
         return self.loops([in_c, rows, cols], [self.f32(0.0)], step)[0]
 
     def pool2d(self, op: relay.Pool2DOp, idx: list[SSAValue]) -> SSAValue:
-        """Max or average over the window taps inside the input (average: of those taps only)."""
+        """Max or average over the window taps inside the input (dilated: tap t at t * dilation).
+        An average divides by the taps inside the input, or with `count_include_pad` by those
+        inside the explicitly padded input (not the taps past it that `ceil_mode` adds)."""
         n, c, oh, ow = idx
         _, _, height, width = shape_of(op.data)
-        (kh, kw), (sh, sw) = op.window, op.stride_values
-        top, left, _, _ = op.padding_values
+        (kh, kw), (sh, sw), (dh, dw) = op.window, op.stride_values, op.dilation_values
+        top, left, bottom, right = op.padding_values
         row0 = self.add_const(self.mul_const(oh, sh), -top)
         col0 = self.add_const(self.mul_const(ow, sw), -left)
-        rows, cols = self.window_range(row0, 1, height, kh), self.window_range(col0, 1, width, kw)
+        rows, cols = self.window_range(row0, dh, height, kh), self.window_range(col0, dw, width, kw)
 
         def at(i: SSAValue, j: SSAValue) -> SSAValue:
-            return self.value_at(op.data, [n, c, self.add(row0, i), self.add(col0, j)])
+            return self.value_at(
+                op.data, [n, c, self.add(row0, self.mul_const(i, dh)), self.add(col0, self.mul_const(j, dw))]
+            )
 
         if isinstance(op, relay.MaxPool2DOp):
-            # Start from the first tap inside (padding is smaller than the window, so there is one).
+            # Start from the first tap inside (the verifier checked every window has one).
             (peak,) = self.loops(
                 [rows, cols], [at(rows[0], cols[0])], lambda ivs, accs: [self.emit(arith.MaximumfOp(accs[0], at(*ivs)))]
             )
@@ -426,9 +435,11 @@ class GroupEmitter(KernelBuilder):
         (total,) = self.loops(
             [rows, cols], [self.f32(0.0)], lambda ivs, accs: [self.emit(arith.AddfOp(accs[0], at(*ivs)))]
         )
-        return self.emit(
-            arith.DivfOp(total, self.index_to_f32(self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0]))))
-        )
+        if isinstance(op, relay.AvgPool2DOp) and op.counts_padding:
+            rows = self.window_range(self.mul_const(oh, sh), dh, height + top + bottom, kh)
+            cols = self.window_range(self.mul_const(ow, sw), dw, width + left + right, kw)
+        count = self.mul(self.sub(rows[1], rows[0]), self.sub(cols[1], cols[0]))
+        return self.emit(arith.DivfOp(total, self.index_to_f32(count)))
 
     def index_to_f32(self, value: SSAValue) -> SSAValue:
         known = self.known.get(value)

@@ -715,13 +715,13 @@ class Builder:
         x = self.source(device, lambda v: len(v.shape) >= 1)
         if len(x.shape) == 0:
             return
-        mode = self.rng.choice(["constant", "constant", "edge", "reflect"])
+        mode = self.rng.choice(["constant", "constant", "edge", "reflect", "wrap"])
         width: list[int] = []
         for d in x.shape:
             for _ in range(2):
                 if mode == "reflect":
                     most = d - 1
-                elif mode == "edge" and d == 0:
+                elif mode in ("edge", "wrap") and d == 0:
                     most = 0
                 else:
                     most = 3
@@ -818,18 +818,26 @@ class Builder:
         op = self.rng.choice(["relay.nn.max_pool2d", "relay.nn.avg_pool2d"])
         kh, kw = self.rng.choice([1, 2, 3]), self.rng.choice([1, 2, 3])
         strides = (self.rng.choice([1, 1, 2]), self.rng.choice([1, 2]))
+        dilation = (self.rng.choice([1, 1, 1, 2]), self.rng.choice([1, 1, 1, 2]))
+        ceil = self.rng.random() < 0.25
         padding = (self.rng.randrange(kh), self.rng.randrange(kw), self.rng.randrange(kh), self.rng.randrange(kw))
-        oh = (h + padding[0] + padding[2] - kh) // strides[0] + 1
-        ow = (w + padding[1] + padding[3] - kw) // strides[1] + 1
-        if oh <= 0 or ow <= 0:
+        oh = pool_out(h, padding[0], padding[2], kh, strides[0], dilation[0], ceil)
+        ow = pool_out(w, padding[1], padding[3], kw, strides[1], dilation[1], ceil)
+        if oh is None or ow is None:
             kh = kw = 1
-            padding = (0, 0, 0, 0)
+            padding, dilation, ceil = (0, 0, 0, 0), (1, 1), False
             oh, ow = (h - 1) // strides[0] + 1, (w - 1) // strides[1] + 1
         attrs = {"pool_size": i64_array((kh, kw))}
         if strides != (1, 1) or self.rng.random() < 0.2:
             attrs["strides"] = i64_array(strides)
         if any(padding) or self.rng.random() < 0.2:
             attrs["padding"] = i64_array(padding)
+        if dilation != (1, 1) or self.rng.random() < 0.1:
+            attrs["dilation"] = i64_array(dilation)
+        if ceil or self.rng.random() < 0.1:
+            attrs["ceil_mode"] = "true" if ceil else "false"
+        if op == "relay.nn.avg_pool2d" and self.rng.random() < 0.4:
+            attrs["count_include_pad"] = self.rng.choice(["true", "false"])
         self.one(op, x, attrs, (n, c, oh, ow), device)
 
     def op_global_avg_pool2d(self, device: Device | None) -> None:
@@ -929,6 +937,21 @@ class ProgramBuilder:
         for f in factors:
             dims[self.rng.randrange(rank)] *= f
         return tuple(dims)
+
+
+def pool_out(size: int, before: int, after: int, window: int, stride: int, dilation: int, ceil: bool) -> int | None:
+    """A pooling output size (ceil mode: rounded up, less a last window starting in the padding
+    after), or None when some window holds no element of the input (the verifier refuses it)."""
+    span = dilation * (window - 1) + 1
+    if size + before + after < span:
+        return None
+    out = (size + before + after - span) // stride + 1
+    if ceil and (size + before + after - span) % stride and out * stride < size + before:
+        out += 1
+    starts = [o * stride - before for o in range(out)]
+    if not all(any(0 <= s + t * dilation < size for t in range(window)) for s in starts):
+        return None
+    return out
 
 
 def prime_factors(n: int) -> list[int]:

@@ -433,6 +433,17 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %r = relay.nn.softmax %a : (tensor<2x6xf32>) -> tensor<2x6xf32>"""),
     GroupCase("rank5", "x:2x1x2x3x2 y:2", """
         %r = relay.add %x, %y : (tensor<2x1x2x3x2xf32>, tensor<2xf32>) -> tensor<2x1x2x3x2xf32>"""),
+    # the ops imported models need
+    GroupCase("matmul_add", "x:2x3x5 y:5x4 c:4", """
+        %m = relay.nn.matmul %x, %y : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
+        %r = relay.add %m, %c : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>"""),
+    GroupCase("layer_norm_of_add", "x:3x8 y:3x8 g:8 b:8", """
+        %s = relay.add %x, %y : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+        %r = relay.nn.layer_norm %s, %g, %b : (tensor<3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<3x8xf32>"""),
+    GroupCase("leaky_relu", "x:3x4", "%r = relay.nn.leaky_relu %x {alpha = 0.1 : f32} : tensor<3x4xf32>"),
+    GroupCase("pad_constant", "x:3x4", '%r = relay.nn.pad %x {pad_width = array<i64: 1, 0, 2, 1>, pad_value = 0.5 : f32} : (tensor<3x4xf32>) -> tensor<4x7xf32>'),
+    GroupCase("pad_reflect", "x:3x4", '%r = relay.nn.pad %x {pad_width = array<i64: 2, 1, 0, 3>, pad_mode = "reflect"} : (tensor<3x4xf32>) -> tensor<6x7xf32>'),
+    GroupCase("take", "x:5x4", "%r = relay.take %x {indices = dense<[[0, 1, 2], [3, -1, 0]]> : tensor<2x3xi64>, axis = 1 : i64} : (tensor<5x4xf32>) -> tensor<5x2x3xf32>"),
 )  # fmt: skip
 
 

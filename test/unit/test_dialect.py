@@ -49,12 +49,14 @@ def test_dialect_lists_every_op_once():
     assert list(relay.Relay.attributes) == [SEScopeAttr]
 
 
+# The design table, and the ops imported models need (nn.leaky_relu, nn.pad, take,
+# nn.layer_norm, nn.matmul; issue 15).
 PATTERNS = {
-    K.ELEMWISE: "negative exp log sqrt rsqrt tanh sigmoid abs erf nn.relu clip",
+    K.ELEMWISE: "negative exp log sqrt rsqrt tanh sigmoid abs erf nn.relu clip nn.leaky_relu",
     K.BROADCAST: "add subtract multiply divide maximum minimum power nn.bias_add expand_dims broadcast_to",
-    K.INJECTIVE: "reshape transpose squeeze strided_slice concatenate",
-    K.COMM_REDUCE: "sum mean max min",
-    K.OUT_EWISE_FUSABLE: "nn.dense nn.batch_matmul nn.conv2d nn.max_pool2d nn.avg_pool2d nn.global_avg_pool2d",
+    K.INJECTIVE: "reshape transpose squeeze strided_slice concatenate nn.pad take",
+    K.COMM_REDUCE: "sum mean max min nn.layer_norm",
+    K.OUT_EWISE_FUSABLE: "nn.dense nn.batch_matmul nn.matmul nn.conv2d nn.max_pool2d nn.avg_pool2d nn.global_avg_pool2d",
     K.OPAQUE: "nn.softmax",
 }
 

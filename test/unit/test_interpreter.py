@@ -615,13 +615,23 @@ def test_leaky_relu():
     np.testing.assert_allclose(default, np.where(x > 0, x, 0.25 * x), rtol=1e-6)
 
 
-@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
 def test_pad(mode):
     x = random(3, 4)
     out = run_op("relay.nn.pad", [x], (6, 5), f'{{pad_width = array<i64: 2, 1, 0, 1>, pad_mode = "{mode}"}}')
     # by hand: the row and column of each output element
-    rows = {"constant": [None, None, 0, 1, 2, None], "edge": [0, 0, 0, 1, 2, 2], "reflect": [2, 1, 0, 1, 2, 1]}[mode]
-    cols = {"constant": [0, 1, 2, 3, None], "edge": [0, 1, 2, 3, 3], "reflect": [0, 1, 2, 3, 2]}[mode]
+    rows = {
+        "constant": [None, None, 0, 1, 2, None],
+        "edge": [0, 0, 0, 1, 2, 2],
+        "reflect": [2, 1, 0, 1, 2, 1],
+        "wrap": [1, 2, 0, 1, 2, 0],
+    }[mode]
+    cols = {
+        "constant": [0, 1, 2, 3, None],
+        "edge": [0, 1, 2, 3, 3],
+        "reflect": [0, 1, 2, 3, 2],
+        "wrap": [0, 1, 2, 3, 0],
+    }[mode]
     expected = [[0.0 if r is None or c is None else float(x[r, c]) for c in cols] for r in rows]
     np.testing.assert_array_equal(out, expected)
 
@@ -641,3 +651,22 @@ def test_take():
     np.testing.assert_array_equal(out, expected)
     row = run_op("relay.take", [x], (3,), "{indices = dense<-4> : tensor<i64>, axis = 0 : i64}")
     np.testing.assert_array_equal(row, x[0])
+
+
+# ONNX's backend cases for the pooling attributes (onnx.backend.test.case.node.averagepool, maxpool)
+GRID = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
+ONNX_POOLS = [
+    ("relay.nn.max_pool2d", GRID, "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true", [[11, 12], [15, 16]]),
+    ("relay.nn.max_pool2d", GRID[:, :, :2, :2], "pool_size = array<i64: 1, 1>, strides = array<i64: 2, 2>, ceil_mode = true", [[1]]),
+    ("relay.nn.max_pool2d", GRID, "pool_size = array<i64: 2, 2>, dilation = array<i64: 2, 2>", [[11, 12], [15, 16]]),
+    ("relay.nn.avg_pool2d", GRID, "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true", [[6, 7.5], [12, 13.5]]),
+    ("relay.nn.avg_pool2d", GRID, "pool_size = array<i64: 2, 2>, dilation = array<i64: 2, 2>, ceil_mode = true", [[6, 7], [10, 11]]),
+    ("relay.nn.avg_pool2d", GRID[:, :, :2, :2] / 10, "pool_size = array<i64: 3, 3>, strides = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = true, count_include_pad = true", [[1.4 / 9]]),
+    ("relay.nn.avg_pool2d", GRID[:, :, :3, :3], "pool_size = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, count_include_pad = true", [[0.25, 0.75, 1.25], [1.5, 3.5, 4.5], [3.5, 7.5, 8.5]]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("op, x, attrs, expected", ONNX_POOLS)
+def test_pool2d_ceil_mode_dilation_and_count_include_pad(op, x, attrs, expected):
+    expected = np.array(expected, np.float32)[None, None]
+    np.testing.assert_allclose(run_op(op, [x], expected.shape, "{" + attrs + "}"), expected, rtol=1e-6)

@@ -43,26 +43,11 @@ _OP_LIST = """
 OPS = frozenset(_OP_LIST.split())
 
 # Cases the importer declines, with the error each must raise (a regular expression).
-_DILATED_POOL = r"attribute dilations = \[2, 2(, 2)?\] is not supported \(only 1\)"
-_POOL_3D = r"only 1-D and 2-D pools \(NCL or NCHW input\) are supported, but the input has shape \[1, 3, 32, 32, 32\]"
 _TRAINING = r"training_mode = (1|true) is not supported \(inference only\)"
 _OPSET_11 = r"the model uses ONNX opset 11; xrelay imports opsets 13 to 21"
-_EMPTY = r"reduces axis 1 of length 0, which has no (max|min)imum"
 # The function bodies of Clip and LeakyRelu select with Less and Where: relay has no boolean tensors.
 _LESS = r"ONNX node Less \(unnamed, output '\w+'\): op Less is not supported by the importer"
 UNSUPPORTED: dict[str, str] = {
-    "test_averagepool_2d_dilations": _DILATED_POOL,
-    "test_averagepool_3d_default": _POOL_3D,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": _DILATED_POOL,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": _DILATED_POOL,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": _DILATED_POOL,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": _DILATED_POOL,
-    "test_averagepool_3d_dilations_small": _DILATED_POOL,
-    "test_maxpool_2d_dilations": _DILATED_POOL,
-    "test_maxpool_3d_default": _POOL_3D,
-    "test_maxpool_3d_dilations": _DILATED_POOL,
-    "test_maxpool_3d_dilations_use_ref_impl": _DILATED_POOL,
-    "test_maxpool_3d_dilations_use_ref_impl_large": _DILATED_POOL,
     "test_batchnorm_epsilon_training_mode": _TRAINING,
     "test_batchnorm_example_training_mode": _TRAINING,
     "test_training_dropout": _TRAINING,
@@ -70,9 +55,6 @@ UNSUPPORTED: dict[str, str] = {
     "test_training_dropout_zero_ratio": _TRAINING,
     "test_dropout_default_old": _OPSET_11,
     "test_dropout_random_old": _OPSET_11,
-    # relay's max and min are undefined over no elements (ONNX gives -inf and inf)
-    "test_reduce_max_empty_set": _EMPTY,
-    "test_reduce_min_empty_set": _EMPTY,
     "test_clip_default_max_expanded": _LESS,
     "test_clip_default_min_expanded": _LESS,
     "test_clip_example_expanded": _LESS,

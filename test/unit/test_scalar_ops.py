@@ -6,6 +6,7 @@ size-1 axes and NaN among the inputs. Each op's scalar meaning at an index is
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import cast
 
@@ -192,6 +193,8 @@ PADS = [
     ((5, 6), (-2, 3, 2, -1), "reflect"),
     ((5, 6), (1, -3, -1, 2), "edge"),
     ((1,), (2, 3), "edge"),
+    ((3, 4), (5, 1, 2, 9), "wrap"),
+    ((2, 5), (-1, 1, 3, -2), "wrap"),
 ]
 
 
@@ -270,3 +273,38 @@ def test_layer_norm_of_equal_values_is_beta_whatever_the_summation_order() -> No
     np.testing.assert_array_equal(expected, np.broadcast_to(inputs["b"], shape))
     for target in TARGETS:
         np.testing.assert_array_equal(xrelay.build(text, targets=(target,)).run(inputs), expected)
+
+
+# --- pooling: dilation, ceil_mode, count_include_pad ------------------------------------------
+
+POOLS = [
+    ("relay.nn.max_pool2d", (1, 2, 7, 7), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true"),
+    ("relay.nn.max_pool2d", (2, 1, 6, 5), "pool_size = array<i64: 2, 3>, dilation = array<i64: 2, 1>, padding = array<i64: 1, 2, 1, 0>"),
+    ("relay.nn.avg_pool2d", (1, 3, 5, 6), "pool_size = array<i64: 3, 2>, strides = array<i64: 2, 3>, padding = array<i64: 1, 1, 2, 1>, ceil_mode = true, count_include_pad = true"),
+    ("relay.nn.avg_pool2d", (1, 1, 8, 8), "pool_size = array<i64: 2, 2>, dilation = array<i64: 3, 2>, strides = array<i64: 2, 2>, ceil_mode = true"),
+    ("relay.nn.avg_pool2d", (1, 2, 4, 4), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = true"),
+]  # fmt: skip
+
+
+def pool_axis(size: int, before: int, after: int, k: int, s: int, d: int, ceil: bool) -> int:
+    """ONNX's output size: rounded up in ceil mode, less a last window starting in the padding after."""
+    span = d * (k - 1) + 1
+    out = -(-(size + before + after - span) // s) + 1 if ceil else (size + before + after - span) // s + 1
+    return out - 1 if ceil and (out - 1) * s >= size + before else out
+
+
+@pytest.mark.parametrize("op, shape, attrs", POOLS)
+def test_pool2d_with_the_onnx_attributes(op: str, shape: Shape, attrs: str) -> None:
+    def ints(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+        found = re.search(name + r" = array<i64: ([^>]*)>", attrs)
+        return tuple(int(v) for v in found.group(1).split(", ")) if found else default
+
+    (kh, kw), (sh, sw), (dh, dw) = ints("pool_size", ()), ints("strides", (1, 1)), ints("dilation", (1, 1))
+    top, left, bottom, right = ints("padding", (0, 0, 0, 0))
+    ceil = "ceil_mode = true" in attrs
+    out = (
+        *shape[:2],
+        pool_axis(shape[2], top, bottom, kh, sh, dh, ceil),
+        pool_axis(shape[3], left, right, kw, sw, dw, ceil),
+    )
+    check_built({"x": shape}, f"%r = {op} %x {{{attrs}}} : ({t(shape)}) -> {t(out)}", out, selects=True)

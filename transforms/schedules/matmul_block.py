@@ -1,6 +1,6 @@
 """
 matmul_block: a block of outputs per work item (register blocking) of a group whose anchor is
-a dense or batch_matmul of the result's shape.
+a dense, batch_matmul or matmul of the result's shape.
 
 Up to ROW_BLOCK x COLUMN_BLOCK outputs of the result's last two axes, each dividing its
 axis; the nest's last two axes are the result's divided by the block. One loop over k sums
@@ -40,7 +40,7 @@ ROW_BLOCK_MIN_DEPTH = 256
 
 
 def matmul_anchor(group: relay.FusedOp) -> Matmul | None:
-    """The group's dense or batch_matmul, if it has one of the result's shape."""
+    """The group's dense, batch_matmul or matmul, if it has one of the result's shape."""
     shape = result_shape(group)
     for op in group.body.block.ops:
         if isinstance(op, Matmul) and shape_of(op.res) == shape:

@@ -588,8 +588,8 @@ func.func @pad_crop_too_much(%a: tensor<2x3xf32>) -> tensor<2x0xf32> {
 // -----
 
 func.func @pad_mode(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  // CHECK: expected pad_mode to be one of 'constant', 'edge', 'reflect', but found 'wrap'
-  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, 0, 0>, pad_mode = "wrap"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: expected pad_mode to be one of 'constant', 'edge', 'reflect', 'wrap', but found 'symmetric'
+  %0 = relay.nn.pad %a {pad_width = array<i64: 0, 0, 0, 0>, pad_mode = "symmetric"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
 
@@ -647,4 +647,22 @@ func.func @take_result(%a: tensor<5x4xf32>) -> tensor<5x4xf32> {
   // CHECK: expected result type tensor<5x1x3xf32> for 'relay.take', but found tensor<5x4xf32>
   %0 = relay.take %a {indices = dense<[[1, 2, 3]]> : tensor<1x3xi64>, axis = 1 : i64} : (tensor<5x4xf32>) -> tensor<5x4xf32>
   func.return %0 : tensor<5x4xf32>
+}
+
+// -----
+
+// Dilation 3 with padding 1: window 0 reads rows -1 and 2, but the input has two rows.
+func.func @pool_empty_window(%a: tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32> {
+  // CHECK: pooling window 0 along the height (taps -1, 2, ... with dilation 3) holds no element of the input of size 2; reduce the padding or the dilation
+  %0 = relay.nn.max_pool2d %a {pool_size = array<i64: 2, 1>, dilation = array<i64: 3, 1>, padding = array<i64: 1, 0, 1, 0>} : (tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  func.return %0 : tensor<1x1x1x4xf32>
+}
+
+// -----
+
+// ceil_mode: 8 rows give (8 - 3) / 2 + 1 = 3.5, rounded up to 4; 7 columns give exactly 3.
+func.func @pool_ceil_mode(%a: tensor<1x1x8x7xf32>) -> tensor<1x1x3x3xf32> {
+  // CHECK: expected result type tensor<1x1x4x3xf32> for 'relay.nn.max_pool2d', but found tensor<1x1x3x3xf32>
+  %0 = relay.nn.max_pool2d %a {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true} : (tensor<1x1x8x7xf32>) -> tensor<1x1x3x3xf32>
+  func.return %0 : tensor<1x1x3x3xf32>
 }

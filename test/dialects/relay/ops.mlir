@@ -206,7 +206,7 @@ func.func @fused_add_exp(%in0: memref<2x3xf32>, %in1: memref<3xf32>, %out0: memr
 // The ops imported models need.
 
 // CHECK-LABEL: func.func @model_ops
-// CHECK-SAME:      (%[[A:.*]]: tensor<2x3x5xf32>, %[[B:.*]]: tensor<5x4xf32>, %[[G:.*]]: tensor<3x5xf32>, %[[V:.*]]: tensor<5xf32>)
+// CHECK-SAME:      (%[[A:.*]]: tensor<2x3x5xf32>, %[[B:.*]]: tensor<5x4xf32>, %[[G:.*]]: tensor<3x5xf32>, %[[V:.*]]: tensor<5xf32>, %{{.*}}: tensor<1x2x8x8xf32>)
 // CHECK-NEXT:    %{{.*}} = relay.nn.matmul %[[A]], %[[B]] : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
 // CHECK-NEXT:    %{{.*}} = relay.nn.layer_norm %[[A]], %[[G]], %[[G]] {axis = 1 : i64, epsilon = 1.000000e-03 : f32} : (tensor<2x3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<2x3x5xf32>
 // CHECK-NEXT:    %{{.*}} = relay.nn.layer_norm %[[A]], %[[V]], %[[V]] : (tensor<2x3x5xf32>, tensor<5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
@@ -216,13 +216,15 @@ func.func @fused_add_exp(%in0: memref<2x3xf32>, %in1: memref<3xf32>, %out0: memr
 // CHECK-NEXT:    %{{.*}} = relay.nn.pad %[[A]] {pad_width = array<i64: 1, 1, 0, 0, 4, 4>, pad_value = -1.000000e+00 : f32, pad_mode = "reflect"} : (tensor<2x3x5xf32>) -> tensor<4x3x13xf32>
 // CHECK-NEXT:    %{{.*}} = relay.take %[[A]] {indices = dense<[[0, -1], [2, 1]]> : tensor<2x2xi64>, axis = 1 : i64} : (tensor<2x3x5xf32>) -> tensor<2x2x2x5xf32>
 // CHECK-NEXT:    %{{.*}} = relay.take %[[A]] {indices = dense<4> : tensor<i64>, axis = -1 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = relay.nn.avg_pool2d %[[P:.*]] {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 2>, ceil_mode = true, count_include_pad = true} : (tensor<1x2x8x8xf32>) -> tensor<1x2x5x4xf32>
+// CHECK-NEXT:    %{{.*}} = relay.nn.max_pool2d %[[P]] {pool_size = array<i64: 2, 2>, dilation = array<i64: 3, 3>, ceil_mode = false} : (tensor<1x2x8x8xf32>) -> tensor<1x2x5x5xf32>
 // GENERIC-LABEL: sym_name = "model_ops"
 // GENERIC:         "relay.nn.matmul"(%{{.*}}, %{{.*}}) : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
 // GENERIC:         "relay.nn.layer_norm"(%{{.*}}, %{{.*}}, %{{.*}}) <{axis = 1 : i64, epsilon = 1.000000e-03 : f32}> : (tensor<2x3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<2x3x5xf32>
 // GENERIC:         "relay.nn.leaky_relu"(%{{.*}}) <{alpha = 1.000000e-01 : f32}> : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
 // GENERIC:         "relay.nn.pad"(%{{.*}}) <{pad_width = array<i64: 0, 0, 1, -1, 2, 3>}> : (tensor<2x3x5xf32>) -> tensor<2x3x10xf32>
 // GENERIC:         "relay.take"(%{{.*}}) <{indices = dense<{{\[\[}}0, -1], [2, 1]]> : tensor<2x2xi64>, axis = 1 : i64}> : (tensor<2x3x5xf32>) -> tensor<2x2x2x5xf32>
-func.func @model_ops(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>, %g: tensor<3x5xf32>, %v: tensor<5xf32>) -> tensor<2x3x4xf32> {
+func.func @model_ops(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>, %g: tensor<3x5xf32>, %v: tensor<5xf32>, %p: tensor<1x2x8x8xf32>) -> tensor<2x3x4xf32> {
   %0 = relay.nn.matmul %a, %b : (tensor<2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x3x4xf32>
   %1 = relay.nn.layer_norm %a, %g, %g {axis = 1 : i64, epsilon = 1.0e-3 : f32} : (tensor<2x3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<2x3x5xf32>
   %2 = relay.nn.layer_norm %a, %v, %v : (tensor<2x3x5xf32>, tensor<5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
@@ -232,5 +234,7 @@ func.func @model_ops(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>, %g: tensor<3x5x
   %6 = relay.nn.pad %a {pad_width = array<i64: 1, 1, 0, 0, 4, 4>, pad_value = -1.0 : f32, pad_mode = "reflect"} : (tensor<2x3x5xf32>) -> tensor<4x3x13xf32>
   %7 = relay.take %a {indices = dense<[[0, -1], [2, 1]]> : tensor<2x2xi64>, axis = 1 : i64} : (tensor<2x3x5xf32>) -> tensor<2x2x2x5xf32>
   %8 = relay.take %a {indices = dense<4> : tensor<i64>, axis = -1 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3xf32>
+  %9 = relay.nn.avg_pool2d %p {pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 2>, ceil_mode = true, count_include_pad = true} : (tensor<1x2x8x8xf32>) -> tensor<1x2x5x4xf32>
+  %10 = relay.nn.max_pool2d %p {pool_size = array<i64: 2, 2>, dilation = array<i64: 3, 3>, ceil_mode = false} : (tensor<1x2x8x8xf32>) -> tensor<1x2x5x5xf32>
   func.return %0 : tensor<2x3x4xf32>
 }

@@ -204,3 +204,57 @@ func.func @take_scalar(%a: tensor<5x4xf32>) -> tensor<4xf32> {
   }
   func.return %0 : tensor<4xf32>
 }
+
+// -----
+
+// An avg_pool2d with dilation 2, ceil_mode and count_include_pad: the taps inside the input
+// are t in [lo, hi) with 0 <= row0 + 2 t < 5 (tap t reads row row0 + 2 t); the divisor counts
+// the taps inside the padded input, 0 <= 2 oh + 2 t < 7 (5 rows and 1 + 1 of padding).
+
+// CHECK-LABEL: func.func @avg_pool_dilated_counting_padding
+// CHECK:       func.func @fused_nn_avg_pool2d(%[[X:.*]]: memref<1x1x5x5xf32>, %[[OUT:.*]]: memref<1x1x3x3xf32>)
+// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
+// CHECK-DAG:     %[[C7:.*]] = arith.constant 7 : index
+// CHECK:         ^{{.*}}(%[[OH:.*]]: index, %[[OW:.*]]: index):
+// CHECK-NEXT:      %[[R2:.*]] = arith.muli %[[OH]], %[[C2]] : index
+// CHECK-NEXT:      %[[ROW0:.*]] = arith.addi %[[R2]], %{{.*}} : index
+// CHECK:           arith.subi %[[C5]], %[[ROW0]] : index
+// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:        scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:          %[[DI:.*]] = arith.muli %[[I]], %[[C2]] : index
+// CHECK-NEXT:          %[[ROW:.*]] = arith.addi %[[ROW0]], %[[DI]] : index
+// CHECK:               memref.load %[[X]][%{{.*}}, %{{.*}}, %[[ROW]], %{{.*}}]
+// CHECK:           arith.subi %[[C7]], %[[R2]] : index
+// CHECK:           arith.sitofp
+// CHECK-NEXT:      arith.divf
+func.func @avg_pool_dilated_counting_padding(%a: tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_avg_pool2d", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32> {
+  ^bb0(%x: tensor<1x1x5x5xf32>):
+    %1 = relay.nn.avg_pool2d %x {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, dilation = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = true, count_include_pad = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32>
+    relay.yield %1 : tensor<1x1x3x3xf32>
+  }
+  func.return %0 : tensor<1x1x3x3xf32>
+}
+
+// -----
+
+// A wrap pad of 5 before the 4 columns: (j - 5 + 8) % 4, the shift a multiple of 4 that
+// keeps the dividend non-negative.
+
+// CHECK-LABEL: func.func @pad_wrap
+// CHECK:       func.func @fused_nn_pad(%[[X:.*]]: memref<3x4xf32>, %[[OUT:.*]]: memref<3x10xf32>)
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[J]], %[[C3]] : index
+// CHECK-NEXT:      %[[W:.*]] = arith.remsi %[[S]], %[[C4]] : index
+// CHECK-NEXT:      memref.load %[[X]][%[[I]], %[[W]]] : memref<3x4xf32>
+func.func @pad_wrap(%a: tensor<3x4xf32>) -> tensor<3x10xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_pad", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<3x4xf32>) -> tensor<3x10xf32> {
+  ^bb0(%x: tensor<3x4xf32>):
+    %1 = relay.nn.pad %x {pad_width = array<i64: 0, 0, 5, 1>, pad_mode = "wrap"} : (tensor<3x4xf32>) -> tensor<3x10xf32>
+    relay.yield %1 : tensor<3x10xf32>
+  }
+  func.return %0 : tensor<3x10xf32>
+}
