@@ -1,13 +1,14 @@
 # Set-up, demo and tests. `make demo` and `make test` do all the set-up on a fresh Debian
-# machine with Python 3.11 and gcc: a venv with the Python packages, and PoCL (Debian's
-# pocl-opencl-icd, installed with apt-get when missing and we are root) for OpenCL.
+# machine with Python 3.11 and gcc: a venv with the Python packages, PoCL (Debian's
+# pocl-opencl-icd) for OpenCL and Graphviz (Debian's graphviz, for xrelay.render), each
+# installed with apt-get when missing and we are root.
 VENV := .venv
 PY := $(VENV)/bin/python
 export POCL_DEVICES ?= pthread pthread
 
-.PHONY: setup opencl demo test lit pytest lint bench bench-setup fuzz clean
+.PHONY: setup opencl graphviz demo test lit pytest lint bench bench-setup fuzz clean
 
-setup: $(VENV)/.installed opencl
+setup: $(VENV)/.installed opencl graphviz
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,6 +26,16 @@ opencl:
 	    (apt-get install -y -q pocl-opencl-icd || (apt-get update -q && apt-get install -y -q pocl-opencl-icd)) >/dev/null; \
 	  else \
 	    echo "warning: no OpenCL platform; install Debian's pocl-opencl-icd for the OpenCL tests" >&2; \
+	  fi; \
+	fi
+
+graphviz:
+	@if ! command -v dot >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing graphviz (dot, for xrelay.render and the picture tests)"; \
+	    (apt-get install -y -q graphviz || (apt-get update -q && apt-get install -y -q graphviz)) >/dev/null; \
+	  else \
+	    echo "warning: no Graphviz 'dot'; install Debian's graphviz for xrelay.render and its tests" >&2; \
 	  fi; \
 	fi
 

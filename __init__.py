@@ -6,6 +6,8 @@
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
     exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
+    xrelay.render(m, "model.svg", targets=("c", "opencl"))  # placement and fusion picture
+    prof = exe.profile(a=a, runs=10); prof.save_trace("run.json")   # timeline for Perfetto
     b = xrelay.Builder(); x = b.input("x", (4, 8)); m = b.finish(b.nn.relu(x))
     module, params = xrelay.from_onnx("model.onnx", placement={"Conv": "opencl"})
 
@@ -25,6 +27,8 @@ _LAZY = {
     "context": "xrelay.ir",
     "interpret": "xrelay.interpreter",
     "build": "xrelay.driver",
+    "render": "xrelay.drawing",
+    "RenderError": "xrelay.drawing",
     "load": "xrelay.runtime",
     "Builder": "xrelay.frontend.builder",
     "from_onnx": "xrelay.frontend.onnx_import",
@@ -51,6 +55,6 @@ def __dir__() -> list[str]:
 
 __all__ = [  # errors first, then the lazily imported names
     "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "OnnxImportError", "UsageError",
-    "parse", "context", "interpret", "build", "load", "Executable", "Builder", "from_onnx",
+    "parse", "context", "interpret", "build", "render", "load", "Executable", "RenderError", "Builder", "from_onnx",
     "ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError",
 ]  # fmt: skip

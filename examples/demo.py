@@ -133,6 +133,17 @@ def show_placement(exe: xrelay.Executable, image: np.ndarray) -> None:
     print("pools: " + ", ".join(f"{dev} {nbytes} bytes" for dev, nbytes in profile.pool_bytes.items()) + "\n")
 
 
+def save_pictures(module: Any, exe: xrelay.Executable, folder: pathlib.Path, *inputs: np.ndarray) -> None:
+    """demo.svg, the placement and fusion picture (Graphviz), and demo_trace.json, the timeline
+    of 3 profiled runs (open it in https://ui.perfetto.dev), in `folder`."""
+    try:
+        picture = xrelay.render(module, folder / "demo.svg", targets=TARGETS, default_device="cpu")
+        print(f"picture: {picture}")
+    except xrelay.RenderError as e:
+        print(f"no picture: {e}")
+    print(f"timeline: {exe.profile(*inputs, runs=3).save_trace(folder / 'demo_trace.json')}\n")
+
+
 def reference(module: Any, params: dict[str, np.ndarray], image: np.ndarray) -> tuple[str, Callable[[], Any]]:
     """onnxruntime on the same file, or xrelay's interpreter when onnxruntime is not installed."""
     try:
@@ -159,11 +170,14 @@ def median_ms(fn: Callable[[], object], runs: int = 50) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-model", action="store_true", help=f"write {MODEL.name} again, then run")
-    if parser.parse_args().write_model or not MODEL.exists():
+    parser.add_argument("--pictures", type=pathlib.Path, default=MODEL.parent, help="where demo.svg and the trace go")
+    args = parser.parse_args()
+    if args.write_model or not MODEL.exists():
         write_model(MODEL)
     describe(onnx.load(MODEL))
     module, params, exe = compile_model()
     image = handwritten_seven()
+    save_pictures(module, exe, args.pictures, image)
     show_placement(exe, image)
 
     out = exe.run({"image": image})  # inputs by their ONNX names (or positionally)

@@ -3,7 +3,8 @@
 
     exe = xrelay.runtime.load("model.xrelay")   # numpy, ctypes and pyopencl only
     out = exe.run(x)                             # numpy in, numpy out (one array, or a tuple)
-    print(exe.profile(x))                        # time per node, copies per device pair, pools
+    print(exe.profile(x, runs=10))               # min/median per node, copies, waits, pools
+    exe.profile(x, runs=3).save_trace("run.json")  # the timeline, for Perfetto
     exe.save("copy.xrelay")
 
 An executable is the compiler's plain output: the executor graph (whose `devices` list says
@@ -30,8 +31,9 @@ from xrelay.runtime import artifact
 from xrelay.runtime.artifact import Artifact, SavedLibrary
 from xrelay.runtime.c_library import c_compiler_version, machine
 from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices
-from xrelay.runtime.executor import COPY, GraphExecutor, Profile
+from xrelay.runtime.executor import COPY, GraphExecutor
 from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.profiling import Profile
 
 
 class LibraryRebuiltWarning(UserWarning):
@@ -122,9 +124,11 @@ class Executable:
         for several results."""
         return _results(self.executor.run(self._by_name(inputs, named)))
 
-    def profile(self, *inputs: Any, **named: Any) -> Profile:
-        """Runs once, timing every node (waiting for its device), and reports copies and pools."""
-        report = self.executor.profile(self._by_name(inputs, named))
+    def profile(self, *inputs: Any, runs: int = 1, **named: Any) -> Profile:
+        """Runs `runs` times (inputs as `run` takes them), timing every node (waiting for its
+        devices): per node the min and median, copies and waits per device, pools, and the
+        timeline (`save_trace`)."""
+        report = self.executor.profile(self._by_name(inputs, named), runs)
         report.outputs = _results(report.outputs)
         return report
 

@@ -16,6 +16,8 @@ copies and storage, and the executor only carries them out.
    order and reads the results. Calls from several threads at once each run in a workspace
    of their own; workspaces are kept for the next calls, so there are as many as there were
    concurrent runs at most.
+5. `profile` runs a workspace N times, waiting for each node's devices, and hands the spans
+   to `xrelay.runtime.profiling.Profile` (per-node min and median, copies, waits, a trace).
 
 Shared between workspaces, read-only while running: the graph, the devices and their queues,
 the built kernels, and the params' storages (a param is written once, when the storage holds
@@ -33,13 +35,14 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from xrelay.errors import DeviceError, InputError
+from xrelay.errors import DeviceError, InputError, UsageError
 from xrelay.runtime.device import Device, Kernel, Tensor
+from xrelay.runtime.profiling import Profile, Span, Step
 
 COPY = "__copy"
 
@@ -56,29 +59,6 @@ class Entry:
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * self.dtype.itemsize  # Python ints: no int64 overflow
-
-
-@dataclass
-class Profile:
-    """What one profiled run did: time per node, copies per device pair, pool bytes per device."""
-
-    outputs: Any = None
-    # (node, device, seconds)
-    nodes: list[tuple[str, str, float]] = field(default_factory=list[tuple[str, str, float]])
-    # (source device, destination device) -> (count, bytes)
-    copies: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict[tuple[str, str], tuple[int, int]])
-    pool_bytes: dict[str, int] = field(default_factory=dict[str, int])
-    total_seconds: float = 0.0
-
-    def __str__(self) -> str:
-        lines = [f"{'node':<48} {'device':<10} {'us':>10}"]
-        lines += [f"{name[:48]:<48} {dev:<10} {s * 1e6:>10.1f}" for name, dev, s in self.nodes]
-        lines.append(f"{'total':<48} {'':<10} {self.total_seconds * 1e6:>10.1f}")
-        for (src, dst), (count, nbytes) in self.copies.items():
-            lines.append(f"copies {src} -> {dst}: {count}, {nbytes} bytes")
-        for dev, nbytes in self.pool_bytes.items():
-            lines.append(f"pool {dev}: {nbytes} bytes")
-        return "\n".join(lines)
 
 
 class GraphExecutor:
@@ -216,14 +196,45 @@ class GraphExecutor:
             workspace.run()
             return workspace.outputs()
 
-    def profile(self, inputs: Mapping[str, Any]) -> Profile:
-        """Runs once, waiting for each node's devices, and reports what it did."""
+    def profile(self, inputs: Mapping[str, Any], runs: int = 1) -> Profile:
+        """Runs `runs` times, waiting for each node's devices, and reports what the runs did
+        (`xrelay.runtime.profiling`); the outputs are the last run's."""
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"profile(runs=...) takes a number of runs of at least 1, but was given {runs!r}")
         arrays = self.check_inputs(inputs)
+        spans: list[list[Span]] = []
         with self.workspace() as workspace:
-            workspace.write_inputs(arrays)
-            profile = workspace.profile()
-            profile.outputs = workspace.outputs()
+            origin = time.perf_counter()
+            for _ in range(runs):
+                workspace.write_inputs(arrays)  # plan-memory may reuse an input's storage
+                spans.append(workspace.timed_run(origin))
+            outputs = workspace.outputs()
+        tracks = [f"{label} ({device.name})" for label, device in zip(self.labels, self.devices)]
+        profile = Profile.of_runs(self.profile_steps(), spans, self.labels, tracks)
+        profile.outputs, profile.pool_bytes = outputs, self.pool_bytes()
         return profile
+
+    def profile_steps(self) -> list[Step]:
+        """Each kernel and copy node, in execution order, as a profile shows it."""
+        return [self._step(func_name, index) for func_name, index in self.steps]
+
+    def _step(self, func_name: str, index: int) -> Step:
+        entry, node = self.entries[index], self.nodes[index]
+        inputs = tuple(self.entries[int(i)].shape for i, *_ in node["inputs"])
+        source = self.entries[self.copy_source(index)].device if func_name == COPY else None
+        return Step(
+            node=index,
+            name=node["name"],
+            kind="copy" if func_name == COPY else "kernel",
+            device=entry.device,
+            label=self.labels[entry.device],
+            shape=entry.shape,
+            dtype=str(entry.dtype),
+            nbytes=entry.nbytes,
+            input_shapes=inputs,
+            source=None if source is None else self.labels[source],
+            source_device=source,
+        )
 
     def check_inputs(self, inputs: Mapping[str, Any]) -> dict[int, np.ndarray]:
         """The inputs as arrays by entry, after checking their names, shapes and dtypes."""
@@ -343,25 +354,17 @@ class Workspace:
             results.append(out)
         return results
 
-    def profile(self) -> Profile:
-        """Runs once, waiting for each node's devices, and reports what it did."""
-        ex = self.executor
-        profile = Profile(pool_bytes=ex.pool_bytes())
-        start = time.perf_counter()
+    def timed_run(self, origin: float) -> list[Span]:
+        """Runs once, waiting for each node's devices after it; the (start, end) of each node
+        in seconds since `origin`."""
+        ex, spans = self.executor, list[Span]()
         for (func_name, index), step in zip(ex.steps, self.steps):
-            t0 = time.perf_counter()
+            start = time.perf_counter()
             step()
             for dev in self._devices_of(func_name, index):
                 dev.sync()
-            profile.nodes.append(
-                (ex.nodes[index]["name"], ex.labels[ex.entries[index].device], time.perf_counter() - t0)
-            )
-            if func_name == COPY:
-                pair = (ex.labels[ex.entries[ex.copy_source(index)].device], ex.labels[ex.entries[index].device])
-                count, nbytes = profile.copies.get(pair, (0, 0))
-                profile.copies[pair] = (count + 1, nbytes + ex.entries[index].nbytes)
-        profile.total_seconds = time.perf_counter() - start
-        return profile
+            spans.append((start - origin, time.perf_counter() - origin))
+        return spans
 
     def _devices_of(self, func_name: str, index: int) -> list[Device]:
         ex = self.executor

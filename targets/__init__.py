@@ -10,6 +10,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "graph-json": ("graph_json", "GraphJSONTarget"),
     "c": ("c", "CTarget"),
     "opencl": ("opencl", "OpenCLTarget"),
+    "dot": ("dot", "DotTarget"),
 }
 
 

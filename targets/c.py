@@ -15,6 +15,12 @@ Maths: the libmvec functions a unit calls (expf, logf, tanhf, erff, powf) are de
 vectorises a loop calling them into calls of glibc's vector variants (`_ZGVeN16v_tanhf`),
 which keep NaN, inf and subnormals; no -ffast-math needed.
 
+Vectors: the micro-kernels' `vector<16xf32>` (transforms/schedules/micro_kernel.py) is a GCC
+vector type (`xr_f32x16`, defined before the kernels that use it, with `xr_fma_f32x16`):
+loads and stores are casts of a float address, a broadcast is a vector literal, and
+`vector.fma` an AVX-512 FMA (a loop of `fmaf` over the lanes without AVX-512). Their lanes
+are never read one by one (no `vector.insert` or `vector.reduction` in C).
+
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK`) is preceded
 by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
 collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
@@ -30,7 +36,7 @@ from math import prod
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math, scf
+from xdsl.dialects import arith, math, scf, vector
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
@@ -72,6 +78,34 @@ PARALLEL_WORK = 1 << 22
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
 PARALLEL_ITERATIONS = 16
 
+# Vectors: `vector<16xf32>` (the micro-kernels of transforms/schedules/micro_kernel.py) is a
+# GCC vector type, which gcc -march=native maps onto zmm registers (or two ymm, or four xmm).
+# It may sit at any float's address (aligned(4)) and alias floats (may_alias): loads and
+# stores are casts of a float pointer. `vector.fma` is a fused multiply-add per lane (`fmaf`;
+# -std=c99 keeps gcc's -ffp-contract=off, so `a * b + c` would stay a multiply and an add):
+# with AVX-512 the intrinsic, which gcc folds with the broadcast into one
+# `vfmadd231ps mem{1to16}`; else a loop of `fmaf` over the lanes, which gcc's SLP vectoriser
+# makes vector FMAs of. Macros, not functions: a 64-byte vector passed to a function built
+# without AVX-512 draws gcc's -Wpsabi warning. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
+# broadcast loads into a load and 15 vpermd, batch_matmul 4x128x64 at 61 against 89 GFLOP/s.)
+VECTOR_LANES = 16
+VECTOR_TYPE = "xr_f32x16"
+VECTOR_FMA = "xr_fma_f32x16"
+VECTOR_PRELUDE = f"""#ifndef XRELAY_VECTORS
+#define XRELAY_VECTORS
+typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define {VECTOR_FMA}(a, b, c) (({VECTOR_TYPE})_mm512_fmadd_ps((a), (b), (c)))
+#else
+#define {VECTOR_FMA}(a, b, c) __extension__({{ \
+  {VECTOR_TYPE} xr_a_ = (a), xr_b_ = (b), xr_c_ = (c), xr_r_; \
+  for (int xr_i_ = 0; xr_i_ < {VECTOR_LANES}; xr_i_++) xr_r_[xr_i_] = fmaf(xr_a_[xr_i_], xr_b_[xr_i_], xr_c_[xr_i_]); \
+  xr_r_; }})
+#endif
+#endif
+"""
+
 VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
 THREADS_DEFAULT = f"#ifndef {THREADS_MACRO}\n#define {THREADS_MACRO} 1\n#endif\n"
 
@@ -88,7 +122,22 @@ class CEmitter(CStyleEmitter):
         arith.MaximumfOp: lambda a, b: f"({a} > {b} || {a} != {a}) ? {a} : {b}",
         arith.MinimumfOp: lambda a, b: f"({a} < {b} || {a} != {a}) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
+        vector.FMAOp: lambda a, b, c: f"{VECTOR_FMA}({a}, {b}, {c})",
     }
+    vector_widths = (VECTOR_LANES,)
+    vector_lanes = False
+
+    def vector_type_name(self, lanes: int) -> str:
+        return VECTOR_TYPE
+
+    def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
+        return f"({type_name}){{{', '.join([scalar] * lanes)}}}"
+
+    def vector_load_expr(self, type_name: str, lanes: int, address: str) -> str:
+        return f"*(const {type_name} *)({address})"
+
+    def vector_store_line(self, type_name: str, lanes: int, address: str, value: str) -> str:
+        return f"*({type_name} *)({address}) = {value};"
 
     @classmethod
     def prelude_for(cls, text: str) -> str:
@@ -96,7 +145,8 @@ class CEmitter(CStyleEmitter):
         default thread count for their `omp parallel for`s."""
         called = [d for name, d in VECTOR_DECLARATIONS.items() if re.search(rf"\b{name}\(", text)]
         lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
-        return (THREADS_DEFAULT if THREADS_MACRO in text else "") + ("\n".join(lines) if called else "")
+        vectors = VECTOR_PRELUDE if VECTOR_TYPE in text else ""
+        return (THREADS_DEFAULT if THREADS_MACRO in text else "") + vectors + ("\n".join(lines) if called else "")
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads

@@ -11,8 +11,8 @@ Input: a kernel made by convert-relay-to-loops (and, for OpenCL, split-reduction
     }
 
 whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
-memref.load/store/alloca, arith and math (and, in OpenCL, vector.broadcast/insert/reduction
-on `vector<16xf32>`). Output: one C-style function per kernel. Memrefs are flat pointers
+memref.load/store/alloca, arith and math (and vector ops: in OpenCL vector.broadcast/insert/
+reduction on `vector<Nxf32>`; in C vector.load/store/broadcast/fma on `vector<16xf32>`). Output: one C-style function per kernel. Memrefs are flat pointers
 indexed with linearised row-major strides; constants are inlined as literals; every other
 value is a local variable named after its SSA name.
 
@@ -21,8 +21,8 @@ What the two languages differ in are class attributes of a `CStyleEmitter` subcl
 qualifier of buffers, how the outermost parallel dimensions are obtained (`for` loops in C,
 `get_global_id` with a bounds check in OpenCL), the spelling of each arithmetic op
 (`code_for_op`, e.g. `expf` against `exp`), the vector widths the language has (OpenCL's
-`float16`; C none, so a vector op is an error), and the lines that let the compiler reorder
-a pure reduction loop (C's `#pragma omp simd reduction`, `reduction_pragma`).
+`float16`; C's 16-lane GCC vector type, used whole) and the spelling of vector loads,
+stores and broadcasts, and the lines that let the compiler reorder a pure reduction loop (C's `#pragma omp simd reduction`, `reduction_pragma`).
 
 The emitter prints every op it is given: dead values are removed before it, by `dce` in
 the pipeline. Unused parameters and loop results are cast to void, so gcc -Wall -Wextra is
@@ -218,8 +218,9 @@ class CStyleEmitter:
     reduction_pragma: ClassVar[tuple[str, ...] | None] = None
     # Pure ops as expressions over their operands' C expressions.
     code_for_op: ClassVar[dict[type[Operation], Expr]]
-    # The lane counts of the language's float vector types (`float16`); none in C.
+    # The lane counts of the language's float vector types (OpenCL's `float16`, C's 16).
     vector_widths: ClassVar[tuple[int, ...]] = ()
+    vector_lanes: ClassVar[bool] = True  # whether a vector's single lanes can be read or set
     # The maths helpers of `targets/vector_math.py` this language may call, and its prelude.
     helper_names: ClassVar[tuple[str, ...]] = ()
     helper_prelude: ClassVar[str] = ""
@@ -541,15 +542,52 @@ class CStyleEmitter:
         for tmp, (t, _) in zip(temps, pairs):
             self.line(f"{t} = {tmp};")
 
-    # --- vectors (OpenCL's float16, made by split-reductions; C has none) ---
+    # --- vectors: OpenCL's float2..16 (split-reductions), C's 16 lanes (the micro-kernels of
+    # transforms/schedules/micro_kernel.py) ---
 
-    def require_vectors(self, op: Operation) -> None:
+    def require_vectors(self, op: Operation, lanes: bool = False) -> None:
+        """Fails unless the language has vectors (and, with `lanes`, access to their lanes:
+        OpenCL's `.s0`, `.lo`; C's vectors are used whole only)."""
         if not self.vector_widths:
             self.fail(
                 op,
                 f"cannot emit '{op.name}' at {location_of(op)}: {self.target} kernels have "
                 "no vector types (split-reductions vectorises opencl kernels only)",
             )
+        if lanes and not self.vector_lanes:
+            self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}: {self.target} vectors have no lane access")
+
+    def vector_type_name(self, lanes: int) -> str:
+        return f"float{lanes}"
+
+    def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
+        return f"({type_name})({scalar})"
+
+    def vector_load_expr(self, type_name: str, lanes: int, address: str) -> str:
+        return f"vload{lanes}(0, {address})"
+
+    def vector_store_line(self, type_name: str, lanes: int, address: str, value: str) -> str:
+        return f"vstore{lanes}({value}, 0, {address});"
+
+    def vector_address(self, ref: SSAValue, indices: Sequence[SSAValue]) -> str:
+        return f"&{self.names[ref]}[{self.index(ref, indices)}]"
+
+    @emit.register
+    def _(self, op: vector.LoadOp) -> None:
+        ty = op.result.type
+        address = self.vector_address(op.base, op.indices)
+        self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), self.lanes_of(ty, op), address), op)
+
+    @emit.register
+    def _(self, op: vector.StoreOp) -> None:
+        if op.base in self.kernel.args[:-1]:
+            self.fail(
+                op,
+                f"expects stores only into the output or scratch buffers, but "
+                f"'vector.store' at {location_of(op)} writes input {self.names[op.base]}",
+            )
+        ty, address = op.vector.type, self.vector_address(op.base, op.indices)
+        self.line(self.vector_store_line(self.c_type(ty, op), self.lanes_of(ty, op), address, self.expr(op.vector)))
 
     def vector_type(self, ty: VectorType, op: Operation) -> str:
         self.require_vectors(op)
@@ -560,7 +598,7 @@ class CStyleEmitter:
                 f"cannot represent type {ty} (in '{op.name}' at {location_of(op)}); "
                 f"its vectors are of f32 with {', '.join(map(str, self.vector_widths))} lanes",
             )
-        return f"float{shape[0]}"
+        return self.vector_type_name(shape[0])
 
     def lanes_of(self, ty: Attribute, op: Operation) -> int:
         assert isinstance(ty, VectorType)
@@ -600,11 +638,13 @@ class CStyleEmitter:
         if isinstance(op.source.type, VectorType):
             self.fail(op, f"cannot emit '{op.name}' of a vector at {location_of(op)}")
         if not self.in_constructor(op):
-            self.assign(op.vector, f"({self.c_type(op.vector.type, op)})({self.expr(op.source)})", op)
+            ty = op.vector.type
+            rhs = self.broadcast_expr(self.c_type(ty, op), self.expr(op.source), self.lanes_of(ty, op))
+            self.assign(op.vector, rhs, op)
 
     @emit.register
     def _(self, op: vector.InsertOp) -> None:
-        self.require_vectors(op)
+        self.require_vectors(op, lanes=True)
         if not self.in_constructor(op):
             lanes = ", ".join(self.lane_exprs(op))
             self.assign(op.result, f"({self.c_type(op.result.type, op)})({lanes})", op)
@@ -614,7 +654,7 @@ class CStyleEmitter:
         """A scalar that combines the lanes: by halves (`.lo`, `.hi`, each a named vector, so
         the combines stay vector ops and the text stays linear in the lanes) where the order
         is free (max, min, or `reassoc`), else lane after lane."""
-        self.require_vectors(op)
+        self.require_vectors(op, lanes=True)
         combine = LANE_COMBINES.get(op.kind.data)
         width = self.lanes_of(op.vector.type, op)
         if combine is None or width & (width - 1):

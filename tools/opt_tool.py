@@ -11,7 +11,9 @@ bound as constants (as `xrelay.build` binds params), so every pass and target wo
 not parse back); several `-p` flags run one after the other, as one pipeline; pass options
 are checked by their CLI names (`default-device`): an unknown one, one without a value, or
 one given twice is an error; `--time-passes` and `--print-between-passes` write to stderr
-(as MLIR's timing and IR dumps do), so stdout holds only the output.
+(as MLIR's timing and IR dumps do), so stdout holds only the output. `--help` lists xrelay's
+passes first, each with its options, their defaults and a line saying what it does (from
+the pass module's docstring), and `--list-targets` the `-t` targets, a line each.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -87,8 +90,13 @@ class OptTool(xDSLOptMain):
             help="the shape of an ONNX input with dynamic dimensions, e.g. --input-shape input.1=1x3x224x224 (repeatable)",
         )
         arg_parser.prog = "opt-tool"  # also when run as `python -m xrelay.tools.opt_tool`
-        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the epilog's lines
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep our lines
+        # The description comes before the options, so xrelay's passes before xDSL's list.
+        arg_parser.description = f"{arg_parser.description}\n\n{pass_help(XRELAY_UNIVERSE.all_passes)}"
         arg_parser.epilog = _epilog()
+        arg_parser.add_argument(
+            "--list-targets", action="store_true", help="list the -t targets, a line each, and exit"
+        )
 
     def setup_pipeline(self) -> None:
         # xDSL verifies the module before, between and after the passes; its `verify()` does
@@ -216,20 +224,66 @@ def _describe(e: BaseException) -> str:
 
 
 def _epilog() -> str:
-    def listing(title: str, names: list[str]) -> str:
-        text = ", ".join(sorted(names)) or "(none)"
-        return f"{title}\n" + textwrap.fill(
-            text, width=78, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
-        )
-
     return "\n".join(
         [
-            listing("xrelay passes (-p):", list(XRELAY_UNIVERSE.all_passes)),
-            listing("xrelay targets (-t):", list(XRELAY_UNIVERSE.all_targets)),
-            "xDSL's own passes (cse, dce, canonicalize, ...) and targets are listed under -p and",
-            "-t above.",
+            "opt-tool --list-targets lists the -t targets; xDSL's own passes (cse, dce, canonicalize,",
+            "...) are listed under -p above.",
         ]
     )
+
+
+# --- help: passes and targets ----------------------------------------------------------------
+
+
+def pass_help(passes: dict[str, Callable[[], type[ModulePass]]]) -> str:
+    """xrelay's passes, each as `name{option=default ...}` and a line saying what it does."""
+    lines = ["xrelay passes (-p 'name{option=value ...}'), with their options' defaults:"]
+    for name, load in passes.items():
+        cls = load()
+        lines.append(f"  {name}{_options(cls)}")
+        lines.append(textwrap.fill(summary(cls), width=92, initial_indent=" " * 6, subsequent_indent=" " * 6))
+    return "\n".join(lines)
+
+
+def _options(cls: type[ModulePass]) -> str:
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    if not fields:
+        return ""
+    return "{" + " ".join(f"{f.name.replace('_', '-')}={_default(f)}" for f in fields) + "}"
+
+
+def _default(f: dataclasses.Field[Any]) -> str:
+    value = f.default if f.default is not dataclasses.MISSING else None
+    if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    if value is None:
+        return "<unset>"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple | list):
+        return ",".join(str(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return str(value)
+
+
+def summary(cls: type) -> str:
+    """What a pass or target does, in one line: the first line of its module's docstring
+    without the leading `name:` (`-t name`:), else of the class docstring."""
+    doc = sys.modules[cls.__module__].__doc__ or cls.__doc__ or ""
+    first = next((line.strip() for line in doc.strip().splitlines() if line.strip()), "")
+    return _NAME_PREFIX.sub("", first)
+
+
+_NAME_PREFIX = re.compile(r"^`?(-t )?[\w-]+`?: ")
+
+
+def target_list(xrelay_targets: Sequence[str], all_targets: dict[str, Callable[[], type[Any]]]) -> str:
+    """The `-t` targets, a line each: xrelay's with what they print, then xDSL's own."""
+    width = max(map(len, all_targets)) + 2
+    lines = ["xrelay targets:"]
+    lines += [f"  {name:<{width}}{summary(all_targets[name]())}" for name in xrelay_targets if name in all_targets]
+    lines.append("xDSL's own targets (see xdsl-opt):")
+    lines += [f"  {name:<{width}}xDSL's {name} printer" for name in all_targets if name not in xrelay_targets]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -243,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"malformed pass pipeline: {e}")
     except (ValueError, ConfigError) as e:  # xDSL's, and check_pipeline's
         _fail(f"invalid pass pipeline: {e}")
+    if tool.args.list_targets:
+        print(target_list(list(XRELAY_UNIVERSE.all_targets), tool.available_targets))
+        sys.exit(0)
     try:
         tool.run()
     except ParseError as e:

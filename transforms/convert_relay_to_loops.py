@@ -17,6 +17,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
+    packed_matmul     a cpu dense/batch_matmul anchor of enough work, at least 16 x 16: a
+                      block of outputs per work item, both operands packed into panels, a
+                      micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
+                      the epilogue on each block
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     elementwise       anything: a work item per element (matches every group, so last)
@@ -45,7 +49,8 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.)
+max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul) add
+vector.load/store/broadcast/fma on `vector<16xf32>`, which only the C target prints.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
 distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a
@@ -76,6 +81,7 @@ from xrelay.transforms.schedules import (
     elementwise,
     layer_norm_rows,
     matmul_block,
+    packed_matmul,
     softmax_row,
     transposed_rows,
 )
@@ -168,6 +174,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     layer_norm_rows.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
+    packed_matmul.SCHEDULE,
     matmul_block.SCHEDULE,
     elementwise.SCHEDULE,
 )

@@ -413,6 +413,13 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %a = relay.add %m, %c : (tensor<3x8x6xf32>, tensor<6xf32>) -> tensor<3x8x6xf32>
         %r = relay.tanh %a : tensor<3x8x6xf32>"""),  # C: whole rows, 8 at a time; OpenCL: blocks of 1 x 2
     GroupCase("batch_matmul_row_blocks", "x:2x4x256 y:1x4x256", "%r = relay.nn.batch_matmul %x, %y : (tensor<2x4x256xf32>, tensor<1x4x256xf32>) -> tensor<2x4x4xf32>"),  # 4 x 4
+    # C: packed panels and vector tiles (packed_matmul), with edge tiles, a partial second
+    # block, a broadcast batch (test_packed_matmul.py has more, with looser tolerances)
+    GroupCase("dense_packed_bias_tanh", "x:37x200 w:70x200 b:70", """
+        %d = relay.nn.dense %x, %w : (tensor<37x200xf32>, tensor<70x200xf32>) -> tensor<37x70xf32>
+        %e = relay.nn.bias_add %d, %b : (tensor<37x70xf32>, tensor<70xf32>) -> tensor<37x70xf32>
+        %r = relay.tanh %e : tensor<37x70xf32>"""),
+    GroupCase("batch_matmul_packed", "x:1x45x200 y:3x20x200", "%r = relay.nn.batch_matmul %x, %y : (tensor<1x45x200xf32>, tensor<3x20x200xf32>) -> tensor<3x45x20xf32>"),
     GroupCase("elementwise_chain", "a:2x1x4 b:3x1 c:4", """
         %s = relay.add %a, %b : (tensor<2x1x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>
         %m = relay.multiply %c, %s : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>

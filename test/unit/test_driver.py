@@ -274,6 +274,31 @@ func.func @main(%x: {T}) -> {T} {{
     np.testing.assert_array_equal(profile.outputs, exe.run(x=x["x"]))
 
 
+def test_profile_runs_and_trace_of_the_mlp(tmp_path: Path) -> None:
+    """The MLP built for c and opencl, profiled over 3 runs: the outputs match the reference,
+    and the trace has each kernel and copy of the graph once per run on its device's track."""
+    path = Path(__file__).parents[2] / "examples" / "mlp.mlir"
+    module = xrelay.parse(path.read_text(), path.name)
+    rng = np.random.default_rng(1)
+    inputs = {a.name_hint: rng.standard_normal(a.type.get_shape()).astype(np.float32) for a in module.ops.first.args}  # type: ignore[union-attr]
+    exe = xrelay.build(path.read_text(), targets=("c", "opencl"))
+    profile = exe.profile(inputs, runs=3)
+    np.testing.assert_allclose(profile.outputs, reference(path.read_text(), inputs), rtol=1e-4, atol=1e-5)
+    assert [name for name, _, _ in profile.nodes] == [name for name, _ in exe.placement()]
+    assert profile.copies == {("opencl:0", "cpu:0"): (1, 32 * 256 * 4)}
+    events = json.loads(profile.save_trace(tmp_path / "run.json").read_text())["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X"]
+    graph, device_index = exe.graph, exe.graph["attrs"]["device_index"][1]
+    ops = [i for i, n in enumerate(graph["nodes"]) if n["op"] == "tvm_op"]
+    assert [(e["args"]["node"], e["tid"], e["args"]["run"]) for e in slices] == [
+        (i, device_index[i], run) for run in range(3) for i in ops
+    ]
+    copies = [e for e in slices if e["cat"] == "copy"]
+    assert {(e["args"]["src"], e["args"]["dst"], e["args"]["bytes"], tuple(e["args"]["shape"])) for e in copies} == {
+        ("opencl:0", "cpu:0", 32 * 256 * 4, (32, 256))
+    }
+
+
 # --- random planned graphs on both targets ---------------------------------------------------
 
 

@@ -163,3 +163,26 @@ def test_open_fuzz_findings(path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(FIXED))
 def test_fixed_fuzz_findings(name: str) -> None:
     run_finding(Path(__file__).parents[1] / "Inputs" / "fuzz" / f"{name}.mlir")
+
+
+def test_a_nan_against_an_infinity_is_order_dependent_but_not_against_a_number():
+    """Fuzz seed 1, program 713: batch_matmul of a row with 1e30 and -3 against one with 1e30
+    and inf. With FMA (numpy's BLAS) 1e30 * 1e30 + -inf is -inf; PoCL rounds the product to
+    inf first and gets NaN. Both are IEEE sums in some order; a NaN for a finite value is not."""
+    x = np.array([[[0.1, -1e-30, -3.0, 0.0, 1e30], [0.3, -1e-30, np.inf, -0.09, 1e30]]], np.float32)
+    module = xrelay.parse(
+        "func.func @main(%x: tensor<1x2x5xf32>) -> tensor<1x2x2xf32> {\n"
+        "  %0 = relay.nn.batch_matmul %x, %x : (tensor<1x2x5xf32>, tensor<1x2x5xf32>) -> tensor<1x2x2xf32>\n"
+        "  func.return %0 : tensor<1x2x2xf32>\n}"
+    )
+    ref = np.array([[[np.inf, -np.inf], [-np.inf, np.inf]]], np.float32)
+    nan_for_inf = ref.copy()
+    nan_for_inf[0, 0, 1] = np.nan
+    bad = checks.compare(nan_for_inf, ref)
+    assert isinstance(bad, list)
+    assert checks.unstable(module, {"x": x}, nan_for_inf, ref, bad)
+    number_for_inf = ref.copy()
+    number_for_inf[0, 0, 1] = 1.0
+    bad = checks.compare(number_for_inf, ref)
+    assert isinstance(bad, list)
+    assert not checks.unstable(module, {"x": x}, number_for_inf, ref, bad)

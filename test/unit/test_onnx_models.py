@@ -113,11 +113,12 @@ def test_every_placement_rule_matches_a_node() -> None:
             assert any(fnmatch.fnmatchcase(n.name, glob) or n.op_type == glob for n in nodes), (model.name, glob)
 
 
-def test_the_demo_runs() -> None:
+def test_the_demo_runs(tmp_path: Path) -> None:
     """examples/demo.py imports examples/cnn.onnx, places its first block on OpenCL, and its
     check passes (against onnxruntime, or the interpreter without it)."""
     demo = Path(__file__).parents[2] / "examples" / "demo.py"
-    run = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True, timeout=600)
+    command = [sys.executable, str(demo), "--pictures", str(tmp_path)]  # the committed pictures stay
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "-> OK" in run.stdout and "opencl:0 -> cpu:0" in run.stdout, run.stdout
 

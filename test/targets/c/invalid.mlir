@@ -69,14 +69,27 @@ func.func @k_strided_layout(%in0: memref<4xf32, strided<[2]>>, %out0: memref<4xf
 
 // -----
 
-// C kernels have no vector types: split-reductions vectorises opencl kernels only.
+// C's vectors (16 lanes, the cpu micro-kernels') are used whole: no lane is read alone, so
+// split-reductions' lane reductions stay OpenCL's.
 
 func.func @k_vector(%in0: memref<4xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   %c0 = arith.constant 0 : index
   %x = memref.load %in0[%c0] : memref<4xf32>
-  // CHECK: the c target cannot emit 'vector.broadcast' at {{.*}}invalid.mlir:{{[0-9]+}}:3: c kernels have no vector types (split-reductions vectorises opencl kernels only)
   %v = vector.broadcast %x : f32 to vector<16xf32>
+  // CHECK: the c target cannot emit 'vector.reduction' at {{.*}}invalid.mlir:{{[0-9]+}}:3: c vectors have no lane access
   %r = vector.reduction <add>, %v fastmath<reassoc> : vector<16xf32> into f32
   memref.store %r, %out0[%c0] : memref<1xf32>
+  func.return
+}
+
+// -----
+
+// C's vectors have 16 lanes.
+
+func.func @k_vector_width(%in0: memref<8xf32>, %out0: memref<8xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  // CHECK: the c target cannot represent type vector<8xf32> (in 'vector.load' at {{.*}}invalid.mlir:{{[0-9]+}}:3); its vectors are of f32 with 16 lanes
+  %v = vector.load %in0[%c0] : memref<8xf32>, vector<8xf32>
+  vector.store %v, %out0[%c0] : memref<8xf32>, vector<8xf32>
   func.return
 }

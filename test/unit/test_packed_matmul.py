@@ -1,0 +1,196 @@
+"""packed_matmul (and its micro-kernel): cpu dense and batch_matmul in packed panels, built
+for C and run against `xrelay.interpret`: whole and edge blocks, rows and columns that are
+not a multiple of the tile, k-blocks with a remainder, size-1 dims, broadcast batches, the
+fused epilogues (bias, GELU with tanh, residual add), and NaN and inf inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_c_library import run_under_asan
+from xdsl.dialects import func
+
+import xrelay
+from xrelay.driver import lower
+from xrelay.transforms.schedules import micro_kernel, packed_matmul
+
+SCHEDULE_ATTR = "relay.schedule"
+
+
+def t(shape: tuple[int, ...]) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}f32>"
+
+
+def program(params: dict[str, tuple[int, ...]], lines: list[str], result: tuple[int, ...]) -> str:
+    args = ", ".join(f"%{n}: {t(s)}" for n, s in params.items())
+    body = "\n  ".join(lines)
+    last = lines[-1].split("=")[0].strip()
+    return f"func.func @main({args}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
+
+
+def dense(m: int, k: int, n: int, epilogue: str = "") -> str:
+    """x[m, k] . w[n, k]^T, then `epilogue`: "" , "bias", "gelu" (bias then GELU with tanh),
+    or "residual" (+ r[m, n], then relu)."""
+    out = (m, n)
+    lines = [f"%d = relay.nn.dense %x, %w : ({t((m, k))}, {t((n, k))}) -> {t(out)}"]
+    params: dict[str, tuple[int, ...]] = {"x": (m, k), "w": (n, k)}
+    if epilogue in ("bias", "gelu"):
+        params["b"] = (n,)
+        lines.append(f"%e = relay.nn.bias_add %d, %b : ({t(out)}, {t((n,))}) -> {t(out)}")
+    if epilogue == "gelu":
+        lines += gelu("%e", out)
+    if epilogue == "residual":
+        params["r"] = out
+        lines += [f"%s = relay.add %d, %r : ({t(out)}, {t(out)}) -> {t(out)}", f"%y = relay.nn.relu %s : {t(out)}"]
+    return program(params, lines, out)
+
+
+def gelu(x: str, shape: tuple[int, ...]) -> list[str]:
+    """0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3))), as the transformer writes it."""
+    ty, s = t(shape), t(())
+    return [
+        f"%c0 = relay.constant {{value = dense<0.044715> : {s}}} : {s}",
+        f"%c1 = relay.constant {{value = dense<0.797884583> : {s}}} : {s}",
+        f"%c2 = relay.constant {{value = dense<1.0> : {s}}} : {s}",
+        f"%c3 = relay.constant {{value = dense<0.5> : {s}}} : {s}",
+        f"%g0 = relay.multiply {x}, {x} : ({ty}, {ty}) -> {ty}",
+        f"%g1 = relay.multiply %g0, {x} : ({ty}, {ty}) -> {ty}",
+        f"%g2 = relay.multiply %g1, %c0 : ({ty}, {s}) -> {ty}",
+        f"%g3 = relay.add {x}, %g2 : ({ty}, {ty}) -> {ty}",
+        f"%g4 = relay.multiply %g3, %c1 : ({ty}, {s}) -> {ty}",
+        f"%g5 = relay.tanh %g4 : {ty}",
+        f"%g6 = relay.add %g5, %c2 : ({ty}, {s}) -> {ty}",
+        f"%g7 = relay.multiply {x}, %g6 : ({ty}, {ty}) -> {ty}",
+        f"%g8 = relay.multiply %g7, %c3 : ({ty}, {s}) -> {ty}",
+    ]
+
+
+def batch_matmul(lhs: tuple[int, int, int], rhs: tuple[int, int, int]) -> str:
+    out = (max(lhs[0], rhs[0]), lhs[1], rhs[1])
+    line = f"%y = relay.nn.batch_matmul %a, %b : ({t(lhs)}, {t(rhs)}) -> {t(out)}"
+    return program({"a": lhs, "b": rhs}, [line], out)
+
+
+def schedules(text: str) -> list[str]:
+    """The schedule of each kernel of `text` lowered for C."""
+    module = xrelay.parse(text)
+    lower(module, ("c",), None, "c")
+    return [
+        op.attributes[SCHEDULE_ATTR].data  # type: ignore[union-attr]
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes
+    ]
+
+
+def random_inputs(text: str, seed: int) -> dict[str, np.ndarray]:
+    main = next(op for op in xrelay.parse(text).ops if isinstance(op, func.FuncOp))
+    rng = np.random.default_rng(seed)
+    return {a.name_hint or "": rng.standard_normal(tuple(a.type.get_shape())).astype(np.float32) for a in main.args}
+
+
+def check(text: str, inputs: dict[str, np.ndarray] | None = None, threads: int = 1) -> None:
+    """Built for C, `text` computes what the interpreter does (NaN where it gives NaN)."""
+    assert "packed_matmul" in schedules(text)
+    inputs = inputs if inputs is not None else random_inputs(text, 0)
+    expected = xrelay.interpret(xrelay.parse(text), inputs)
+    got = xrelay.build(text, targets=("c",), num_threads=threads).run(**inputs)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+# (m, k, n) -> what it exercises; the block is 64 x 64, the tile 16 x 16, the k-block 256
+DENSE_SHAPES = [
+    ((64, 512, 64), "one whole block, one k-block"),
+    ((64, 784, 128), "four k-blocks, the last partial (16)"),
+    ((37, 140, 50), "rows and columns not a multiple of the tile: edge tiles, clamped reads"),
+    ((70, 100, 70), "a second block of 6 rows and 6 columns"),
+    ((17, 1100, 33), "five k-blocks (the last of 76), rows and columns one past a tile"),
+    ((130, 8, 130), "short dot products"),
+]
+
+
+@pytest.mark.parametrize("mkn", [s for s, _ in DENSE_SHAPES], ids=[w for _, w in DENSE_SHAPES])
+def test_dense_shapes(mkn: tuple[int, int, int]) -> None:
+    check(dense(*mkn))
+
+
+@pytest.mark.parametrize("epilogue", ["bias", "gelu", "residual"])
+def test_dense_epilogues_on_edge_blocks(epilogue: str) -> None:
+    check(dense(37, 600, 80, epilogue))
+
+
+@pytest.mark.parametrize("data", [(2, 3, 40, 96), (1, 1, 40, 96)])
+def test_dense_batched_data(data: tuple[int, ...]) -> None:
+    """Leading axes of the data are batch axes of the nest (size-1 ones get no loop)."""
+    out = (*data[:-1], 48)
+    lines = [f"%y = relay.nn.dense %x, %w : ({t(data)}, {t((48, 96))}) -> {t(out)}"]
+    check(program({"x": data, "w": (48, 96)}, lines, out))
+
+
+@pytest.mark.parametrize(
+    "lhs,rhs",
+    [
+        ((4, 128, 64), (4, 128, 64)),  # bench/kernels.py's shape
+        ((3, 70, 17), (3, 130, 17)),  # edges on both axes, short k
+        ((1, 45, 200), (3, 20, 200)),  # a broadcast lhs batch, 20 columns (one partial tile)
+        ((2, 33, 600), (1, 40, 600)),  # a broadcast rhs batch, three k-blocks
+        ((1, 40, 300), (1, 20, 300)),  # a size-1 batch
+    ],
+)
+def test_batch_matmul_shapes(lhs: tuple[int, int, int], rhs: tuple[int, int, int]) -> None:
+    check(batch_matmul(lhs, rhs))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_nan_and_inf_propagate_as_in_the_interpreter() -> None:
+    """A NaN in x poisons its output row, an inf in w its column (inf * 0-sum mixes give NaN
+    or inf as numpy does); the clamped edge reads never reach a stored output."""
+    text = dense(37, 600, 80, "bias")
+    inputs = random_inputs(text, 1)
+    inputs["x"][3, 10] = np.nan
+    inputs["x"][36, 599] = np.inf
+    inputs["w"][79, 0] = -np.inf
+    inputs["w"][5, 550] = np.nan
+    inputs["b"][7] = np.inf
+    check(text, inputs)
+
+
+def test_two_threads_give_the_same_result() -> None:
+    check(dense(70, 600, 130, "gelu"), threads=2)
+
+
+def test_matches_only_big_enough_cpu_matmuls_a_vector_wide() -> None:
+    assert schedules(dense(64, 784, 512)) == ["packed_matmul"]
+    assert schedules(dense(64, 512, 10)) != ["packed_matmul"]  # narrower than a vector
+    assert schedules(dense(8, 64, 16)) != ["packed_matmul"]  # too little work
+    assert schedules(dense(12, 784, 512)) != ["packed_matmul"]  # fewer rows than a tile
+    opencl = xrelay.parse(dense(64, 784, 512))
+    lower(opencl, ("opencl",), "opencl", "c")
+    kernels = [op for op in opencl.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]
+    assert [k.attributes[SCHEDULE_ATTR].data for k in kernels] == ["matmul_block"]  # type: ignore[union-attr]
+
+
+def test_tile_and_blocks_fit_together() -> None:
+    """The block is whole tiles; the tile's accumulators fit AVX-512's 32 registers with room
+    for the rhs vectors and a broadcast."""
+    tile = packed_matmul.TILE
+    assert packed_matmul.ROWS % tile.rows == 0 and packed_matmul.COLUMNS % tile.columns == 0
+    assert tile.count + tile.vectors + 1 <= 32
+    assert tile.columns == tile.vectors * micro_kernel.LANES
+
+
+def test_every_shape_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The kernels of every shape above, built with -fsanitize=address and run on arrays of
+    exactly their sizes: the clamped edge reads and the scratch stay in bounds."""
+    texts = [dense(*mkn) for mkn, _ in DENSE_SHAPES] + [dense(37, 600, 80, "gelu")]
+    texts += [batch_matmul((3, 70, 17), (3, 130, 17)), batch_matmul((2, 33, 600), (1, 40, 600))]
+    lowered = []
+    for number, text in enumerate(texts):
+        module = xrelay.parse(text)
+        lower(module, ("c",), None, "c")
+        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
+    for first in range(0, len(lowered), 5):  # (the driver's script is one argument: at most 128 KiB)
+        result = run_under_asan(tmp_path, lowered[first : first + 5])
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout.startswith("ran ")

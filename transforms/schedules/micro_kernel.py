@@ -1,0 +1,196 @@
+"""
+micro_kernel: a register-blocked tile of sums held in vectors, for matmul-class schedules.
+
+A `Tile` is `rows` x `vectors` vectors of LANES floats (`vector<16xf32>`): `rows` x
+`columns` sums that stay in registers while a loop nest (the reduction: k for a matmul, the
+input channels and taps for a convolution) adds a product to each per step, one
+broadcast-FMA per vector:
+
+    for ks in extents:                          # accumulate()
+        b[v] = rhs(ks, v)                       #   a vector of `columns`' floats each
+        for r in rows:
+            a = broadcast(lhs(ks, r))           #   one float of row r
+            acc[r][v] = fma(a, b[v], acc[r][v])
+
+`rhs` usually loads from a packed panel (`pack_panel`: [panels, depth, columns] floats, so
+each step's vectors are adjacent and every load is unit-stride); `lhs` is any f32 value,
+best a load from rows packed the same way (`pack_rows`: [panels, depth, rows]): then the
+tile's rows are one pointer and constant offsets, and an edge row is clamped once while
+packing instead of in every step. The accumulators are a flat list, row-major:
+`acc[r * tile.vectors + v]`. `load_block`/`store_block` move a tile from and to a
+memref (a scratch block: k-blocking adds to it; the epilogue reads it), `zeros` starts one.
+
+On the C target the vectors are a GCC vector type and `vector.fma` a fused multiply-add per
+lane, which gcc -O3 -march=native turns into one `vfmadd231ps mem{1to16}` per accumulator
+and step, the broadcast folded in (targets/c.py). A 16 x 1 tile (16 zmm sums, one rhs
+vector per step) or 8 x 2 (16 sums, two) keeps the FMA pipes busy: each sum's FMA latency
+is hidden by 15 others; packed_matmul measured 16 x 1 the faster.
+
+API (kept stable for the schedules built on it; additions only):
+    LANES, VECTOR                            the vector width and type
+    Tile(rows, vectors)                      .columns, .count
+    broadcast(e, scalar) / load(e, ref, idx) / store(e, value, ref, idx)
+    zeros(e, tile)                           the accumulators of an empty sum
+    accumulate(e, tile, extents, accs, lhs, rhs) -> accs
+    load_block(e, tile, ref, at) / store_block(e, tile, accs, ref, at)
+    pack_panel(e, tile, scratch, panels, depth, element)
+    pack_rows(e, tile, scratch, panels, depth, element)
+    Layout, rhs_index(layout, n, k)          a matmul rhs's index: [n, k] (TRANSPOSED) or [k, n] (PLAIN)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from xdsl.dialects import memref, vector
+from xdsl.dialects.builtin import VectorType, f32
+from xdsl.ir import SSAValue
+
+from xrelay.transforms.kernel_builder import Extent, Index, KernelBuilder
+
+LANES = 16  # floats per vector: one zmm register with AVX-512
+VECTOR = VectorType(f32, [LANES])
+
+
+@dataclass(frozen=True)
+class Tile:
+    """`rows` x `vectors` vectors of sums: `rows` x `columns` floats."""
+
+    rows: int
+    vectors: int
+
+    @property
+    def columns(self) -> int:
+        return self.vectors * LANES
+
+    @property
+    def count(self) -> int:
+        """The accumulators (vectors) of the tile."""
+        return self.rows * self.vectors
+
+
+class Layout(Enum):
+    """How a matmul's rhs holds element (n, k): dense's weight and batch_matmul's rhs are
+    TRANSPOSED ([..., N, K]); a plain matmul's rhs is PLAIN ([..., K, N])."""
+
+    TRANSPOSED = "transposed"
+    PLAIN = "plain"
+
+
+def rhs_index(layout: Layout, n: SSAValue, k: SSAValue) -> list[SSAValue]:
+    """The last two index values of the rhs element (n, k) in `layout`."""
+    return [n, k] if layout is Layout.TRANSPOSED else [k, n]
+
+
+def broadcast(e: KernelBuilder, scalar: SSAValue) -> SSAValue:
+    """A vector with `scalar` in every lane."""
+    return e.emit(vector.BroadcastOp(scalar, VECTOR))
+
+
+def load(e: KernelBuilder, ref: SSAValue, idx: Index) -> SSAValue:
+    """The LANES floats of `ref` from `idx` on along its last axis (unit-stride)."""
+    return e.emit(vector.LoadOp(ref, list(idx), VECTOR))
+
+
+def store(e: KernelBuilder, value: SSAValue, ref: SSAValue, idx: Index) -> None:
+    """`ref[idx ...]` = the LANES floats of `value`, along `ref`'s last axis."""
+    e.builder.insert(vector.StoreOp(value, ref, list(idx)))
+
+
+def zeros(e: KernelBuilder, tile: Tile) -> list[SSAValue]:
+    """The accumulators of an empty sum (+0.0 in every lane, as the scalar loops start)."""
+    zero = broadcast(e, e.f32(0.0))
+    return [zero] * tile.count
+
+
+def accumulate(
+    e: KernelBuilder,
+    tile: Tile,
+    extents: Sequence[Extent],
+    accs: Sequence[SSAValue],
+    lhs: Callable[[list[SSAValue], int], SSAValue],
+    rhs: Callable[[list[SSAValue], int], SSAValue],
+) -> list[SSAValue]:
+    """`accs` plus, for each step `ks` of a loop nest over `extents`, the outer product of
+    the column `lhs(ks, r)` (an f32 per row r) and the row `rhs(ks, v)` (a vector per
+    vector v of the tile's row): one `vector.fma` per accumulator per step. Returns the new
+    accumulators (row-major)."""
+    assert len(accs) == tile.count
+
+    def step(ks: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        row = [rhs(ks, v) for v in range(tile.vectors)]
+        result: list[SSAValue] = []
+        for r in range(tile.rows):
+            a = broadcast(e, lhs(ks, r))
+            result += [e.emit(vector.FMAOp(a, row[v], sums[r * tile.vectors + v])) for v in range(tile.vectors)]
+        return result
+
+    return e.loops(extents, list(accs), step)
+
+
+def load_block(e: KernelBuilder, tile: Tile, ref: SSAValue, at: Callable[[int, int], list[SSAValue]]) -> list[SSAValue]:
+    """The tile's accumulators read from `ref`: vector v of row r from index `at(r, v)`."""
+    return [load(e, ref, at(r, v)) for r in range(tile.rows) for v in range(tile.vectors)]
+
+
+def store_block(
+    e: KernelBuilder,
+    tile: Tile,
+    accs: Sequence[SSAValue],
+    ref: SSAValue,
+    at: Callable[[int, int], list[SSAValue]],
+) -> None:
+    """The tile's accumulators written to `ref`: vector v of row r at index `at(r, v)`."""
+    for r in range(tile.rows):
+        for v in range(tile.vectors):
+            store(e, accs[r * tile.vectors + v], ref, at(r, v))
+
+
+def pack_panel(
+    e: KernelBuilder,
+    tile: Tile,
+    scratch: SSAValue,
+    panels: int,
+    depth: Extent,
+    element: Callable[[SSAValue, SSAValue], SSAValue],
+) -> None:
+    """`scratch[p, k, j] = element(p * tile.columns + j, k)` for p < `panels`, k in `depth`
+    (a trip count or [lo, hi): k then counts from 0 in scratch but is passed as is) and
+    j < tile.columns: the rhs columns of `panels` tiles, each step's `columns` floats
+    adjacent, so `accumulate` loads them unit-stride. `scratch` is a
+    memref<panels x depth' x columns x f32> (depth' at least the trip count). `element` must
+    read inside its operand for every column asked for (clamp the edge)."""
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        p, k, j = ivs
+        n = e.add(e.mul_const(p, tile.columns), j)
+        position = k if isinstance(depth, int) else e.sub(k, depth[0])
+        e.builder.insert(memref.StoreOp.get(element(n, k), scratch, [p, position, j]))
+        return []
+
+    e.loops([panels, depth, tile.columns], [], body)
+
+
+def pack_rows(
+    e: KernelBuilder,
+    tile: Tile,
+    scratch: SSAValue,
+    panels: int,
+    depth: Extent,
+    element: Callable[[SSAValue, SSAValue], SSAValue],
+) -> None:
+    """`scratch[p, k, r] = element(p * tile.rows + r, k)` for p < `panels`, k in `depth` (as
+    in `pack_panel`) and r < tile.rows: the lhs rows of `panels` tiles, each step's `rows`
+    floats adjacent, for `accumulate`'s `lhs` to load. `scratch` is a
+    memref<panels x depth' x rows x f32>; `element` must read inside its operand."""
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        p, k, r = ivs
+        m = e.add(e.mul_const(p, tile.rows), r)
+        position = k if isinstance(depth, int) else e.sub(k, depth[0])
+        e.builder.insert(memref.StoreOp.get(element(m, k), scratch, [p, position, r]))
+        return []
+
+    e.loops([panels, depth, tile.rows], [], body)

@@ -1,0 +1,215 @@
+"""
+packed_matmul: a cpu group whose anchor is a big enough dense or batch_matmul of the
+result's shape, computed in packed panels by the register-blocked micro-kernel
+(`micro_kernel.py`), with the group's other ops applied to each block before it is stored.
+
+The nest spans the result's batch axes, its rows in blocks of ROWS and its columns in blocks
+of COLUMNS (the last blocks may be partial). A work item (one block of ROWS x COLUMNS
+outputs), for each k-block of up to DEPTH:
+
+1. packs the rhs's COLUMNS columns of the k-block into scratch, `panel[p, k, j]` (TILE's
+   columns per panel p, adjacent per k), and the lhs's ROWS rows into `rows[t, k, r]`
+   (TILE's rows per panel t). Where the result's extent is not a multiple of the block, a
+   row or column past its edge reads the last one (clamped: computed, never stored). The
+   rhs layout is a parameter (`micro_kernel.Layout`): dense's and batch_matmul's rhs are
+   transposed ([N, K]);
+2. for each TILE.rows x TILE.columns tile of the block: the micro-kernel's sums over the
+   k-block, added to the block's sums in scratch (`sums[ROWS, COLUMNS]`; with a single
+   k-block they start at zero instead).
+
+Then the epilogue: each valid output of the block is the group's result (`value_at`) with
+the anchor's value read from `sums` (`remember`): bias, activation and residual loops over a
+block in L1, which gcc vectorises (tanh through libmvec).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import memref, scf
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, group_root, result_shape
+from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
+
+# The micro-kernel's tile, a work item's block of outputs (ROWS x COLUMNS, multiples of the
+# tile) and its k-block (DEPTH). bench/kernels.py at 1 thread, GFLOP/s against OpenBLAS in
+# the same run (a shared, loaded machine: OpenBLAS at 62-79), dense 64x784.512x784,
+# dense 64x512.512x512, batch_matmul 4x128x64.4x128x64: a 16 x 1 tile (16 sums, one rhs
+# vector and 16 broadcasts from the packed rows per step) 135%, 136%, 113%; 8 x 2 104%,
+# 105%, 96%; blocks of 128 rows no better than 64; k-blocks of 512 as fast as 256, which
+# keeps the two panels at 64 KiB each (stack scratch, also on OpenMP's threads).
+TILE = mk.Tile(rows=16, vectors=1)
+ROWS = 64
+COLUMNS = 64
+DEPTH = 256
+
+# How each anchor's rhs holds element (n, k): both transposed ([..., N, K]). (A matmul with
+# a plain [..., K, N] rhs packs the same panels with Layout.PLAIN.)
+RHS_LAYOUT: dict[type[Matmul], mk.Layout] = {
+    relay.DenseOp: mk.Layout.TRANSPOSED,
+    relay.BatchMatmulOp: mk.Layout.TRANSPOSED,
+}
+
+# Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
+# narrower than one vector (the MLP's 512 -> 10 layer) or shorter than a tile: a tile's rows
+# are computed whole, and dense 1x784 . 512x784 ran at 5 GFLOP/s packed against 36 in
+# register blocks; 12 rows at 57 against 62, 16 rows at 75 against 54.
+MIN_WORK = 1 << 17
+
+
+def matches(group: relay.FusedOp) -> bool:
+    scope = group.se_scope
+    matmul = matmul_anchor(group)
+    if scope is None or scope.device != "cpu" or matmul is None:
+        return False
+    shape = shape_of(matmul.res)
+    if len(shape) < 2 or shape[-1] < TILE.columns or shape[-2] < TILE.rows:
+        return False
+    return shape[-2] * shape[-1] * dot_depth(matmul) >= MIN_WORK
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    matmul = matmul_anchor(group)
+    assert matmul is not None
+    shape = result_shape(group)
+    tiles = (*shape[:-2], -(-shape[-2] // ROWS), -(-shape[-1] // COLUMNS))
+    root = group_root(group)
+    return emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile).emit(root, out))
+
+
+class Block:
+    """One work item: the ROWS x COLUMNS outputs of block `tile` of `op`'s result."""
+
+    def __init__(self, e: GroupEmitter, op: Matmul, tile: list[SSAValue]):
+        self.e, self.op = e, op
+        self.shape = shape_of(op.res)
+        self.batch = tile[:-2]
+        self.row0 = e.mul_const(tile[-2], ROWS)
+        self.col0 = e.mul_const(tile[-1], COLUMNS)
+        self.depth = dot_depth(op)
+        self.layout = RHS_LAYOUT[type(op)]
+        # blocks no larger than the result, rounded up to whole tiles
+        self.rows = min(ROWS, round_up(self.shape[-2], TILE.rows))
+        self.columns = min(COLUMNS, round_up(self.shape[-1], TILE.columns))
+
+    # the operands at (row, k) and (column, k), clamped to the result's edge
+
+    def clamp(self, i: SSAValue, extent: int, block: int) -> SSAValue:
+        """`i`, or the last index of the axis where blocks of `block` overrun it. (Only then:
+        a row index affine in the tile's row lets gcc address the rows from one pointer; 16
+        clamped rows took 16 registers, spilled, and halved batch_matmul 4x128x64.)"""
+        return i if extent % block == 0 else self.e.min_index(i, self.e.index(extent - 1))
+
+    def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
+        e, op = self.e, self.op
+        row = self.clamp(row, self.shape[-2], self.rows)
+        if isinstance(op, relay.DenseOp):
+            return e.value_at(op.data, [*self.batch, row, k])
+        batch = e.index(0) if shape_of(op.lhs)[0] == 1 else self.batch[0]
+        return e.value_at(op.lhs, [batch, row, k])
+
+    def rhs_at(self, column: SSAValue, k: SSAValue) -> SSAValue:
+        e, op = self.e, self.op
+        n = self.clamp(column, self.shape[-1], self.columns)
+        if isinstance(op, relay.DenseOp):
+            return e.value_at(op.weight, mk.rhs_index(self.layout, n, k))
+        batch = e.index(0) if shape_of(op.rhs)[0] == 1 else self.batch[0]
+        return e.value_at(op.rhs, [batch, *mk.rhs_index(self.layout, n, k)])
+
+    # the block's sums
+
+    def emit(self, root: SSAValue, out: SSAValue) -> None:
+        e = self.e
+        sums = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, self.columns]))
+        panels = self.columns // TILE.columns
+        depth = min(DEPTH, self.depth)
+        panel = e.emit(memref.AllocaOp.get(f32, shape=[panels, depth, TILE.columns]))
+        rows = e.emit(memref.AllocaOp.get(f32, shape=[self.rows // TILE.rows, depth, TILE.rows]))
+        blocks = -(-self.depth // depth)
+        if blocks == 1:
+            self.k_block(e.index(0), depth, panel, rows, sums, first=True)
+        else:
+            self.clear(sums)
+
+            def k_block(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                k0 = e.mul_const(ks[0], depth)
+                end = e.min_index(e.add_const(k0, depth), e.index(self.depth))
+                self.k_block(k0, end, panel, rows, sums, first=False)
+                return []
+
+            e.loops([blocks], [], k_block)
+        self.epilogue(root, sums, out)
+
+    def clear(self, sums: SSAValue) -> None:
+        e = self.e
+        zero = mk.broadcast(e, e.f32(0.0))
+
+        def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            mk.store(e, zero, sums, [ivs[0], e.mul_const(ivs[1], mk.LANES)])
+            return []
+
+        e.loops([self.rows, self.columns // mk.LANES], [], body)
+
+    def k_block(
+        self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, rows: SSAValue, sums: SSAValue, first: bool
+    ) -> None:
+        """Adds the products of k in [k0, end) to `sums` (or, `first`, sets it to them)."""
+        e = self.e
+        extent = end if isinstance(end, int) else (k0, end)
+        panels = self.columns // TILE.columns
+        mk.pack_panel(e, TILE, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+        mk.pack_rows(e, TILE, rows, self.rows // TILE.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k))
+        steps = end if isinstance(end, int) else e.sub(end, k0)
+
+        def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            tr, tc = e.mul_const(ivs[0], TILE.rows), e.mul_const(ivs[1], TILE.columns)
+
+            def at(r: int, v: int) -> list[SSAValue]:
+                return [e.add_const(tr, r), e.add_const(tc, v * mk.LANES)]
+
+            inits = mk.zeros(e, TILE) if first else mk.load_block(e, TILE, sums, at)
+            accs = mk.accumulate(
+                e,
+                TILE,
+                [steps if isinstance(steps, int) else (e.index(0), steps)],
+                inits,
+                lambda ks, r: e.emit(memref.LoadOp.get(rows, [ivs[0], ks[0], e.index(r)])),
+                lambda ks, v: mk.load(e, panel, [ivs[1], ks[0], e.index(v * mk.LANES)]),
+            )
+            mk.store_block(e, TILE, accs, sums, at)
+            return []
+
+        e.loops([self.rows // TILE.rows, panels], [], tile_sums)
+
+    def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
+        """The group's result at every output of the block inside the result."""
+        e = self.e
+        rows = self.valid(self.row0, self.rows, self.shape[-2])
+        columns = self.valid(self.col0, self.columns, self.shape[-1])
+
+        def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, j = ivs
+            idx = [*self.batch, e.add(self.row0, i), e.add(self.col0, j)]
+            e.remember(self.op.res, idx, e.emit(memref.LoadOp.get(sums, [i, j])))
+            return e.store(e.value_at(root, idx), out, idx)
+
+        e.loops([rows, columns], [], body)
+
+    def valid(self, first: SSAValue, block: int, extent: int) -> int | tuple[SSAValue, SSAValue]:
+        """The outputs of a block from `first` inside [0, extent): a trip count when every
+        block is whole, else [0, min(block, extent - first))."""
+        e = self.e
+        if extent % block == 0:
+            return block
+        return (e.index(0), e.min_index(e.index(block), e.sub(e.index(extent), first)))
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+SCHEDULE = Schedule("packed_matmul", matches, build)
