@@ -180,19 +180,26 @@ def main() -> None:
           f"{'cold' if args.cold else 'warm'} kernel caches", flush=True)  # fmt: skip
     load = [os.getloadavg()[0]]
     results: dict[str, Measured] = {}
+    errors: dict[str, str] = {}  # a model that fails to import, build or run: the others still run
     for name in names:
         model = onnx_zoo.MODELS[name].tiny() if args.tiny else onnx_zoo.MODELS[name]
         rules = ", ".join(f"{glob!r}: {scope!r}" for glob, scope in model.placement.items())
-        r = results[name] = measure(model, args.rounds)
+        try:
+            r = results[name] = measure(model, args.rounds)
+        except Exception as e:  # reported below, and in the exit status
+            errors[name] = f"{type(e).__name__}: {e}"
+            print(f"  {name:<12} FAILED: {errors[name]}", flush=True)
+            continue
         print(f"  {name:<12} split by {{{rules}}}: {r.split}; {'ok' if r.ok else 'MISMATCH'}", flush=True)
     load.append(os.getloadavg()[0])
     print()
     print(table(results))
     print(f"\nrtol {RTOL}, atol {ATOL_SCALE} * max |onnxruntime's output|; "
           f"load average {load[0]:.1f} to {load[1]:.1f} on {os.cpu_count()} cores")  # fmt: skip
-    failed = [name for name, r in results.items() if not r.ok]
+    failed = [f"{name} (does not match onnxruntime)" for name, r in results.items() if not r.ok]
+    failed += [f"{name} ({error})" for name, error in errors.items()]
     if failed:
-        sys.exit(f"outputs that do not match onnxruntime: {', '.join(failed)}")
+        sys.exit(f"failed: {'; '.join(failed)}")
 
 
 if __name__ == "__main__":
