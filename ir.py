@@ -10,9 +10,20 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects as get_all_xdsl_dialects
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ComplexType,
+    FileLineColLoc,
+    IndexType,
+    IntAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    UnknownLoc,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.parser.attribute_parser import AttrParser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError as XDSLParseError
 from xdsl.utils.exceptions import VerifyException
@@ -52,6 +63,20 @@ class LinearLexer(MLIRLexer):
     _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
 
+class HexTensorElement(AttrParser._TensorLiteralElement):
+    """A dense element written in hex: an integer, or for a float type the float with
+    those bits (MLIR's meaning; `dense<0xFF800000> : tensor<f32>` is -inf)."""
+
+    def to_type(self, parser: AttrParser, type: AnyFloat | IntegerType | IndexType | ComplexType):
+        if isinstance(type, AnyFloat) and isinstance(self.value, int):
+            if self.is_negative or self.value >= 1 << type.bitwidth:
+                parser.raise_error(
+                    f"expected the {type.bitwidth} bits of a {type}, but found {self.value:#x}", at_position=self.span
+                )
+            return next(type.iter_unpack(self.value.to_bytes(type.compile_time_size, "little")))
+        return super().to_type(parser, type)
+
+
 class LocParser(Parser):
     """A parser that stamps every op with `loc("file":line:col)` of its first token.
 
@@ -86,6 +111,15 @@ class LocParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(first.start)
         return op
+
+    def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
+        # xDSL prints a float dense element that is not finite (inf, NaN) as its bits in hex,
+        # as MLIR does, but reads a hex element back as an integer (0xFF800000 as 4.29e9).
+        hexadecimal = self._current_token.text[:2] in ("0x", "0X")
+        element = super()._parse_tensor_literal_element()
+        if hexadecimal and isinstance(element.value, int):
+            return HexTensorElement(element.is_negative, element.value, element.span)
+        return element
 
     def _register_ssa_definition(self, name: str, values: Sequence[SSAValue], span: Span) -> None:
         # A value used before its definition: keep its name for the dominance error.

@@ -16,6 +16,14 @@ OpenBLAS's own core detection and 1 thread:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
         POCL_DEVICES="pthread pthread" .venv/bin/python bench/kernels.py [--runs N] [--only NAME]
+
+`--conv` prints instead the C conv2d schedules at 1 thread against OpenBLAS sgemm of the
+conv's im2col matrix (the matrix built beforehand: sgemm alone), interleaved in one run:
+packed_conv, conv_rows (packed_conv left out of the schedule list), sgemm. For numpy at its
+best, run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset:
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
+        .venv/bin/python bench/kernels.py --conv
 """
 
 from __future__ import annotations
@@ -256,7 +264,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
     parser.add_argument("--rounds", type=int, default=50, help="interleaved rounds of the cpu matmul tables")
     parser.add_argument("--matmul-only", action="store_true", help="only the cpu matmul tables")
+    parser.add_argument("--conv", action="store_true", help="only the conv2d schedules against sgemm (--runs rounds)")
     args = parser.parse_args()
+    if args.conv:
+        conv_schedules(args.runs)
+        return
     if args.matmul_only:
         matmul_table(args.rounds, args.only)
         epilogue_table(args.rounds)
@@ -279,6 +291,63 @@ def main() -> None:
         print(f"  {case.name:<40} " + " ".join(f"{r:8.1f}" for r in rates))
     matmul_table(args.rounds, args.only)
     epilogue_table(args.rounds)
+
+
+# --- conv2d schedules against sgemm (--conv) ------------------------------------------------
+
+CONV_CASES = [
+    conv2d(1, 64, 56, 64, 3, 1),  # the ResNet basic block's convs (bench/models.py)
+    conv2d(1, 16, 28, 32, 3, 1),
+    conv2d(8, 16, 14, 32, 3, 1),  # the CNN's second conv (bench/models.py, batch 8)
+]
+
+
+def c_kernel_without(case: Case, left_out: str) -> Callable[..., object]:
+    """The case's C kernel built at 1 thread, with the schedule `left_out` not on the list."""
+    kept = tuple(s for s in convert_relay_to_loops.SCHEDULES if s.name != left_out)
+    saved, convert_relay_to_loops.SCHEDULES = convert_relay_to_loops.SCHEDULES, kept
+    try:
+        source = kernel_for(case, "c")
+    finally:
+        convert_relay_to_loops.SCHEDULES = saved
+    return build_c([source], num_threads=1)[source.name].function
+
+
+def im2col_sgemm(case: Case, x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
+    """sgemm of the conv as a matrix product: (pixels x c*k*k) . (c*k*k x filters)."""
+    n, c, hw, _ = x.shape
+    filters, _, k, _ = w.shape
+    out = case.output[2]
+    pad = (out - hw + k - 1) // 2
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    cols = sliding_window_view(padded, (k, k), axis=(2, 3)).transpose(0, 2, 3, 1, 4, 5)
+    a = np.ascontiguousarray(cols.reshape(n * out * out, c * k * k))
+    b = np.ascontiguousarray(w.reshape(filters, c * k * k).T)
+    return lambda: a @ b
+
+
+def conv_schedules(rounds: int) -> None:
+    print(f"conv2d, C at 1 thread, GFLOP/s: medians of {rounds} interleaved rounds")
+    print(f"  {'case':<40} {'packed':>8} {'rows':>8} {'sgemm':>8} {'packed/sgemm':>13}")
+    for case in CONV_CASES:
+        rng = np.random.default_rng(0)
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in case.inputs]
+        expected = case.reference(*arrays)
+        fns: dict[str, Callable[[], object]] = {}
+        for name, left_out in (("packed", ""), ("rows", "packed_conv")):
+            out = np.zeros(case.output, np.float32)
+            kernel, addresses = c_kernel_without(case, left_out), [a.ctypes.data for a in (*arrays, out)]
+            kernel(*addresses)
+            np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-3)
+            fns[name] = lambda kernel=kernel, addresses=addresses, out=out: (
+                kernel(*addresses),
+                out,
+            )  # (out kept alive)
+        fns["sgemm"] = im2col_sgemm(case, *arrays)
+        seconds = interleaved_medians(fns, rounds)
+        rates = {name: case.flops / s / 1e9 for name, s in seconds.items()}
+        print(f"  {case.name:<40} {rates['packed']:8.1f} {rates['rows']:8.1f} {rates['sgemm']:8.1f} "
+              f"{rates['packed'] / rates['sgemm']:13.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

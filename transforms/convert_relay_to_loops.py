@@ -13,11 +13,13 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
+    packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
+                      rows per work item, the input packed, register blocks of channels x pixels
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
-    packed_matmul     a cpu dense/batch_matmul anchor of enough work, at least 16 x 16: a
+    packed_matmul     a cpu dense/(batch_)matmul anchor of enough work, at least 16 x 16: a
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
@@ -49,7 +51,7 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul) add
+max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul, packed_conv) add
 vector.load/store/broadcast/fma on `vector<16xf32>`, which only the C target prints.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
@@ -81,6 +83,7 @@ from xrelay.transforms.schedules import (
     elementwise,
     layer_norm_rows,
     matmul_block,
+    packed_conv,
     packed_matmul,
     softmax_row,
     transposed_rows,
@@ -172,6 +175,7 @@ def check_grouped_op(op: Operation) -> None:
 SCHEDULES: tuple[Schedule, ...] = (
     softmax_row.SCHEDULE,
     layer_norm_rows.SCHEDULE,
+    packed_conv.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     packed_matmul.SCHEDULE,

@@ -391,6 +391,14 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 2, 0, 1>} : (tensor<1x3x6x20xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x5x21xf32>
         %d = relay.nn.bias_add %c, %b : (tensor<1x8x5x21xf32>, tensor<8xf32>) -> tensor<1x8x5x21xf32>
         %r = relay.nn.relu %d : tensor<1x8x5x21xf32>"""),
+    # packed_conv (cpu, stride 1): edge blocks of channels (11 = 8 + 3) and positions, batch 2,
+    # a residual epilogue; groups, dilation and uneven padding
+    GroupCase("packed_conv_residual", "x:2x11x6x13 w:11x11x3x3 b:11", """
+        %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<2x11x6x13xf32>, tensor<11x11x3x3xf32>) -> tensor<2x11x6x13xf32>
+        %d = relay.nn.bias_add %c, %b : (tensor<2x11x6x13xf32>, tensor<11xf32>) -> tensor<2x11x6x13xf32>
+        %s = relay.add %d, %x : (tensor<2x11x6x13xf32>, tensor<2x11x6x13xf32>) -> tensor<2x11x6x13xf32>
+        %r = relay.nn.relu %s : tensor<2x11x6x13xf32>"""),
+    _conv("packed_conv_grouped_dilated", "1x8x12x16", "20x4x3x2", "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", "1x20x13x17"),
     GroupCase("dense_add_tanh", "x:3x8 w:5x8 b:5", """
         %d = relay.nn.dense %x, %w : (tensor<3x8xf32>, tensor<5x8xf32>) -> tensor<3x5xf32>
         %a = relay.add %d, %b : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>

@@ -5,6 +5,7 @@ checks the same through opt-tool."""
 
 import time
 
+import numpy as np
 import pytest
 
 import xrelay
@@ -56,3 +57,28 @@ def test_an_unclosed_quote_is_an_error_in_linear_time():
     with pytest.raises(xrelay.ParseError, match="closing string literal"):
         xrelay.parse('"' + "a, " * 2000)
     assert time.perf_counter() - start < 2
+
+
+def test_non_finite_float_constants_print_as_hex_and_read_back():
+    """A -inf attention mask went through str(module) as 0xFF800000 and came back as 4.29e9."""
+    b = xrelay.Builder()
+    x = b.input("x", (3,))
+    module = b.finish(b.add(x, np.array([-np.inf, np.nan, 1.5], np.float32)))
+    text = str(module)
+    assert "0xff800000" in text.lower()
+    again = xrelay.interpret(xrelay.parse(text), {"x": np.zeros(3, np.float32)})
+    np.testing.assert_array_equal(again, np.array([-np.inf, np.nan, 1.5], np.float32))
+
+
+def test_hex_dense_elements_are_bits_for_floats_and_numbers_for_integers():
+    def constant(body: str) -> str:
+        return (
+            "func.func @main() -> tensor<2xf32> {\n"
+            f"  %0 = relay.constant {{value = {body}}} : tensor<2xf32>\n"
+            "  func.return %0 : tensor<2xf32>\n}"
+        )
+
+    out = xrelay.interpret(xrelay.parse(constant("dense<[0x7F800000, 0x3FC00000]> : tensor<2xf32>")), {})
+    np.testing.assert_array_equal(out, np.array([np.inf, 1.5], np.float32))
+    with pytest.raises(xrelay.ParseError, match="32 bits of a f32"):
+        xrelay.parse(constant("dense<[0x1FF800000, 1.0]> : tensor<2xf32>"))

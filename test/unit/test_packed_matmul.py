@@ -1,4 +1,4 @@
-"""packed_matmul (and its micro-kernel): cpu dense and batch_matmul in packed panels, built
+"""packed_matmul (and its micro-kernel): cpu dense, batch_matmul and matmul in packed panels, built
 for C and run against `xrelay.interpret`: whole and edge blocks, rows and columns that are
 not a multiple of the tile, k-blocks with a remainder, size-1 dims, broadcast batches, the
 fused epilogues (bias, GELU with tanh, residual add), and NaN and inf inputs."""
@@ -142,6 +142,25 @@ def test_batch_matmul_shapes(lhs: tuple[int, int, int], rhs: tuple[int, int, int
     check(batch_matmul(lhs, rhs))
 
 
+def matmul(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> str:
+    """relay.nn.matmul: the rhs [..., K, N] not transposed, batch axes broadcast as numpy's."""
+    out = (*np.broadcast_shapes(lhs[:-2], rhs[:-2]), lhs[-2], rhs[-1])
+    line = f"%y = relay.nn.matmul %a, %b : ({t(lhs)}, {t(rhs)}) -> {t(out)}"
+    return program({"a": lhs, "b": rhs}, [line], out)
+
+
+@pytest.mark.parametrize(
+    "lhs,rhs",
+    [
+        ((64, 100), (100, 48)),  # rank 2: no batch
+        ((2, 37, 170), (170, 33)),  # a batched lhs against one rhs; edges on both axes
+        ((3, 1, 40, 300), (2, 300, 20)),  # rank 4 against rank 3, batch axes broadcast both ways
+    ],
+)
+def test_plain_matmul_packs_its_untransposed_rhs(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> None:
+    check(matmul(lhs, rhs))
+
+
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_nan_and_inf_propagate_as_in_the_interpreter() -> None:
     """A NaN in x poisons its output row, an inf in w its column (inf * 0-sum mixes give NaN
@@ -185,6 +204,7 @@ def test_every_shape_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
     exactly their sizes: the clamped edge reads and the scratch stay in bounds."""
     texts = [dense(*mkn) for mkn, _ in DENSE_SHAPES] + [dense(37, 600, 80, "gelu")]
     texts += [batch_matmul((3, 70, 17), (3, 130, 17)), batch_matmul((2, 33, 600), (1, 40, 600))]
+    texts += [matmul((3, 1, 40, 300), (2, 300, 20))]
     lowered = []
     for number, text in enumerate(texts):
         module = xrelay.parse(text)

@@ -1,5 +1,5 @@
 """
-packed_matmul: a cpu group whose anchor is a big enough dense or batch_matmul of the
+packed_matmul: a cpu group whose anchor is a big enough dense, batch_matmul or matmul of the
 result's shape, computed in packed panels by the register-blocked micro-kernel
 (`micro_kernel.py`), with the group's other ops applied to each block before it is stored.
 
@@ -47,11 +47,12 @@ ROWS = 64
 COLUMNS = 64
 DEPTH = 256
 
-# How each anchor's rhs holds element (n, k): both transposed ([..., N, K]). (A matmul with
-# a plain [..., K, N] rhs packs the same panels with Layout.PLAIN.)
+# How each anchor's rhs holds element (n, k): dense's and batch_matmul's transposed
+# ([..., N, K]), matmul's plain ([..., K, N]); both pack into the same panels.
 RHS_LAYOUT: dict[type[Matmul], mk.Layout] = {
     relay.DenseOp: mk.Layout.TRANSPOSED,
     relay.BatchMatmulOp: mk.Layout.TRANSPOSED,
+    relay.MatmulOp: mk.Layout.PLAIN,
 }
 
 # Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
@@ -109,16 +110,21 @@ class Block:
         row = self.clamp(row, self.shape[-2], self.rows)
         if isinstance(op, relay.DenseOp):
             return e.value_at(op.data, [*self.batch, row, k])
-        batch = e.index(0) if shape_of(op.lhs)[0] == 1 else self.batch[0]
-        return e.value_at(op.lhs, [batch, row, k])
+        return e.value_at(op.lhs, [*self.batch_of(op.lhs), row, k])
 
     def rhs_at(self, column: SSAValue, k: SSAValue) -> SSAValue:
         e, op = self.e, self.op
         n = self.clamp(column, self.shape[-1], self.columns)
         if isinstance(op, relay.DenseOp):
             return e.value_at(op.weight, mk.rhs_index(self.layout, n, k))
-        batch = e.index(0) if shape_of(op.rhs)[0] == 1 else self.batch[0]
-        return e.value_at(op.rhs, [batch, *mk.rhs_index(self.layout, n, k)])
+        return e.value_at(op.rhs, [*self.batch_of(op.rhs), *mk.rhs_index(self.layout, n, k)])
+
+    def batch_of(self, operand: SSAValue) -> list[SSAValue]:
+        """The block's batch index in `operand` (batch_matmul's or matmul's), whose batch
+        axes broadcast against the result's as numpy's do: right-aligned, 0 on an axis of 1."""
+        axes = shape_of(operand)[:-2]
+        batch = self.batch[len(self.batch) - len(axes) :]
+        return [self.e.index(0) if extent == 1 else b for extent, b in zip(axes, batch)]
 
     # the block's sums
 

@@ -48,7 +48,7 @@ func.func @k_reduction_cl(%in0: memref<5x7xf32>, %out0: memref<5xf32>) attribute
 // C-NEXT: float [[MAX:max_[0-9]+]] = (-INFINITY);
 // C-NEXT: for (long [[J:j_[0-9]+]] = 0; [[J]] < 7; [[J]]++) {
 // C-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 7 + [[J]]];
-// C-NEXT: float [[N:n_[0-9]+]] = ([[MAX]] > [[X]] || [[MAX]] != [[MAX]]) ? [[MAX]] : [[X]];
+// C-NEXT: float [[N:n_[0-9]+]] = [[MAX]] != [[MAX]] ? [[MAX]] : ([[MAX]] > [[X]] ? [[MAX]] : [[X]]);
 // C-NEXT: [[MAX]] = [[N]];
 // C-NEXT: }
 // C-NEXT: out0[[[I]]] = [[MAX]];

@@ -1,0 +1,152 @@
+"""packed_conv: the cpu conv2d schedule of packed input tiles and register blocks.
+
+Each case is a conv2d (with an epilogue where said) that the schedule takes on the cpu,
+built with `xrelay.build` for C and for OpenCL (where conv_rows takes it) and checked against
+`xrelay.interpret` on random inputs: edge blocks of channels and positions, batch > 1,
+size-1 dims, groups, dilation and uneven padding, NaN inputs, and NaN or inf weights at taps
+that fall on the padding (the slow path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xrelay
+from xrelay.dialects import relay
+from xrelay.transforms.convert_relay_to_loops import pick_schedule
+from xrelay.transforms.fuse_ops import FuseOpsPass
+from xrelay.transforms.plan_devices import PlanDevicesPass
+from xrelay.transforms.schedules import packed_conv
+
+
+def t(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
+                 epilogue: bool = False) -> str:  # fmt: skip
+    """@main(x, w[, b]) = conv2d(x, w) (+ b, relu, + x when `epilogue`: the ResNet block's
+    second conv, whose result has x's shape)."""
+    params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
+    lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
+    last = "%c"
+    if epilogue:
+        params.append(f"%b: {t(result[1:2])}")
+        lines += [
+            f"%d = relay.nn.bias_add %c, %b : ({t(result)}, {t(result[1:2])}) -> {t(result)}",
+            f"%s = relay.add %d, %x : ({t(result)}, {t(data)}) -> {t(result)}",
+            f"%r = relay.nn.relu %s : {t(result)}",
+        ]
+        last = "%r"
+    body = "\n  ".join(lines)
+    return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
+
+
+def schedules(text: str) -> list[str]:
+    """The schedules convert-relay-to-loops picks for the program's groups on the cpu."""
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=("c",)).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    return [pick_schedule(op).name for op in module.walk() if isinstance(op, relay.FusedOp)]
+
+
+CASES = {
+    # name: data, weight, attrs, result, epilogue
+    "resnet_block_small": ((1, 8, 12, 12), (8, 8, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 12, 12), True),
+    "edge_blocks_batch": ((2, 3, 9, 14), (10, 3, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 10, 9, 14), False),
+    "wide_rows": ((1, 11, 6, 40), (11, 11, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 11, 6, 40), True),
+    "grouped_dilated_uneven": ((1, 8, 12, 16), (20, 4, 3, 2), "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", (1, 20, 13, 17), False),
+    "size_one": ((1, 256, 1, 64), (1, 256, 1, 3), "{padding = array<i64: 0, 1, 0, 1>}", (1, 1, 1, 64), False),
+    "no_padding_one_block": ((3, 32, 8, 8), (16, 32, 3, 3), "", (3, 16, 6, 6), False),
+}  # fmt: skip
+
+
+def inputs(case: tuple, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    data, weight, _, result, epilogue = case
+    arrays = {"x": rng.standard_normal(data).astype(np.float32), "w": rng.standard_normal(weight).astype(np.float32)}
+    if epilogue:
+        arrays["b"] = rng.standard_normal(result[1:2]).astype(np.float32)
+    return arrays
+
+
+def check_everywhere(text: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    for targets, device in ((("c",), "cpu"), (("c", "opencl"), "opencl")):
+        got = xrelay.build(text, targets=targets, default_device=device).run(**arrays)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)  # NaN where NaN
+    return expected
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_packed_conv_agrees_with_interpret(name: str) -> None:
+    data, weight, attrs, result, epilogue = CASES[name]
+    text = conv_program(data, weight, attrs, result, epilogue)
+    assert schedules(text) == ["packed_conv"]
+    check_everywhere(text, inputs(CASES[name], np.random.default_rng(0)))
+
+
+def test_nan_inputs_stay_where_they_are_read() -> None:
+    data, weight, attrs, result, epilogue = CASES["edge_blocks_batch"]
+    text = conv_program(data, weight, attrs, result, epilogue)
+    arrays = inputs(CASES["edge_blocks_batch"], np.random.default_rng(1))
+    arrays["x"][1, 2, 4, 6] = np.nan
+    arrays["x"][0, 0, 0, 13] = np.nan
+    expected = check_everywhere(text, arrays)
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_weight_on_padding_is_never_multiplied(bad: float) -> None:
+    """A NaN or inf weight at a tap that reads the padding of the border outputs: they stay
+    finite (the tap adds nothing there), as in `xrelay.interpret`."""
+    case = CASES["resnet_block_small"]
+    data, weight, attrs, result, epilogue = case
+    text = conv_program(data, weight, attrs, result, epilogue)
+    arrays = inputs(case, np.random.default_rng(2))
+    arrays["w"][3, 1, 0, 0] = bad  # reads input row oh - 1, column ow - 1
+    expected = check_everywhere(text, arrays)
+    assert np.isfinite(expected[0, 3, 0, :]).all() and np.isfinite(expected[0, 3, :, 0]).all()
+    assert not np.isfinite(expected[0, 3, 1:, 1:]).all()
+
+
+@pytest.mark.parametrize(
+    ("attrs", "data", "result"),
+    [
+        ("{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (1, 4, 16, 16), (1, 4, 8, 8)),
+        ("{padding = array<i64: 1, 1, 1, 1>}", (1, 4, 4, 4), (1, 4, 4, 4)),  # fewer pixels than a block
+        ("{padding = array<i64: 1, 1, 1, 1>}", (1, 4, 8, 8), (1, 4, 8, 8)),  # little work
+    ],
+)
+def test_declines_strided_small_and_tiny_convs(attrs: str, data: tuple[int, ...], result: tuple[int, ...]) -> None:
+    text = conv_program(data, (4, 4, 3, 3), attrs, result)
+    assert "packed_conv" not in schedules(text)
+    rng = np.random.default_rng(3)
+    check_everywhere(text, {"x": rng.standard_normal(data).astype(np.float32),
+                            "w": rng.standard_normal((4, 4, 3, 3)).astype(np.float32)})  # fmt: skip
+
+
+def test_declines_opencl_groups_and_big_packed_tiles() -> None:
+    text = conv_program((1, 8, 12, 12), (8, 8, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 12, 12))
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=("c", "opencl"), default_device="opencl").apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
+    assert not packed_conv.matches(group)
+    huge = conv_program((1, 512, 8, 200), (8, 512, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 8, 200))
+    assert "packed_conv" not in schedules(huge)  # one packed row block would exceed PACK_MAX_FLOATS
+
+
+def test_work_items_on_two_threads() -> None:
+    """Work items (image, block of rows) split across two OpenMP threads, each with its own
+    packed tile and sums (the nest does enough work for `omp parallel for`)."""
+    case = ((2, 64, 32, 32), (64, 64, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 64, 32, 32), True)
+    text = conv_program(*case)
+    two = xrelay.build(text, targets=("c",), num_threads=2)
+    assert all("omp parallel for" in k.source for k in two.kernels)
+    arrays = inputs(case, np.random.default_rng(4))
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    np.testing.assert_array_equal(two.run(**arrays), xrelay.build(text, targets=("c",), num_threads=1).run(**arrays))
+    np.testing.assert_allclose(two.run(**arrays), expected, rtol=1e-4, atol=1e-4)

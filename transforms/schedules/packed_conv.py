@@ -1,0 +1,283 @@
+"""
+packed_conv: a direct convolution over a packed input tile, in register blocks, for a cpu
+group whose anchor is a conv2d of stride 1 of the result's shape.
+
+The nest spans (n, block of output rows); a work item computes every output channel of its
+rows. Its phases:
+
+1. Pack: the input rows the block's windows read, every input channel, with the padding as
+   zeros, into one scratch buffer of padded rows (`memref.alloca`), `Plan.row_block` rows.
+2. Register blocks: each output row is laid out along its padded row, so that the output
+   pixel at flat position q = r * padded_width + ow of the block reads the packed input at
+   q + (tap offset) for every tap, whatever its row: PIXELS consecutive positions (the
+   columns past the output width are computed and dropped) times CHANNELS output channels
+   are summed by the micro-kernel (`micro_kernel.accumulate`, vector sums in registers),
+
+       for c, i, j:  for o < CHANNELS:  w = broadcast(weight[o0 + o, c, i, j])
+                         for v < VECTORS:  acc[o, v] = fma(w, packed[base(c, i, j) + q0 + v * LANES ...], acc[o, v])
+
+   (one vector load per v, one broadcast per o, CHANNELS x VECTORS fused multiply-adds per
+   tap). A last block of positions or channels that would run past the end starts earlier
+   instead and recomputes a few outputs, so every block is a full one.
+3. Store: the sums go to a scratch block; when all are finite (0 x s summed is 0), the
+   group's result is stored at the block's outputs, a unit-stride loop along each output
+   row the block spans, the epilogue (bias, relu, a residual add, ...) reading the conv
+   from the block. Reading the padding as zeros is then exact: a
+   padded tap added 0 x w = 0, as if skipped. A NaN or inf weight on a padded tap would
+   have made a sum NaN (0 x inf), so a block with any non-finite sum is computed again
+   output by output (`GroupEmitter.conv2d`, which skips the padded taps by its loop bounds),
+   as in `xrelay.interpret`: padding is never read there. The test costs one multiply-add
+   per output, not per weight.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import micro_kernel as mk
+
+# The register block: CHANNELS output channels x VECTORS vectors of LANES output pixels (24
+# of AVX-512's 32 registers). bench/kernels.py --conv, time against sgemm of the im2col
+# matrix in the same run (a shared machine at load 12; ResNet 64->64 at 56x56, 16->32 at
+# 28x28, CNN batch 8 16->32 at 14x14): 8 x 3 ran at 0.77-1.06x / 0.96-0.97x / 1.09-1.15x
+# sgemm's speed, 6 x 4 at 0.75-1.42x / 0.79-0.81x / 0.89-0.97x (it computes 36 channels for
+# 32), 12 x 2 and 16 x 1 no better. (In plain scalar C, before vector types, gcc kept only
+# 6 x 4 in registers.)
+CHANNELS = 8
+VECTORS = 3
+PIXELS = VECTORS * mk.LANES
+
+# A work item's rows: the largest divisor of the output height whose padded rows hold at
+# most ROW_BLOCK_PIXELS positions (the packed tile is reused by every channel block), and
+# whose packed tile is at most PACK_MAX_FLOATS (a stack buffer, within the 512 KiB L2).
+# (256, 512 and 1024 ran within the noise of each other.)
+ROW_BLOCK_PIXELS = 512
+PACK_MAX_FLOATS = 1 << 16
+
+# Below this many output pixels per image, register blocks of PIXELS positions would mostly
+# compute dropped columns; below MIN_WORK multiply-adds per image, packing costs more than
+# it saves. conv_rows takes such groups (the CNN's first conv, 1 -> 16 channels at 28x28,
+# is 113K multiply-adds).
+MIN_PIXELS = PIXELS // 2
+MIN_WORK = 1 << 15
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The shapes of a packed conv: the padded row width, the rows per work item and the
+    packed rows they read, and the output channels of a register block."""
+
+    conv: relay.Conv2DOp
+    padded_width: int
+    row_block: int
+    packed_rows: int
+    channels: int
+
+    @property
+    def positions(self) -> int:
+        """The flat positions of the block's outputs: its rows but the last columns of the last."""
+        return (self.row_block - 1) * self.padded_width + shape_of(self.conv.res)[3]
+
+    @property
+    def pack_floats(self) -> int:
+        """The packed tile: every input channel's packed rows, then PIXELS zeros (a block of
+        positions past the last row, when a block has fewer positions than PIXELS)."""
+        return shape_of(self.conv.data)[1] * self.packed_rows * self.padded_width + PIXELS
+
+
+def plan_of(group: relay.FusedOp) -> Plan | None:
+    """How the group's conv is computed in packed register blocks, or None if it is not."""
+    conv = anchor_of(group, relay.Conv2DOp)
+    scope = group.se_scope
+    if conv is None or scope is None or scope.device != "cpu" or conv.stride_values != (1, 1):
+        return None
+    _, in_c, _, width = shape_of(conv.data)
+    _, _, out_h, out_w = shape_of(conv.res)
+    _, left, _, right = conv.padding_values
+    out_c, in_per_group, kh, kw = shape_of(conv.weight)
+    if out_h * out_w < MIN_PIXELS or out_c * out_h * out_w * in_per_group * kh * kw < MIN_WORK:
+        return None
+    padded_width = width + left + right
+    reach = (kh - 1) * conv.dilation_values[0]  # the packed rows beyond the output rows
+    fits = [
+        rows
+        for rows in range(1, out_h + 1)
+        if out_h % rows == 0
+        and (rows == 1 or rows * padded_width <= ROW_BLOCK_PIXELS)
+        and in_c * (rows + reach) * padded_width + PIXELS <= PACK_MAX_FLOATS
+    ]
+    if not fits:
+        return None
+    per_group = shape_of(conv.res)[1] // conv.group_count
+    rows = max(fits)
+    return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group))
+
+
+def matches(group: relay.FusedOp) -> bool:
+    return plan_of(group) is not None
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    plan = plan_of(group)
+    assert plan is not None
+    batch, _, out_h, _ = result_shape(group)
+    root = group_root(group)
+    tiles = (batch, out_h // plan.row_block)
+    return emitter.parallel_nest(tiles, lambda tile: work_item(emitter, plan, root, tile, out))
+
+
+def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
+    """Output rows tile[1] * row_block + r, every channel, of image tile[0]: the packed tile,
+    then its register blocks."""
+    packed = pack(e, plan, tile)
+    blocks = channel_blocks(plan)
+    chunks = math.ceil(plan.positions / PIXELS)
+    e.loops([blocks, chunks], [], lambda ivs, _: register_block(e, plan, root, tile, packed, ivs, out))
+
+
+def pack(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> SSAValue:
+    """The packed tile: packed[(c * packed_rows + r) * padded_width + left + iw] is input
+    (n, c, row0 + r, iw), where row0 = first output row - top; zeros elsewhere."""
+    op = plan.conv
+    n, row_tile = tile
+    _, in_c, height, width = shape_of(op.data)
+    top, left, _, _ = op.padding_values
+    packed = e.emit(memref.AllocaOp.get(f32, shape=[plan.pack_floats]))
+    e.loops([plan.pack_floats], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
+    row0 = e.add_const(e.mul_const(row_tile, plan.row_block), -top)
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        c, r, iw = ivs
+        at = e.add(e.mul_const(e.add(e.mul_const(c, plan.packed_rows), r), plan.padded_width), e.add_const(iw, left))
+        return e.store(e.value_at(op.data, [n, c, e.add(row0, r), iw]), packed, [at])
+
+    e.loops([in_c, e.window_range(row0, 1, height, plan.packed_rows), width], [], copy)
+    return packed
+
+
+def channel_blocks(plan: Plan) -> int:
+    """Register blocks of `plan.channels` output channels: per conv group, enough to cover it."""
+    out_c = shape_of(plan.conv.res)[1]
+    per_group = out_c // plan.conv.group_count
+    return plan.conv.group_count * math.ceil(per_group / plan.channels)
+
+
+def first_channel(e: GroupEmitter, plan: Plan, block: SSAValue) -> SSAValue:
+    """The first output channel of channel block `block`: blocks tile each conv group, the
+    last one ending at the group's end (it may recompute channels of the one before)."""
+    per_group = shape_of(plan.conv.res)[1] // plan.conv.group_count
+    count = math.ceil(per_group / plan.channels)
+    group, within = e.div_const(block, count), e.rem_const(block, count)
+    start = e.min_index(e.mul_const(within, plan.channels), e.index(per_group - plan.channels))
+    return e.add(e.mul_const(group, per_group), start)
+
+
+def register_block(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    tile: list[SSAValue],
+    packed: SSAValue,
+    ivs: list[SSAValue],
+    out: SSAValue,
+) -> list[SSAValue]:
+    """The outputs of `plan.channels` channels from channel block ivs[0], at PIXELS flat
+    positions from chunk ivs[1] (the last chunk ending at the block's last position)."""
+    op = plan.conv
+    block, chunk = ivs
+    _, in_c, kh, kw = shape_of(op.weight)
+    dh, dw = op.dilation_values
+    o0 = first_channel(e, plan, block)
+    channel_base = e.conv_channel_base(op, o0)
+    start = e.mul_const(chunk, PIXELS)
+    q0 = e.min_index(start, e.index(plan.positions - PIXELS)) if plan.positions >= PIXELS else e.index(0)
+    tile_shape = mk.Tile(rows=plan.channels, vectors=VECTORS)
+
+    def weight(ks: list[SSAValue], o: int) -> SSAValue:
+        c, i, j = ks
+        return e.value_at(op.weight, [e.add_const(o0, o), c, i, j])
+
+    def pixels(ks: list[SSAValue], v: int) -> SSAValue:
+        c, i, j = ks
+        row = e.mul_const(e.add(channel_base, c), plan.packed_rows)
+        tap = e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw))
+        at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), e.add_const(q0, v * mk.LANES))
+        return mk.load(e, packed, [at])
+
+    sums = mk.accumulate(e, tile_shape, [in_c, kh, kw], mk.zeros(e, tile_shape), weight, pixels)
+    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, PIXELS]))
+    mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * mk.LANES)])
+    finite = e.emit(arith.CmpfOp(block_probe(e, plan, acc), e.f32(0.0), "oeq"))
+    e.if_else(
+        finite,
+        [],
+        lambda: store_block(e, plan, root, tile, acc, o0, q0, out),
+        lambda: store_block(e, plan, root, tile, None, o0, q0, out),
+    )
+    return []
+
+
+def block_probe(e: GroupEmitter, plan: Plan, acc: SSAValue) -> SSAValue:
+    """0 x s summed over the block's sums s: 0 exactly when every one is finite."""
+
+    def add(ivs: list[SSAValue], total: list[SSAValue]) -> list[SSAValue]:
+        zero_times = e.emit(arith.MulfOp(e.emit(memref.LoadOp.get(acc, ivs)), e.f32(0.0)))
+        return [e.emit(arith.AddfOp(total[0], zero_times))]
+
+    return e.loops([plan.channels, PIXELS], [e.f32(0.0)], add)[0]
+
+
+def store_block(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    tile: list[SSAValue],
+    acc: SSAValue | None,
+    o0: SSAValue,
+    q0: SSAValue,
+    out: SSAValue,
+) -> list[SSAValue]:
+    """`root` at the block's outputs, row by row: the positions q0 + p (p < PIXELS) of output
+    row r of the work item are r * padded_width + ow for ow < out_w, so each row's stretch is
+    one loop over ow, unit-stride and without a test, which gcc vectorises with the epilogue
+    (a test and a division per position cost a fifth of the micro-kernel's time at 64
+    channels, more at 16). The conv is read from the sums `acc`, or, without them, computed
+    output by output (`GroupEmitter.conv2d`, whose loop bounds skip the padding)."""
+    n, row_tile = tile
+    out_w = shape_of(plan.conv.res)[3]
+    width = plan.padded_width
+    first_row = e.mul_const(row_tile, plan.row_block)
+    rows = (
+        e.div_const(q0, width),
+        e.min_index(e.add_const(e.div_const(e.add_const(q0, PIXELS - 1), width), 1), e.index(plan.row_block)),
+    )
+
+    def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, r = ivs
+        start = e.sub(e.mul_const(r, width), q0)  # position p of column 0 (may be negative)
+        columns = (
+            e.max_index(e.index(0), e.sub(e.index(0), start)),
+            e.min_index(e.index(out_w), e.sub(e.index(PIXELS), start)),
+        )
+
+        def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            idx = [n, e.add(o0, o), e.add(first_row, r), ows[0]]
+            if acc is not None:
+                e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, e.add(start, ows[0])])))
+            return e.store(e.value_at(root, idx), out, idx)
+
+        return e.loops([columns], [], output)
+
+    return e.loops([plan.channels, rows], [], row)
+
+
+SCHEDULE = Schedule("packed_conv", matches, build)
