@@ -10,6 +10,7 @@
     prof = exe.profile(a=a, runs=10); prof.save_trace("run.json")   # timeline for Perfetto
     b = xrelay.Builder(); x = b.input("x", (4, 8)); m = b.finish(b.nn.relu(x))
     module, params = xrelay.from_onnx("model.onnx", placement={"Conv": "opencl"})
+    remarks = xrelay.explain(m, "%h")      # why a value is on its scope (plan-devices' history)
 
 Only the errors are imported with the package: `import xrelay.runtime` must not load the
 compiler or xDSL, and `opt-tool` starts fast. Everything else is imported on first use
@@ -29,6 +30,7 @@ _LAZY = {
     "build": "xrelay.driver",
     "render": "xrelay.drawing",
     "RenderError": "xrelay.drawing",
+    "explain": "xrelay.placement",
     "load": "xrelay.runtime",
     "Builder": "xrelay.frontend.builder",
     "from_onnx": "xrelay.frontend.onnx_import",
@@ -55,6 +57,7 @@ def __dir__() -> list[str]:
 
 __all__ = [  # errors first, then the lazily imported names
     "ArtifactError", "CompileError", "DeviceError", "Error", "InputError", "OnnxImportError", "UsageError",
-    "parse", "context", "interpret", "build", "render", "load", "Executable", "RenderError", "Builder", "from_onnx",
+    "parse", "context", "interpret", "build", "explain", "render", "load", "Executable", "RenderError",
+    "Builder", "from_onnx",
     "ParseError", "VerifyError", "ConfigError", "PlacementError", "LoweringError",
 ]  # fmt: skip

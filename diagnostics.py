@@ -3,16 +3,23 @@
 Each is an `xrelay.Error` and an xDSL `DiagnosticException`: passes raise them through
 `op.emit_error(message, PlacementError(message))`, which attaches the module with the op
 underlined as a note, and `opt-tool` (or a plain `xdsl-opt --verify-diagnostics`) prints
-them without a traceback.
+them without a traceback. Remarks (`emit_remark`) go to stderr as `mlir-opt` prints them.
 """
 
+from __future__ import annotations
+
 import re
+import sys
+from typing import TYPE_CHECKING, TextIO
 
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
 from xrelay.errors import CompileError, Error
+
+if TYPE_CHECKING:
+    from xrelay.transforms.device_remarks import Remark
 
 
 class Diagnostic(Error, DiagnosticException):
@@ -32,7 +39,12 @@ class ConfigError(Diagnostic):
 
 
 class PlacementError(Diagnostic):
-    """Device planning found conflicting constraints."""
+    """Device planning found conflicting constraints. A conflict carries the chain that
+    fixed each side's scope (`chains`: the value's side, then its use's side)."""
+
+    def __init__(self, message: str, chains: tuple[Remark, ...] = ()):
+        super().__init__(message)
+        self.chains = chains
 
 
 class LoweringError(CompileError, DiagnosticException):
@@ -45,6 +57,11 @@ def location_of(op: Operation) -> str:
     if isinstance(loc, FileLineColLoc):
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     return "unknown location"
+
+
+def emit_remark(location: str, message: str, file: TextIO | None = None) -> None:
+    """Prints `<file>:<line>:<col>: remark: <message>` (to stderr unless `file` is given)."""
+    print(f"{location}: remark: {message}", file=file if file is not None else sys.stderr)
 
 
 _UNDERLINE = re.compile(r"\s*\^+-*")

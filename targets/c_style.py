@@ -11,8 +11,10 @@ Input: a kernel made by convert-relay-to-loops (and, for OpenCL, split-reduction
     }
 
 whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
-memref.load/store/alloca, arith and math (and vector ops: in OpenCL vector.broadcast/insert/
-reduction on `vector<Nxf32>`; in C vector.load/store/broadcast/fma on `vector<16xf32>`). Output: one C-style function per kernel. Memrefs are flat pointers
+memref.load/store/alloca, arith and math, and vector ops: in OpenCL vector.broadcast/insert/
+reduction on `vector<16xf32>` from split-reductions and vector.load/store/fma (`vloadN`/
+`vstoreN`/`fma`) from the conv_vectors schedule; in C vector.load/store/broadcast/fma on
+`vector<16xf32>` (GCC vector types) from the micro-kernels. Output: one C-style function per kernel. Memrefs are flat pointers
 indexed with linearised row-major strides; constants are inlined as literals; every other
 value is a local variable named after its SSA name.
 
@@ -574,6 +576,8 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: vector.LoadOp) -> None:
+        """N consecutive elements (a schedule's row of lanes): OpenCL's `vloadN(0, &ref[idx])`,
+        C's load through a vector pointer."""
         ty = op.result.type
         address = self.vector_address(op.base, op.indices)
         self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), self.lanes_of(ty, op), address), op)

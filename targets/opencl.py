@@ -7,7 +7,8 @@ each of its dimensions is a `get_global_id`, the innermost loop dimension `get_g
 rounded-up global size is safe. Inner loops are `for` loops. The `vector<16xf32>` values
 that split-reductions makes (a pure reduction loop accumulating 16 iterations at a time in
 vector lanes) are `float16`s: one constructor per `vector.insert` chain, the lanes of a
-`vector.reduction` folded by halves (`.lo`, `.hi`). Maths uses OpenCL's overloaded
+`vector.reduction` folded by halves (`.lo`, `.hi`); the conv_vectors schedule's row vectors
+are `float8`s, loaded and stored with `vload8`/`vstore8`, summed with `fma`. Maths uses OpenCL's overloaded
 built-ins (`exp`, `fmax`, `rsqrt`, ...).
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith, math, vector
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.utils.target import Target
@@ -50,6 +51,7 @@ class OpenCLEmitter(CStyleEmitter):
         arith.MaximumfOp: lambda a, b: f"(({a} > {b}) | isnan({a})) ? {a} : {b}",
         arith.MinimumfOp: lambda a, b: f"(({a} < {b}) | isnan({a})) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
+        vector.FMAOp: lambda a, b, c: f"fma({a}, {b}, {c})",
         # PoCL's built-ins of these are scalar or slow: branch-free ones of our own (vector_math.py)
         math.TanhOp: lambda a: f"xr_tanhf({a})",
         math.LogOp: lambda a: f"xr_logf({a})",

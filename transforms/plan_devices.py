@@ -24,11 +24,20 @@ Phase 0, check: every value is defined before its use (SSA dominance, which xDSL
 Phase 1, collect and solve: functions' parameter and result domains first, then every op in
   program order. A primitive op, its operands and its result share one domain; calls share
   the callee's domains; `func.return` shares the function's result domains. Domains are
-  joined as constraints are found, so a conflict is reported at the op that raises it.
+  joined as constraints are found, so a conflict is reported at the op that raises it, with
+  the chain that fixed each side's scope. Each constraint carries its `Origin` (what it is,
+  where it is written), and the store records it as the source of the fields it fixes.
 Phase 2, default: free on_devices (both flags false) first, in program order: each use takes
   Default(use, operand), then the operand Default(operand, first use). Then, functions in
   module order, results take Default(result, default scope) and parameters
   Default(parameter, first result). Every other domain takes Default(domain, default scope).
+  Each Default step records its fallback (and why the fallback had those fields) as the
+  source of the fields it fills.
+Remarks (option `explain=true`), between phases 2 and 3: for every value with a domain of
+  its own, a `Remark` (`device_remarks.py`) read off its domain's sources: each field, the
+  constraint or Default step that fixed it, or the canonical form. Those whose fields are
+  not all fixed by the value's own annotations are printed to stderr as
+  `file:line:col: remark: ...`. `solve` and `remark_for` give `xrelay.explain` the same.
 Phase 3, write back, ops in program order: canonical `se_scope` on every relay op but
   device_copy, canonical `relay.se_scope` on every function argument and result. Every
   reader's operand is rewired to what the link under it produced: an on_device's operand
@@ -42,14 +51,17 @@ Phase 3, write back, ops in program order: canonical `se_scope` on every relay o
   disappear; an explicit copy that nobody reads stays unless it is redundant.
 
 Invariants: input and output verify; the output has no `relay.on_device`; running the pass on
-its own output changes nothing; interpretation results are unchanged.
+its own output changes nothing; interpretation results are unchanged; a remark's scope is the
+scope written back for its value.
 Not handled: control flow (functions are single blocks), host-only ops (there are none yet),
 device polymorphism of functions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -58,12 +70,13 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, location_of
+from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, emit_remark, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.dominance import verify_dominance
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import FIELDS, SEScopeAttr
 from xrelay.transforms.compilation_config import TARGET_KIND_DEVICES, CompilationConfig, target_kind
-from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain
+from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain, Origin
+from xrelay.transforms.device_remarks import Remark, Step, describe_scope, steps_of
 
 SCOPE_ATTR = "relay.se_scope"
 PASS_ORDER = "plan-devices, fuse-ops, convert-relay-to-loops"
@@ -79,14 +92,26 @@ class PlanDevicesPass(ModulePass):
     targets: tuple[str, ...] = ("c",)
     default_device: str | None = None
     host_target: str = "c"
+    explain: bool = False
+    """Print a remark to stderr for each value whose scope is not all from its own annotation."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        verify_dominance(op, VerifyError)
         config = CompilationConfig.from_options(self.targets, self.default_device, self.host_target)
-        functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
-        constraints = collect_constraints(config, functions)
-        apply_defaults(constraints)
+        constraints = solve(op, config)
+        if self.explain:
+            for remark in remarks(constraints):
+                if not remark.local:
+                    emit_remark(remark.location, str(remark))
         WriteBack(constraints).run()
+
+
+def solve(module: ModuleOp, config: CompilationConfig) -> Constraints:
+    """Phases 0 to 2: the domains of every value, solved and defaulted; the IR is unchanged."""
+    verify_dominance(module, VerifyError)
+    functions = [f for f in module.ops if isinstance(f, func.FuncOp)]
+    constraints = collect_constraints(config, functions)
+    apply_defaults(constraints)
+    return constraints
 
 
 # --- Phase 0 and 1: check, collect and solve ----------------------------------------------------
@@ -99,16 +124,26 @@ class Constraints:
     config: CompilationConfig
     functions: list[func.FuncOp]
     domains: DeviceDomains = field(default_factory=DeviceDomains)
-    values: dict[SSAValue, Domain] = field(default_factory=dict)
+    values: dict[SSAValue, Domain] = field(default_factory=dict[SSAValue, Domain])
     """Values whose uses all share one domain."""
-    ops: dict[Operation, Domain] = field(default_factory=dict)
+    ops: dict[Operation, Domain] = field(default_factory=dict[Operation, Domain])
     """A primitive op's domain, an on_device's operand domain, a device_copy's source domain."""
-    params: dict[str, list[Domain]] = field(default_factory=dict)
-    results: dict[str, list[Domain]] = field(default_factory=dict)
-    free: list[relay.OnDeviceOp] = field(default_factory=list)
-    annotations: dict[relay.OnDeviceOp, SEScopeAttr] = field(default_factory=dict)
+    params: dict[str, list[Domain]] = field(default_factory=dict[str, list[Domain]])
+    results: dict[str, list[Domain]] = field(default_factory=dict[str, list[Domain]])
+    free: list[relay.OnDeviceOp] = field(default_factory=list[relay.OnDeviceOp])
+    annotations: dict[relay.OnDeviceOp, SEScopeAttr] = field(default_factory=dict[relay.OnDeviceOp, SEScopeAttr])
     """Each on_device's scope, checked, for the uses its result constrains."""
-    order: dict[Operation, int] = field(default_factory=dict)
+    order: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    own: dict[SSAValue, frozenset[str]] = field(default_factory=dict[SSAValue, frozenset[str]])
+    """The fields each value's own annotations set (its op's se_scope, its parameter attribute,
+    an on_device or copy of it), for remarks: a value they fully explain gets none."""
+
+    def annotate(self, value: SSAValue | None, scope: SEScopeAttr) -> None:
+        """Records that `value` carries an annotation of `scope` (it already joined its domain)."""
+        if value is not None:
+            fields = _fields_set(scope)
+            known = self.own.get(value)
+            self.own[value] = fields if known is None else known | fields
 
     def demand(self, consumer: Operation, index: int) -> Domain:
         """The domain in which `consumer` reads its operand `index`."""
@@ -139,10 +174,12 @@ def _body_ops(fn: func.FuncOp) -> list[Operation]:
 def _collect_signature(c: Constraints, fn: func.FuncOp) -> None:
     name = fn.sym_name.data
     ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
+    args: list[SSAValue | None] = [None] * len(ins) if fn.is_declaration else list(fn.args)
     c.params[name] = [
-        _attr_domain(c, fn, fn.arg_attrs, i, f"argument {_arg_name(fn, i)} of @{name}") for i in range(len(ins))
+        _attr_domain(c, fn, fn.arg_attrs, i, f"argument {_arg_name(fn, i)} of @{name}", args[i])
+        for i in range(len(ins))
     ]
-    c.results[name] = [_attr_domain(c, fn, fn.res_attrs, i, f"result #{i} of @{name}") for i in range(len(outs))]
+    c.results[name] = [_attr_domain(c, fn, fn.res_attrs, i, f"result #{i} of @{name}", None) for i in range(len(outs))]
     if not fn.is_declaration:
         for arg, domain in zip(fn.args, c.params[name]):
             c.values[arg] = domain
@@ -155,7 +192,12 @@ def _arg_name(fn: func.FuncOp, index: int) -> str:
 
 
 def _attr_domain(
-    c: Constraints, fn: func.FuncOp, attrs: ArrayAttr[DictionaryAttr] | None, index: int, what: str
+    c: Constraints,
+    fn: func.FuncOp,
+    attrs: ArrayAttr[DictionaryAttr] | None,
+    index: int,
+    what: str,
+    arg: SSAValue | None,
 ) -> Domain:
     scope = attrs.data[index].data.get(SCOPE_ATTR) if attrs is not None else None
     if scope is None:
@@ -163,15 +205,16 @@ def _attr_domain(
     if not isinstance(scope, SEScopeAttr):
         msg = f"expected {SCOPE_ATTR} of {what} ({location_of(fn)}) to be a #relay.se_scope, but found {scope}"
         fn.emit_error(msg, PlacementError(msg))
-    origin = f"{SCOPE_ATTR} of {what}"
-    scope = _checked(c, fn, scope, f"{origin} ({location_of(fn)})")
+    origin = Origin(f"{SCOPE_ATTR} of {what}", location_of(fn))
+    scope = _checked(c, fn, scope, f"{origin.what} ({location_of(fn)})")
+    c.annotate(arg, scope)
     return c.domains.fresh(scope, origin)
 
 
 def _collect_op(c: Constraints, op: Operation) -> None:
     if isinstance(op, relay.ConstantOp):
         _collect_constant(c, op)
-    elif type(op) in PRIMITIVES:
+    elif type(op) in PRIMITIVES and isinstance(op, relay.RelayOp):
         _collect_primitive(c, op)
     elif isinstance(op, relay.OnDeviceOp):
         _collect_on_device(c, op)
@@ -190,8 +233,10 @@ def _collect_constant(c: Constraints, op: relay.ConstantOp) -> None:
     """A pinned constant is an ordinary value; an unpinned one is planned per use."""
     if op.se_scope is None:
         return
-    origin = f"se_scope of 'relay.constant' at {location_of(op)}"
-    domain = c.domains.fresh(_checked(c, op, op.se_scope, origin), origin)
+    origin = Origin("se_scope of 'relay.constant'", location_of(op))
+    scope = _checked(c, op, op.se_scope, str(origin))
+    domain = c.domains.fresh(scope, origin)
+    c.annotate(op.res, scope)
     c.ops[op] = c.values[op.res] = domain
 
 
@@ -200,8 +245,11 @@ def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
     if op.se_scope is None:
         domain = c.domains.fresh()
     else:
-        origin = f"se_scope of '{op.name}' at {location_of(op)}"
-        domain = c.domains.fresh(_checked(c, op, op.se_scope, origin), origin)
+        origin = Origin(f"se_scope of '{op.name}'", location_of(op))
+        scope = _checked(c, op, op.se_scope, str(origin))
+        domain = c.domains.fresh(scope, origin)
+        for result in op.results:
+            c.annotate(result, scope)
     c.ops[op] = domain
     for i in range(len(op.operands)):
         _consume(c, op, i, domain)
@@ -213,7 +261,8 @@ def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
     scope = _checked(c, op, op.se_scope, f"se_scope of 'relay.on_device' at {location_of(op)}")
     c.annotations[op] = scope
     if op.constrains_body:
-        c.ops[op] = c.domains.fresh(scope, f"relay.on_device at {location_of(op)}")
+        c.ops[op] = c.domains.fresh(scope, Origin("relay.on_device", location_of(op)))
+        c.annotate(op.data, scope)
     else:
         c.ops[op] = c.domains.fresh()
     if not op.constrains_body and not op.constrains_result:
@@ -223,10 +272,12 @@ def _collect_on_device(c: Constraints, op: relay.OnDeviceOp) -> None:
 
 def _collect_device_copy(c: Constraints, op: relay.DeviceCopyOp) -> None:
     loc = location_of(op)
-    src_origin = f"src_se_scope of 'relay.device_copy' at {loc}"
-    dst_origin = f"dst_se_scope of 'relay.device_copy' at {loc}"
-    src = _checked(c, op, op.src_se_scope, src_origin)
-    dst = _checked(c, op, op.dst_se_scope, dst_origin)
+    src_origin = Origin("src_se_scope of 'relay.device_copy'", loc)
+    dst_origin = Origin("dst_se_scope of 'relay.device_copy'", loc)
+    src = _checked(c, op, op.src_se_scope, str(src_origin))
+    dst = _checked(c, op, op.dst_se_scope, str(dst_origin))
+    c.annotate(op.data, src)
+    c.annotate(op.res, dst)
     c.ops[op] = c.domains.fresh(src, src_origin)
     _consume(c, op, 0, c.ops[op])
     c.values[op.res] = c.domains.fresh(dst, dst_origin)
@@ -248,30 +299,39 @@ def _consume(c: Constraints, consumer: Operation, index: int, demand: Domain) ->
     value = consumer.operands[index]
     domain = c.values.get(value)
     if domain is not None:
-        _report(consumer, value, c.domains.unify(domain, demand))
+        _report(consumer, value, c.domains.unify(domain, demand), value_first=True)
         return
     annotation = value.owner
     if not isinstance(annotation, relay.OnDeviceOp):
         return  # an unpinned constant: materialised on whatever scope this use needs
     returned = isinstance(consumer, func.ReturnOp) and annotation.constrains_body
     if annotation.constrains_result or returned:
-        origin = f"relay.on_device at {location_of(annotation)}"
-        if returned:
-            origin += ", whose result the function returns"
+        note = ", whose result the function returns" if returned else ""
+        origin = Origin("relay.on_device", location_of(annotation), note=note)
         scope = c.annotations[annotation]
-        _report(consumer, value, c.domains.constrain(demand, scope, origin))
+        _report(consumer, value, c.domains.constrain(demand, scope, origin), value_first=False)
 
 
-def _report(consumer: Operation, value: SSAValue, conflict: Conflict | None) -> None:
+def _report(consumer: Operation, value: SSAValue, conflict: Conflict | None, value_first: bool) -> None:
+    """A failed Join at `consumer`: the message names both scopes and the origins of the
+    field they disagree on, and shows (and carries) each side's chain (the value's side and
+    its use's side, in the order they were joined)."""
     if conflict is None:
         return
+    location = location_of(consumer)
+    use = f"its use in '{consumer.name}'"
+    sides = (_describe(value), use) if value_first else (use, _describe(value))
+    chains = (
+        Remark(sides[0], conflict.first, steps_of(conflict.first_sources, canonical=False), location),
+        Remark(sides[1], conflict.second, steps_of(conflict.second_sources, canonical=False), location),
+    )
     msg = (
         f"conflicting scopes for {_describe(value)} at its use in '{consumer.name}' "
-        f"({location_of(consumer)}): {conflict.first.short_str()} ({conflict.first_origin}) and "
+        f"({location}): {conflict.first.short_str()} ({conflict.first_origin}) and "
         f"{conflict.second.short_str()} ({conflict.second_origin}); insert relay.on_device or "
-        "relay.device_copy to say where the copy goes"
+        "relay.device_copy to say where the copy goes\n" + "\n".join(f"  {chain}" for chain in chains)
     )
-    consumer.emit_error(msg, PlacementError(msg))
+    consumer.emit_error(msg, PlacementError(msg, chains))
 
 
 def _describe(value: SSAValue) -> str:
@@ -317,19 +377,26 @@ def _reject(op: Operation) -> None:
 
 
 def apply_defaults(c: Constraints) -> None:
-    """Free on_devices, then results, then parameters from the first result, then the rest."""
+    """Free on_devices, then results, then parameters from the first result, then the rest.
+    Each Default step records its fallback as the origin of the fields it fills."""
     for op in c.free:
         _default_free(c, op)
     default = c.config.default_scope
+    by_default = Origin(f"the default scope ({describe_scope(default)})")
     for fn in c.functions:
-        results, params = c.results[fn.sym_name.data], c.params[fn.sym_name.data]
+        name = fn.sym_name.data
+        results, params = c.results[name], c.params[name]
         for result in results:
-            c.domains.default(result, default)
-        fallback = c.domains.scope(results[0]) if results else default
+            c.domains.default(result, default, by_default)
+        if not results:
+            for param in params:
+                c.domains.default(param, default, by_default)
+            continue
+        first = Origin(f"@{name} result 0 ({describe_scope(c.domains.scope(results[0]))})", location_of(fn))
         for param in params:
-            c.domains.default(param, fallback)
+            c.domains.default_from(param, results[0], first)
     for domain in c.domains.roots():
-        c.domains.default(domain, default)
+        c.domains.default(domain, default, by_default)
 
 
 def _default_free(c: Constraints, op: relay.OnDeviceOp) -> None:
@@ -337,10 +404,57 @@ def _default_free(c: Constraints, op: relay.OnDeviceOp) -> None:
     body = c.ops[op]
     uses = sorted(op.res.uses, key=lambda use: (c.order[use.operation], use.index))
     demands = [c.demand(use.operation, use.index) for use in uses]
+    operand = Origin("the operand of the free relay.on_device", location_of(op))
     for demand in demands:
-        c.domains.default(demand, c.domains.scope(body))
+        c.domains.default_from(demand, body, operand)
     if demands:
-        c.domains.default(body, c.domains.scope(demands[0]))
+        reader = uses[0].operation
+        first = Origin(f"the first use of the free relay.on_device, in '{reader.name}'", location_of(reader))
+        c.domains.default_from(body, demands[0], first)
+
+
+# --- Remarks: why each value has its scope ------------------------------------------------------
+
+
+def remarks(c: Constraints) -> list[Remark]:
+    """A remark for every value with a domain of its own (parameters, results of primitive
+    ops, calls and copies, pinned constants), functions in module order, values in program
+    order. An on_device result and an unpinned constant are planned per use: no remark."""
+    found: list[Remark] = []
+    for fn in c.functions:
+        values: list[SSAValue] = [] if fn.is_declaration else list(fn.args)
+        values += [result for op in _body_ops(fn) for result in op.results]
+        found += [remark for value in values if (remark := remark_for(c, value)) is not None]
+    return found
+
+
+def remark_for(c: Constraints, value: SSAValue) -> Remark | None:
+    """Why `value` has its scope: the sources of its domain's fields, as steps."""
+    domain = c.values.get(value)
+    if domain is None:
+        return None
+    root = c.domains.find(domain)
+    scope = c.config.canonical(root.scope)
+    owner = value.owner
+    where = (
+        owner if isinstance(owner, Operation) else value.block.parent_op() if isinstance(value, BlockArgument) else None
+    )
+    location = location_of(where) if where is not None else "unknown location"
+    steps = steps_of(root.sources)
+    return Remark(_describe(value), scope, steps, location, _is_local(steps, c.own.get(value)))
+
+
+def _is_local(steps: tuple[Step, ...], own: frozenset[str] | None) -> bool:
+    """Whether `own` (the fields a value's own annotations set) covers every field the steps
+    fix other than by the canonical form."""
+    fixed = own or frozenset[str]()
+    return all(step.how == "canonical" or fixed.issuperset(step.fields) for step in steps)
+
+
+@lru_cache(maxsize=256)
+def _fields_set(scope: SEScopeAttr) -> frozenset[str]:
+    """The names of the fields `scope` constrains (few distinct scopes: computed once each)."""
+    return frozenset(name for name, value in zip(FIELDS, scope.fields()) if value is not None)
 
 
 # --- Phase 3: write back ------------------------------------------------------------------------
@@ -486,11 +600,11 @@ class WriteBack:
                 op.properties["se_scope"] = self.c.config.canonical(self.c.config.default_scope)
 
 
-def _with_scopes(attrs: ArrayAttr[DictionaryAttr] | None, scopes: list[SEScopeAttr]) -> ArrayAttr:
-    old = [d.data for d in attrs.data] if attrs is not None else [{} for _ in scopes]
+def _with_scopes(attrs: ArrayAttr[DictionaryAttr] | None, scopes: list[SEScopeAttr]) -> ArrayAttr[DictionaryAttr]:
+    old: list[Mapping[str, Attribute]] = [d.data for d in attrs.data] if attrs is not None else [{} for _ in scopes]
     merged: list[DictionaryAttr] = []
     for entries, scope in zip(old, scopes):
-        updated: dict[str, Attribute] = dict(entries)
+        updated = dict(entries)
         updated[SCOPE_ATTR] = scope
         merged.append(DictionaryAttr(updated))
     return ArrayAttr(merged)

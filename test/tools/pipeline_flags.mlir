@@ -19,7 +19,7 @@ func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
   func.return %2 : tensor<2xf32>
 }
 
-// UNKNOWN: opt-tool: error: invalid pass pipeline: plan-devices has no option 'bogus'; its options are targets, default-device, host-target
+// UNKNOWN: opt-tool: error: invalid pass pipeline: plan-devices has no option 'bogus'; its options are targets, default-device, host-target, explain
 // NOVALUE: opt-tool: error: invalid pass pipeline: option 'default-device' of plan-devices needs a value, e.g. default-device=...
 // TWICE: opt-tool: error: invalid pass pipeline: option 'targets' is given twice in 'plan-devices{targets=c targets=c,opencl}'; give each option once
 // JOINED-COUNT-2: relay.fused

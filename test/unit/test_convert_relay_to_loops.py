@@ -17,7 +17,7 @@ import pytest
 from loop_interpreter import run_lowered
 from random_graphs import random_inputs as random_graph_inputs
 from random_graphs import random_module_text
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func, memref, scf
 
 import xrelay
 from xrelay.dialects import relay
@@ -90,10 +90,11 @@ def check_kernel_form(module) -> None:
         used = {op.name for op in kernel.walk()} - {"func.func"}
         assert used <= ALLOWED, used - ALLOWED
         # producers are recomputed, never buffered; only a conv2d's work item has scratch (its
-        # output rows, block x width, and one padded input row), and a C dense or
-        # batch_matmul's of whole rows (the transposed rhs, and the output rows)
+        # output rows, block x width, and one padded input row), a C dense or
+        # batch_matmul's of whole rows (the transposed rhs, and the output rows), and a
+        # matmul block's with an epilogue (its sums, of the result's rank)
         scratch = [op.memref.type.get_shape() for op in kernel.walk() if op.name == "memref.alloca"]
-        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2])
+        assert not scratch or [len(shape) for shape in scratch] in ([2, 1], [2, 2]) or len(scratch) == 1, scratch
     assert not any(isinstance(op, relay.FusedOp) for op in module.walk())
 
 
@@ -327,9 +328,33 @@ def test_wide_conv2d_computes_a_row_per_work_item() -> None:
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == [3, 4]
     scratch = [op.memref.type.get_shape() for op in nest.walk() if op.name == "memref.alloca"]
     assert scratch == [(1, 5), (7,)]  # the output row, the input row with its padding
-    # no test per tap: one scf.if per window row, on whether its weights are finite
+    # no test in the work item: the interior's loops and the border's have their own bounds
+    assert not [op for op in module.walk() if isinstance(op, scf.IfOp)]
+
+
+def test_conv2d_rows_sum_the_interior_in_whole_row_loops_of_multiples_of_8() -> None:
+    """12 wide, pad 1: the interior is columns 1-10, of which 1-8 get a whole-row loop per tap;
+    columns 0, 9-10 and 11 get a loop each over the taps that read the input there."""
+    body = f"%r = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t('1x2x4x12')}, {t('3x2x3x3')}) -> {t('1x3x4x12')}"
+    module = lower(fused_module("x:1x2x4x12 w:3x2x3x3", body))
+    bounds = [
+        (int(op.lb.owner.value.value.data), int(op.ub.owner.value.value.data))
+        for op in module.walk()
+        if isinstance(op, scf.ForOp) and isinstance(op.lb.owner, arith.ConstantOp) and op.lb.owner.value.value.data
+    ]
+    assert bounds == [(1, 9), (9, 11), (11, 12)]
+    assert not [op for op in module.walk() if isinstance(op, scf.IfOp)]
+
+
+def test_conv2d_rows_32_or_more_wide_test_the_padding_weights_per_window_row() -> None:
+    """Whole rows over the padding zeros when the weights of the taps on padding (0 and 2)
+    are finite: one test per window row, of those two weights."""
+    body = f"%r = relay.nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({t('1x2x4x32')}, {t('3x2x3x3')}) -> {t('1x3x4x32')}"
+    module = lower(fused_module("x:1x2x4x32 w:3x2x3x3", body))
     (test,) = [op for op in module.walk() if isinstance(op, scf.IfOp)]
     assert test.cond.owner.name == "arith.cmpf"
+    probe = [op for op in test.parent_block().ops if isinstance(op, arith.MulfOp)]
+    assert len(probe) == 2
 
 
 def test_wide_conv2d_computes_rows_of_four_channels_per_work_item() -> None:
@@ -378,7 +403,7 @@ def dense_bias_relu(m: int, k: int, n: int) -> str:
 @pytest.mark.parametrize("mkn,block", DENSE_BLOCKS)
 def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block) -> None:
     """A work item sums a block of outputs in one loop, an accumulator each, then applies the
-    epilogue to each; the nest spans the blocks."""
+    epilogue to each, inline (no maths call in it); the nest spans the blocks."""
     m, k, n = mkn
     text = dense_bias_relu(m, k, n)
     module = lower(text)
@@ -386,10 +411,36 @@ def test_dense_bias_add_relu_in_register_blocks(mkn: tuple[int, int, int], block
     rows, cols = block or (1, 1)
     tiles = [extent for extent in (m // rows, n // cols) if extent != 1]
     assert [int(ub.owner.value.value.data) for ub in nest.upperBound] == tiles
-    (loop,) = [op for op in nest.walk() if isinstance(op, scf.ForOp)]
+    (loop,) = [op for op in nest.walk() if isinstance(op, scf.ForOp) and op.iter_args]
+    assert not [op for op in nest.walk() if isinstance(op, memref.AllocaOp)]
     assert len(loop.iter_args) == rows * cols
     loads = [op for op in loop.body.block.ops if op.name == "memref.load"]
     assert len(loads) == rows + cols  # each x row and w row once per k
+    check_lowering(text)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_dense_block_epilogue_with_tanh_loops_over_the_sums_on_cpu(device: str) -> None:
+    """On cpu, an epilogue with a maths call runs in a loop nest over the block's sums, kept
+    in a scratch block (gcc vectorises the tanh there); on opencl it stays inline."""
+    body = f"""
+    %d = relay.nn.dense %x, %w : ({t("8x300")}, {t("12x300")}) -> {t("8x12")}
+    %e = relay.nn.bias_add %d, %b : ({t("8x12")}, {t("12")}) -> {t("8x12")}
+    %r = relay.tanh %e : {t("8x12")}"""
+    text = fused_module("x:8x300 w:12x300 b:12", body)
+    if device == "opencl":
+        text = text.replace(SCOPE, '#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">')
+    module = lower(text)
+    assert schedules_of(module) == ["matmul_block"]
+    (nest,) = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    scratch = [tuple(op.memref.type.get_shape()) for op in nest.walk() if isinstance(op, memref.AllocaOp)]
+    epilogue = [op for op in nest.walk() if isinstance(op, scf.ForOp) and not op.iter_args]
+    if device == "cpu":
+        assert scratch == [(4, 4)] and len(epilogue) == 2
+        (tanh,) = [op for op in nest.walk() if op.name == "math.tanh"]
+        assert tanh.parent_op() is epilogue[1]
+    else:
+        assert not scratch and not epilogue
     check_lowering(text)
 
 
@@ -415,7 +466,7 @@ def test_c_dense_of_short_dot_products_computes_whole_rows(mkn: tuple[int, int, 
 def test_whole_rows_only_for_short_small_dot_products_in_blocks_of_four_or_more(mkn) -> None:
     """k >= 256, a k x n rhs above 64 x 64 floats, or fewer than 4 rows: register blocks."""
     module = lower(dense_bias_relu(*mkn))
-    assert not any(op.name == "memref.alloca" for op in module.walk())
+    assert schedules_of(module) == ["matmul_block"]
 
 
 def test_opencl_dense_never_computes_whole_rows() -> None:
@@ -423,8 +474,17 @@ def test_opencl_dense_never_computes_whole_rows() -> None:
     opencl = '#relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">'
     text = dense_bias_relu(16, 20, 12).replace(SCOPE, opencl)
     module = lower(text)
-    assert not any(op.name == "memref.alloca" for op in module.walk())
+    assert schedules_of(module) != ["transposed_rows"]
     check_lowering(text)
+
+
+def schedules_of(module) -> list[str]:
+    """The `relay.schedule` of each kernel of a lowered module."""
+    return [
+        op.attributes["relay.schedule"].data
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and "relay.schedule" in op.attributes
+    ]
 
 
 def test_c_batch_matmul_rows_with_broadcast_batch_add_tanh() -> None:
@@ -694,6 +754,7 @@ PADDED_TAP_CASES = [
     ("1x2x2x4", "4x2x3x3", "{dilation = array<i64: 3, 5>, padding = array<i64: 3, 5, 3, 5>}"),
     ("1x2x2x3", "1x2x3x3", "{dilation = array<i64: 3, 4>, padding = array<i64: 3, 4, 3, 4>}"),
     ("2x2x3x16", "4x2x3x3", "{dilation = array<i64: 1, 17>, padding = array<i64: 1, 17, 1, 17>}"),
+    ("1x2x3x32", "4x2x3x3", "{dilation = array<i64: 1, 33>, padding = array<i64: 1, 33, 1, 33>}"),  # tested rows
 ]
 
 
@@ -754,17 +815,19 @@ def test_conv2d_never_reads_padding(data: str, weight: str, attrs: str) -> None:
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_conv2d_padding_nan_weight_agrees_everywhere() -> None:
+@pytest.mark.parametrize("width", [6, 12, 40])  # all border; interior loops and border; tested rows
+def test_conv2d_padding_nan_weight_agrees_everywhere(width: int) -> None:
     """A NaN weight at a tap that falls on padding for the border outputs only: NaN inside,
     finite on the border, the same on every implementation."""
     attrs = "{padding = array<i64: 1, 1, 1, 1>}"
+    data, result = f"1x2x5x{width}", f"1x4x5x{width}"
     relay_text = (
-        f"func.func @main(%x: {t('1x2x5x6')}, %w: {t('4x2x3x3')}) -> {t('1x4x5x6')} {{\n"
-        f"  %r = relay.nn.conv2d %x, %w {attrs} : ({t('1x2x5x6')}, {t('4x2x3x3')}) -> {t('1x4x5x6')}\n"
-        f"  func.return %r : {t('1x4x5x6')}\n}}"
+        f"func.func @main(%x: {t(data)}, %w: {t('4x2x3x3')}) -> {t(result)} {{\n"
+        f"  %r = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t('4x2x3x3')}) -> {t(result)}\n"
+        f"  func.return %r : {t(result)}\n}}"
     )
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    x = rng.standard_normal((1, 2, 5, width)).astype(np.float32)
     w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
     w[:, :, 0, 0] = np.nan  # reads input row oh - 1, column ow - 1
     expected = xrelay.interpret(xrelay.parse(relay_text), {"x": x, "w": w})

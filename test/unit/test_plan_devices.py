@@ -26,9 +26,9 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 import xrelay
 from xrelay.dialects import relay
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import FIELDS, SEScopeAttr
 from xrelay.transforms.compilation_config import CompilationConfig
-from xrelay.transforms.device_domains import DeviceDomains
+from xrelay.transforms.device_domains import DeviceDomains, Origin
 from xrelay.transforms.plan_devices import PlanDevicesPass
 
 TARGETS = ("c", "opencl")
@@ -41,43 +41,61 @@ CPU, OPENCL = SEScopeAttr("cpu"), SEScopeAttr("opencl")
 
 def test_unify_joins_fields() -> None:
     domains = DeviceDomains()
-    a = domains.fresh(SEScopeAttr(device="opencl"), "a")
-    b = domains.fresh(SEScopeAttr(id=1), "b")
+    a = domains.fresh(SEScopeAttr(device="opencl"), Origin("a"))
+    b = domains.fresh(SEScopeAttr(id=1), Origin("b"))
     c = domains.fresh()
     assert domains.unify(a, b) is None
     assert domains.unify(b, c) is None
     assert domains.find(a) is domains.find(c)
     assert domains.scope(c) == SEScopeAttr("opencl", 1)
+    assert [s.origin.what if s is not None else None for s in domains.sources(c)] == ["a", "b", None, None]
 
 
 def test_unify_reports_both_sides_of_a_conflict() -> None:
     domains = DeviceDomains()
-    a = domains.fresh(CPU, "from a")
-    b = domains.fresh(OPENCL, "from b")
+    a = domains.fresh(CPU, Origin("from a"))
+    b = domains.fresh(OPENCL, Origin("from b"))
     conflict = domains.unify(a, b)
     assert conflict is not None
-    assert (conflict.first, conflict.first_origin) == (CPU, "from a")
-    assert (conflict.second, conflict.second_origin) == (OPENCL, "from b")
+    assert (conflict.first, conflict.first_origin.what) == (CPU, "from a")
+    assert (conflict.second, conflict.second_origin.what) == (OPENCL, "from b")
     assert domains.find(a) is not domains.find(b), "a failed join must not merge"
 
 
-def test_constrain_keeps_the_first_origin() -> None:
+def test_constrain_keeps_each_fields_first_origin() -> None:
+    """The conflict names where the field in dispute came from, not the class's first constraint."""
     domains = DeviceDomains()
     d = domains.fresh()
-    assert domains.constrain(d, SEScopeAttr(device="cpu"), "first") is None
-    assert domains.constrain(d, SEScopeAttr(memory="x"), "second") is None
+    assert domains.constrain(d, SEScopeAttr(device="cpu"), Origin("first")) is None
+    assert domains.constrain(d, SEScopeAttr("cpu", memory="x"), Origin("second")) is None
     assert domains.scope(d) == SEScopeAttr("cpu", memory="x")
-    conflict = domains.constrain(d, SEScopeAttr(memory="y"), "third")
-    assert conflict is not None and conflict.first_origin == "first"
+    conflict = domains.constrain(d, SEScopeAttr(memory="y"), Origin("third"))
+    assert conflict is not None and conflict.field == FIELDS.index("memory")
+    assert (conflict.first_origin.what, conflict.second_origin.what) == ("second", "third")
+    device = domains.sources(d)[0]
+    assert device is not None and device.origin.what == "first", "agreeing constraints keep the first source"
+
+
+def test_default_records_the_fallback_and_its_sources() -> None:
+    domains = DeviceDomains()
+    result = domains.fresh(SEScopeAttr("opencl", 1), Origin("result annotation"))
+    param = domains.fresh(CPU, Origin("param annotation"))
+    domains.default_from(param, result, Origin("@main result 0"))
+    assert domains.scope(param) == SEScopeAttr("cpu", 1), "the target comes only on its own device"
+    device, id, target, memory = domains.sources(param)
+    assert device is not None and device.origin.what == "param annotation" and device.fallback is None
+    assert id is not None and id.origin.what == "@main result 0" and id.fallback == SEScopeAttr("opencl", 1)
+    assert id.via is not None and id.via.origin.what == "result annotation"
+    assert target is None and memory is None
 
 
 def test_default_fills_only_missing_fields() -> None:
     domains = DeviceDomains()
     d = domains.fresh(SEScopeAttr(id=2))
-    domains.default(d, SEScopeAttr("opencl", 0, "opencl"))
+    domains.default(d, SEScopeAttr("opencl", 0, "opencl"), Origin("default"))
     assert domains.scope(d) == SEScopeAttr("opencl", 2, "opencl")
     e = domains.fresh(SEScopeAttr(device="cpu"))
-    domains.default(e, SEScopeAttr("opencl", 0, "opencl"))
+    domains.default(e, SEScopeAttr("opencl", 0, "opencl"), Origin("default"))
     assert domains.scope(e) == SEScopeAttr("cpu", 0), "the target comes only on its own device"
 
 

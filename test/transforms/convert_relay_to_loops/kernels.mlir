@@ -40,22 +40,22 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // conv2d + bias_add + relu, 4 wide: a work item per output row, so the parallel loop spans
 // the result's axes but the size-1 batch and the width. The sums accumulate in a scratch row;
 // for each input channel and window row inside the input (bounds from index min/max, no test
-// per tap), the input row is copied into a zero-padded scratch row. When the window row's
-// weights are finite (0 x w sums to 0), each tap adds weight * padded row to the whole output
-// row; else each segment of the row adds only the taps that read the input there (padding is
-// never read: ow = 0 skips tap 0). The epilogue runs on the row's sums. (Rows
-// 16 or more wide would be computed for blocks of 4 output channels; here a block is 1.)
+// per tap), the input row is copied into a scratch row at its padded columns. Each column
+// sums only the taps that read the input there: ow = 0 taps 1 and 2, ow = 1 and 2 all three
+// (an interior this narrow is not worth whole-row loops, which take multiples of 8 columns),
+// ow = 3 taps 0 and 1. Padding is never read, and there is no test in the work item. The
+// epilogue runs on the row's sums. (Rows 16 or more wide would be computed for blocks of 4
+// output channels; here a block is 1.)
 
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK:         relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu
 // CHECK:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu(%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<3x2x3x3xf32>, %[[B:.*]]: memref<3xf32>, %[[OUT:.*]]: memref<1x3x4x4xf32>)
-// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">, relay.schedule = "conv_rows"}
+// CHECK-SAME:    attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">, relay.schedule = "conv_rows"}
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
 // CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
-// CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
 // CHECK-DAG:     %[[CM1:.*]] = arith.constant -1 : index
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:         "scf.parallel"(%[[C0]], %[[C0]], %[[C3]], %[[C4]], %[[C1]], %[[C1]])
@@ -64,12 +64,6 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:      %[[ROW:.*]] = memref.alloca() : memref<6xf32>
 // CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
 // CHECK-NEXT:        memref.store %[[ZERO]], %[[ACC]][%[[C0]], %[[Q]]]
-// CHECK-NEXT:      }
-// CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C0]] to %[[C1]] step %[[C1]] {
-// CHECK-NEXT:        memref.store %[[ZERO]], %[[ROW]][%[[Q]]]
-// CHECK-NEXT:      }
-// CHECK-NEXT:      scf.for %[[Q:.*]] = %[[C5]] to %{{.*}} step %[[C1]] {
-// CHECK-NEXT:        memref.store %[[ZERO]], %[[ROW]][%[[Q]]]
 // CHECK-NEXT:      }
 // CHECK-NEXT:      %[[ROW0:.*]] = arith.addi %[[H]], %[[CM1]] : index
 // CHECK:           %[[LO:.*]] = arith.select %{{.*}}, %[[C0]], %{{.*}} : index
@@ -82,23 +76,24 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:            %[[P:.*]] = arith.addi %[[Q]], %[[C1]] : index
 // CHECK-NEXT:            memref.store %[[V]], %[[ROW]][%[[P]]]
 // CHECK-NEXT:          }
-// CHECK-COUNT-3:         arith.mulf %{{.*}}, %[[ZERO]] : f32
-// CHECK:                 %[[FINITE:.*]] = arith.cmpf oeq, %{{.*}}, %[[ZERO]] : f32
-// CHECK-NEXT:            scf.if %[[FINITE]] {
-// CHECK-NEXT:            scf.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] {
-// CHECK-NEXT:              %[[WV:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[J]]]
-// CHECK-NEXT:              scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
-// CHECK-NEXT:                %[[P:.*]] = arith.addi %[[J]], %[[OW]] : index
-// CHECK-NEXT:                %[[XV:.*]] = memref.load %[[ROW]][%[[P]]]
-// CHECK-NEXT:                %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
-// CHECK-NEXT:                %[[M:.*]] = arith.mulf %[[XV]], %[[WV]] : f32
-// CHECK-NEXT:                %[[S:.*]] = arith.addf %[[SUM]], %[[M]] : f32
-// CHECK-NEXT:                memref.store %[[S]], %[[ACC]][%[[C0]], %[[OW]]]
-// CHECK:                 } else {
-// CHECK-NEXT:              scf.for %[[OW:.*]] = %[[C0]] to %[[C1]] step %[[C1]] {
-// CHECK-NEXT:                %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
-// CHECK-NOT:                 memref.load %[[ROW]][%[[OW]]]
-// CHECK:                     memref.store %{{.*}}, %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK-NEXT:          %[[W0:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[C0]]]
+// CHECK-NEXT:          %[[W1:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[C1]]]
+// CHECK-NEXT:          %[[W2:.*]] = memref.load %[[W]][%[[O]], %[[C]], %[[I]], %[[C2]]]
+// CHECK-NEXT:          scf.for %[[OW:.*]] = %[[C0]] to %[[C1]] step %[[C1]] {
+// CHECK-NEXT:            %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK-NOT:             memref.load %[[ROW]][%[[OW]]]
+// CHECK-COUNT-2:         arith.mulf
+// CHECK-NOT:             arith.mulf
+// CHECK:                 memref.store %{{.*}}, %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK:               scf.for %[[OW:.*]] = %[[C1]] to %[[C3]] step %[[C1]] {
+// CHECK-COUNT-3:         arith.mulf
+// CHECK-NOT:             arith.mulf
+// CHECK:                 memref.store %{{.*}}, %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK:               scf.for %[[OW:.*]] = %[[C3]] to %[[C4]] step %[[C1]] {
+// CHECK-COUNT-2:         arith.mulf
+// CHECK-NOT:             arith.mulf
+// CHECK:                 memref.store %{{.*}}, %[[ACC]][%[[C0]], %[[OW]]]
+// CHECK-NOT:           scf.if
 // CHECK:           scf.for %[[OW:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
 // CHECK-NEXT:        %[[SUM:.*]] = memref.load %[[ACC]][%[[C0]], %[[OW]]]
 // CHECK-NEXT:        %[[BIAS:.*]] = memref.load %[[B]][%[[O]]] : memref<3xf32>
@@ -108,7 +103,7 @@ func.func @add_relu(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK-NOT:     "scf.parallel"
 // CHECK:         func.return
 func.func @conv_bias_relu(%d: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x4x4xf32> {
-  %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {
+  %0 = relay.fused(%d, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32> {
   ^bb0(%x: tensor<1x2x4x4xf32>, %k: tensor<3x2x3x3xf32>, %c: tensor<3xf32>):
     %1 = relay.nn.conv2d %x, %k {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
     %2 = relay.nn.bias_add %1, %c : (tensor<1x3x4x4xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32>

@@ -22,7 +22,7 @@ func.func @annotation_vs_attribute(%a: tensor<4xf32> {relay.se_scope = #relay.se
   %0 = relay.on_device %a {se_scope = #relay.se_scope<device = opencl>} : tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: conflicting scopes for %a at its use in 'relay.on_device' ({{.*}}conflicts.mlir:22:3): cpu:? (relay.se_scope of argument %a of @annotation_vs_attribute) and opencl:? (relay.on_device at {{.*}}conflicts.mlir:22:3); insert relay.on_device or relay.device_copy
+// CHECK: conflicting scopes for %a at its use in 'relay.on_device' ({{.*}}conflicts.mlir:22:3): cpu:? (relay.se_scope of argument %a of @annotation_vs_attribute at {{.*}}conflicts.mlir:{{[0-9]+}}:1) and opencl:? (relay.on_device at {{.*}}conflicts.mlir:22:3); insert relay.on_device or relay.device_copy
 
 // -----
 
@@ -41,7 +41,7 @@ func.func @result_attribute(%a: tensor<4xf32>) -> (tensor<4xf32> {relay.se_scope
   %0 = relay.exp %a {se_scope = #relay.se_scope<device = opencl, id = 0>} : tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: conflicting scopes for the result of 'relay.exp' ({{.*}}conflicts.mlir:41:3) at its use in 'func.return' ({{.*}}conflicts.mlir:42:3): opencl:0 (se_scope of 'relay.exp' at {{.*}}conflicts.mlir:41:3) and opencl:1 (relay.se_scope of result #0 of @result_attribute)
+// CHECK: conflicting scopes for the result of 'relay.exp' ({{.*}}conflicts.mlir:41:3) at its use in 'func.return' ({{.*}}conflicts.mlir:42:3): opencl:0 (se_scope of 'relay.exp' at {{.*}}conflicts.mlir:41:3) and opencl:1 (relay.se_scope of result #0 of @result_attribute at {{.*}}conflicts.mlir:{{[0-9]+}}:1)
 
 // -----
 
@@ -54,7 +54,7 @@ func.func @caller(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = func.call @callee(%y) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: conflicting scopes for %y at its use in 'func.call' ({{.*}}conflicts.mlir:54:3): cpu:? (se_scope of 'relay.exp' at {{.*}}conflicts.mlir:53:3) and opencl:? (relay.se_scope of argument %x of @callee)
+// CHECK: conflicting scopes for %y at its use in 'func.call' ({{.*}}conflicts.mlir:54:3): cpu:? (se_scope of 'relay.exp' at {{.*}}conflicts.mlir:53:3) and opencl:? (relay.se_scope of argument %x of @callee at {{.*}}conflicts.mlir:{{[0-9]+}}:1)
 
 // -----
 
@@ -73,7 +73,7 @@ func.func @returned_annotation(%a: tensor<4xf32>) -> (tensor<4xf32> {relay.se_sc
   %r = relay.on_device %a {se_scope = #relay.se_scope<device = cpu>} : tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
-// CHECK: conflicting scopes for %r at its use in 'func.return' ({{.*}}conflicts.mlir:74:3): opencl:? (relay.se_scope of result #0 of @returned_annotation) and cpu:? (relay.on_device at {{.*}}conflicts.mlir:73:3, whose result the function returns)
+// CHECK: conflicting scopes for %r at its use in 'func.return' ({{.*}}conflicts.mlir:74:3): opencl:? (relay.se_scope of result #0 of @returned_annotation at {{.*}}conflicts.mlir:{{[0-9]+}}:1) and cpu:? (relay.on_device at {{.*}}conflicts.mlir:73:3, whose result the function returns)
 
 // -----
 
@@ -92,4 +92,4 @@ func.func @memory_scopes(%a: tensor<4xf32> {relay.se_scope = #relay.se_scope<dev
   %0 = relay.exp %a {se_scope = #relay.se_scope<memory = "scopeB">} : tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: conflicting scopes for %a at its use in 'relay.exp' ({{.*}}conflicts.mlir:92:3): cpu:? scopeA (relay.se_scope of argument %a of @memory_scopes) and ?:? scopeB (se_scope of 'relay.exp' at {{.*}}conflicts.mlir:92:3)
+// CHECK: conflicting scopes for %a at its use in 'relay.exp' ({{.*}}conflicts.mlir:92:3): cpu:? scopeA (relay.se_scope of argument %a of @memory_scopes at {{.*}}conflicts.mlir:{{[0-9]+}}:1) and ?:? scopeB (se_scope of 'relay.exp' at {{.*}}conflicts.mlir:92:3)
