@@ -146,20 +146,20 @@ def test_runs_must_be_a_positive_count(runs: Any) -> None:
 
 
 def test_the_demo_trace_is_a_timeline_of_the_demo_model() -> None:
-    """examples/demo_trace.json (written by examples/demo.py): 3 runs of the MLP's 4 kernels
+    """examples/demo_trace.json (written by examples/demo.py): 3 runs of the CNN's 7 kernels
     and its one copy, each on its device's track, the copy with its bytes."""
     trace = json.loads((Path(__file__).parents[2] / "examples" / "demo_trace.json").read_text())
     events = trace["traceEvents"]
     tracks = {e["tid"]: e["args"]["name"].split(" ")[0] for e in events if e["name"] == "thread_name"}
     assert tracks == {0: "cpu:0", 1: "opencl:0"}
     slices = [e for e in events if e["ph"] == "X"]
-    assert trace["otherData"]["runs"] == 3 and len(slices) == 3 * 5
+    assert trace["otherData"]["runs"] == 3 and len(slices) == 3 * 8
     for e in slices:
         assert tracks[e["tid"]] == e["args"]["device"]
         assert e["args"]["bytes"] == 4 * np.prod(e["args"]["shape"])
     copies = [e for e in slices if e["cat"] == "copy"]
     assert [(e["args"]["src"], e["args"]["dst"], e["args"]["bytes"]) for e in copies] == [
-        ("opencl:0", "cpu:0", 32768)
+        ("opencl:0", "cpu:0", 12544)
     ] * 3
-    first_layer = [e for e in slices if e["name"] == "fused_nn_dense_nn_bias_add_nn_relu"]
-    assert [tracks[e["tid"]] for e in first_layer] == ["opencl:0"] * 3
+    first_block = [e for e in slices if e["name"] in ("fused_nn_conv2d_nn_bias_add_nn_relu", "fused_nn_max_pool2d")]
+    assert [tracks[e["tid"]] for e in first_block] == ["opencl:0"] * 6
