@@ -89,7 +89,7 @@ def test_help_gives_each_pass_its_options_defaults_and_a_line(capsys):
         for i, line in enumerate(lines)
         if line.startswith("  ") and not line.startswith("   ")
     }
-    assert entry["plan-devices{targets=c default-device=<unset> host-target=c}"].startswith(
+    assert entry["plan-devices{targets=c default-device=<unset> host-target=c explain=false}"].startswith(
         "give every relay value an SEScope"
     )
     assert (
