@@ -62,10 +62,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, MemRefType, ModuleOp, TensorType, f32
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -174,6 +175,10 @@ def _body_ops(fn: func.FuncOp) -> list[Operation]:
 def _collect_signature(c: Constraints, fn: func.FuncOp) -> None:
     name = fn.sym_name.data
     ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
+    for i, ty in enumerate(ins):
+        _check_tensor_type(fn, f"argument {_arg_name(fn, i)}", ty)
+    for i, ty in enumerate(outs):
+        _check_tensor_type(fn, f"result #{i}", ty)
     args: list[SSAValue | None] = [None] * len(ins) if fn.is_declaration else list(fn.args)
     c.params[name] = [
         _attr_domain(c, fn, fn.arg_attrs, i, f"argument {_arg_name(fn, i)} of @{name}", args[i])
@@ -183,6 +188,23 @@ def _collect_signature(c: Constraints, fn: func.FuncOp) -> None:
     if not fn.is_declaration:
         for arg, domain in zip(fn.args, c.params[name]):
             c.values[arg] = domain
+
+
+def _check_tensor_type(fn: func.FuncOp, what: str, ty: Attribute) -> None:
+    """Every value of a relay program is a static tensor of f32, also a parameter no op uses
+    (whose type nothing else checks, and the executor would meet at run time). Memrefs are
+    a lowered kernel's, whose launch is the error (`_reject`)."""
+    if isinstance(ty, MemRefType):
+        return
+    if isinstance(ty, TensorType):
+        tensor = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
+        if tensor.element_type == f32 and all(d >= 0 for d in tensor.get_shape()):
+            return
+    msg = (
+        f"{what} of @{fn.sym_name.data} at {location_of(fn)} has type {ty}, but relay values are "
+        "tensors of f32 with a static shape (e.g. tensor<2x3xf32>); change its type"
+    )
+    fn.emit_error(msg, VerifyError(msg))
 
 
 def _arg_name(fn: func.FuncOp, index: int) -> str:

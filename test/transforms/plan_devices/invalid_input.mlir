@@ -38,3 +38,21 @@ func.func @not_a_scope(%a: tensor<4xf32> {relay.se_scope = "cpu"}) -> tensor<4xf
   func.return %a : tensor<4xf32>
 }
 // CHECK: expected relay.se_scope of argument %a of @not_a_scope ({{.*}}invalid_input.mlir:37:1) to be a #relay.se_scope, but found "cpu"
+
+// -----
+
+// A parameter no op uses has its type checked too (fuzz seed 1, mutant 14668: the executor met
+// complex<f32> at run time, a TypeError).
+func.func @main(%p0: tensor<2x3xcomplex<f32>>, %p1: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = relay.nn.relu %p1 : tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+// CHECK: argument %p0 of @main at {{.*}}invalid_input.mlir:{{[0-9]+}}:1 has type tensor<2x3xcomplex<f32>>, but relay values are tensors of f32 with a static shape (e.g. tensor<2x3xf32>); change its type
+
+// -----
+
+func.func @main(%p0: tensor<3xf32>, %p1: tensor<?xf32>) -> tensor<3xf32> {
+  %0 = relay.nn.relu %p0 : tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+// CHECK: argument %p1 of @main at {{.*}}invalid_input.mlir:{{[0-9]+}}:1 has type tensor<?xf32>, but relay values are tensors of f32
