@@ -49,15 +49,14 @@ C_COMPILER = "gcc"
 SIMD_MACRO = "XRELAY_OMP_SIMD"
 # -fno-math-errno lets gcc vectorise maths calls (libmvec's variants set no errno) and sqrtf
 # become one instruction; NaN and infinity semantics stay as they are.
-# -fno-tree-loop-if-convert: gcc 12.2 at -O3 with AVX2/AVX-512 miscompiles the concatenate
-# loop of test/Inputs/fuzz/concatenate_on_c.mlir (a row of zeros; its if-conversion, found by
-# bench/fuzz.py); the flag gives the right answer.
+# (gcc 12.2's loop if-conversion miscompiles conditional loads: kernels with a branch turn it
+# off for themselves, `targets/c.py`'s NO_IF_CONVERSION; off for all, no loop with a select
+# would vectorise.)
 C_BASE_FLAGS = (
     "-std=c99",
     "-O3",
     "-march=native",
     "-fno-math-errno",
-    "-fno-tree-loop-if-convert",
     "-fPIC",
     "-shared",
     "-fopenmp-simd",

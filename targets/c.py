@@ -5,8 +5,8 @@ C99 with `restrict` buffers, the outermost parallel nest as `for` loops (the bui
 kernel once per launch), and `float` maths (`expf`, ...). Max and min are written as
 `a != a ? a : (a > b ? a : b)`: gcc 12 does not vectorise a loop that calls `fmaxf`, and like
 `arith.maximumf` (and numpy) a NaN on either side wins, where `fmaxf` would drop it. Two
-single-condition selects, not `(a > b || a != a) ? a : b`: under the builder's
--fno-tree-loop-if-convert, gcc kept that `||` as branches, which mispredict on the signs of a
+single-condition selects, not `(a > b || a != a) ? a : b`: where loop if-conversion is off
+(kernels with a branch, below), gcc kept that `||` as branches, which mispredict on the signs of a
 relu's input (packed_conv's conv + bias + relu of the CNN, batch 8, 1 -> 16 channels at
 28x28: 0.61 ms, 0.11 ms as two selects). An innermost loop whose
 iter_args are only reductions (sum, product, max, min) gets `#pragma omp simd reduction(...)`,
@@ -40,7 +40,7 @@ from math import prod
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math, scf, vector
+from xdsl.dialects import arith, func, math, scf, vector
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
@@ -111,6 +111,16 @@ typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alia
 """
 
 VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
+# gcc's loop if-conversion off for one kernel (`CEmitter.function_prefix`); nothing elsewhere.
+NO_IF_CONVERSION = "XRELAY_NO_IF_CONVERSION"
+NO_IF_CONVERSION_PRELUDE = f"""#ifndef {NO_IF_CONVERSION}
+#if defined(__GNUC__) && !defined(__clang__)
+#define {NO_IF_CONVERSION} __attribute__((optimize("no-tree-loop-if-convert")))
+#else
+#define {NO_IF_CONVERSION}
+#endif
+#endif
+"""
 THREADS_DEFAULT = f"#ifndef {THREADS_MACRO}\n#define {THREADS_MACRO} 1\n#endif\n"
 
 
@@ -131,6 +141,16 @@ class CEmitter(CStyleEmitter):
     vector_widths = (VECTOR_LANES,)
     vector_lanes = False
 
+    def function_prefix(self, kernel: func.FuncOp) -> str:
+        """`void`, and for a kernel with a branch (`scf.if`: concatenate, pad, pooling windows)
+        gcc's loop if-conversion off. gcc 12.2 at -O3 with AVX2/AVX-512 miscompiles its
+        conditional loads (test/Inputs/fuzz/concatenate_on_c.mlir, gcc_concatenate.c: a row of
+        zeros). Only there: off everywhere, no loop with a select vectorises, and a chain
+        ending in relu calls the scalar tanhf (bench/vector_math.py: 7 -> 100 ms)."""
+        if any(isinstance(op, scf.IfOp) for op in kernel.walk()):
+            return f"{NO_IF_CONVERSION} {self.kernel_prefix}"
+        return self.kernel_prefix
+
     def vector_type_name(self, lanes: int) -> str:
         return VECTOR_TYPE
 
@@ -145,12 +165,14 @@ class CEmitter(CStyleEmitter):
 
     @classmethod
     def prelude_for(cls, text: str) -> str:
-        """The `simd` declarations of the libmvec functions the kernels `text` call, and a
-        default thread count for their `omp parallel for`s."""
+        """The `simd` declarations of the libmvec functions the kernels `text` call, a
+        default thread count for their `omp parallel for`s, and the macros they use."""
         called = [d for name, d in VECTOR_DECLARATIONS.items() if re.search(rf"\b{name}\(", text)]
         lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
         vectors = VECTOR_PRELUDE if VECTOR_TYPE in text else ""
-        return (THREADS_DEFAULT if THREADS_MACRO in text else "") + vectors + ("\n".join(lines) if called else "")
+        if_conversion = NO_IF_CONVERSION_PRELUDE if NO_IF_CONVERSION in text else ""
+        threads = THREADS_DEFAULT if THREADS_MACRO in text else ""
+        return threads + vectors + if_conversion + ("\n".join(lines) if called else "")
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads

@@ -340,7 +340,7 @@ class CStyleEmitter:
         kernel = self.kernel
         outer_parallel(kernel, self.target)  # checks there is at most one
         params = [self.parameter(arg, i, len(kernel.args)) for i, arg in enumerate(kernel.args)]
-        self.line(f"{self.kernel_prefix} {kernel.sym_name.data}({', '.join(params)}) {{")
+        self.line(f"{self.function_prefix(kernel)} {kernel.sym_name.data}({', '.join(params)}) {{")
         self.depth += 1
         self.discard_unused(kernel.args)  # -Wextra warns about unused parameters
         for op in kernel.body.block.ops:
@@ -350,6 +350,10 @@ class CStyleEmitter:
                 self.emit(op)
         self.depth -= 1
         self.line("}")
+
+    def function_prefix(self, kernel: func.FuncOp) -> str:
+        """What precedes the kernel's name: its return type and qualifiers."""
+        return self.kernel_prefix
 
     def parameter(self, arg: SSAValue, position: int, count: int) -> str:
         ty = arg.type

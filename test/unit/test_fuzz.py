@@ -136,7 +136,7 @@ def test_a_program_case_builds_runs_and_matches():
 
 FOUND = sorted((Path(__file__).parents[1] / "Inputs" / "fuzz").glob("*.mlir"))
 # Findings fixed since: they must stay right.
-# concatenate_on_c: gcc's if-conversion (C kernels build with -fno-tree-loop-if-convert);
+# concatenate_on_c: gcc's if-conversion (off in C kernels with a branch, targets/c.py);
 # reshape_of_empty: delinearize divided by a zero stride; transpose_of_rank_0: an empty index.
 FIXED = {"concatenate_on_c", "reshape_of_empty", "transpose_of_rank_0"}
 OPEN = [p for p in FOUND if p.stem not in FIXED]

@@ -1,4 +1,4 @@
-// Fixed: C kernels build with -fno-tree-loop-if-convert (runtime/c_library.py).
+// Fixed: C kernels with a branch turn gcc's loop if-conversion off (targets/c.py).
 // Found by bench/fuzz.py (seed 11, program 13). Wrong result on C: row 3 (the first row of
 // %b) comes out as zeros. The C kernel is right; GCC 12.2 miscompiles it at -O3 with AVX2 or
 // AVX-512 (its loop vectorizer's if-conversion; -fno-tree-loop-if-convert or
