@@ -9,25 +9,26 @@ item. The rows' sums accumulate in one scratch `memref.alloca` in i-k-j order:
 
 whose innermost loop is unit-stride in both the rhs and the scratch and carries nothing, so
 gcc vectorises it without folding lanes; then the group's result is stored along the rows,
-reading the anchor from `acc`. Register blocks (matmul_block) would read the rhs with a
-stride of a row per k. Not OpenCL: the scratch would be a work item's private memory.
+reading the anchor from `acc` (`transposed_rows.sum_rows`, without the transposed copy).
+Register blocks (matmul_block) would read the rhs with a stride of a row per k. Not OpenCL:
+the scratch would be a work item's private memory.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import f32
+from xdsl.dialects import scf
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, anchor_of, group_root, largest_power_of_two_dividing, result_shape
+from xrelay.transforms.schedules.transposed_rows import Rows, sum_rows
 
 # Up to ROWS rows per work item (the largest power of two dividing the row count), while the
 # scratch holds at most MAX_SCRATCH_FLOATS (64 KiB of a thread's stack); one row of a wider
-# result (a vocabulary projection) takes what it needs. Every cpu matmul is taken: the
-# packed_matmul schedule after this one packs only transposed rhs (dense, batch_matmul).
+# result (a vocabulary projection) takes what it needs. packed_matmul, before this one,
+# takes the matmuls of enough work; this one every other cpu matmul.
 ROWS = 4
 MAX_SCRATCH_FLOATS = 16384
 
@@ -65,29 +66,11 @@ def store_rows(
     first = e.mul_const(row_tile, rows)
     width = shape_of(op.res)[-1]
     depth, _, _ = e.dot_factors(op, [*lead, first, e.index(0)])
-    acc = e.emit(memref.AllocaOp.get(f32, shape=[rows, width]))
-    e.loops([rows, width], [], lambda ivs, _: e.store(e.f32(0.0), acc, ivs))
 
-    def row_step(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        r, k = ivs
-        x = e.dot_factors(op, [*lead, e.add(first, r), e.index(0)])[1](k)
+    def rhs_at(k: SSAValue, j: SSAValue) -> SSAValue:
+        return e.dot_factors(op, [*lead, first, j])[2](k)
 
-        def accumulate(js: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            w = e.dot_factors(op, [*lead, first, js[0]])[2](k)
-            total = e.emit(memref.LoadOp.get(acc, [r, js[0]]))
-            return e.store(e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(x, w)))), acc, [r, js[0]])
-
-        return e.loops([width], [], accumulate)
-
-    e.loops([rows, depth], [], row_step)
-
-    def store(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        r, j = ivs
-        idx = [*lead, e.add(first, r), j]
-        e.remember(op.res, idx, e.emit(memref.LoadOp.get(acc, [r, j])))
-        return e.store(e.value_at(root, idx), out, idx)
-
-    e.loops([rows, width], [], store)
+    sum_rows(e, op, Rows(lead, first, rows, width, depth), rhs_at, root, out)
 
 
 SCHEDULE = Schedule("matmul_rows", matches, build)

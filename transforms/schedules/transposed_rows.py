@@ -8,6 +8,9 @@ item. Two scratch `memref.alloca`: the rhs transposed, and the rows' sums.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
@@ -75,27 +78,57 @@ def store_rows(e: GroupEmitter, op: Matmul, root: SSAValue, tile: list[SSAValue]
     width = shape_of(op.res)[-1]
     depth, _, _ = e.dot_factors(op, [*lead, first, e.index(0)])
     rhs_t = e.emit(memref.AllocaOp.get(f32, shape=[depth, width]))
-    acc = e.emit(memref.AllocaOp.get(f32, shape=[rows, width]))
 
     def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         j, k = ivs
         return e.store(e.dot_factors(op, [*lead, first, j])[2](k), rhs_t, [k, j])
 
     e.loops([width, depth], [], copy)
-    e.loops([rows, width], [], lambda ivs, _: e.store(e.f32(0.0), acc, ivs))
+
+    def rhs_at(k: SSAValue, j: SSAValue) -> SSAValue:
+        return e.emit(memref.LoadOp.get(rhs_t, [k, j]))
+
+    sum_rows(e, op, Rows(lead, first, rows, width, depth), rhs_at, root, out)
+
+
+RhsAt = Callable[[SSAValue, SSAValue], SSAValue]  # (k, j) -> the rhs's element
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A work item's block of whole output rows: first + r for r < count of the matrix at
+    `lead`, each `width` long, of dot products `depth` long."""
+
+    lead: list[SSAValue]
+    first: SSAValue
+    count: int
+    width: int
+    depth: int
+
+
+def sum_rows(e: GroupEmitter, op: Matmul, rows: Rows, rhs_at: RhsAt, root: SSAValue, out: SSAValue) -> None:
+    """The block's sums in a scratch `acc` in i-k-j order, then `root` stored along the rows
+    reading the anchor `op` from `acc`:
+
+        for r, for k:  acc[r, j] += x[first + r, k] * rhs_at(k, j)  for every j
+
+    (the innermost loop unit-stride where `rhs_at` is, and carrying nothing)."""
+    lead, first = rows.lead, rows.first
+    acc = e.emit(memref.AllocaOp.get(f32, shape=[rows.count, rows.width]))
+    e.loops([rows.count, rows.width], [], lambda ivs, _: e.store(e.f32(0.0), acc, ivs))
 
     def row_step(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         r, k = ivs
         x = e.dot_factors(op, [*lead, e.add(first, r), e.index(0)])[1](k)
 
         def accumulate(js: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            w = e.emit(memref.LoadOp.get(rhs_t, [k, js[0]]))
+            w = rhs_at(k, js[0])
             total = e.emit(memref.LoadOp.get(acc, [r, js[0]]))
             return e.store(e.emit(arith.AddfOp(total, e.emit(arith.MulfOp(x, w)))), acc, [r, js[0]])
 
-        return e.loops([width], [], accumulate)
+        return e.loops([rows.width], [], accumulate)
 
-    e.loops([rows, depth], [], row_step)
+    e.loops([rows.count, rows.depth], [], row_step)
 
     def store(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         r, j = ivs
@@ -103,7 +136,7 @@ def store_rows(e: GroupEmitter, op: Matmul, root: SSAValue, tile: list[SSAValue]
         e.remember(op.res, idx, e.emit(memref.LoadOp.get(acc, [r, j])))
         return e.store(e.value_at(root, idx), out, idx)
 
-    e.loops([rows, width], [], store)
+    e.loops([rows.count, rows.width], [], store)
 
 
 SCHEDULE = Schedule("transposed_rows", matches, build)
