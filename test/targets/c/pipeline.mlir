@@ -21,11 +21,11 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> 
 // C-SAME: const float *restrict in0, const float *restrict in1, const float *restrict in2, float *restrict out0) {
 // C-NEXT: for (long [[T:[a-z_0-9]+]] = 0; [[T]] < 1; [[T]]++) {
 // C-NEXT: float [[WT:[a-z_0-9]+]][48];
-// C-NEXT: float [[ACC:[a-z_0-9]+]][24];
 // C-NEXT: for (long [[J:[a-z_0-9]+]] = 0; [[J]] < 6; [[J]]++) {
 // C-NEXT: for (long [[K:[a-z_0-9]+]] = 0; [[K]] < 8; [[K]]++) {
 // C-NEXT: float [[W:[a-z_0-9]+]] = in1[[[J]] * 8 + [[K]]];
 // C-NEXT: [[WT]][[[K]] * 6 + [[J]]] = [[W]];
+// C: float [[ACC:[a-z_0-9]+]][24];
 // C: [[ACC]][{{.*}}] = 0.0f;
 // C: for (long [[I:[a-z_0-9]+]] = 0; [[I]] < 4; [[I]]++) {
 // C-NEXT: for (long [[K2:[a-z_0-9]+]] = 0; [[K2]] < 8; [[K2]]++) {
