@@ -23,11 +23,15 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
+from xrelay.diagnostics import LoweringError
+from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, UsageError
 from xrelay.ir import Program, as_module, context
-from xrelay.targets.dot import program_dot
+from xrelay.targets.dot import check_planned, program_dot
 from xrelay.transforms import get_all_passes
 
 # file extension -> Graphviz output format (`dot -T...`); ".dot" is the text, not drawn
@@ -50,12 +54,15 @@ def render(
     """Writes the picture of `program` to `path`, in the format its extension names (.svg,
     .png, .pdf, or .dot for the DOT text); returns the path. With `targets` (and
     `default_device`, `host_target`, as `xrelay.build` takes them) it is planned and fused
-    first; without, it must be past plan-devices. `dot` is the Graphviz program to run."""
+    first; without, a module not yet past plan-devices is planned and fused for the targets
+    its scopes name (and "c"). `dot` is the Graphviz program to run."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (*FORMATS, ".dot"):
         raise UsageError(f"xrelay.render writes .svg, .png, .pdf or .dot files, but was given {str(path)!r}")
     module = as_module(program, "xrelay.render")
+    if targets is None and not is_planned(module):
+        targets = targets_named_in(module)
     if targets is not None:
         module = planned_and_fused(module, targets, default_device, host_target)
     text = program_dot(module, PLAN_IT)
@@ -64,6 +71,32 @@ def render(
     else:
         path.write_bytes(run_dot(text, FORMATS[suffix], dot))
     return path
+
+
+def is_planned(module: ModuleOp) -> bool:
+    """Whether every value the picture draws has a canonical scope (plan-devices has run)."""
+    try:
+        check_planned(module)
+    except LoweringError:
+        return False
+    return True
+
+
+def targets_named_in(module: ModuleOp) -> tuple[str, ...]:
+    """ "c", and the target of every device kind the module's scopes name (opencl's "opencl")."""
+    kinds = {a.device for op in module.walk() for a in scopes_of(op) if a.device is not None}
+    return ("c", *sorted(DEVICE_TARGETS[k] for k in kinds if k in DEVICE_TARGETS and DEVICE_TARGETS[k] != "c"))
+
+
+def scopes_of(op: Operation) -> list[SEScopeAttr]:
+    values = [*op.properties.values(), *op.attributes.values()]
+    if isinstance(op, func.FuncOp):
+        for dicts in (op.arg_attrs, op.res_attrs):
+            values += [v for d in (dicts.data if dicts else ()) for v in d.data.values()]
+    return [v for v in values if isinstance(v, SEScopeAttr)]
+
+
+DEVICE_TARGETS = {"cpu": "c", "opencl": "opencl"}
 
 
 PLAN_IT = "run plan-devices first, or give xrelay.render targets=... to plan and fuse it as xrelay.build does"

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 import xrelay
 from xrelay.diagnostics import LoweringError
 from xrelay.drawing import RenderError, render
+from xrelay.targets.dot import check_planned
 from xrelay.transforms import get_all_passes
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -80,12 +81,23 @@ def test_missing_graphviz_says_how_to_install_it(tmp_path: Path) -> None:
     assert issubclass(RenderError, xrelay.Error) and xrelay.RenderError is RenderError
 
 
-def test_before_plan_devices_names_the_pass(tmp_path: Path) -> None:
+def test_an_unplanned_module_is_planned_for_the_targets_its_scopes_name(tmp_path: Path) -> None:
+    """DESIGN.md §5's `xrelay.render(module, "model.svg")` on a module as parsed: planned and
+    fused for "c" and the targets its scopes name (here opencl), the module unchanged."""
+    module = xrelay.parse((EXAMPLES / "two_devices.mlir").read_text(), "two_devices.mlir")
+    before = str(module)
+    text = render(module, tmp_path / "model.dot").read_text()
+    assert str(module) == before
+    assert "fused_nn_dense_nn_bias_add" in text and "opencl:0 → cpu:0" in text
+    assert text == render(module, tmp_path / "again.dot", targets=("c", "opencl")).read_text()
+
+
+def test_the_dot_target_before_plan_devices_names_the_pass() -> None:
     module = xrelay.parse((EXAMPLES / "two_devices.mlir").read_text(), "two_devices.mlir")
     with pytest.raises(
         LoweringError, match=r"relay.nn.dense at two_devices.mlir:2:3 has no canonical se_scope; run plan-devices first"
     ):
-        render(module, tmp_path / "model.svg")
+        check_planned(module)
 
 
 def test_targets_plan_and_fuse_a_copy_as_build_does(tmp_path: Path) -> None:
