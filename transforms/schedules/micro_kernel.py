@@ -162,15 +162,7 @@ def pack_panel(
     adjacent, so `accumulate` loads them unit-stride. `scratch` is a
     memref<panels x depth' x columns x f32> (depth' at least the trip count). `element` must
     read inside its operand for every column asked for (clamp the edge)."""
-
-    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        p, k, j = ivs
-        n = e.add(e.mul_const(p, tile.columns), j)
-        position = k if isinstance(depth, int) else e.sub(k, depth[0])
-        e.builder.insert(memref.StoreOp.get(element(n, k), scratch, [p, position, j]))
-        return []
-
-    e.loops([panels, depth, tile.columns], [], body)
+    _pack(e, tile.columns, scratch, panels, depth, element)
 
 
 def pack_rows(
@@ -185,12 +177,24 @@ def pack_rows(
     in `pack_panel`) and r < tile.rows: the lhs rows of `panels` tiles, each step's `rows`
     floats adjacent, for `accumulate`'s `lhs` to load. `scratch` is a
     memref<panels x depth' x rows x f32>; `element` must read inside its operand."""
+    _pack(e, tile.rows, scratch, panels, depth, element)
+
+
+def _pack(
+    e: KernelBuilder,
+    width: int,
+    scratch: SSAValue,
+    panels: int,
+    depth: Extent,
+    element: Callable[[SSAValue, SSAValue], SSAValue],
+) -> None:
+    """`scratch[p, k, i] = element(p * width + i, k)`: `width` operand rows or columns per
+    panel, adjacent per step k (k from 0 in scratch where `depth` is [lo, hi))."""
 
     def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        p, k, r = ivs
-        m = e.add(e.mul_const(p, tile.rows), r)
+        p, k, i = ivs
         position = k if isinstance(depth, int) else e.sub(k, depth[0])
-        e.builder.insert(memref.StoreOp.get(element(m, k), scratch, [p, position, r]))
+        e.builder.insert(memref.StoreOp.get(element(e.add(e.mul_const(p, width), i), k), scratch, [p, position, i]))
         return []
 
-    e.loops([panels, depth, tile.rows], [], body)
+    e.loops([panels, depth, width], [], body)
