@@ -23,16 +23,14 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 
 from xrelay.diagnostics import LoweringError
-from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, UsageError
 from xrelay.ir import Program, as_module, context
 from xrelay.targets.dot import check_planned, program_dot
 from xrelay.transforms import get_all_passes
+from xrelay.transforms.compilation_config import targets_named_in
 
 # file extension -> Graphviz output format (`dot -T...`); ".dot" is the text, not drawn
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
@@ -80,23 +78,6 @@ def is_planned(module: ModuleOp) -> bool:
     except LoweringError:
         return False
     return True
-
-
-def targets_named_in(module: ModuleOp) -> tuple[str, ...]:
-    """ "c", and the target of every device kind the module's scopes name (opencl's "opencl")."""
-    kinds = {a.device for op in module.walk() for a in scopes_of(op) if a.device is not None}
-    return ("c", *sorted(DEVICE_TARGETS[k] for k in kinds if k in DEVICE_TARGETS and DEVICE_TARGETS[k] != "c"))
-
-
-def scopes_of(op: Operation) -> list[SEScopeAttr]:
-    values = [*op.properties.values(), *op.attributes.values()]
-    if isinstance(op, func.FuncOp):
-        for dicts in (op.arg_attrs, op.res_attrs):
-            values += [v for d in (dicts.data if dicts else ()) for v in d.data.values()]
-    return [v for v in values if isinstance(v, SEScopeAttr)]
-
-
-DEVICE_TARGETS = {"cpu": "c", "opencl": "opencl"}
 
 
 PLAN_IT = "run plan-devices first, or give xrelay.render targets=... to plan and fuse it as xrelay.build does"

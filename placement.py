@@ -23,7 +23,7 @@ from xdsl.ir import Operation, SSAValue
 
 from xrelay.errors import UsageError
 from xrelay.ir import Program, as_module
-from xrelay.transforms.compilation_config import CompilationConfig
+from xrelay.transforms.compilation_config import CompilationConfig, targets_named_in
 from xrelay.transforms.device_remarks import Remark, Step
 from xrelay.transforms.plan_devices import remark_for, solve
 
@@ -33,18 +33,21 @@ __all__ = ["Remark", "Step", "explain"]
 def explain(
     program: Program,
     value_or_op_name: str,
-    targets: str | Sequence[str] = ("c",),
+    targets: str | Sequence[str] | None = None,
     default_device: str | None = None,
     host_target: str = "c",
 ) -> list[Remark]:
     """The remarks for the values named `value_or_op_name` in `program` (relay text, a .mlir
     path or a module, before plan-devices), planned with plan-devices' options: `"%h"` names
     the values printed as `%h` (in any function), `"relay.exp"` the results of every
-    `relay.exp`. An on_device result and an unpinned constant are planned per use and have no
+    `relay.exp`. Without `targets`, "c" and the targets the module's scopes name. An
+    on_device result and an unpinned constant are planned per use and have no
     remark of their own (ask about the value under the annotation, or its users)."""
     module = as_module(program, "xrelay.explain")
     values = _named(module, value_or_op_name)
-    if isinstance(targets, str):
+    if targets is None:
+        targets = targets_named_in(module)
+    elif isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",")]
     constraints = solve(module, CompilationConfig.from_options(tuple(targets), default_device, host_target))
     found = [remark_for(constraints, value) for value in values]

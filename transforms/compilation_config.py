@@ -8,6 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+
 from xrelay.diagnostics import ConfigError
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 
@@ -140,3 +144,20 @@ def _default_device(targets: Sequence[str], default_device: str | None) -> str:
 
 def _device_or_none(target: str) -> str | None:
     return TARGET_KIND_DEVICES.get(target_kind(target))
+
+
+def targets_named_in(module: ModuleOp) -> tuple[str, ...]:
+    """ "c", and the target of every device kind the module's scopes name (opencl's "opencl")."""
+    kinds = {a.device for op in module.walk() for a in scopes_of(op) if a.device is not None}
+    return ("c", *sorted(DEVICE_TARGETS[k] for k in kinds if k in DEVICE_TARGETS and DEVICE_TARGETS[k] != "c"))
+
+
+def scopes_of(op: Operation) -> list[SEScopeAttr]:
+    values = [*op.properties.values(), *op.attributes.values()]
+    if isinstance(op, func.FuncOp):
+        for dicts in (op.arg_attrs, op.res_attrs):
+            values += [v for d in (dicts.data if dicts else ()) for v in d.data.values()]
+    return [v for v in values if isinstance(v, SEScopeAttr)]
+
+
+DEVICE_TARGETS = {"cpu": "c", "opencl": "opencl"}

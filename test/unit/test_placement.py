@@ -268,3 +268,12 @@ def test_remarks_agree_with_the_plan(seed: int) -> None:
 
 def _block_args(op: Operation) -> list[SSAValue]:
     return [arg for region in op.regions for block in region.blocks for arg in block.args]
+
+
+def test_without_targets_the_module_is_planned_for_the_targets_its_scopes_name() -> None:
+    """DESIGN.md §5's `xrelay.explain(module, "%h")` on a model with opencl scopes: planned
+    for "c" and opencl (it raised a ConfigError naming plan-devices' targets before)."""
+    module = xrelay.parse(THREE_SCOPES.read_text())
+    (remark,) = xrelay.explain(module, "%h")
+    assert str(remark.scope) == str(xrelay.explain(module, "%h", targets=("c", "opencl"))[0].scope)
+    assert remark.scope.device == "cpu" and remark.scope.id == 1
