@@ -32,6 +32,7 @@ from onnx import TensorProto, helper, numpy_helper
 import xrelay
 
 MODEL = pathlib.Path(__file__).with_name("cnn.onnx")
+PICTURES = MODEL.parents[1] / "build" / "demo"  # not tracked: a run leaves the checkout clean
 PLACEMENT = {"/block1/*": "opencl"}  # every node of the first block (conv, relu, pool) on OpenCL
 TARGETS = ("c", "opencl")
 
@@ -136,6 +137,7 @@ def show_placement(exe: xrelay.Executable, image: np.ndarray) -> None:
 def save_pictures(module: Any, exe: xrelay.Executable, folder: pathlib.Path, *inputs: np.ndarray) -> None:
     """demo.svg, the placement and fusion picture (Graphviz), and demo_trace.json, the timeline
     of 3 profiled runs (open it in https://ui.perfetto.dev), in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
     try:
         picture = xrelay.render(module, folder / "demo.svg", targets=TARGETS, default_device="cpu")
         print(f"picture: {picture}")
@@ -170,7 +172,12 @@ def median_ms(fn: Callable[[], object], runs: int = 50) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-model", action="store_true", help=f"write {MODEL.name} again, then run")
-    parser.add_argument("--pictures", type=pathlib.Path, default=MODEL.parent, help="where demo.svg and the trace go")
+    parser.add_argument(
+        "--pictures",
+        type=pathlib.Path,
+        default=PICTURES,
+        help="where demo.svg and the trace go (the copies in examples/ were made with --pictures examples)",
+    )
     args = parser.parse_args()
     if args.write_model or not MODEL.exists():
         write_model(MODEL)
