@@ -41,7 +41,7 @@ from typing import IO, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, scf, vector
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
@@ -54,6 +54,7 @@ from xrelay.targets.c_style import (
     math_calls,
     trip_counts,
 )
+from xrelay.targets.index_bounds import IndexBounds
 
 # Defined by the runtime's C builder (`xrelay.runtime.c_library`), which passes -fopenmp-simd.
 SIMD_MACRO = "XRELAY_OMP_SIMD"
@@ -69,14 +70,18 @@ VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "pow
 THREADS_MACRO = "XRELAY_NUM_THREADS"
 
 # A top-level nest is split across threads only when it does at least this many operations
-# (its ops times their trip counts, estimated; about 40-70 of them take a nanosecond on one
-# core): below that, waking the threads costs more than the work saves. Measured per node of
-# bench/models.py's models at 1 and 2 threads with OMP_WAIT_POLICY=passive, where a parallel
-# region costs about 55 us (sleeping threads are woken): a softmax of 0.9M (114 -> 135 us)
-# and a max-pool of 0.6M (53 -> 76 us) lost, a convolution of 3M gained little (167 -> 138
-# us), everything from 14M on gained (a batch matmul of 14.7M: 206 -> 192 us, a dense of
-# 66M: 1674 -> 833 us).
-PARALLEL_WORK = 1 << 22
+# (`estimated_work`; 7-20 of them take a nanosecond on one core, from a softmax's to a
+# dense's): below that, waking the threads costs more than the work saves. Measured per node
+# of bench/models.py's four models, 1 thread against 2 with every nest threaded,
+# OMP_WAIT_POLICY=passive (a parallel region then costs 30-55 us: sleeping threads are woken),
+# medians of 21 profiled runs on a machine shared with other jobs (load 1.4-2.1: the second
+# core was often busy). Everything under 1M lost (a softmax of 0.9M: 134 -> 128-147 us, a
+# mean of 0.1M: 3 -> 35 us); the transformer's batch matmuls of 1.5M and 1.9M went either
+# way (105 -> 109, 113 -> 99 us); the CNN's convolutions of 2.1M and 2.2M lost in two runs
+# (113 -> 126 us, 222 -> 233 us); the transformer's denses of 3.2M gained in 7 of 8 (194 ->
+# 162 us, one 210 -> 236 us), those of 12-14M and the MLP's of 6M and 12M all did (791 ->
+# 530 us, 568 -> 466 us).
+PARALLEL_WORK = 2_500_000
 
 # The leading loops of a nest `collapse`d into the one the threads share: as few as give this
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
@@ -189,41 +194,31 @@ class CEmitter(CStyleEmitter):
         self.emit(op)
 
 
-def estimated_work(block: Block) -> int:
-    """The ops one run of `block` executes, loops counted by their constant trip counts (1
-    where a bound is not a constant) and the longer branch of an `scf.if`."""
+def estimated_work(block: Block, bounds: IndexBounds | None = None) -> int:
+    """The ops one run of `block` executes, loops counted by the most trips their bounds allow (`index_bounds`: packed_matmul's `[k0, min(k0 + 256,
+    K))` as 256; 1 where nothing bounds them) and the shorter branch of an `scf.if` (0 without
+    an else): what a run surely does, so that a rare fallback does not count, like
+    packed_conv's exact recomputation of a block whose sums are not finite, ten times the
+    block's fast path (the CNN's first convolution estimated at 69M, 1.2M without it)."""
+    bounds = IndexBounds() if bounds is None else bounds
     total = 0
     for op in block.ops:
         if isinstance(op, scf.ForOp):
-            total += _trips([(op.lb, op.ub, op.step)]) * estimated_work(op.body.block)
+            total += _trips(bounds, [(op.lb, op.ub, op.step)]) * estimated_work(op.body.block, bounds)
         elif isinstance(op, scf.ParallelOp):
-            bounds = list(zip(op.lowerBound, op.upperBound, op.step))
-            total += _trips(bounds) * estimated_work(op.body.block)
+            loops = list(zip(op.lowerBound, op.upperBound, op.step))
+            total += _trips(bounds, loops) * estimated_work(op.body.block, bounds)
         elif isinstance(op, scf.IfOp):
             branches = [r.block for r in (op.true_region, op.false_region) if r.blocks]
-            total += max((estimated_work(b) for b in branches), default=0)
+            total += min((estimated_work(b, bounds) for b in branches), default=0)
         else:
             total += 1
     return total
 
 
-def _trips(bounds: Sequence[tuple[SSAValue, SSAValue, SSAValue]]) -> int:
-    total = 1
-    for lb, ub, step in bounds:
-        values = [_constant(v) for v in (lb, ub, step)]
-        if None in values:
-            continue
-        lo, hi, st = values
-        assert lo is not None and hi is not None and st is not None
-        total *= max(0, -(-(hi - lo) // st)) if st > 0 else 1
-    return total
-
-
-def _constant(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
+def _trips(bounds: IndexBounds, loops: Sequence[tuple[SSAValue, SSAValue, SSAValue]]) -> int:
+    counts = [bounds.trip_count(lb, ub, step) for lb, ub, step in loops]
+    return prod(1 if count is None else count for count in counts)
 
 
 @dataclass(frozen=True)
