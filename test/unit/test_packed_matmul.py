@@ -99,12 +99,13 @@ def check(text: str, inputs: dict[str, np.ndarray] | None = None, threads: int =
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
-# (m, k, n) -> what it exercises; the block is 64 x 64, the tile 16 x 16, the k-block 256
+# (m, k, n) -> what it exercises; the block is 128 x 128, the tile 16 x 16, the k-block 256
 DENSE_SHAPES = [
-    ((64, 512, 64), "one whole block, one k-block"),
-    ((64, 784, 128), "four k-blocks, the last partial (16)"),
+    ((128, 512, 128), "one whole block, one k-block"),
+    ((64, 784, 128), "four k-blocks, the last partial (16); a block cut to the result's 64 rows"),
     ((37, 140, 50), "rows and columns not a multiple of the tile: edge tiles, clamped reads"),
-    ((70, 100, 70), "a second block of 6 rows and 6 columns"),
+    ((134, 100, 134), "a second block of 6 rows and 6 columns"),
+    ((64, 64, 272), "three column blocks, the last of one tile"),
     ((17, 1100, 33), "five k-blocks (the last of 76), rows and columns one past a tile"),
     ((130, 8, 130), "short dot products"),
 ]

@@ -40,11 +40,17 @@ from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_a
 # the same run (a shared, loaded machine: OpenBLAS at 62-79), dense 64x784.512x784,
 # dense 64x512.512x512, batch_matmul 4x128x64.4x128x64: a 16 x 1 tile (16 sums, one rhs
 # vector and 16 broadcasts from the packed rows per step) 135%, 136%, 113%; 8 x 2 104%,
-# 105%, 96%; blocks of 128 rows no better than 64; k-blocks of 512 as fast as 256, which
-# keeps the two panels at 64 KiB each (stack scratch, also on OpenMP's threads).
+# 105%, 96%. Every work item packs its rows of the lhs and its columns of the rhs per
+# k-block, which took 15-30% of the time in 64 x 64 blocks (measured against kernels that
+# skip the packs): blocks of 128 x 128 pack each operand half as often, and were 4-17%
+# faster than 64 x 64 at the MLP's and the transformer's shapes (GFLOP/s, one run, load
+# 3.2: dense 64x784.512x784 93.6 -> 97.5, 128x256.256x256 93.2 -> 103.1, 128x1024.256x1024
+# 81.1 -> 94.8, batch_matmul 4x128x64.4x128x64 77.7 -> 89.7); 128 x 64, 64 x 128 and 128 x
+# 256 gained less, k-blocks of 128 or 512 as much as 256, which keeps the two panels at 128
+# KiB each (stack scratch, also on OpenMP's threads: 320 KiB with the sums).
 TILE = mk.Tile(rows=16, vectors=1)
-ROWS = 64
-COLUMNS = 64
+ROWS = 128
+COLUMNS = 128
 DEPTH = 256
 
 # How each anchor's rhs holds element (n, k): dense's and batch_matmul's transposed

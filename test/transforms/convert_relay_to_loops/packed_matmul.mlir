@@ -1,23 +1,23 @@
 // RUN: opt-tool %s -p convert-relay-to-loops --split-input-file | filecheck %s
 // RUN: opt-tool %s -p convert-relay-to-loops,dce,licm,cse -t c --split-input-file | filecheck %s --check-prefix=C
 
-// A cpu dense of enough work: packed_matmul. A work item is a block of 64 x 64 outputs; its
-// rhs columns are packed into panels of 16 (a vector) and its rows into panels of 16 by the
-// k-block (256 of 784, three times, then 16), the block's sums kept in scratch; the
+// A cpu dense of enough work: packed_matmul. A work item is a block of 128 x 128 outputs,
+// here cut to the result's 64 rows; its rhs columns are packed into panels of 16 (a vector)
+// and its rows into panels of 16 by the k-block (256 of 784, three times, then 16), the block's sums kept in scratch; the
 // micro-kernel adds broadcast-FMA products to 16 x 1 vectors per step; then the bias and
 // tanh are applied to the block as it is stored.
 
 // CHECK-LABEL: func.func @dense_bias_tanh
 // CHECK:       func.func @fused_dense_bias_tanh({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul"}
 // CHECK:         "scf.parallel"
-// CHECK:           memref.alloca() : memref<64x64xf32>
-// CHECK:           memref.alloca() : memref<4x256x16xf32>
+// CHECK:           memref.alloca() : memref<64x128xf32>
+// CHECK:           memref.alloca() : memref<8x256x16xf32>
 // CHECK:           memref.alloca() : memref<4x256x16xf32>
 // CHECK:           scf.for
 // CHECK-COUNT-16:    vector.fma
 // CHECK:           math.tanh
 // C-LABEL:     void fused_dense_bias_tanh(
-// C:             float buf{{[0-9]+}}[4096];
+// C:             float buf{{[0-9]+}}[8192];
 // C-COUNT-16:    = xr_fma_f32x16(
 func.func @dense_bias_tanh(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>, %b: tensor<512xf32>) -> tensor<64x512xf32> {
   %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_dense_bias_tanh", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<64x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<64x512xf32> {
@@ -33,13 +33,14 @@ func.func @dense_bias_tanh(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>, %b: 
 // -----
 
 // A batch_matmul (rhs transposed) of 4 x 128 x 64 by 4 x 128 x 64: the nest spans the batch
-// and the 2 x 2 blocks; a single k-block (64).
+// (one block of 128 x 128 each); a single k-block (64).
 
 // CHECK-LABEL: func.func @batch_matmul
 // CHECK:       func.func @fused_batch_matmul({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul"}
 // CHECK:         %{{.*}} = arith.constant 4 : index
 // CHECK:         "scf.parallel"
-// CHECK:           memref.alloca() : memref<4x64x16xf32>
+// CHECK:           memref.alloca() : memref<128x128xf32>
+// CHECK:           memref.alloca() : memref<8x64x16xf32>
 // C-LABEL:     void fused_batch_matmul(
 // C:             for (long {{.*}} < 4;
 // C:             xr_f32x16
