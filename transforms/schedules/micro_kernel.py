@@ -14,7 +14,8 @@ broadcast-FMA per vector:
 
 `rhs` usually loads from a packed panel (`pack_panel`: [panels, depth, columns] floats, so
 each step's vectors are adjacent and every load is unit-stride); `lhs` is any f32 value,
-best a load from rows packed the same way (`pack_rows`: [panels, depth, rows]): then the
+best a load from rows packed the same way (`pack_rows`: [panels, depth, rows]) or copied
+as they are (`copy_rows`: [panels, rows, depth + pad], a copy, no transpose): then the
 tile's rows are one pointer and constant offsets, and an edge row is clamped once while
 packing instead of in every step. The accumulators are a flat list, row-major:
 `acc[r * tile.vectors + v]`. `load_block`/`store_block` move a tile from and to a
@@ -35,6 +36,7 @@ API (kept stable for the schedules built on it; additions only):
     load_block(e, tile, ref, at) / store_block(e, tile, accs, ref, at)
     pack_panel(e, tile, scratch, panels, depth, element)
     pack_rows(e, tile, scratch, panels, depth, element)
+    copy_rows(e, tile, scratch, panels, depth, element)
     Layout, rhs_index(layout, n, k)          a matmul rhs's index: [n, k] (TRANSPOSED) or [k, n] (PLAIN)
 """
 
@@ -178,6 +180,29 @@ def pack_rows(
     floats adjacent, for `accumulate`'s `lhs` to load. `scratch` is a
     memref<panels x depth' x rows x f32>; `element` must read inside its operand."""
     _pack(e, tile.rows, scratch, panels, depth, element)
+
+
+def copy_rows(
+    e: KernelBuilder,
+    tile: Tile,
+    scratch: SSAValue,
+    panels: int,
+    depth: Extent,
+    element: Callable[[SSAValue, SSAValue], SSAValue],
+) -> None:
+    """`scratch[p, r, k] = element(p * tile.rows + r, k)` for p < `panels`, r < tile.rows and
+    k in `depth` (as in `pack_panel`): the lhs rows of `panels` tiles as they lie along k, so
+    that the copy reads and writes unit-stride where `pack_rows` transposes. `scratch` is a
+    memref<panels x rows x depth' x f32>, depth' at least the trip count (a few floats more
+    spread the rows over the cache's sets); `element` must read inside its operand."""
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        p, r, k = ivs
+        position = k if isinstance(depth, int) else e.sub(k, depth[0])
+        e.builder.insert(memref.StoreOp.get(element(e.add(e.mul_const(p, tile.rows), r), k), scratch, [p, r, position]))
+        return []
+
+    e.loops([panels, tile.rows, depth], [], body)
 
 
 def _pack(

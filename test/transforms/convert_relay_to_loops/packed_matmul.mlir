@@ -3,16 +3,17 @@
 
 // A cpu dense of enough work: packed_matmul. A work item is a block of 128 x 128 outputs,
 // here cut to the result's 64 rows; its rhs columns are packed into panels of 16 (a vector)
-// and its rows into panels of 16 by the k-block (256 of 784, three times, then 16), the block's sums kept in scratch; the
-// micro-kernel adds broadcast-FMA products to 16 x 1 vectors per step; then the bias and
-// tanh are applied to the block as it is stored.
+// and its rows copied in panels of 16 rows (each 256 + 4 floats long) by the k-block (256
+// of 784, three times, then 16), the block's sums kept in scratch; the micro-kernel adds
+// broadcast-FMA products to 16 x 1 vectors per step; then the bias and tanh are applied to
+// the block as it is stored.
 
 // CHECK-LABEL: func.func @dense_bias_tanh
 // CHECK:       func.func @fused_dense_bias_tanh({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul"}
 // CHECK:         "scf.parallel"
 // CHECK:           memref.alloca() : memref<64x128xf32>
 // CHECK:           memref.alloca() : memref<8x256x16xf32>
-// CHECK:           memref.alloca() : memref<4x256x16xf32>
+// CHECK:           memref.alloca() : memref<4x16x260xf32>
 // CHECK:           scf.for
 // CHECK-COUNT-16:    vector.fma
 // CHECK:           math.tanh
