@@ -72,15 +72,17 @@ THREADS_MACRO = "XRELAY_NUM_THREADS"
 # A top-level nest is split across threads only when it does at least this many operations
 # (`estimated_work`; 7-20 of them take a nanosecond on one core, from a softmax's to a
 # dense's): below that, waking the threads costs more than the work saves. Measured per node
-# of bench/models.py's four models, 1 thread against 2 with every nest threaded,
+# of bench/models.py's models, 1 thread against 2 with every nest threaded,
 # OMP_WAIT_POLICY=passive (a parallel region then costs 30-55 us: sleeping threads are woken),
-# medians of 21 profiled runs on a machine shared with other jobs (load 1.4-2.1: the second
-# core was often busy). Everything under 1M lost (a softmax of 0.9M: 134 -> 128-147 us, a
-# mean of 0.1M: 3 -> 35 us); the transformer's batch matmuls of 1.5M and 1.9M went either
-# way (105 -> 109, 113 -> 99 us); the CNN's convolutions of 2.1M and 2.2M lost in two runs
-# (113 -> 126 us, 222 -> 233 us); the transformer's denses of 3.2M gained in 7 of 8 (194 ->
-# 162 us, one 210 -> 236 us), those of 12-14M and the MLP's of 6M and 12M all did (791 ->
-# 530 us, 568 -> 466 us).
+# medians of 21 profiled runs on a machine shared with other jobs. At load 1.4-2.1 (the
+# second core often busy), with packed_matmul's blocks of 64 x 64: everything under 1M lost
+# (a softmax of 0.9M: 134 -> 128-147 us, a mean of 0.1M: 3 -> 35 us); the transformer's
+# batch matmuls of 1.3-1.4M went either way (105 -> 109, 113 -> 99 us); the CNN's
+# convolutions of 2.1M and 2.2M lost in both runs (113 -> 126 us, 222 -> 233 us); the
+# transformer's denses of 2.4M gained in 7 of 8 (194 -> 162 us, one 210 -> 236 us); those
+# of 9-11M and the MLP's of 5.4M and 10.6M gained in every run (791 -> 530 us, 568 -> 466
+# us, 376 -> 273 us). At load 3.7 (blocks of 128 x 128) nothing gained: the transformer's
+# denses of 2.4M lost 7-17%, those of 9-11M and the MLP's 0-4%.
 PARALLEL_WORK = 2_500_000
 
 # The leading loops of a nest `collapse`d into the one the threads share: as few as give this
