@@ -209,3 +209,24 @@ def test_a_quotient_of_a_value_that_may_be_negative_is_bounded_by_intervals() ->
     inner = loops(kernel)[1]
     assert IndexBounds().interval(inner.lb) == (-1, 2)  # -5 / 4 and 9 / 4, toward zero
     assert IndexBounds().trip_count(inner.lb, inner.ub, inner.step) == 5
+
+
+def test_an_if_counts_its_shorter_branch() -> None:
+    """A rare fallback (packed_conv recomputes a block whose sums are not finite) does not
+    make a nest look big enough for threads."""
+    kernel = parse(
+        """
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1000 = arith.constant 1000 : index
+  scf.if %rare {
+    scf.for %i = %c0 to %c1000 step %c1 {
+      %x = arith.addi %i, %i : index
+    }
+  } else {
+    %y = arith.addi %c1, %c1 : index
+  }
+""",
+        "%rare: i1",
+    )
+    assert estimated_work(kernel.body.block) == 4 + 2  # 3 constants and the return; addi, yield
