@@ -197,11 +197,12 @@ class CEmitter(CStyleEmitter):
 
 
 def estimated_work(block: Block, bounds: IndexBounds | None = None) -> int:
-    """The ops one run of `block` executes, loops counted by the most trips their bounds allow (`index_bounds`: packed_matmul's `[k0, min(k0 + 256,
-    K))` as 256; 1 where nothing bounds them) and the shorter branch of an `scf.if` (0 without
-    an else): what a run surely does, so that a rare fallback does not count, like
-    packed_conv's exact recomputation of a block whose sums are not finite, ten times the
-    block's fast path (the CNN's first convolution estimated at 69M, 1.2M without it)."""
+    """The ops one run of `block` executes: loops counted by the most trips their bounds
+    allow (`index_bounds`: packed_matmul's `[k0, min(k0 + 256, K))` as 256; 1 where nothing
+    bounds them), and the shorter branch of an `scf.if` (0 without an else), what a run
+    surely does: a rare fallback does not count, like packed_conv's exact recomputation of a
+    block whose sums are not finite, several times the block's fast path (the CNN's
+    convolutions: 15M and 73M counting it, 2.1M and 2.2M not)."""
     bounds = IndexBounds() if bounds is None else bounds
     total = 0
     for op in block.ops:

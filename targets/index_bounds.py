@@ -10,15 +10,15 @@ k0` is at most 256 whatever k0 is, where intervals alone would give K).
 A bound is sought for a linear form over index values (`Form`: coefficients and a constant):
 
 1. expand: a term whose value is an `arith.constant`, `addi`, `subi`, a `muli` by a constant
-   or a min/max (`select(cmpi(slt|sle|sgt|sge, a, b), a, b)` either way round; signed only,
-   `ult` on a negative index is no min) is replaced by its operands, so that equal values cancel (`k0 + 256 - k0` is 256). A min or max splits
-   the form in two, one per operand: the bound is the smaller of the two where the form's
-   value is at most either (a min with a positive coefficient, a max with a negative one),
-   else the larger;
-   A `divsi` of a value x >= 0 by a positive constant c is x / c - (x mod c) / c, so that
-   quotients of near values cancel too (`(k + 47) / 30 - k / 30` is at most 2 + 76 / 30:
-   the coefficients are fractions, a bound is rounded down at the end); `remsi` of such an
-   x is the same remainder term;
+   or a min/max (`select(cmpi(slt|sle|sgt|sge, a, b), a, b)` either way round; signed
+   only: `ult` on a negative index is no min) is replaced by its operands, so that equal
+   values cancel (`k0 + 256 - k0` is 256). A min or max splits the form in two, one per
+   operand: the bound is the smaller of the two where the form's value is at most either
+   (a min with a positive coefficient, a max with a negative one), else the larger. A
+   `divsi` of a value x >= 0 by a positive constant c is x / c - (x mod c) / c, so that
+   quotients of near values cancel too (`(k + 47) / 30 - k / 30` is at most (47 + 29) /
+   30, so 2: coefficients are fractions, a bound is rounded down at the end); `remsi` of
+   such an x is the same remainder term;
 2. bound: the terms left (atoms) are bounded one by one by their intervals: a loop's
    induction variable lies in [lower(lb), upper(ub) - 1] (steps are positive), a remainder
    (x mod c) in [0, c - 1], a `divsi` of a value that may be negative follows from its
