@@ -1,0 +1,471 @@
+"""
+winograd_conv: a 3x3 convolution as Winograd's F(2x2, 3x3) (Lavin & Gray; TVM's
+conv2d_winograd), for a cpu group whose anchor is a conv2d of the result's shape with a 3x3
+kernel, stride 1, dilation 1, one group, and enough channels that the transforms pay.
+
+Each 2x2 block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the 4x4
+transform of a 3x3 kernel g and V = B^T d B that of the tile's 4x4 input window d (rows and
+columns 2 * tile - padding + 0..3): the 16 products of U and V per input channel, summed over
+the channels, are 16 small matrix products M[xi] = U[xi] . V[xi] (out channels x in channels
+x tiles), 2.25 times fewer multiply-adds than the direct convolution.
+
+The nest spans (n, block of tile rows); a work item computes every output channel of its
+tile rows. Its phases:
+
+1. Weights: U[xi, k, c] for all 16 xi, out channels k and in channels c, into scratch
+   (`memref.alloca`), each row's channels adjacent: the micro-kernel's broadcast operand.
+   (Once per work item: about 2% of its multiply-adds at the ResNet block's shape.)
+2. Per chunk of tiles (`Plan.chunk_rows` tile rows x `Plan.chunk_cols` tile columns, at
+   most SLOTS tiles; a last chunk that would run past the block starts earlier instead):
+   a. pack: the input rows the chunk reads, every channel, the even and the odd columns
+      apart and the padding as zeros, so that input (i, j) of the chunk's tiles is one
+      unit-stride row: packed[j % 2, c, 2 * tile row + i, tile column + j // 2];
+   b. input transform: V[xi, c, slot] for each tile (slot = its place in the chunk), a
+      unit-stride loop along the tiles that gcc vectorises; the slots past the chunk's tiles
+      stay zero;
+   c. per block of CHANNELS output channels (the last starting earlier): the 16 products
+      M[xi] with the micro-kernel (`micro_kernel.accumulate`, CHANNELS x VECTORS vector sums
+      over the input channels, the tiles in the lanes), then the output transform into a
+      scratch block Y of the chunk's output rows, each row's columns adjacent;
+   d. store, as packed_conv does: when every value of Y is finite (0 x y summed is 0), the
+      group's result at the chunk's outputs, a unit-stride loop along each output row, the
+      epilogue (bias, relu, a residual add, ...) reading the conv from Y; else the block
+      again output by output (`GroupEmitter.conv2d`, whose loop bounds skip the padding), as
+      in `xrelay.interpret`. A NaN or inf input or weight makes its tiles' Y non-finite
+      (every U and V entry feeds some output, and 0 x inf is NaN), so a padded tap with a
+      NaN weight, or a NaN input spreading over its tile, never reaches the result. Outputs
+      of a tile past the edge (odd sizes) are computed from zeros and not stored.
+
+Accuracy: the transforms add a few roundings per output (sums of up to 9 products of
+transformed values, scaled by 1/2 and 1/4 exactly); against `xrelay.interpret` the results
+agree to a relative error of about 1e-6 of the output's magnitude (the tests use rtol 1e-4
+with atol 1e-4 x the largest output, as the ResNet block's 576-term sums need).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import Extent, shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import micro_kernel as mk
+
+XI = 16  # the 4 x 4 transformed positions of a tile
+
+# The register block: CHANNELS output channels x VECTORS vectors of LANES tiles (16 of
+# AVX-512's 32 registers), as packed_conv's (see bench/kernels.py --conv for the numbers).
+CHANNELS = 8
+VECTORS = 2
+SLOTS = VECTORS * mk.LANES  # tiles per chunk (the last few may be padding)
+
+# Below this many input or output channels the transforms cost more than the 2.25x fewer
+# multiply-adds save (bench/kernels.py --conv: 16 -> 32 channels already gain).
+MIN_CHANNELS = 16
+
+# Work items per run: the image's tile rows are split into blocks until the batch has this
+# many (2 threads each get a few); fewer, larger items compute U (phase 1) fewer times.
+MIN_ITEMS = 4
+
+# The work item's scratch (U, V, the packed chunk, M and Y) lives on the stack: at most this
+# many floats (1 MiB), else packed_conv takes the group.
+SCRATCH_MAX_FLOATS = 1 << 18
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The shapes of a Winograd conv: tiles per image, tile rows per work item, and the
+    tile rows and columns of a chunk."""
+
+    conv: relay.Conv2DOp
+    tiles_h: int
+    tiles_w: int
+    block_rows: int
+    chunk_rows: int
+    chunk_cols: int
+
+    @property
+    def in_c(self) -> int:
+        return shape_of(self.conv.data)[1]
+
+    @property
+    def out_c(self) -> int:
+        return shape_of(self.conv.res)[1]
+
+    @property
+    def blocks(self) -> int:
+        """Work items per image."""
+        return math.ceil(self.tiles_h / self.block_rows)
+
+    @property
+    def pitch(self) -> int:
+        """Slots per tile row of a chunk: its tiles and one more (a slot no output reads)."""
+        return self.chunk_cols + 1
+
+    @property
+    def u_floats(self) -> int:
+        return XI * math.ceil(self.out_c / CHANNELS) * CHANNELS * self.in_c
+
+    @property
+    def v_floats(self) -> int:
+        return XI * self.in_c * SLOTS
+
+    @property
+    def pack_floats(self) -> int:
+        return 2 * self.in_c * 4 * (SLOTS + 1)
+
+    @property
+    def scratch_floats(self) -> int:
+        return self.u_floats + self.v_floats + self.pack_floats + XI * CHANNELS * SLOTS + CHANNELS * 4 * SLOTS
+
+
+def plan_of(group: relay.FusedOp) -> Plan | None:
+    """How the group's conv is computed as F(2x2, 3x3), or None if it is not."""
+    conv = anchor_of(group, relay.Conv2DOp)
+    scope = group.se_scope
+    if conv is None or scope is None or scope.device != "cpu":
+        return None
+    if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
+        return None
+    batch, out_c, out_h, out_w = shape_of(conv.res)
+    in_c, kh, kw = shape_of(conv.weight)[1:]
+    if (kh, kw) != (3, 3) or min(in_c, out_c) < MIN_CHANNELS:
+        return None
+    tiles_h, tiles_w = math.ceil(out_h / 2), math.ceil(out_w / 2)
+    blocks = min(tiles_h, math.ceil(MIN_ITEMS / batch))
+    block_rows = math.ceil(tiles_h / blocks)
+    chunk_cols = min(tiles_w, SLOTS)
+    chunk_rows = max(1, min(block_rows, (SLOTS + 1) // (chunk_cols + 1)))
+    plan = Plan(conv, tiles_h, tiles_w, block_rows, chunk_rows, chunk_cols)
+    return plan if plan.scratch_floats <= SCRATCH_MAX_FLOATS else None
+
+
+def matches(group: relay.FusedOp) -> bool:
+    return plan_of(group) is not None
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    plan = plan_of(group)
+    assert plan is not None
+    batch = result_shape(group)[0]
+    root = group_root(group)
+    return emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A work item's buffers: U[channel block, xi, c * CHANNELS + o] (per input channel c,
+    the block's CHANNELS rows adjacent), V[xi, c, slot], the packed chunk [parity, c, row, column], the
+    products M[xi, o, slot] of a channel block and its outputs Y[o, a, 2 slot + b]."""
+
+    u: SSAValue
+    v: SSAValue
+    packed: SSAValue
+    m: SSAValue
+    y: SSAValue
+
+
+def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
+    """Tile rows from `first` (the block's, the last block ending at the last tile row) of
+    image tile[0], every output channel: U, then the chunks."""
+    n, block = tile
+    first = e.min_index(e.mul_const(block, plan.block_rows), e.index(plan.tiles_h - plan.block_rows))
+
+    def alloca(*shape: int) -> SSAValue:
+        return e.emit(memref.AllocaOp.get(f32, shape=list(shape)))
+
+    in_c = plan.in_c
+    scratch = Scratch(
+        alloca(channel_blocks(plan), XI, in_c * CHANNELS),
+        alloca(XI, in_c, SLOTS),
+        alloca(2, in_c, 4, SLOTS + 1),
+        alloca(XI, CHANNELS, SLOTS),
+        alloca(CHANNELS, 2, 2 * SLOTS),
+    )
+    weight_transform(e, plan, scratch.u)
+    grid = [math.ceil(plan.block_rows / plan.chunk_rows), math.ceil(plan.tiles_w / plan.chunk_cols)]
+
+    def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        row, col = ivs
+        r0 = e.add(first, e.min_index(e.mul_const(row, plan.chunk_rows), e.index(plan.block_rows - plan.chunk_rows)))
+        c0 = e.min_index(e.mul_const(col, plan.chunk_cols), e.index(plan.tiles_w - plan.chunk_cols))
+        compute_chunk(e, plan, root, scratch, Chunk(n, r0, c0), out)
+        return []
+
+    e.loops(grid, [], chunk)
+
+
+def channel_blocks(plan: Plan) -> int:
+    return math.ceil(plan.out_c / CHANNELS)
+
+
+def first_channel(e: GroupEmitter, plan: Plan, block: SSAValue) -> SSAValue:
+    """The first output channel of channel block `block` (the last one ends at the last
+    channel: it may recompute channels of the one before)."""
+    return e.min_index(e.mul_const(block, CHANNELS), e.index(plan.out_c - CHANNELS))
+
+
+# --- Phase 1: weights ---------------------------------------------------------------------
+
+
+def fadd(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.emit(arith.AddfOp(a, b))
+
+
+def fsub(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.emit(arith.SubfOp(a, b))
+
+
+def half(e: GroupEmitter, a: SSAValue) -> SSAValue:
+    return e.emit(arith.MulfOp(a, e.f32(0.5)))
+
+
+def g_transform(e: GroupEmitter, g: list[SSAValue]) -> list[SSAValue]:
+    """G x (3 values) with G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]."""
+    outer = fadd(e, g[0], g[2])
+    return [g[0], half(e, fadd(e, outer, g[1])), half(e, fsub(e, outer, g[1])), g[2]]
+
+
+def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
+    """u[block, xi, c * CHANNELS + o] = (G g G^T)[xi] for g = weight[first_channel(block) +
+    o, c], per channel block: its weights copied tap by tap into taps[i * 3 + j, c *
+    CHANNELS + o] first, so that the transform is a unit-stride loop that gcc vectorises.
+    (Every weight reaches some U, and a NaN or inf one makes that U non-finite.)"""
+    op = plan.conv
+    width = plan.in_c * CHANNELS
+    taps = e.emit(memref.AllocaOp.get(f32, shape=[9, width]))
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        block, o, c = ivs
+        k = e.add(first_channel(e, plan, block), o)
+        at = e.add(e.mul_const(c, CHANNELS), o)
+        for i, j in itertools.product(range(3), range(3)):
+            weight = e.value_at(op.weight, [k, c, e.index(i), e.index(j)])
+            e.store(weight, taps, [e.index(i * 3 + j), at])
+        return []
+
+    def transform(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        block, f = ivs
+        g = [[e.emit(memref.LoadOp.get(taps, [e.index(i * 3 + j), f])) for j in range(3)] for i in range(3)]
+        columns = [g_transform(e, [g[i][j] for i in range(3)]) for j in range(3)]  # (G g)[:, j]
+        rows = [g_transform(e, [columns[j][a] for j in range(3)]) for a in range(4)]  # (G g G^T)[a, :]
+        for a, b in itertools.product(range(4), range(4)):
+            e.store(rows[a][b], u, [block, e.index(a * 4 + b), f])
+        return []
+
+    def per_block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        e.loops([CHANNELS, plan.in_c], [], lambda inner, _: copy([ivs[0], *inner], []))
+        e.loops([width], [], lambda inner, _: transform([ivs[0], *inner], []))
+        return []
+
+    e.loops([channel_blocks(plan)], [], per_block)
+
+
+# --- Phase 2: chunks ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Image n's tiles from tile row r0 and tile column c0, `chunk_rows` x `chunk_cols`."""
+
+    n: SSAValue
+    r0: SSAValue
+    c0: SSAValue
+
+
+def compute_chunk(e: GroupEmitter, plan: Plan, root: SSAValue, s: Scratch, chunk: Chunk, out: SSAValue) -> None:
+    pack(e, plan, s.packed, chunk)
+    input_transform(e, plan, s.packed, s.v)
+
+    def block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        k0 = first_channel(e, plan, ivs[0])
+        products(e, plan, s, ivs[0])
+        output_transform(e, s.m, s.y)
+        finite = e.emit(arith.CmpfOp(probe(e, s.y), e.f32(0.0), "oeq"))
+        e.if_else(
+            finite,
+            [],
+            lambda: store_outputs(e, plan, root, chunk, k0, s.y, out),
+            lambda: store_outputs(e, plan, root, chunk, k0, None, out),
+        )
+        return []
+
+    e.loops([channel_blocks(plan)], [], block)
+
+
+def pack(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk) -> None:
+    """packed[p, c, i, g * pitch + m] = input (n, c, 2 (r0 + g) - top + i, 2 (c0 + m) + p -
+    left) for p in {0, 1} (even and odd columns), i < 4 and m <= chunk_cols: the rows i of
+    the chunk's tile row g, one after the other; zeros outside the input and past the rows."""
+    e.loops([2, plan.in_c, 4, SLOTS + 1], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
+    for parity in range(2):
+        pack_columns(e, plan, packed, chunk, parity)
+
+
+def pack_columns(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk, parity: int) -> None:
+    """The even (parity 0) or odd (1) input columns of the chunk into packed[parity]."""
+    op = plan.conv
+    height, width = shape_of(op.data)[2:]
+    top, left, _, _ = op.padding_values
+    col0 = e.add_const(e.mul_const(chunk.c0, 2), parity - left)
+    columns = e.window_range(col0, 2, width, plan.pitch)
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        c, g = ivs
+        row0 = e.add_const(e.mul_const(e.add(chunk.r0, g), 2), -top)
+
+        def element(inner: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, m = inner
+            value = e.value_at(op.data, [chunk.n, c, e.add(row0, i), e.add(col0, e.mul_const(m, 2))])
+            return e.store(value, packed, [e.index(parity), c, i, e.add(e.mul_const(g, plan.pitch), m)])
+
+        return e.loops([e.window_range(row0, 1, height, 4), columns], [], element)
+
+    e.loops([plan.in_c, plan.chunk_rows], [], copy)
+
+
+def b_transform(e: GroupEmitter, d: list[SSAValue]) -> list[SSAValue]:
+    """B^T x (4 values) with B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]."""
+    return [fsub(e, d[0], d[2]), fadd(e, d[1], d[2]), fsub(e, d[2], d[1]), fsub(e, d[1], d[3])]
+
+
+def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) -> None:
+    """v[xi, c, slot] = (B^T d B)[xi] for the 4 x 4 input d of the tile at slot = g * pitch
+    + t of the chunk (tile row g, column t), d[i, j] = packed[j % 2, c, i, slot + j // 2]:
+    one unit-stride loop over every slot."""
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        c, slot = ivs
+
+        def d(i: int, j: int) -> SSAValue:
+            return e.emit(memref.LoadOp.get(packed, [e.index(j % 2), c, e.index(i), e.add_const(slot, j // 2)]))
+
+        rows = [b_transform(e, [d(i, j) for j in range(4)]) for i in range(4)]  # (d B)[i, :]
+        for b in range(4):
+            column = b_transform(e, [rows[i][b] for i in range(4)])  # (B^T d B)[:, b]
+            for a in range(4):
+                e.store(column[a], v, [e.index(a * 4 + b), c, slot])
+        return []
+
+    e.loops([plan.in_c, SLOTS], [], body)
+
+
+def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
+    """m[xi, o, slot] = sum over c of U[block, xi, c * CHANNELS + o] V[xi, c, slot]: per xi, the
+    micro-kernel's CHANNELS x VECTORS vector sums over the input channels."""
+    tile = mk.Tile(rows=CHANNELS, vectors=VECTORS)
+
+    def product(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        xi = ivs[0]
+
+        def weight(ks: list[SSAValue], o: int) -> SSAValue:
+            return e.emit(memref.LoadOp.get(s.u, [block, xi, e.add_const(e.mul_const(ks[0], CHANNELS), o)]))
+
+        def tiles(ks: list[SSAValue], vec: int) -> SSAValue:
+            return mk.load(e, s.v, [xi, ks[0], e.index(vec * mk.LANES)])
+
+        sums = mk.accumulate(e, tile, [plan.in_c], mk.zeros(e, tile), weight, tiles)
+        mk.store_block(e, tile, sums, s.m, lambda o, vec: [xi, e.index(o), e.index(vec * mk.LANES)])
+        return []
+
+    e.loops([XI], [], product)
+
+
+def a_transform(e: GroupEmitter, m: list[SSAValue]) -> list[SSAValue]:
+    """A^T x (4 values) with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]."""
+    return [fadd(e, fadd(e, m[0], m[1]), m[2]), fsub(e, fsub(e, m[1], m[2]), m[3])]
+
+
+def output_transform(e: GroupEmitter, m: SSAValue, y: SSAValue) -> None:
+    """y[o, a, 2 slot + b] = (A^T M A)[a, b] of the tile at `slot`, for output channel k0 +
+    o: a loop along the slots, each output row's columns adjacent."""
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, slot = ivs
+        at = [[e.emit(memref.LoadOp.get(m, [e.index(i * 4 + j), o, slot])) for j in range(4)] for i in range(4)]
+        rows = [a_transform(e, at[i]) for i in range(4)]  # (M A)[i, :]
+        for b in range(2):
+            column = a_transform(e, [rows[i][b] for i in range(4)])  # (A^T M A)[:, b]
+            for a in range(2):
+                e.store(column[a], y, [o, e.index(a), e.add_const(e.mul_const(slot, 2), b)])
+        return []
+
+    e.loops([CHANNELS, SLOTS], [], body)
+
+
+def probe(e: GroupEmitter, y: SSAValue) -> SSAValue:
+    """0 x y summed over the block's outputs y: 0 exactly when every one is finite. In
+    vectors (a fused 0 x y + sum per LANES outputs), then the lanes one by one."""
+    zero = mk.broadcast(e, e.f32(0.0))
+
+    def add(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        o, a, v = ivs
+        return [e.emit(vector.FMAOp(zero, mk.load(e, y, [o, a, e.mul_const(v, mk.LANES)]), sums[0]))]
+
+    lanes = e.emit(memref.AllocaOp.get(f32, shape=[mk.LANES]))
+    mk.store(e, e.loops([CHANNELS, 2, 2 * SLOTS // mk.LANES], [zero], add)[0], lanes, [e.index(0)])
+
+    def total(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        return [fadd(e, sums[0], e.emit(memref.LoadOp.get(lanes, ivs)))]
+
+    return e.loops([mk.LANES], [e.f32(0.0)], total)[0]
+
+
+def store_outputs(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    chunk: Chunk,
+    k0: SSAValue,
+    y: SSAValue | None,
+    out: SSAValue,
+) -> list[SSAValue]:
+    """`root` at the chunk's outputs of channels k0 + o: output row 2 (r0 + g) + a (those
+    inside the result), columns 2 c0 .. 2 (c0 + chunk_cols) (those inside), a unit-stride
+    loop along each row. The conv is read from y[o, a, 2 g pitch + ow - 2 c0], or,
+    without it, computed output by output (`GroupEmitter.conv2d`)."""
+    out_h, out_w = shape_of(plan.conv.res)[2:]
+    first_col = e.mul_const(chunk.c0, 2)
+    columns = (first_col, e.min_index(e.index(out_w), e.add_const(first_col, 2 * plan.chunk_cols)))
+
+    def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, g = ivs
+        top = e.mul_const(e.add(chunk.r0, g), 2)
+        within: Extent = (e.index(0), e.min_index(e.index(2), e.sub(e.index(out_h), top)))
+        e.loops([within], [], lambda a, _: output_row(e, root, chunk, (k0, o, g, top, a[0]), y, columns, out, plan))
+        return []
+
+    return e.loops([CHANNELS, plan.chunk_rows], [], row)
+
+
+def output_row(
+    e: GroupEmitter,
+    root: SSAValue,
+    chunk: Chunk,
+    where: tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue],
+    y: SSAValue | None,
+    columns: tuple[SSAValue, SSAValue],
+    out: SSAValue,
+    plan: Plan,
+) -> list[SSAValue]:
+    """One output row of the chunk: channel k0 + o, row top + a (tile row g of the chunk)."""
+    k0, o, g, top, a = where
+    start = e.sub(e.mul_const(g, 2 * plan.pitch), columns[0])  # y's column of output column 0
+
+    def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        idx = [chunk.n, e.add(k0, o), e.add(top, a), ows[0]]
+        if y is not None:
+            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(y, [o, a, e.add(start, ows[0])])))
+        return e.store(e.value_at(root, idx), out, idx)
+
+    return e.loops([columns], [], output)
+
+
+SCHEDULE = Schedule("winograd_conv", matches, build)
