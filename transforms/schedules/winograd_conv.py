@@ -70,9 +70,16 @@ SLOTS = VECTORS * mk.LANES  # tiles per chunk (the last few may be padding)
 # multiply-adds save (bench/kernels.py --conv: 16 -> 32 channels already gain).
 MIN_CHANNELS = 16
 
-# Work items per run: the image's tile rows are split into blocks until the batch has this
-# many (2 threads each get a few); fewer, larger items compute U (phase 1) fewer times.
+# Work items per run: the image's tile rows are split into blocks until the batch has
+# MIN_ITEMS (2 threads each get a few), but a block keeps at least ITEM_TILES tiles: each work
+# item computes U (phase 1), about 12 operations per weight against one vector FMA per
+# weight and slot in the products, so U costs about 12 / ITEM_TILES of them.
 MIN_ITEMS = 4
+ITEM_TILES = 128
+
+# Fewer tiles per image than this leave most slots of a chunk empty (and U per item costs
+# as much as the products): packed_conv is faster there (bench/kernels.py --conv).
+MIN_TILES = 32
 
 # The work item's scratch (U, V, the packed chunk, M and Y) lives on the stack: at most this
 # many floats (1 MiB), else packed_conv takes the group.
@@ -139,7 +146,9 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     if (kh, kw) != (3, 3) or min(in_c, out_c) < MIN_CHANNELS:
         return None
     tiles_h, tiles_w = math.ceil(out_h / 2), math.ceil(out_w / 2)
-    blocks = min(tiles_h, math.ceil(MIN_ITEMS / batch))
+    if tiles_h * tiles_w < MIN_TILES:
+        return None
+    blocks = max(1, min(tiles_h, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w // ITEM_TILES))
     block_rows = math.ceil(tiles_h / blocks)
     chunk_cols = min(tiles_w, SLOTS)
     chunk_rows = max(1, min(block_rows, (SLOTS + 1) // (chunk_cols + 1)))
