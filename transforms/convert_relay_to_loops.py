@@ -13,9 +13,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
-    winograd_conv     a cpu 3x3 conv2d anchor of stride 1, dilation 1, one group and at least
-                      16 channels in and out: Winograd F(2x2, 3x3), a block of tile rows per
-                      work item, the 16 products per tile by the micro-kernel, the epilogue
+    winograd_conv     a cpu 3x3 conv2d anchor of stride 1, dilation 1, one group, enough
+                      channels and tiles: Winograd F(2x2, 3x3), a block of tile rows per work
+                      item, the 16 products per tile by the micro-kernel, the epilogue
     packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
                       rows per work item, the input packed, register blocks of channels x pixels
     conv_vectors      an opencl conv2d anchor of the result's shape, unit stride across: a

@@ -187,8 +187,9 @@ def test_resnet_block_conv_on_two_threads() -> None:
 @pytest.mark.parametrize(
     ("data", "weight", "attrs", "result"),
     [
-        ((1, 8, 28, 28), (16, 8, 3, 3), PAD1, (1, 16, 28, 28)),  # few input channels
+        ((1, 3, 28, 28), (16, 3, 3, 3), PAD1, (1, 16, 28, 28)),  # few input channels
         ((1, 16, 28, 28), (8, 16, 3, 3), PAD1, (1, 8, 28, 28)),  # few output channels
+        ((1, 4, 14, 14), (16, 4, 3, 3), PAD1, (1, 16, 14, 14)),  # little work (113K multiply-adds)
         ((1, 16, 8, 8), (16, 16, 3, 3), PAD1, (1, 16, 8, 8)),  # 16 tiles: a chunk half empty
         ((1, 16, 28, 28), (16, 16, 3, 3), "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (1, 16, 14, 14)),
         ((1, 16, 28, 28), (16, 16, 3, 3), "{dilation = array<i64: 2, 2>, padding = array<i64: 2, 2, 2, 2>}", (1, 16, 28, 28)),

@@ -1,7 +1,8 @@
 """
 winograd_conv: a 3x3 convolution as Winograd's F(2x2, 3x3) (Lavin & Gray; TVM's
 conv2d_winograd), for a cpu group whose anchor is a conv2d of the result's shape with a 3x3
-kernel, stride 1, dilation 1, one group, and enough channels that the transforms pay.
+kernel, stride 1, dilation 1, one group, and enough channels and tiles that the transforms
+pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK).
 
 Each 2x2 block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the 4x4
 transform of a 3x3 kernel g and V = B^T d B that of the tile's 4x4 input window d (rows and
@@ -12,34 +13,39 @@ x tiles), 2.25 times fewer multiply-adds than the direct convolution.
 The nest spans (n, block of tile rows); a work item computes every output channel of its
 tile rows. Its phases:
 
-1. Weights: U[xi, k, c] for all 16 xi, out channels k and in channels c, into scratch
-   (`memref.alloca`), each row's channels adjacent: the micro-kernel's broadcast operand.
-   (Once per work item: about 2% of its multiply-adds at the ResNet block's shape.)
-2. Per chunk of tiles (`Plan.chunk_rows` tile rows x `Plan.chunk_cols` tile columns, at
-   most SLOTS tiles; a last chunk that would run past the block starts earlier instead):
+1. Weights: U for all 16 xi, out channels k and in channels c, into scratch
+   (`memref.alloca`): per block of CHANNELS output channels, its weights copied tap by tap
+   (unit-stride rows), then G g G^T in one loop that gcc vectorises, into U[block, xi,
+   c * CHANNELS + o]: the micro-kernel's broadcast operand, a block's rows adjacent. (Once
+   per work item, so a work item keeps at least ITEM_TILES tiles.)
+2. Per chunk of tiles (`Plan.chunk_rows` tile rows x `Plan.chunk_cols` tile columns; a last
+   chunk that would run past the block or the row starts earlier instead): the tile at
+   chunk row g, column t has slot g * pitch + t, pitch = chunk_cols + 1, under SLOTS.
    a. pack: the input rows the chunk reads, every channel, the even and the odd columns
-      apart and the padding as zeros, so that input (i, j) of the chunk's tiles is one
-      unit-stride row: packed[j % 2, c, 2 * tile row + i, tile column + j // 2];
-   b. input transform: V[xi, c, slot] for each tile (slot = its place in the chunk), a
-      unit-stride loop along the tiles that gcc vectorises; the slots past the chunk's tiles
-      stay zero;
+      apart and the padding as zeros: packed[p, c, i, g * pitch + m] is input row
+      2 (r0 + g) - top + i, column 2 (c0 + m) + p - left. Then input (i, j) of the tile at
+      `slot` is packed[j % 2, c, i, slot + j // 2]: one unit-stride row for every slot;
+   b. input transform: V[xi, c, slot] = (B^T d B)[xi] for every slot, a unit-stride loop
+      that gcc vectorises (the slot after each tile row's last, and those past the chunk's
+      rows, read what is there: their products are computed and never stored);
    c. per block of CHANNELS output channels (the last starting earlier): the 16 products
       M[xi] with the micro-kernel (`micro_kernel.accumulate`, CHANNELS x VECTORS vector sums
-      over the input channels, the tiles in the lanes), then the output transform into a
+      over the input channels, the slots in the lanes), then the output transform into a
       scratch block Y of the chunk's output rows, each row's columns adjacent;
-   d. store, as packed_conv does: when every value of Y is finite (0 x y summed is 0), the
-      group's result at the chunk's outputs, a unit-stride loop along each output row, the
-      epilogue (bias, relu, a residual add, ...) reading the conv from Y; else the block
-      again output by output (`GroupEmitter.conv2d`, whose loop bounds skip the padding), as
-      in `xrelay.interpret`. A NaN or inf input or weight makes its tiles' Y non-finite
-      (every U and V entry feeds some output, and 0 x inf is NaN), so a padded tap with a
-      NaN weight, or a NaN input spreading over its tile, never reaches the result. Outputs
-      of a tile past the edge (odd sizes) are computed from zeros and not stored.
+   d. store, as packed_conv does: when every value of Y is finite (0 x y summed is 0, in
+      vectors), the group's result at the chunk's outputs, a unit-stride loop along each
+      output row, the epilogue (bias, relu, a residual add, ...) reading the conv from Y;
+      else the block again output by output (`GroupEmitter.conv2d`, whose loop bounds skip
+      the padding), as in `xrelay.interpret`. A NaN or inf input or weight makes its
+      tiles' Y non-finite (every U and V entry feeds some output, and 0 x inf is NaN), so a
+      padded tap with a NaN weight, or a NaN input spreading over its tile, never reaches
+      the result. Outputs of a tile past the edge (odd sizes) are computed from zeros and
+      not stored.
 
-Accuracy: the transforms add a few roundings per output (sums of up to 9 products of
-transformed values, scaled by 1/2 and 1/4 exactly); against `xrelay.interpret` the results
-agree to a relative error of about 1e-6 of the output's magnitude (the tests use rtol 1e-4
-with atol 1e-4 x the largest output, as the ResNet block's 576-term sums need).
+Accuracy: the transforms add a few roundings per output (sums of up to 9 transformed
+products, the weights' scaled by 1/2 exactly); against `xrelay.interpret` the results agree
+to about 3e-7 of the largest output (the tests allow rtol 1e-4 and an absolute 1e-5 of the
+largest output: a 576-term sum that cancels keeps the absolute error of the large ones).
 """
 
 from __future__ import annotations
@@ -64,11 +70,19 @@ XI = 16  # the 4 x 4 transformed positions of a tile
 # AVX-512's 32 registers), as packed_conv's (see bench/kernels.py --conv for the numbers).
 CHANNELS = 8
 VECTORS = 2
-SLOTS = VECTORS * mk.LANES  # tiles per chunk (the last few may be padding)
+SLOTS = VECTORS * mk.LANES  # tile slots per chunk (see phase 2)
 
-# Below this many input or output channels the transforms cost more than the 2.25x fewer
-# multiply-adds save (bench/kernels.py --conv: 16 -> 32 channels already gain).
-MIN_CHANNELS = 16
+# Below MIN_IN_CHANNELS input channels, MIN_OUT_CHANNELS output channels or MIN_WORK
+# multiply-adds of the direct conv per image, the transforms cost more than the 2.25x fewer
+# multiply-adds save, or little is gained. bench/kernels.py's conv2d, time of winograd_conv
+# against packed_conv in one run (1 thread, a machine at load 6): 4 -> 16 channels at 56x56
+# 1.44x, 8 -> 16 at 28x28 1.45x, 8 x 8 -> 16 at 14x14 1.09x, 4 -> 8 at 28x28 1.21x, 8 -> 8
+# at 28x28 1.16x, 16 -> 8 at 28x28 1.03x; 4 -> 8 at 14x14 (56K multiply-adds) 0.93x. (Fewer
+# than 16 output channels is left to packed_conv for now: one register block, and gains
+# within the noise of that machine.)
+MIN_IN_CHANNELS = 4
+MIN_OUT_CHANNELS = 16
+MIN_WORK = 1 << 17
 
 # Work items per run: the image's tile rows are split into blocks until the batch has
 # MIN_ITEMS (2 threads each get a few), but a block keeps at least ITEM_TILES tiles: each work
@@ -130,7 +144,8 @@ class Plan:
 
     @property
     def scratch_floats(self) -> int:
-        return self.u_floats + self.v_floats + self.pack_floats + XI * CHANNELS * SLOTS + CHANNELS * 4 * SLOTS
+        products = XI * CHANNELS * SLOTS + CHANNELS * 4 * SLOTS + mk.LANES  # M, Y, the probe's lanes
+        return self.u_floats + 9 * self.in_c * CHANNELS + self.v_floats + self.pack_floats + products
 
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
@@ -143,7 +158,12 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     batch, out_c, out_h, out_w = shape_of(conv.res)
     in_c, kh, kw = shape_of(conv.weight)[1:]
-    if (kh, kw) != (3, 3) or min(in_c, out_c) < MIN_CHANNELS:
+    if (
+        (kh, kw) != (3, 3)
+        or in_c < MIN_IN_CHANNELS
+        or out_c < MIN_OUT_CHANNELS
+        or out_c * in_c * 9 * out_h * out_w < MIN_WORK
+    ):
         return None
     tiles_h, tiles_w = math.ceil(out_h / 2), math.ceil(out_w / 2)
     if tiles_h * tiles_w < MIN_TILES:
@@ -171,8 +191,9 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
 @dataclass(frozen=True)
 class Scratch:
     """A work item's buffers: U[channel block, xi, c * CHANNELS + o] (per input channel c,
-    the block's CHANNELS rows adjacent), V[xi, c, slot], the packed chunk [parity, c, row, column], the
-    products M[xi, o, slot] of a channel block and its outputs Y[o, a, 2 slot + b]."""
+    the block's CHANNELS rows adjacent), V[xi, c, slot], the packed chunk [parity, c, row,
+    slot], the products M[xi, o, slot] of a channel block and its outputs Y[o, a, 2 slot +
+    b]."""
 
     u: SSAValue
     v: SSAValue
