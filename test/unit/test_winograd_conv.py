@@ -82,32 +82,33 @@ CASES = {
     "wide_rows": ((1, 16, 6, 80), (16, 16, 3, 3), PAD1, (1, 16, 6, 80), "residual"),
     # the CNN's second conv: chunks of 4 rows of 7 tiles (the second starting at row 3)
     "cnn_second_conv": ((8, 16, 14, 14), (32, 16, 3, 3), PAD1, (8, 32, 14, 14), "bias_relu"),
-    # 128 channels: F4's U would not fit; two blocks of 10 tile rows
+    # 128 channels: F4's U would not fit; two work items of 10 tile rows
     "wide_channels": ((1, 128, 40, 40), (128, 128, 3, 3), PAD1, (1, 128, 40, 40), "bias_relu"),
     # F(4x4, 3x3):
     # odd sizes: 35 x 37 outputs, 9 x 10 tiles, the last ones 3 and 1 wide inside
     "f4_odd_residual": ((1, 16, 35, 37), (16, 16, 3, 3), PAD1, (1, 16, 35, 37), "residual"),
     "f4_batch_edge_channels": ((2, 17, 32, 32), (20, 17, 3, 3), PAD1, (2, 20, 32, 32), "bias_relu"),
-    # 38 tiles per row: two chunks of 32 tile columns; two blocks of 2 tile rows of 3
+    # 38 tiles per row: two chunks of 32 tile columns; work items of 1 and 2 tile rows
     "f4_wide_rows": ((1, 16, 10, 150), (16, 16, 3, 3), PAD1, (1, 16, 10, 150), ""),
-    # 13 x 13 tiles of a 49 x 49 result (uneven padding): two blocks of 7 tile rows (the
-    # second starting at 6), chunks of 2 tile rows (the last of a block starting a row early)
+    # 13 x 13 tiles of a 49 x 49 result (uneven padding): chunks of 2 tile rows (the last
+    # starting at row 11), work items of 3 and 4 of them
     "f4_blocks": ((1, 16, 48, 48), (24, 16, 3, 3), "{padding = array<i64: 2, 0, 1, 3>}", (1, 24, 49, 49), "bias_relu"),
 }  # fmt: skip
 
-# name: F(m x m, 3 x 3)'s m, tile rows, tile rows per block, blocks, chunk rows, chunk columns
+# name: F(m x m, 3 x 3)'s m, tile rows, chunk rows, chunk columns, runs of chunk rows (the
+# last one starting earlier where they do not divide the tile rows), work items per image
 PLANS = {
-    "odd_residual": (2, 6, 6, 1, 4, 7),
-    "batch_edge_channels": (2, 6, 6, 1, 4, 6),
-    "uneven_padding": (2, 5, 5, 1, 2, 11),
-    "no_padding": (2, 6, 6, 1, 4, 6),
-    "wide_rows": (2, 3, 3, 1, 1, 32),
-    "cnn_second_conv": (2, 7, 7, 1, 4, 7),
-    "wide_channels": (2, 20, 10, 2, 1, 20),
-    "f4_odd_residual": (4, 9, 9, 1, 3, 10),
-    "f4_batch_edge_channels": (4, 8, 8, 1, 3, 8),
-    "f4_wide_rows": (4, 3, 2, 2, 1, 32),
-    "f4_blocks": (4, 13, 7, 2, 2, 13),
+    "odd_residual": (2, 6, 4, 7, 2, 1),
+    "batch_edge_channels": (2, 6, 4, 6, 2, 1),
+    "uneven_padding": (2, 5, 2, 11, 3, 1),
+    "no_padding": (2, 6, 4, 6, 2, 1),
+    "wide_rows": (2, 3, 1, 32, 3, 1),
+    "cnn_second_conv": (2, 7, 4, 7, 2, 1),
+    "wide_channels": (2, 20, 1, 20, 20, 2),
+    "f4_odd_residual": (4, 9, 3, 10, 3, 1),
+    "f4_batch_edge_channels": (4, 8, 3, 8, 3, 1),
+    "f4_wide_rows": (4, 3, 1, 32, 3, 2),
+    "f4_blocks": (4, 13, 2, 13, 7, 2),
 }
 
 
@@ -153,7 +154,7 @@ def test_plans_of_the_cases(name: str) -> None:
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
     plan = winograd_conv.plan_of(group)
     assert plan is not None
-    assert (plan.f.m, plan.tiles_h, plan.block_rows, plan.blocks, plan.chunk_rows, plan.chunk_cols) == PLANS[name]
+    assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.chunk_cols, plan.units, plan.blocks) == PLANS[name]
 
 
 @pytest.mark.parametrize("name", ["batch_edge_channels", "f4_batch_edge_channels"])

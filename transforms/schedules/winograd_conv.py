@@ -13,7 +13,8 @@ U[xi] . V[xi] (out channels x in channels x tiles): 36 / 16 (F4) or 16 / 4 (F2) 
 per output and channel pair, against 9 for the direct convolution.
 
 The nest spans (n, block of tile rows); a work item computes every output channel of its
-tile rows. Its phases:
+tile rows, whole runs of `Plan.chunk_rows` tile rows (the blocks differ by one run at most,
+and no run is computed twice). Its phases:
 
 1. Weights: U for all xi, out channels k and in channels c, into scratch (`memref.alloca`):
    per block of CHANNELS output channels, its weights copied tap by tap (unit-stride rows),
@@ -21,7 +22,7 @@ tile rows. Its phases:
    micro-kernel's broadcast operand, a block's rows adjacent. (Once per work item, so a
    work item keeps at least ITEM_PRODUCTS tiles x products.)
 2. Per chunk of tiles (`Plan.chunk_rows` tile rows x `Plan.chunk_cols` tile columns; a last
-   chunk that would run past the block or the row starts earlier instead): the tile at
+   chunk that would run past the image's rows or columns starts earlier instead): the tile at
    chunk row g, column t has slot g * pitch + t, pitch = chunk_cols + 1, under SLOTS.
    a. pack: the input rows the chunk reads, every channel, the columns apart by their
       remainder mod m, the padding as zeros: packed[p, c, i, g * pitch + q] is input row
@@ -144,11 +145,12 @@ MIN_IN_CHANNELS = 4
 MIN_OUT_CHANNELS = 16
 MIN_WORK = 1 << 17
 
-# Work items per run: the image's tile rows are split into blocks until the batch has
-# MIN_ITEMS (one per thread of this machine), but a block keeps at least ITEM_PRODUCTS tiles
-# x products per tile: each work item computes U (phase 1), about 12 operations per weight
-# and product position against one vector FMA per weight, product position and slot in the
-# products. (ResNet block, F4, 1 thread: one work item 231 GFLOP/s, two 206, four 189.)
+# Work items per run: the image's runs of chunk rows are split into blocks until the batch
+# has MIN_ITEMS (one per thread of this machine), but a block keeps at least ITEM_PRODUCTS
+# tiles x products per tile: each work item computes U (phase 1), about 12 operations per
+# weight and product position against one vector FMA per weight, product position and slot
+# in the products. (ResNet block, F4, 1 thread, blocks of 7 tile rows then: one work item
+# 231 GFLOP/s, two 206, four 189.)
 MIN_ITEMS = 2
 ITEM_PRODUCTS = 2048
 
@@ -164,16 +166,16 @@ SCRATCH_MAX_FLOATS = 3 << 17
 
 @dataclass(frozen=True)
 class Plan:
-    """The shapes of a Winograd conv: tiles per image, tile rows per work item, and the
-    tile rows and columns of a chunk."""
+    """The shapes of a Winograd conv: tiles per image, the tile rows and columns of a chunk,
+    and work items per image (each a run of chunk rows)."""
 
     conv: relay.Conv2DOp
     f: Transforms
     tiles_h: int
     tiles_w: int
-    block_rows: int
     chunk_rows: int
     chunk_cols: int
+    blocks: int
 
     @property
     def in_c(self) -> int:
@@ -184,9 +186,9 @@ class Plan:
         return shape_of(self.conv.res)[1]
 
     @property
-    def blocks(self) -> int:
-        """Work items per image."""
-        return math.ceil(self.tiles_h / self.block_rows)
+    def units(self) -> int:
+        """Runs of chunk_rows tile rows per image (the last starting earlier, if need be)."""
+        return math.ceil(self.tiles_h / self.chunk_rows)
 
     @property
     def pitch(self) -> int:
@@ -237,11 +239,11 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms) -> Plan | None:
     tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
     if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
         return None
-    blocks = max(1, min(tiles_h, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
-    block_rows = math.ceil(tiles_h / blocks)
     chunk_cols = min(tiles_w, SLOTS)
-    chunk_rows = max(1, min(block_rows, (SLOTS + 1) // (chunk_cols + 1)))
-    plan = Plan(conv, f, tiles_h, tiles_w, block_rows, chunk_rows, chunk_cols)
+    chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
+    units = math.ceil(tiles_h / chunk_rows)
+    blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks)
     return plan if plan.scratch_floats <= SCRATCH_MAX_FLOATS else None
 
 
@@ -272,10 +274,14 @@ class Scratch:
 
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
-    """Tile rows from `first` (the block's, the last block ending at the last tile row) of
-    image tile[0], every output channel: U, then the chunks."""
+    """Runs of chunk rows `block * units // blocks` to `(block + 1) * units // blocks` (no
+    chunk computed twice; the items differ by one run at most) of image tile[0], every
+    output channel: U, then the chunks."""
     n, block = tile
-    first = e.min_index(e.mul_const(block, plan.block_rows), e.index(plan.tiles_h - plan.block_rows))
+    units = (
+        e.div_const(e.mul_const(block, plan.units), plan.blocks),
+        e.div_const(e.mul_const(e.add_const(block, 1), plan.units), plan.blocks),
+    )
 
     def alloca(*shape: int) -> SSAValue:
         return e.emit(memref.AllocaOp.get(f32, shape=list(shape)))
@@ -289,11 +295,11 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
         alloca(CHANNELS, f.m, f.m * SLOTS),
     )
     weight_transform(e, plan, scratch.u)
-    grid = [math.ceil(plan.block_rows / plan.chunk_rows), math.ceil(plan.tiles_w / plan.chunk_cols)]
+    grid: list[Extent] = [units, math.ceil(plan.tiles_w / plan.chunk_cols)]
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        row, col = ivs
-        r0 = e.add(first, e.min_index(e.mul_const(row, plan.chunk_rows), e.index(plan.block_rows - plan.chunk_rows)))
+        unit, col = ivs
+        r0 = e.min_index(e.mul_const(unit, plan.chunk_rows), e.index(plan.tiles_h - plan.chunk_rows))
         c0 = e.min_index(e.mul_const(col, plan.chunk_cols), e.index(plan.tiles_w - plan.chunk_cols))
         compute_chunk(e, plan, root, scratch, Chunk(n, r0, c0), out)
         return []
