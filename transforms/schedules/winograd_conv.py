@@ -120,11 +120,11 @@ F4 = Transforms(
 
 # F(4x4, 3x3) needs 2.25 products per output where F(2x2, 3x3) needs 4, but its tiles are
 # coarser (more slots past the edges) and its transforms cost more per tile: it is taken
-# for images of at least F4_MIN_TILES 4 x 4 tiles whose scratch fits. bench/kernels.py's
-# conv2d, 1 thread, one run at load 6: ResNet 64 -> 64 at 56x56 F4 1.26x F2's speed (two
-# work items; 1.42x with one), 32 -> 32 at 28x28 1.07x, 16 -> 32 at 28x28 1.03x (49 tiles:
-# F2 is kept there). F4 rounds more: against `interpret`, 6e-6 of the largest output at
-# 64 channels (F2: 6e-7).
+# for images of at least F4_MIN_TILES 4 x 4 tiles whose scratch fits. Time of F2 over F4's
+# (bench/kernels.py's conv2d, 1 thread, one run at load 4.5): 64 -> 64 channels at 56x56
+# 1.34x, 48x48 1.39x, 40x40 1.79x, 32x32 1.79x (F2 fills half its slots there), 32 -> 32
+# at 56x56 1.30x; at 28x28 (49 tiles) 1.03x to 1.07x, where F2 is kept. F4 rounds more:
+# against `interpret`, 6e-6 of the largest output at 64 channels (F2: 6e-7).
 F4_MIN_TILES = 64
 
 # The register block: CHANNELS output channels x VECTORS vectors of LANES tiles (16 of
@@ -167,7 +167,7 @@ SCRATCH_MAX_FLOATS = 3 << 17
 @dataclass(frozen=True)
 class Plan:
     """The shapes of a Winograd conv: tiles per image, the tile rows and columns of a chunk,
-    and work items per image (each a run of chunk rows)."""
+    and work items per image (each some runs of chunk rows)."""
 
     conv: relay.Conv2DOp
     f: Transforms
