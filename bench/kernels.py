@@ -19,7 +19,8 @@ OpenBLAS's own core detection and 1 thread:
 
 `--conv` prints instead the C conv2d schedules at 1 thread against OpenBLAS sgemm of the
 conv's im2col matrix (the matrix built beforehand: sgemm alone), interleaved in one run:
-packed_conv, conv_rows (packed_conv left out of the schedule list), sgemm. For numpy at its
+winograd_conv (F(2x2, 3x3), GFLOP/s counted as the direct conv's), packed_conv (winograd_conv
+left out of the schedule list), conv_rows (both left out), sgemm. For numpy at its
 best, run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
@@ -302,9 +303,9 @@ CONV_CASES = [
 ]
 
 
-def c_kernel_without(case: Case, left_out: str) -> Callable[..., object]:
-    """The case's C kernel built at 1 thread, with the schedule `left_out` not on the list."""
-    kept = tuple(s for s in convert_relay_to_loops.SCHEDULES if s.name != left_out)
+def c_kernel_without(case: Case, left_out: tuple[str, ...]) -> Callable[..., object]:
+    """The case's C kernel built at 1 thread, with the schedules `left_out` not on the list."""
+    kept = tuple(s for s in convert_relay_to_loops.SCHEDULES if s.name not in left_out)
     saved, convert_relay_to_loops.SCHEDULES = convert_relay_to_loops.SCHEDULES, kept
     try:
         source = kernel_for(case, "c")
@@ -328,13 +329,15 @@ def im2col_sgemm(case: Case, x: np.ndarray, w: np.ndarray) -> Callable[[], np.nd
 
 def conv_schedules(rounds: int) -> None:
     print(f"conv2d, C at 1 thread, GFLOP/s: medians of {rounds} interleaved rounds")
-    print(f"  {'case':<40} {'packed':>8} {'rows':>8} {'sgemm':>8} {'packed/sgemm':>13}")
+    print(f"  {'case':<40} {'winograd':>8} {'packed':>8} {'rows':>8} {'sgemm':>8} {'packed/sgemm':>13} "
+          f"{'winograd/packed':>16}")  # fmt: skip
     for case in CONV_CASES:
         rng = np.random.default_rng(0)
         arrays = [rng.standard_normal(s).astype(np.float32) for s in case.inputs]
         expected = case.reference(*arrays)
         fns: dict[str, Callable[[], object]] = {}
-        for name, left_out in (("packed", ""), ("rows", "packed_conv")):
+        variants = {"winograd": (), "packed": ("winograd_conv",), "rows": ("winograd_conv", "packed_conv")}
+        for name, left_out in variants.items():
             out = np.zeros(case.output, np.float32)
             kernel, addresses = c_kernel_without(case, left_out), [a.ctypes.data for a in (*arrays, out)]
             kernel(*addresses)
@@ -346,8 +349,9 @@ def conv_schedules(rounds: int) -> None:
         fns["sgemm"] = im2col_sgemm(case, *arrays)
         seconds = interleaved_medians(fns, rounds)
         rates = {name: case.flops / s / 1e9 for name, s in seconds.items()}
-        print(f"  {case.name:<40} {rates['packed']:8.1f} {rates['rows']:8.1f} {rates['sgemm']:8.1f} "
-              f"{rates['packed'] / rates['sgemm']:13.2f}")  # fmt: skip
+        print(f"  {case.name:<40} {rates['winograd']:8.1f} {rates['packed']:8.1f} {rates['rows']:8.1f} "
+              f"{rates['sgemm']:8.1f} {rates['packed'] / rates['sgemm']:13.2f} "
+              f"{rates['winograd'] / rates['packed']:16.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

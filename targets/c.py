@@ -149,12 +149,14 @@ class CEmitter(CStyleEmitter):
     vector_lanes = False
 
     def function_prefix(self, kernel: func.FuncOp) -> str:
-        """`void`, and for a kernel with a branch (`scf.if`: concatenate, pad, pooling windows)
-        gcc's loop if-conversion off. gcc 12.2 at -O3 with AVX2/AVX-512 miscompiles its
-        conditional loads (test/Inputs/fuzz/concatenate_on_c.mlir, gcc_concatenate.c: a row of
-        zeros). Only there: off everywhere, no loop with a select vectorises, and a chain
-        ending in relu calls the scalar tanhf (bench/vector_math.py: 7 -> 100 ms)."""
-        if any(isinstance(op, scf.IfOp) for op in kernel.walk()):
+        """`void`, and for a kernel with a branch gcc could if-convert (an `scf.if` with no
+        loop inside: concatenate, pad, pooling windows) gcc's loop if-conversion off. gcc 12.2
+        at -O3 with AVX2/AVX-512 miscompiles its conditional loads
+        (test/Inputs/fuzz/concatenate_on_c.mlir, gcc_concatenate.c: a row of zeros). Only
+        there: off everywhere, no loop with a select vectorises, and a chain ending in relu
+        calls the scalar tanhf (bench/vector_math.py: 7 -> 100 ms). A branch around loops
+        (a micro-kernel's slow path) is never if-converted: gcc converts innermost loops."""
+        if any(isinstance(op, scf.IfOp) and not has_loop(op) for op in kernel.walk()):
             return f"{NO_IF_CONVERSION} {self.kernel_prefix}"
         return self.kernel_prefix
 
@@ -222,6 +224,11 @@ def estimated_work(block: Block, bounds: IndexBounds | None = None) -> int:
 def _trips(bounds: IndexBounds, loops: Sequence[tuple[SSAValue, SSAValue, SSAValue]]) -> int:
     counts = [bounds.trip_count(lb, ub, step) for lb, ub, step in loops]
     return prod(1 if count is None else count for count in counts)
+
+
+def has_loop(op: Operation) -> bool:
+    """Whether a loop is nested in `op`."""
+    return any(isinstance(inner, (scf.ForOp, scf.ParallelOp)) for inner in op.walk() if inner is not op)
 
 
 @dataclass(frozen=True)

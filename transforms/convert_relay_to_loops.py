@@ -13,6 +13,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
+    winograd_conv     a cpu 3x3 conv2d anchor of stride 1, dilation 1, one group, enough
+                      channels and tiles: Winograd F(2x2, 3x3), a block of tile rows per work
+                      item, the 16 products per tile by the micro-kernel, the epilogue
     packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
                       rows per work item, the input packed, register blocks of channels x pixels
     conv_vectors      an opencl conv2d anchor of the result's shape, unit stride across: a
@@ -55,7 +58,8 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul, packed_conv) add
+max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul, packed_conv,
+winograd_conv) add
 vector.load/store/broadcast/fma on `vector<16xf32>`, which only the C target prints;
 the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
 `vector<8xf32>`, printed as OpenCL's `float8`.
@@ -95,6 +99,7 @@ from xrelay.transforms.schedules import (
     packed_matmul,
     softmax_row,
     transposed_rows,
+    winograd_conv,
 )
 
 PASS = "convert-relay-to-loops"
@@ -183,6 +188,7 @@ def check_grouped_op(op: Operation) -> None:
 SCHEDULES: tuple[Schedule, ...] = (
     softmax_row.SCHEDULE,
     layer_norm_rows.SCHEDULE,
+    winograd_conv.SCHEDULE,
     packed_conv.SCHEDULE,
     conv_vectors.SCHEDULE,
     conv_rows.SCHEDULE,

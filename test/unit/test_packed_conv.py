@@ -141,9 +141,12 @@ def test_declines_opencl_groups_and_big_packed_tiles() -> None:
 
 def test_work_items_on_two_threads() -> None:
     """Work items (image, block of rows) split across two OpenMP threads, each with its own
-    packed tile and sums (the nest does enough work for `omp parallel for`)."""
-    case = ((2, 64, 32, 32), (64, 64, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 64, 32, 32), True)
+    packed tile and sums (the nest does enough work for `omp parallel for`). (Dilated:
+    winograd_conv takes the plain 3x3 conv.)"""
+    case = ((2, 64, 32, 32), (64, 64, 3, 3), "{dilation = array<i64: 2, 2>, padding = array<i64: 2, 2, 2, 2>}",
+            (2, 64, 32, 32), True)  # fmt: skip
     text = conv_program(*case)
+    assert schedules(text) == ["packed_conv"]
     two = xrelay.build(text, targets=("c",), num_threads=2)
     assert all("omp parallel for" in k.source for k in two.kernels)
     arrays = inputs(case, np.random.default_rng(4))

@@ -1,0 +1,271 @@
+"""winograd_conv: the cpu 3x3 conv2d schedule of Winograd F(2x2, 3x3) tiles.
+
+Each case is a conv2d (with an epilogue where said) that the schedule takes on the cpu,
+built with `xrelay.build` for C and checked against `xrelay.interpret` on random inputs:
+odd and even sizes, sizes that are not a multiple of the tile, rows wider than a chunk,
+blocks and chunks that overlap the one before, batch > 1, channels that are not a multiple
+of the register block or of the vector width, uneven padding, NaN and inf inputs, NaN and
+inf weights (on a tap that reads the padding too: the slow path), the epilogues, two
+threads, and AddressSanitizer.
+
+Tolerance: F(2, 3)'s transforms add a few roundings per output; measured against
+`interpret` they stay below 3e-7 of the largest output, so the tests allow rtol 1e-4 with an
+absolute 1e-5 of the largest output (a 576-term sum's cancellation leaves small outputs with
+the absolute error of the large ones).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_c_library import run_under_asan
+
+import xrelay
+from xrelay.dialects import relay
+from xrelay.driver import lower
+from xrelay.transforms.convert_relay_to_loops import pick_schedule
+from xrelay.transforms.fuse_ops import FuseOpsPass
+from xrelay.transforms.plan_devices import PlanDevicesPass
+from xrelay.transforms.schedules import winograd_conv
+
+PAD1 = "{padding = array<i64: 1, 1, 1, 1>}"
+
+
+def t(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
+                 epilogue: str = "") -> str:  # fmt: skip
+    """@main(x, w[, b]) = conv2d(x, w), then for epilogue "bias_relu" + b and relu, for
+    "residual" + b, + x and relu (the ResNet block's second conv: the result has x's shape)."""
+    params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
+    lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
+    last = "%c"
+    if epilogue:
+        params.append(f"%b: {t(result[1:2])}")
+        lines.append(f"%d = relay.nn.bias_add %c, %b : ({t(result)}, {t(result[1:2])}) -> {t(result)}")
+        last = "%d"
+    if epilogue == "residual":
+        lines.append(f"%s = relay.add %d, %x : ({t(result)}, {t(data)}) -> {t(result)}")
+        last = "%s"
+    if epilogue:
+        lines.append(f"%r = relay.nn.relu {last} : {t(result)}")
+        last = "%r"
+    body = "\n  ".join(lines)
+    return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
+
+
+def schedules(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> list[str]:
+    """The schedules convert-relay-to-loops picks for the program's groups."""
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    return [pick_schedule(op).name for op in module.walk() if isinstance(op, relay.FusedOp)]
+
+
+CASES = {
+    # name: data, weight, attrs, result, epilogue
+    # F(2x2, 3x3) (images of fewer than 64 4x4 tiles):
+    # odd sizes: the last tile row and column are half outside (computed, not stored)
+    "odd_residual": ((1, 16, 11, 13), (16, 16, 3, 3), PAD1, (1, 16, 11, 13), "residual"),
+    # batch 2, 17 input channels (not a multiple of the vector width), 20 output channels
+    # (the last register block of 8 starts at 12 and recomputes 4)
+    "batch_edge_channels": ((2, 17, 12, 12), (20, 17, 3, 3), PAD1, (2, 20, 12, 12), "bias_relu"),
+    # uneven padding, no padding on the left: a 10 x 21 result
+    "uneven_padding": ((1, 18, 9, 20), (20, 18, 3, 3), "{padding = array<i64: 2, 0, 1, 3>}", (1, 20, 10, 21), ""),
+    "no_padding": ((3, 16, 14, 14), (16, 16, 3, 3), "", (3, 16, 12, 12), ""),
+    # 40 tiles per row: two chunks of 32 tile columns, the second starting at 8
+    "wide_rows": ((1, 16, 6, 80), (16, 16, 3, 3), PAD1, (1, 16, 6, 80), "residual"),
+    # the CNN's second conv: chunks of 4 rows of 7 tiles (the second starting at row 3)
+    "cnn_second_conv": ((8, 16, 14, 14), (32, 16, 3, 3), PAD1, (8, 32, 14, 14), "bias_relu"),
+    # 128 channels: F4's U would not fit; two work items of 10 tile rows
+    "wide_channels": ((1, 128, 40, 40), (128, 128, 3, 3), PAD1, (1, 128, 40, 40), "bias_relu"),
+    # F(4x4, 3x3):
+    # odd sizes: 35 x 37 outputs, 9 x 10 tiles, the last ones 3 and 1 wide inside
+    "f4_odd_residual": ((1, 16, 35, 37), (16, 16, 3, 3), PAD1, (1, 16, 35, 37), "residual"),
+    "f4_batch_edge_channels": ((2, 17, 32, 32), (20, 17, 3, 3), PAD1, (2, 20, 32, 32), "bias_relu"),
+    # 38 tiles per row: two chunks of 32 tile columns; work items of 1 and 2 tile rows
+    "f4_wide_rows": ((1, 16, 10, 150), (16, 16, 3, 3), PAD1, (1, 16, 10, 150), ""),
+    # 13 x 13 tiles of a 49 x 49 result (uneven padding): chunks of 2 tile rows (the last
+    # starting at row 11), work items of 3 and 4 of them
+    "f4_blocks": ((1, 16, 48, 48), (24, 16, 3, 3), "{padding = array<i64: 2, 0, 1, 3>}", (1, 24, 49, 49), "bias_relu"),
+}  # fmt: skip
+
+# name: F(m x m, 3 x 3)'s m, tile rows, chunk rows, chunk columns, runs of chunk rows (the
+# last one starting earlier where they do not divide the tile rows), work items per image
+PLANS = {
+    "odd_residual": (2, 6, 4, 7, 2, 1),
+    "batch_edge_channels": (2, 6, 4, 6, 2, 1),
+    "uneven_padding": (2, 5, 2, 11, 3, 1),
+    "no_padding": (2, 6, 4, 6, 2, 1),
+    "wide_rows": (2, 3, 1, 32, 3, 1),
+    "cnn_second_conv": (2, 7, 4, 7, 2, 1),
+    "wide_channels": (2, 20, 1, 20, 20, 2),
+    "f4_odd_residual": (4, 9, 3, 10, 3, 1),
+    "f4_batch_edge_channels": (4, 8, 3, 8, 3, 1),
+    "f4_wide_rows": (4, 3, 1, 32, 3, 2),
+    "f4_blocks": (4, 13, 2, 13, 7, 2),
+}
+
+
+def inputs(case: tuple, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    data, weight, _, result, epilogue = case
+    arrays = {"x": rng.standard_normal(data).astype(np.float32), "w": rng.standard_normal(weight).astype(np.float32)}
+    if epilogue:
+        arrays["b"] = rng.standard_normal(result[1:2]).astype(np.float32)
+    return arrays
+
+
+def assert_close(got: np.ndarray, expected: np.ndarray) -> None:
+    finite = expected[np.isfinite(expected)]
+    scale = max(1.0, float(np.abs(finite).max())) if finite.size else 1.0
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * scale)  # NaN and inf where they are
+
+
+def check(text: str, arrays: dict[str, np.ndarray], num_threads: int = 1) -> np.ndarray:
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    assert_close(xrelay.build(text, targets=("c",), num_threads=num_threads).run(**arrays), expected)
+    return expected
+
+
+def case_text(name: str) -> str:
+    data, weight, attrs, result, epilogue = CASES[name]
+    return conv_program(data, weight, attrs, result, epilogue)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_winograd_conv_agrees_with_interpret(name: str) -> None:
+    text = case_text(name)
+    assert schedules(text) == ["winograd_conv"]
+    check(text, inputs(CASES[name], np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_plans_of_the_cases(name: str) -> None:
+    """The cases reach the plan's edges they are named for."""
+    module = xrelay.parse(case_text(name))
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=("c",)).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
+    plan = winograd_conv.plan_of(group)
+    assert plan is not None
+    assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.chunk_cols, plan.units, plan.blocks) == PLANS[name]
+
+
+@pytest.mark.parametrize("name", ["batch_edge_channels", "f4_batch_edge_channels"])
+def test_nan_and_inf_inputs_stay_where_they_are_read(name: str) -> None:
+    """A NaN or inf input makes its tiles' transforms non-finite: those blocks are computed
+    again output by output, so the NaN reaches only the outputs whose windows read it."""
+    case = CASES[name]
+    text = case_text(name)
+    arrays = inputs(case, np.random.default_rng(1))
+    arrays["x"][1, 2, 4, 6] = np.nan
+    arrays["x"][0, 0, 0, 11] = np.inf
+    expected = check(text, arrays)
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+    assert np.isfinite(expected[1, :, 8:, :]).all()  # rows whose windows miss the NaN
+
+
+@pytest.mark.parametrize("name", ["odd_residual", "f4_odd_residual"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_weight_on_padding_is_never_multiplied(bad: float, name: str) -> None:
+    """A NaN or inf weight at a tap that reads the padding of the border outputs: they stay
+    finite (the tap adds nothing there), as in `xrelay.interpret`."""
+    case = CASES[name]
+    text = case_text(name)
+    arrays = inputs(case, np.random.default_rng(2))
+    arrays["w"][3, 1, 0, 0] = bad  # reads input row oh - 1, column ow - 1
+    expected = check(text, arrays)
+    assert np.isfinite(expected[0, 3, 0, :]).all() and np.isfinite(expected[0, 3, :, 0]).all()
+    assert not np.isfinite(expected[0, 3, 1:, 1:]).all()
+    assert np.isfinite(np.delete(expected, 3, axis=1)).all()
+
+
+def test_inf_weight_reaches_its_channel_only() -> None:
+    """An inf centre tap: every output of its channel that reads an input there is inf or
+    NaN; the top row and the two right columns read the padding there (top 2, right 3) and
+    stay finite; the other channels' blocks stay on the fast path."""
+    case = CASES["uneven_padding"]
+    text = case_text("uneven_padding")
+    arrays = inputs(case, np.random.default_rng(3))
+    arrays["w"][7, 5, 1, 1] = np.inf
+    expected = check(text, arrays)
+    assert not np.isfinite(expected[0, 7, 1:, :-2]).any()
+    assert np.isfinite(expected[0, 7, 0, :]).all() and np.isfinite(expected[0, 7, :, -2:]).all()
+    assert np.isfinite(np.delete(expected, 7, axis=1)).all()
+
+
+def test_resnet_block_conv_on_two_threads() -> None:
+    """Work items (image, block of tile rows) split across two OpenMP threads, each with its
+    own scratch (F4's, 1.2 MiB of stack); the result is the one thread's, bit for bit."""
+    case = ((2, 64, 32, 32), (64, 64, 3, 3), PAD1, (2, 64, 32, 32), "residual")
+    text = conv_program(*case)
+    assert schedules(text) == ["winograd_conv"]
+    two = xrelay.build(text, targets=("c",), num_threads=2)
+    assert all("omp parallel for" in k.source for k in two.kernels)
+    arrays = inputs(case, np.random.default_rng(4))
+    np.testing.assert_array_equal(two.run(**arrays), xrelay.build(text, targets=("c",), num_threads=1).run(**arrays))
+    check(text, arrays, num_threads=2)
+
+
+@pytest.mark.parametrize(
+    ("data", "weight", "attrs", "result"),
+    [
+        ((1, 3, 28, 28), (16, 3, 3, 3), PAD1, (1, 16, 28, 28)),  # few input channels
+        ((1, 16, 28, 28), (8, 16, 3, 3), PAD1, (1, 8, 28, 28)),  # few output channels
+        ((1, 4, 14, 14), (16, 4, 3, 3), PAD1, (1, 16, 14, 14)),  # little work (113K multiply-adds)
+        ((1, 16, 8, 8), (16, 16, 3, 3), PAD1, (1, 16, 8, 8)),  # 16 tiles: a chunk half empty
+        ((1, 16, 28, 28), (16, 16, 3, 3), "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (1, 16, 14, 14)),
+        ((1, 16, 28, 28), (16, 16, 3, 3), "{dilation = array<i64: 2, 2>, padding = array<i64: 2, 2, 2, 2>}", (1, 16, 28, 28)),
+        ((1, 32, 28, 28), (32, 16, 3, 3), "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>}", (1, 32, 28, 28)),
+        ((1, 16, 28, 28), (16, 16, 5, 5), "{padding = array<i64: 2, 2, 2, 2>}", (1, 16, 28, 28)),
+        ((1, 16, 28, 28), (16, 16, 1, 3), "{padding = array<i64: 0, 1, 0, 1>}", (1, 16, 28, 28)),
+    ],
+)  # fmt: skip
+def test_declines_what_it_does_not_pay_for(
+    data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...]
+) -> None:
+    text = conv_program(data, weight, attrs, result)
+    assert "winograd_conv" not in schedules(text)
+    rng = np.random.default_rng(5)
+    check(
+        text, {"x": rng.standard_normal(data).astype(np.float32), "w": rng.standard_normal(weight).astype(np.float32)}
+    )
+
+
+def test_declines_opencl_groups_and_big_scratch() -> None:
+    text = case_text("odd_residual")
+    assert schedules(text, ("c", "opencl"), "opencl") != ["winograd_conv"]
+    huge = conv_program((1, 256, 16, 16), (256, 256, 3, 3), PAD1, (1, 256, 16, 16))
+    assert "winograd_conv" not in schedules(huge)  # U alone is 16 x 256 x 256 floats: over SCRATCH_MAX_FLOATS
+
+
+class TextsInFile:
+    """Module texts for `run_under_asan` that its driver script reads from a file: the script,
+    which spells its list of texts twice, is one command-line argument of at most 128 KiB,
+    and an F4 kernel alone is 63 KB of IR."""
+
+    def __init__(self, path: Path, texts: list[str]):
+        path.write_text("\f".join(texts))
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"__import__('pathlib').Path({str(self.path)!r}).read_text().split('\\f')"
+
+
+def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The kernels of every case, built with -fsanitize=address and run on arrays of exactly
+    their sizes: the packed chunks, the last slots and the clamped blocks stay in bounds."""
+    texts = []
+    for number, name in enumerate(sorted(CASES)):
+        module = xrelay.parse(case_text(name))
+        lower(module, ("c",), None, "c")
+        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
+    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == f"ran {len(texts)}\n"

@@ -1,0 +1,575 @@
+"""
+winograd_conv: a 3x3 convolution as Winograd's F(4x4, 3x3) or F(2x2, 3x3) (Lavin & Gray;
+TVM's conv2d_winograd), for a cpu group whose anchor is a conv2d of the result's shape with
+a 3x3 kernel, stride 1, dilation 1, one group, and enough channels and tiles that the
+transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the image
+has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2).
+
+Each m x m block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the alpha x
+alpha transform (alpha = m + 2) of a 3x3 kernel g and V = B^T d B that of the tile's input
+window d (rows and columns m * tile - padding + 0 .. alpha - 1): the alpha^2 products of U
+and V per input channel, summed over the channels, are alpha^2 small matrix products M[xi] =
+U[xi] . V[xi] (out channels x in channels x tiles): 36 / 16 (F4) or 16 / 4 (F2) multiply-adds
+per output and channel pair, against 9 for the direct convolution.
+
+The nest spans (n, block of tile rows); a work item computes every output channel of its
+tile rows, whole runs of `Plan.chunk_rows` tile rows (the blocks differ by one run at most,
+and no run is computed twice). Its phases:
+
+1. Weights: U for all xi, out channels k and in channels c, into scratch (`memref.alloca`):
+   per block of CHANNELS output channels, its weights copied tap by tap (unit-stride rows),
+   then G g G^T in one loop that gcc vectorises, into U[block, xi, c * CHANNELS + o]: the
+   micro-kernel's broadcast operand, a block's rows adjacent. (Once per work item, so a
+   work item keeps at least ITEM_PRODUCTS tiles x products.)
+2. Per chunk of tiles (`Plan.chunk_rows` tile rows x `Plan.chunk_cols` tile columns; a last
+   chunk that would run past the image's rows or columns starts earlier instead): the tile at
+   chunk row g, column t has slot g * pitch + t, pitch = chunk_cols + 1, under SLOTS.
+   a. pack: the input rows the chunk reads, every channel, the columns apart by their
+      remainder mod m, the padding as zeros: packed[p, c, i, g * pitch + q] is input row
+      m (r0 + g) - top + i, column m (c0 + q) + p - left. Then input (i, j) of the tile at
+      `slot` is packed[j % m, c, i, slot + j // m]: one unit-stride row for every slot;
+   b. input transform: V[xi, c, slot] = (B^T d B)[xi] for every slot, a unit-stride loop
+      that gcc vectorises (the slot after each tile row's last, and those past the chunk's
+      rows, read what is there: their products are computed and never stored);
+   c. per block of CHANNELS output channels (the last starting earlier): the alpha^2
+      products M[xi] with the micro-kernel (`micro_kernel.accumulate`, CHANNELS x VECTORS
+      vector sums over the input channels, the slots in the lanes), then the output
+      transform into a scratch block Y of the chunk's output rows, each row's columns
+      adjacent;
+   d. store, as packed_conv does: when every value of Y is finite (0 x y summed is 0, in
+      vectors), the group's result at the chunk's outputs, a unit-stride loop along each
+      output row, the epilogue (bias, relu, a residual add, ...) reading the conv from Y;
+      else the block again output by output (`GroupEmitter.conv2d`, whose loop bounds skip
+      the padding), as in `xrelay.interpret`. A NaN or inf input or weight makes its
+      tiles' Y non-finite (the transforms skip zero coefficients, but every U and V entry
+      feeds some output, every weight and input some U or V, and 0 x inf is NaN), so a
+      padded tap with a NaN weight, or a NaN input spreading over its tile, never reaches
+      the result. Outputs of a tile past the edge (odd sizes) are computed from zeros and
+      not stored.
+
+Accuracy: the transforms add roundings per output (F4's coefficients 1/6, 1/24, 4, 5, 8 more
+than F2's 1/2); against `xrelay.interpret` the results agree to about 6e-7 (F2) and 6e-6
+(F4) of the largest output at 64 channels (the tests allow rtol 1e-4 and an absolute 1e-5 of
+the largest output: a 576-term sum that cancels keeps the absolute error of the large ones).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import Extent, shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import micro_kernel as mk
+
+
+@dataclass(frozen=True)
+class Transforms:
+    """Winograd F(m x m, 3 x 3): output tiles of m x m from input tiles of alpha x alpha
+    (alpha = m + 2), alpha^2 products per tile and channel pair, with V = B^T d B,
+    U = G g G^T and Y = A^T M A."""
+
+    m: int
+    bt: tuple[tuple[float, ...], ...]  # alpha x alpha
+    g: tuple[tuple[float, ...], ...]  # alpha x 3
+    at: tuple[tuple[float, ...], ...]  # m x alpha
+
+    @property
+    def alpha(self) -> int:
+        return self.m + 2
+
+    @property
+    def xi(self) -> int:
+        """The transformed positions of a tile."""
+        return self.alpha * self.alpha
+
+
+F2 = Transforms(
+    2,
+    bt=((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1)),
+    g=((1, 0, 0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0, 0, 1)),
+    at=((1, 1, 1, 0), (0, 1, -1, -1)),
+)
+F4 = Transforms(
+    4,
+    bt=(
+        (4, 0, -5, 0, 1, 0),
+        (0, -4, -4, 1, 1, 0),
+        (0, 4, -4, -1, 1, 0),
+        (0, -2, -1, 2, 1, 0),
+        (0, 2, -1, -2, 1, 0),
+        (0, 4, 0, -5, 0, 1),
+    ),
+    g=(
+        (1 / 4, 0, 0),
+        (-1 / 6, -1 / 6, -1 / 6),
+        (-1 / 6, 1 / 6, -1 / 6),
+        (1 / 24, 1 / 12, 1 / 6),
+        (1 / 24, -1 / 12, 1 / 6),
+        (0, 0, 1),
+    ),
+    at=((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1)),
+)
+
+# F(4x4, 3x3) needs 2.25 products per output where F(2x2, 3x3) needs 4, but its tiles are
+# coarser (more slots past the edges) and its transforms cost more per tile: it is taken
+# for images of at least F4_MIN_TILES 4 x 4 tiles whose scratch fits. Time of F2 over F4's
+# (bench/kernels.py's conv2d, 1 thread, one run at load 4.5): 64 -> 64 channels at 56x56
+# 1.34x, 48x48 1.39x, 40x40 1.79x, 32x32 1.79x (F2 fills half its slots there), 32 -> 32
+# at 56x56 1.30x; at 28x28 (49 tiles) 1.03x to 1.07x, where F2 is kept. F4 rounds more:
+# against `interpret`, 6e-6 of the largest output at 64 channels (F2: 6e-7).
+F4_MIN_TILES = 64
+
+# The register block: CHANNELS output channels x VECTORS vectors of LANES tiles (16 of
+# AVX-512's 32 registers), as packed_conv's (see bench/kernels.py --conv for the numbers).
+CHANNELS = 8
+VECTORS = 2
+SLOTS = VECTORS * mk.LANES  # tile slots per chunk (see phase 2)
+
+# Below MIN_IN_CHANNELS input channels, MIN_OUT_CHANNELS output channels or MIN_WORK
+# multiply-adds of the direct conv per image, the transforms cost more than the 2.25x fewer
+# multiply-adds save, or little is gained. bench/kernels.py's conv2d, time of winograd_conv
+# against packed_conv in one run (1 thread, a machine at load 6): 4 -> 16 channels at 56x56
+# 1.44x, 8 -> 16 at 28x28 1.45x, 8 x 8 -> 16 at 14x14 1.09x, 4 -> 8 at 28x28 1.21x, 8 -> 8
+# at 28x28 1.16x, 16 -> 8 at 28x28 1.03x; 4 -> 8 at 14x14 (56K multiply-adds) 0.93x. (Fewer
+# than 16 output channels is left to packed_conv for now: one register block, and gains
+# within the noise of that machine.)
+MIN_IN_CHANNELS = 4
+MIN_OUT_CHANNELS = 16
+MIN_WORK = 1 << 17
+
+# Work items per run: the image's runs of chunk rows are split into blocks until the batch
+# has MIN_ITEMS (one per thread of this machine), but a block keeps at least ITEM_PRODUCTS
+# tiles x products per tile: each work item computes U (phase 1), about 12 operations per
+# weight and product position against one vector FMA per weight, product position and slot
+# in the products. (ResNet block, F4, 1 thread, blocks of 7 tile rows then: one work item
+# 231 GFLOP/s, two 206, four 189.)
+MIN_ITEMS = 2
+ITEM_PRODUCTS = 2048
+
+# Fewer tiles per image than this leave most slots of a chunk empty (and U per item costs
+# as much as the products): packed_conv is faster there (bench/kernels.py --conv).
+MIN_TILES = 32
+
+# The work item's scratch (U, V, the packed chunk, M and Y) lives on the stack: at most this
+# many floats (1.5 MiB, of the 8 MiB stacks of threads here; the ResNet block's F4 needs
+# 1.16 MiB), else F2, else packed_conv takes the group.
+SCRATCH_MAX_FLOATS = 3 << 17
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The shapes of a Winograd conv: tiles per image, the tile rows and columns of a chunk,
+    and work items per image (each some runs of chunk rows)."""
+
+    conv: relay.Conv2DOp
+    f: Transforms
+    tiles_h: int
+    tiles_w: int
+    chunk_rows: int
+    chunk_cols: int
+    blocks: int
+
+    @property
+    def in_c(self) -> int:
+        return shape_of(self.conv.data)[1]
+
+    @property
+    def out_c(self) -> int:
+        return shape_of(self.conv.res)[1]
+
+    @property
+    def units(self) -> int:
+        """Runs of chunk_rows tile rows per image (the last starting earlier, if need be)."""
+        return math.ceil(self.tiles_h / self.chunk_rows)
+
+    @property
+    def pitch(self) -> int:
+        """Slots per tile row of a chunk: its tiles and one more (a slot no output reads)."""
+        return self.chunk_cols + 1
+
+    @property
+    def u_floats(self) -> int:
+        return self.f.xi * math.ceil(self.out_c / CHANNELS) * CHANNELS * self.in_c
+
+    @property
+    def v_floats(self) -> int:
+        return self.f.xi * self.in_c * SLOTS
+
+    @property
+    def pack_floats(self) -> int:
+        return self.f.m * self.in_c * self.f.alpha * (SLOTS + 1)
+
+    @property
+    def scratch_floats(self) -> int:
+        products = (self.f.xi + self.f.m * self.f.m) * CHANNELS * SLOTS + mk.LANES  # M, Y, the probe's lanes
+        return self.u_floats + 9 * self.in_c * CHANNELS + self.v_floats + self.pack_floats + products
+
+
+def plan_of(group: relay.FusedOp) -> Plan | None:
+    """How the group's conv is computed as F(4x4, 3x3) or F(2x2, 3x3), or None if it is not."""
+    conv = anchor_of(group, relay.Conv2DOp)
+    scope = group.se_scope
+    if conv is None or scope is None or scope.device != "cpu":
+        return None
+    if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
+        return None
+    _, out_c, out_h, out_w = shape_of(conv.res)
+    in_c, kh, kw = shape_of(conv.weight)[1:]
+    if (
+        (kh, kw) != (3, 3)
+        or in_c < MIN_IN_CHANNELS
+        or out_c < MIN_OUT_CHANNELS
+        or out_c * in_c * 9 * out_h * out_w < MIN_WORK
+    ):
+        return None
+    return next((p for f in (F4, F2) if (p := plan_for(conv, f)) is not None), None)
+
+
+def plan_for(conv: relay.Conv2DOp, f: Transforms) -> Plan | None:
+    """The plan of `conv` as F(m x m, 3 x 3), or None if it does not pay or fit."""
+    batch, _, out_h, out_w = shape_of(conv.res)
+    tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
+    if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
+        return None
+    chunk_cols = min(tiles_w, SLOTS)
+    chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
+    units = math.ceil(tiles_h / chunk_rows)
+    blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks)
+    return plan if plan.scratch_floats <= SCRATCH_MAX_FLOATS else None
+
+
+def matches(group: relay.FusedOp) -> bool:
+    return plan_of(group) is not None
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    plan = plan_of(group)
+    assert plan is not None
+    batch = result_shape(group)[0]
+    root = group_root(group)
+    return emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A work item's buffers: U[channel block, xi, c * CHANNELS + o] (per input channel c,
+    the block's CHANNELS rows adjacent), V[xi, c, slot], the packed chunk [column mod m, c,
+    row, slot], the products M[xi, o, slot] of a channel block and its outputs Y[o, a,
+    m slot + b]."""
+
+    u: SSAValue
+    v: SSAValue
+    packed: SSAValue
+    m: SSAValue
+    y: SSAValue
+
+
+def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
+    """Runs of chunk rows `block * units // blocks` to `(block + 1) * units // blocks` (no
+    chunk computed twice; the items differ by one run at most) of image tile[0], every
+    output channel: U, then the chunks."""
+    n, block = tile
+    units = (
+        e.div_const(e.mul_const(block, plan.units), plan.blocks),
+        e.div_const(e.mul_const(e.add_const(block, 1), plan.units), plan.blocks),
+    )
+
+    def alloca(*shape: int) -> SSAValue:
+        return e.emit(memref.AllocaOp.get(f32, shape=list(shape)))
+
+    in_c, f = plan.in_c, plan.f
+    scratch = Scratch(
+        alloca(channel_blocks(plan), f.xi, in_c * CHANNELS),
+        alloca(f.xi, in_c, SLOTS),
+        alloca(f.m, in_c, f.alpha, SLOTS + 1),
+        alloca(f.xi, CHANNELS, SLOTS),
+        alloca(CHANNELS, f.m, f.m * SLOTS),
+    )
+    weight_transform(e, plan, scratch.u)
+    grid: list[Extent] = [units, math.ceil(plan.tiles_w / plan.chunk_cols)]
+
+    def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        unit, col = ivs
+        r0 = e.min_index(e.mul_const(unit, plan.chunk_rows), e.index(plan.tiles_h - plan.chunk_rows))
+        c0 = e.min_index(e.mul_const(col, plan.chunk_cols), e.index(plan.tiles_w - plan.chunk_cols))
+        compute_chunk(e, plan, root, scratch, Chunk(n, r0, c0), out)
+        return []
+
+    e.loops(grid, [], chunk)
+
+
+def channel_blocks(plan: Plan) -> int:
+    return math.ceil(plan.out_c / CHANNELS)
+
+
+def first_channel(e: GroupEmitter, plan: Plan, block: SSAValue) -> SSAValue:
+    """The first output channel of channel block `block` (the last one ends at the last
+    channel: it may recompute channels of the one before)."""
+    return e.min_index(e.mul_const(block, CHANNELS), e.index(plan.out_c - CHANNELS))
+
+
+# --- Phase 1: weights (and the transforms' sums) ------------------------------------------
+
+
+def fadd(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.emit(arith.AddfOp(a, b))
+
+
+def fsub(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    return e.emit(arith.SubfOp(a, b))
+
+
+def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAValue]) -> SSAValue:
+    """The sum of coefficient x value over the nonzero coefficients (1 and -1 as an add or a
+    subtract; a +1 term first when there is one)."""
+    terms = sorted(((c, v) for c, v in zip(coefficients, values) if c != 0), key=lambda t: t[0] != 1)
+    first, value = terms[0]
+    total = value if first == 1 else e.emit(arith.MulfOp(value, e.f32(first)))
+    for c, v in terms[1:]:
+        scaled = v if abs(c) == 1 else e.emit(arith.MulfOp(v, e.f32(abs(c))))
+        total = fadd(e, total, scaled) if c > 0 else fsub(e, total, scaled)
+    return total
+
+
+def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
+    """u[block, xi, c * CHANNELS + o] = (G g G^T)[xi] for g = weight[first_channel(block) +
+    o, c], per channel block: its weights copied tap by tap into taps[i * 3 + j, c *
+    CHANNELS + o] first, so that the transform is a unit-stride loop that gcc vectorises.
+    (Every weight reaches some U, and a NaN or inf one makes that U non-finite.)"""
+    op, f = plan.conv, plan.f
+    width = plan.in_c * CHANNELS
+    taps = e.emit(memref.AllocaOp.get(f32, shape=[9, width]))
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        block, o, c = ivs
+        k = e.add(first_channel(e, plan, block), o)
+        at = e.add(e.mul_const(c, CHANNELS), o)
+        for i, j in itertools.product(range(3), range(3)):
+            weight = e.value_at(op.weight, [k, c, e.index(i), e.index(j)])
+            e.store(weight, taps, [e.index(i * 3 + j), at])
+        return []
+
+    def transform(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        block, w = ivs
+        g = [[e.emit(memref.LoadOp.get(taps, [e.index(i * 3 + j), w])) for j in range(3)] for i in range(3)]
+        gg = [[linear(e, row, [g[i][j] for i in range(3)]) for j in range(3)] for row in f.g]  # (G g)[a, :]
+        for a, b in itertools.product(range(f.alpha), range(f.alpha)):
+            e.store(linear(e, f.g[b], gg[a]), u, [block, e.index(a * f.alpha + b), w])
+        return []
+
+    def per_block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        e.loops([CHANNELS, plan.in_c], [], lambda inner, _: copy([ivs[0], *inner], []))
+        e.loops([width], [], lambda inner, _: transform([ivs[0], *inner], []))
+        return []
+
+    e.loops([channel_blocks(plan)], [], per_block)
+
+
+# --- Phase 2: chunks ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Image n's tiles from tile row r0 and tile column c0, `chunk_rows` x `chunk_cols`."""
+
+    n: SSAValue
+    r0: SSAValue
+    c0: SSAValue
+
+
+def compute_chunk(e: GroupEmitter, plan: Plan, root: SSAValue, s: Scratch, chunk: Chunk, out: SSAValue) -> None:
+    pack(e, plan, s.packed, chunk)
+    input_transform(e, plan, s.packed, s.v)
+
+    def block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        k0 = first_channel(e, plan, ivs[0])
+        products(e, plan, s, ivs[0])
+        output_transform(e, plan, s.m, s.y)
+        finite = e.emit(arith.CmpfOp(probe(e, plan, s.y), e.f32(0.0), "oeq"))
+        e.if_else(
+            finite,
+            [],
+            lambda: store_outputs(e, plan, root, chunk, k0, s.y, out),
+            lambda: store_outputs(e, plan, root, chunk, k0, None, out),
+        )
+        return []
+
+    e.loops([channel_blocks(plan)], [], block)
+
+
+def pack(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk) -> None:
+    """packed[p, c, i, g * pitch + q] = input (n, c, m (r0 + g) - top + i, m (c0 + q) + p -
+    left) for p < m (the columns by their remainder mod m), i < alpha and q <= chunk_cols:
+    the rows i of the chunk's tile row g, one after the other; zeros outside the input and
+    past the rows."""
+    f = plan.f
+    e.loops([f.m, plan.in_c, f.alpha, SLOTS + 1], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
+    for phase in range(f.m):
+        pack_columns(e, plan, packed, chunk, phase)
+
+
+def pack_columns(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk, phase: int) -> None:
+    """The input columns m q + phase - left of the chunk into packed[phase]."""
+    op, m = plan.conv, plan.f.m
+    height, width = shape_of(op.data)[2:]
+    top, left, _, _ = op.padding_values
+    col0 = e.add_const(e.mul_const(chunk.c0, m), phase - left)
+    columns = e.window_range(col0, m, width, plan.pitch)
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        c, g = ivs
+        row0 = e.add_const(e.mul_const(e.add(chunk.r0, g), m), -top)
+
+        def element(inner: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, q = inner
+            value = e.value_at(op.data, [chunk.n, c, e.add(row0, i), e.add(col0, e.mul_const(q, m))])
+            return e.store(value, packed, [e.index(phase), c, i, e.add(e.mul_const(g, plan.pitch), q)])
+
+        return e.loops([e.window_range(row0, 1, height, plan.f.alpha), columns], [], element)
+
+    e.loops([plan.in_c, plan.chunk_rows], [], copy)
+
+
+def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) -> None:
+    """v[xi, c, slot] = (B^T d B)[xi] for the alpha x alpha input d of the tile at slot =
+    g * pitch + t of the chunk (tile row g, column t), d[i, j] = packed[j % m, c, i, slot +
+    j // m]: one unit-stride loop over every slot."""
+    f = plan.f
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        c, slot = ivs
+
+        def d(i: int, j: int) -> SSAValue:
+            return e.emit(memref.LoadOp.get(packed, [e.index(j % f.m), c, e.index(i), e.add_const(slot, j // f.m)]))
+
+        inputs = [[d(i, j) for j in range(f.alpha)] for i in range(f.alpha)]
+        rows = [[linear(e, bt, inputs[i]) for bt in f.bt] for i in range(f.alpha)]  # (d B)[i, :]
+        for a, b in itertools.product(range(f.alpha), range(f.alpha)):
+            value = linear(e, f.bt[a], [rows[i][b] for i in range(f.alpha)])  # (B^T d B)[a, b]
+            e.store(value, v, [e.index(a * f.alpha + b), c, slot])
+        return []
+
+    e.loops([plan.in_c, SLOTS], [], body)
+
+
+def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
+    """m[xi, o, slot] = sum over c of U[block, xi, c * CHANNELS + o] V[xi, c, slot]: per xi, the
+    micro-kernel's CHANNELS x VECTORS vector sums over the input channels."""
+    tile = mk.Tile(rows=CHANNELS, vectors=VECTORS)
+
+    def product(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        xi = ivs[0]
+
+        def weight(ks: list[SSAValue], o: int) -> SSAValue:
+            return e.emit(memref.LoadOp.get(s.u, [block, xi, e.add_const(e.mul_const(ks[0], CHANNELS), o)]))
+
+        def tiles(ks: list[SSAValue], vec: int) -> SSAValue:
+            return mk.load(e, s.v, [xi, ks[0], e.index(vec * mk.LANES)])
+
+        sums = mk.accumulate(e, tile, [plan.in_c], mk.zeros(e, tile), weight, tiles)
+        mk.store_block(e, tile, sums, s.m, lambda o, vec: [xi, e.index(o), e.index(vec * mk.LANES)])
+        return []
+
+    e.loops([plan.f.xi], [], product)
+
+
+def output_transform(e: GroupEmitter, plan: Plan, m: SSAValue, y: SSAValue) -> None:
+    """y[o, a, m slot + b] = (A^T M A)[a, b] of the tile at `slot`, for output channel k0 +
+    o: a loop along the slots, each output row's columns adjacent."""
+    f = plan.f
+
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, slot = ivs
+        at = [
+            [e.emit(memref.LoadOp.get(m, [e.index(i * f.alpha + j), o, slot])) for j in range(f.alpha)]
+            for i in range(f.alpha)
+        ]
+        rows = [[linear(e, row, at[i]) for row in f.at] for i in range(f.alpha)]  # (M A)[i, :]
+        for a, b in itertools.product(range(f.m), range(f.m)):
+            value = linear(e, f.at[a], [rows[i][b] for i in range(f.alpha)])  # (A^T M A)[a, b]
+            e.store(value, y, [o, e.index(a), e.add_const(e.mul_const(slot, f.m), b)])
+        return []
+
+    e.loops([CHANNELS, SLOTS], [], body)
+
+
+def probe(e: GroupEmitter, plan: Plan, y: SSAValue) -> SSAValue:
+    """0 x y summed over the block's outputs y: 0 exactly when every one is finite. In
+    vectors (a fused 0 x y + sum per LANES outputs), then the lanes one by one."""
+    zero = mk.broadcast(e, e.f32(0.0))
+
+    def add(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        o, a, v = ivs
+        return [e.emit(vector.FMAOp(zero, mk.load(e, y, [o, a, e.mul_const(v, mk.LANES)]), sums[0]))]
+
+    lanes = e.emit(memref.AllocaOp.get(f32, shape=[mk.LANES]))
+    m = plan.f.m
+    mk.store(e, e.loops([CHANNELS, m, m * SLOTS // mk.LANES], [zero], add)[0], lanes, [e.index(0)])
+
+    def total(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        return [fadd(e, sums[0], e.emit(memref.LoadOp.get(lanes, ivs)))]
+
+    return e.loops([mk.LANES], [e.f32(0.0)], total)[0]
+
+
+def store_outputs(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    chunk: Chunk,
+    k0: SSAValue,
+    y: SSAValue | None,
+    out: SSAValue,
+) -> list[SSAValue]:
+    """`root` at the chunk's outputs of channels k0 + o: output row m (r0 + g) + a (those
+    inside the result), columns m c0 .. m (c0 + chunk_cols) (those inside), a unit-stride
+    loop along each row. The conv is read from y[o, a, m g pitch + ow - m c0], or,
+    without it, computed output by output (`GroupEmitter.conv2d`)."""
+    out_h, out_w = shape_of(plan.conv.res)[2:]
+    m = plan.f.m
+    first_col = e.mul_const(chunk.c0, m)
+    columns = (first_col, e.min_index(e.index(out_w), e.add_const(first_col, m * plan.chunk_cols)))
+
+    def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, g = ivs
+        top = e.mul_const(e.add(chunk.r0, g), m)
+        within: Extent = (e.index(0), e.min_index(e.index(m), e.sub(e.index(out_h), top)))
+        e.loops([within], [], lambda a, _: output_row(e, root, chunk, (k0, o, g, top, a[0]), y, columns, out, plan))
+        return []
+
+    return e.loops([CHANNELS, plan.chunk_rows], [], row)
+
+
+def output_row(
+    e: GroupEmitter,
+    root: SSAValue,
+    chunk: Chunk,
+    where: tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue],
+    y: SSAValue | None,
+    columns: tuple[SSAValue, SSAValue],
+    out: SSAValue,
+    plan: Plan,
+) -> list[SSAValue]:
+    """One output row of the chunk: channel k0 + o, row top + a (tile row g of the chunk)."""
+    k0, o, g, top, a = where
+    start = e.sub(e.mul_const(g, plan.f.m * plan.pitch), columns[0])  # y's column of output column 0
+
+    def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        idx = [chunk.n, e.add(k0, o), e.add(top, a), ows[0]]
+        if y is not None:
+            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(y, [o, a, e.add(start, ows[0])])))
+        return e.store(e.value_at(root, idx), out, idx)
+
+    return e.loops([columns], [], output)
+
+
+SCHEDULE = Schedule("winograd_conv", matches, build)
