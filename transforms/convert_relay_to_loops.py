@@ -13,10 +13,12 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
-    packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
-                      rows per work item, the input packed, register blocks of channels x pixels
-    conv_vectors      an opencl conv2d anchor of the result's shape, unit stride across: a
-                      work item per output row of a block of channels, sums in vectors
+    packed_conv       a cpu or opencl conv2d anchor of stride 1 of the result's shape: a block
+                      of output rows per work item, the input packed, register blocks of
+                      channels x pixels
+    conv_vectors      an opencl conv2d anchor of the result's shape, unit stride across, that
+                      packed_conv leaves (strided down, little work): a work item per output
+                      row of a block of channels, sums in vectors
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
@@ -55,10 +57,10 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul, packed_conv) add
-vector.load/store/broadcast/fma on `vector<16xf32>`, which only the C target prints;
-the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
-`vector<8xf32>`, printed as OpenCL's `float8`.
+max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul on cpu,
+packed_conv on cpu and opencl) add vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC
+vector type in C, `float16` in OpenCL); the opencl-only conv_vectors schedule adds
+vector.load/store/broadcast/insert/fma on `vector<8xf32>`, printed as OpenCL's `float8`.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
 distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a
