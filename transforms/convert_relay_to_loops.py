@@ -27,6 +27,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
+    packed_matmul_maths  an opencl dense/(batch_)matmul anchor whose epilogue calls a maths
+                      function (tanh, exp, ...), big enough for packed_matmul: its nest, the
+                      epilogue in a loop PoCL vectorises
     matmul_rows       a cpu matmul anchor (rhs [k, n]) too small for packed_matmul: whole
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
@@ -58,7 +61,7 @@ Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, 
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
 max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul on cpu,
-packed_conv on cpu and opencl) add vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC
+packed_matmul_maths on opencl, packed_conv on cpu and opencl) add vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC
 vector type in C, `float16` in OpenCL); the opencl-only conv_vectors schedule adds
 vector.load/store/broadcast/insert/fma on `vector<8xf32>`, printed as OpenCL's `float8`.
 
@@ -95,6 +98,7 @@ from xrelay.transforms.schedules import (
     matmul_rows,
     packed_conv,
     packed_matmul,
+    packed_matmul_maths,
     softmax_row,
     transposed_rows,
 )
@@ -190,6 +194,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     packed_matmul.SCHEDULE,
+    packed_matmul_maths.SCHEDULE,
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     elementwise.SCHEDULE,
