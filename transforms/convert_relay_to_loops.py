@@ -34,6 +34,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
+    pool_windows      an opencl max/avg pool2d anchor of the result's shape whose windows lie
+                      inside the input: a work item per element, the taps unrolled
     elementwise       anything: a work item per element (matches every group, so last)
 
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
@@ -99,6 +101,7 @@ from xrelay.transforms.schedules import (
     packed_conv,
     packed_matmul,
     packed_matmul_maths,
+    pool_windows,
     softmax_row,
     transposed_rows,
 )
@@ -197,6 +200,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     packed_matmul_maths.SCHEDULE,
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
+    pool_windows.SCHEDULE,
     elementwise.SCHEDULE,
 )
 
