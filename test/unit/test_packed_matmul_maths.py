@@ -41,6 +41,7 @@ def check_opencl(text: str, inputs: dict[str, np.ndarray] | None = None) -> None
     [
         (128, 256, 1024),  # the transformer's dense + bias + GELU: whole blocks
         (37, 300, 50),  # edge tiles on both axes, a second k-block of 44
+        (150, 40, 140),  # a second block of 22 rows and 12 columns (blocks of 128)
     ],
 )
 def test_gelu_dense_agrees_with_the_interpreter(mkn: tuple[int, int, int]) -> None:
