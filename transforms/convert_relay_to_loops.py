@@ -28,8 +28,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
     packed_matmul_maths  an opencl dense/(batch_)matmul anchor whose epilogue calls a maths
-                      function (tanh, exp, ...), big enough for packed_matmul: its nest, the
-                      epilogue in a loop PoCL vectorises
+                      function (tanh, exp, ...), big enough for packed_matmul: its work item
+                      over blocks of 128 x 128, the epilogue in a loop PoCL vectorises
     matmul_rows       a cpu matmul anchor (rhs [k, n]) too small for packed_matmul: whole
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
