@@ -22,6 +22,7 @@ os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from models import MODELS
@@ -62,6 +63,35 @@ def shapes(kernel: func.FuncOp) -> list[tuple[int, ...]]:
     return [tuple(ty.get_shape()) for ty in types]  # type: ignore[union-attr]
 
 
+def time_pair(
+    c_function: Any, opencl: Any, context: Any, queue: Any, shapes: list[tuple[int, ...]], rounds: int
+) -> tuple[float, float]:
+    """The C kernel's median time and the OpenCL kernel's median device time, in one
+    interleaved run on the same random inputs, after checking that their outputs agree."""
+    cl = import_pyopencl()
+    rng = np.random.default_rng(0)
+    *ins, out_shape = shapes
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ins]
+    c_out, cl_out = np.zeros(out_shape, np.float32), np.zeros(out_shape, np.float32)
+    addresses = [a.ctypes.data for a in (*arrays, c_out)]
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+    buffers.append(cl.Buffer(context, mf.READ_WRITE, max(4, cl_out.nbytes)))
+    device_seconds: list[float] = []
+
+    def launch() -> None:
+        event = opencl(queue, *buffers)
+        event.wait()
+        device_seconds.append((event.profile.end - event.profile.start) * 1e-9)
+
+    fns: dict[str, Callable[[], object]] = {"c": lambda: c_function(*addresses), "opencl": launch}
+    times = interleaved_medians(fns, rounds)
+    cl.enqueue_copy(queue, cl_out, buffers[-1])
+    queue.finish()
+    np.testing.assert_allclose(cl_out, c_out, rtol=1e-3, atol=1e-3, equal_nan=True)
+    return times["c"], float(np.median(device_seconds))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", choices=sorted(MODELS))
@@ -80,39 +110,16 @@ def main() -> None:
     print(f"{args.model}: ms, medians of {args.rounds} interleaved rounds (C: {args.threads} thread(s); "
           f"OpenCL: device time on {context.devices[0].name}, {threads} threads)")  # fmt: skip
     print(f"  {'kernel':<50} {'c schedule':<20} {'opencl schedule':<20} {'c':>8} {'opencl':>8} {'ratio':>7}")
-    totals = {"c": 0.0, "opencl": 0.0}
+    total_c = total_cl = 0.0
     for name, (kernel, _) in c_kernels.items():
         if args.only not in name:
             continue
-        rng = np.random.default_rng(0)
-        *ins, out_shape = shapes(kernel)
-        arrays = [rng.standard_normal(s).astype(np.float32) for s in ins]
-        c_out, cl_out = np.zeros(out_shape, np.float32), np.zeros(out_shape, np.float32)
-        addresses = [a.ctypes.data for a in (*arrays, c_out)]
-        function = library[name].function
-        opencl = program[name]
-        mf = cl.mem_flags
-        buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
-        buffers.append(cl.Buffer(context, mf.READ_WRITE, max(4, cl_out.nbytes)))
-        device_seconds: list[float] = []
-
-        def launch(opencl=opencl, buffers=buffers, device_seconds=device_seconds) -> None:
-            event = opencl(queue, *buffers)
-            event.wait()
-            device_seconds.append((event.profile.end - event.profile.start) * 1e-9)
-
-        fns: dict[str, Callable[[], object]] = {"c": lambda: function(*addresses), "opencl": launch}
-        times = interleaved_medians(fns, args.rounds)
-        times["opencl"] = float(np.median(device_seconds))
-        cl.enqueue_copy(queue, cl_out, buffers[-1])
-        queue.finish()
-        np.testing.assert_allclose(cl_out, c_out, rtol=1e-3, atol=1e-3, equal_nan=True)
-        for target in totals:
-            totals[target] += times[target]
+        c, opencl = time_pair(library[name].function, program[name], context, queue, shapes(kernel), args.rounds)
+        total_c, total_cl = total_c + c, total_cl + opencl
         print(f"  {name[:50]:<50} {schedule(kernel):<20} {schedule(cl_kernels[name][0]):<20} "
-              f"{times['c'] * 1e3:8.3f} {times['opencl'] * 1e3:8.3f} {times['opencl'] / times['c']:6.2f}x")  # fmt: skip
-    ratio = totals["opencl"] / totals["c"] if totals["c"] else float("nan")
-    print(f"  {'all kernels':<92} {totals['c'] * 1e3:8.3f} {totals['opencl'] * 1e3:8.3f} {ratio:6.2f}x")
+              f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x")  # fmt: skip
+    ratio = total_cl / total_c if total_c else float("nan")
+    print(f"  {'all kernels':<92} {total_c * 1e3:8.3f} {total_cl * 1e3:8.3f} {ratio:6.2f}x")
 
 
 if __name__ == "__main__":
