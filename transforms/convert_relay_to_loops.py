@@ -14,12 +14,14 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
     softmax_row       a softmax result: a work item per row (max, sum, then the row)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     winograd_conv     a cpu 3x3 conv2d anchor of stride 1, dilation 1, one group, enough
-                      channels and tiles: Winograd F(2x2, 3x3), a block of tile rows per work
-                      item, the 16 products per tile by the micro-kernel, the epilogue
-    packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
-                      rows per work item, the input packed, register blocks of channels x pixels
-    conv_vectors      an opencl conv2d anchor of the result's shape, unit stride across: a
-                      work item per output row of a block of channels, sums in vectors
+                      channels and tiles: Winograd F(4x4, 3x3) or F(2x2, 3x3), a block of tile
+                      rows per work item, the products per tile by the micro-kernel, the epilogue
+    packed_conv       a cpu or opencl conv2d anchor of stride 1 of the result's shape: a block
+                      of output rows per work item, the input packed, register blocks of
+                      channels x pixels
+    conv_vectors      an opencl conv2d anchor of the result's shape, unit stride across, that
+                      packed_conv leaves (strided down, little work): a work item per output
+                      row of a block of channels, sums in vectors
     conv_rows         a conv2d anchor of the result's shape, at least 4 wide: a work item per
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
@@ -28,10 +30,15 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
+    packed_matmul_maths  an opencl dense/(batch_)matmul anchor whose epilogue calls a maths
+                      function (tanh, exp, ...), big enough for packed_matmul: its work item
+                      over blocks of 128 x 128, the epilogue in a loop PoCL vectorises
     matmul_rows       a cpu matmul anchor (rhs [k, n]) too small for packed_matmul: whole
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
+    pool_windows      an opencl max/avg pool2d anchor of the result's shape whose windows lie
+                      inside the input: a work item per element, the taps unrolled
     elementwise       anything: a work item per element (matches every group, so last)
 
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
@@ -58,10 +65,10 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.) The cpu micro-kernels (packed_matmul, packed_conv,
-winograd_conv) add
-vector.load/store/broadcast/fma on `vector<16xf32>`, which only the C target prints;
-the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
+max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul and
+winograd_conv on cpu, packed_matmul_maths on opencl, packed_conv on cpu and opencl) add
+vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC vector type in C, `float16` in
+OpenCL); the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
 `vector<8xf32>`, printed as OpenCL's `float8`.
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
@@ -97,6 +104,8 @@ from xrelay.transforms.schedules import (
     matmul_rows,
     packed_conv,
     packed_matmul,
+    packed_matmul_maths,
+    pool_windows,
     softmax_row,
     transposed_rows,
     winograd_conv,
@@ -194,8 +203,10 @@ SCHEDULES: tuple[Schedule, ...] = (
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
     packed_matmul.SCHEDULE,
+    packed_matmul_maths.SCHEDULE,
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
+    pool_windows.SCHEDULE,
     elementwise.SCHEDULE,
 )
 

@@ -127,14 +127,16 @@ def test_declines_strided_small_and_tiny_convs(attrs: str, data: tuple[int, ...]
                             "w": rng.standard_normal((4, 4, 3, 3)).astype(np.float32)})  # fmt: skip
 
 
-def test_declines_opencl_groups_and_big_packed_tiles() -> None:
+def test_takes_opencl_groups_and_declines_big_packed_tiles() -> None:
     text = conv_program((1, 8, 12, 12), (8, 8, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 12, 12))
     module = xrelay.parse(text)
     ctx = xrelay.context()
     PlanDevicesPass(targets=("c", "opencl"), default_device="opencl").apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
-    assert not packed_conv.matches(group)
+    assert packed_conv.matches(group)  # the OpenCL kernel is the same micro-kernel, in float16
+    kernels = xrelay.build(text, targets=("c", "opencl"), default_device="opencl").kernels
+    assert [k.language for k in kernels] == ["opencl"] and "float16" in kernels[0].source
     huge = conv_program((1, 512, 8, 200), (8, 512, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 8, 200))
     assert "packed_conv" not in schedules(huge)  # one packed row block would exceed PACK_MAX_FLOATS
 

@@ -1,7 +1,9 @@
 """
 conv_vectors: an OpenCL work item per output row of a block of output channels, its sums in
 vector registers, for a group whose anchor is a conv2d of the result's shape with unit
-stride across.
+stride across. packed_conv, earlier in the pass's list, takes the stride-1 convs with enough
+work on opencl too (0.45-0.6x this schedule's time at the shapes below); this one keeps the
+others (strided down, few pixels or little work).
 
 PoCL vectorises across the work items of a work group only when their code has no inner
 loop, which a convolution's work item has; so this schedule writes the vectors itself, as a

@@ -1,0 +1,126 @@
+"""Per kernel of a reference model: the OpenCL kernel's device time on PoCL against the C kernel.
+
+The model (bench/models.py's relay text, its weights as parameters) is lowered for each
+target as `xrelay.build` lowers it; each kernel of the one is paired with the kernel of the
+same group (the same name) of the other, both are run on the same random inputs, their
+outputs compared (NaN where NaN: a layer norm's rsqrt of a random negative), and timed in one
+interleaved run (`timing.interleaved_medians`, --rounds rounds): the C kernel called
+directly at --threads threads, the OpenCL kernel launched and waited for, timed by its
+profiling event (start to end: the device's time, without the launch and the wait, which on
+a loaded machine swing from 10 us to milliseconds). Each line names both schedules; the
+last line sums the kernels (a model's time without its launches and copies).
+
+    POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=1 \\
+        .venv/bin/python bench/opencl_model_kernels.py transformer [--only NAME] [--threads N]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from models import MODELS
+from timing import interleaved_medians
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, StringAttr
+from xdsl.passes import PassPipeline
+
+import xrelay
+from xrelay.driver import all_passes
+from xrelay.runtime.c_library import build_c
+from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
+from xrelay.targets.c_style import lowered_kernels
+from xrelay.targets.kernels import kernel_source
+
+LOWERING = "convert-relay-to-loops,dce,licm,cse,split-reductions"
+
+
+def kernels(text: str, target: str) -> dict[str, tuple[func.FuncOp, KernelSource]]:
+    """The kernels of `text` lowered for `target` alone, by name: each function and its source."""
+    module = xrelay.parse(text)
+    PassPipeline.parse_spec(all_passes(), f"plan-devices{{targets={target}}},fuse-ops,{LOWERING}").apply(
+        xrelay.context(), module
+    )
+    return {k.sym_name.data: (k, kernel_source(k)) for k in lowered_kernels(module, target)}
+
+
+def schedule(kernel: func.FuncOp) -> str:
+    attr = kernel.attributes["relay.schedule"]
+    assert isinstance(attr, StringAttr)
+    return attr.data
+
+
+def shapes(kernel: func.FuncOp) -> list[tuple[int, ...]]:
+    types = [arg.type for arg in kernel.args]
+    assert all(isinstance(ty, MemRefType) for ty in types)
+    return [tuple(ty.get_shape()) for ty in types]  # type: ignore[union-attr]
+
+
+def time_pair(
+    c_function: Any, opencl: Any, context: Any, queue: Any, shapes: list[tuple[int, ...]], rounds: int
+) -> tuple[float, float]:
+    """The C kernel's median time and the OpenCL kernel's median device time, in one
+    interleaved run on the same random inputs, after checking that their outputs agree."""
+    cl = import_pyopencl()
+    rng = np.random.default_rng(0)
+    *ins, out_shape = shapes
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ins]
+    c_out, cl_out = np.zeros(out_shape, np.float32), np.zeros(out_shape, np.float32)
+    addresses = [a.ctypes.data for a in (*arrays, c_out)]
+    mf = cl.mem_flags
+    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+    buffers.append(cl.Buffer(context, mf.READ_WRITE, max(4, cl_out.nbytes)))
+    device_seconds: list[float] = []
+
+    def launch() -> None:
+        event = opencl(queue, *buffers)
+        event.wait()
+        device_seconds.append((event.profile.end - event.profile.start) * 1e-9)
+
+    fns: dict[str, Callable[[], object]] = {"c": lambda: c_function(*addresses), "opencl": launch}
+    times = interleaved_medians(fns, rounds)
+    cl.enqueue_copy(queue, cl_out, buffers[-1])
+    queue.finish()
+    np.testing.assert_allclose(cl_out, c_out, rtol=1e-3, atol=1e-3, equal_nan=True)
+    return times["c"], float(np.median(device_seconds))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--threads", type=int, default=1, help="the C kernels' OpenMP threads")
+    parser.add_argument("--only", default="", help="the kernels whose name contains this")
+    args = parser.parse_args()
+    cl = import_pyopencl()
+    context = default_opencl_context()
+    queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    text = MODELS[args.model].text()
+    c_kernels, cl_kernels = kernels(text, "c"), kernels(text, "opencl")
+    library = build_c([source for _, source in c_kernels.values()], num_threads=args.threads)
+    program = build_opencl(context, [source for _, source in cl_kernels.values()])
+    threads = os.environ.get("POCL_MAX_PTHREAD_COUNT", "all cores")
+    print(f"{args.model}: ms, medians of {args.rounds} interleaved rounds (C: {args.threads} thread(s); "
+          f"OpenCL: device time on {context.devices[0].name}, {threads} threads)")  # fmt: skip
+    print(f"  {'kernel':<50} {'c schedule':<20} {'opencl schedule':<20} {'c':>8} {'opencl':>8} {'ratio':>7}")
+    total_c = total_cl = 0.0
+    for name, (kernel, _) in c_kernels.items():
+        if args.only not in name:
+            continue
+        c, opencl = time_pair(library[name].function, program[name], context, queue, shapes(kernel), args.rounds)
+        total_c, total_cl = total_c + c, total_cl + opencl
+        print(f"  {name[:50]:<50} {schedule(kernel):<20} {schedule(cl_kernels[name][0]):<20} "
+              f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x")  # fmt: skip
+    ratio = total_cl / total_c if total_c else float("nan")
+    print(f"  {'all kernels':<92} {total_c * 1e3:8.3f} {total_cl * 1e3:8.3f} {ratio:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

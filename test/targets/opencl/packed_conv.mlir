@@ -1,0 +1,32 @@
+// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
+// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
+
+// An opencl conv2d of stride 1 with enough work gets packed_conv, as on the cpu: the input
+// rows packed with their padding into a private array, then register blocks of 8 output
+// channels x 3 vectors of 16 pixels, summed by broadcast-FMAs on `float16`s (one load of
+// each pixel vector per tap, one broadcast weight per channel), stored to a scratch block
+// for the epilogue. (The whole image is one block of rows here: one work item.)
+
+// IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "packed_conv"}
+// IR:         vector.fma
+
+// CL-LABEL: __kernel void fused_nn_conv2d_nn_bias_add_nn_relu(
+// CL:         if (gid0 >= 1) return;
+// CL:         float [[PACKED:buf[0-9]+]][1616];
+// CL:         float16 [[ZERO:v[0-9]+]] = (float16)(0.0f);
+// CL:         for (long {{i[0-9]+}} = 0; {{i[0-9]+}} < 3; {{i[0-9]+}}++) {
+// CL:           float16 [[P0:v[0-9]+]] = vload16(0, &[[PACKED]][{{v[0-9]+}}]);
+// CL:           float16 [[P1:v[0-9]+]] = vload16(0, &[[PACKED]][{{v[0-9]+}}]);
+// CL:           float16 [[P2:v[0-9]+]] = vload16(0, &[[PACKED]][{{v[0-9]+}}]);
+// CL-NEXT:      float [[W:v[0-9]+]] = in1[{{.*}}];
+// CL-NEXT:      float16 [[WV:v[0-9]+]] = (float16)([[W]]);
+// CL-NEXT:      float16 {{v[0-9]+}} = fma([[WV]], [[P0]], {{v[0-9]+}});
+// CL-NEXT:      float16 {{v[0-9]+}} = fma([[WV]], [[P1]], {{v[0-9]+}});
+// CL-NEXT:      float16 {{v[0-9]+}} = fma([[WV]], [[P2]], {{v[0-9]+}});
+// CL:         vstore16({{v[0-9]+}}, 0, &{{buf[0-9]+}}[0]);
+func.func @main(%x: tensor<1x8x12x12xf32>, %w: tensor<8x8x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x12x12xf32> {
+  %0 = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x12x12xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x12x12xf32>
+  %1 = relay.nn.bias_add %0, %b : (tensor<1x8x12x12xf32>, tensor<8xf32>) -> tensor<1x8x12x12xf32>
+  %2 = relay.nn.relu %1 : tensor<1x8x12x12xf32>
+  func.return %2 : tensor<1x8x12x12xf32>
+}
