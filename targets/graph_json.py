@@ -12,7 +12,9 @@ not a valid SSA name, so that the runtime takes the input by that name), one `nu
 node per `relay.constant` (a *param*, named `p0`, `p1`, ...; its value goes to the
 artifact), then one `tvm_op` node per op of @main in program order: a `relay.launch` is a
 node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
-is `__copy`. Every node has one output, so entry ids equal node ids. `device_index` indexes
+is `__copy`, a lowered reshape (`transforms/reshape_only.py`) a node named after its group
+whose `func_name` is `__nop`, as TVM marks a reshape-only function: its output is its input's
+storage (plan-memory gave both one storage id), so there is nothing to run. Every node has one output, so entry ids equal node ids. `device_index` indexes
 `devices`, the canonical scopes of the program sorted by DLPack device type, then id (the
 host, cpu, comes first and is the primary device), each as plain data: the runtime learns
 where a node runs from this list alone. This module is where a scope becomes a device
@@ -38,8 +40,10 @@ from xrelay.dialects import relay
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.interpreter import constant_value
 from xrelay.transforms.plan_memory import main_function, scope_of, storage_id, tensors
+from xrelay.transforms.reshape_only import is_lowered_reshape, node_name
 
 COPY = "__copy"
+NOP = "__nop"
 # The @main argument attribute naming an input as its source model did (see the docstring).
 INPUT_NAME_ATTR = "relay.input_name"
 DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
@@ -97,9 +101,11 @@ class _GraphBuilder:
     def build(self) -> ExecutorGraph:
         self.add_inputs()
         self.add_params()
-        ops = [op for op in self.main.body.block.ops if isinstance(op, (relay.LaunchOp, relay.DeviceCopyOp))]
-        for op in ops:
-            self.add_op(op)
+        for op in self.main.body.block.ops:
+            if isinstance(op, (relay.LaunchOp, relay.DeviceCopyOp)):
+                self.add_op(op)
+            elif is_lowered_reshape(op):
+                self.add_nop(op)
         ret = self.main.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         devices = device_list(list(self.entries))
@@ -131,6 +137,11 @@ class _GraphBuilder:
         attrs = {"func_name": name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
         node = {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[self.entries[v], 0, 0] for v in inputs]}
         self.add_node(op.res, node)
+
+    def add_nop(self, op: relay.ReshapeOp) -> None:
+        attrs = {"func_name": NOP, "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}
+        inputs = [[self.entries[op.data], 0, 0]]
+        self.add_node(op.res, {"op": "tvm_op", "name": node_name(op), "attrs": attrs, "inputs": inputs})
 
     def json(self, heads: list[int], devices: list[SEScopeAttr]) -> dict[str, Any]:
         values = sorted(self.entries, key=self.entries.__getitem__)
