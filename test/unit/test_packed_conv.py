@@ -102,14 +102,30 @@ def test_row_aligned_layout_where_rows_fill_vectors(name: str, aligned: bool, ve
     """Vectors along output rows where they compute at most ROW_SLACK more columns a row than
     the padded row (28 in 2 x 16 for 30, 14 in 16 for 16, 12 in 16 for 14; not 40 in 48 for
     42, nor 17 in 32 for 19)."""
-    data, weight, attrs, result, epilogue = CASES[name]
-    module = xrelay.parse(conv_program(data, weight, attrs, result, epilogue))
+    plan = plan_of(conv_program(*CASES[name]))
+    assert plan is not None and (plan.row_aligned, plan.vectors) == (aligned, vectors)
+
+
+def plan_of(text: str) -> packed_conv.Plan | None:
+    module = xrelay.parse(text)
     ctx = xrelay.context()
     PlanDevicesPass(targets=("c",)).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
-    plan = packed_conv.plan_of(group)
-    assert plan is not None and (plan.row_aligned, plan.vectors) == (aligned, vectors)
+    return packed_conv.plan_of(group)
+
+
+@pytest.mark.parametrize(
+    ("data", "row_block"),
+    [((1, 64, 56, 56), 7), ((2, 64, 56, 56), 8), ((1, 16, 28, 28), 14), ((1, 4, 9, 40), 9)],
+)
+def test_row_blocks_split_evenly_over_two_threads(data: tuple[int, ...], row_block: int) -> None:
+    """The ResNet block's conv: 8 blocks of 7 rows, not 7 of 8 (4 + 3 on two threads); with
+    2 images, 14 of 8; 1 block of 9 rows, not 9 of 1 (blocks of at least half the largest)."""
+    n, c, h, w = data
+    text = conv_program(data, (c, c, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (n, c, h, w))
+    plan = plan_of(text)
+    assert plan is not None and plan.row_block == row_block
 
 
 @pytest.mark.parametrize("name", ["cnn_second_short_rows", "row_aligned_overlap"])

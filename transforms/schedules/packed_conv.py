@@ -72,6 +72,11 @@ PIXELS = VECTORS * mk.LANES
 ROW_BLOCK_PIXELS = 512
 PACK_MAX_FLOATS = 1 << 16
 
+# Of those down to half the largest, the largest giving a `balanced` count of work items
+# (images x row blocks), for the two cores here: the ResNet block's 56 rows make 7 blocks of
+# 8 rows (4 + 3 on two threads), but 8 blocks of 7.
+BALANCED_ITEMS = 8
+
 # Below this many output pixels per image, register blocks of PIXELS positions would mostly
 # compute dropped columns; below MIN_WORK multiply-adds per image, packing costs more than
 # it saves. conv_rows takes such groups (the CNN's first conv, 1 -> 16 channels at 28x28,
@@ -153,12 +158,20 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     if not fits:
         return None
     per_group = shape_of(conv.res)[1] // conv.group_count
-    rows = max(fits)
+    batch = shape_of(conv.res)[0]
+    large = [rows for rows in fits if 2 * rows >= max(fits)]  # blocks at least half the largest
+    rows = max(large, key=lambda rows: (balanced(batch * out_h // rows), rows))
     count = rows * math.ceil(out_w / mk.LANES)  # the vectors of a work item, row-aligned
     if not row_aligned(out_w, padded_width) or count < VECTORS:
         return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), False)
     vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v))
     return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), True, vectors)
+
+
+def balanced(work_items: int) -> bool:
+    """Whether `work_items` split evenly enough over threads: an even count (2 threads: one
+    half each), or enough that one more on a thread costs at most 1/BALANCED_ITEMS."""
+    return work_items % 2 == 0 or work_items >= BALANCED_ITEMS
 
 
 def row_aligned(out_w: int, padded_width: int) -> bool:
