@@ -9,6 +9,7 @@ import os
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -151,3 +152,14 @@ def test_runs_from_several_threads() -> None:
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_saved_and_loaded_without_the_compiler(tmp_path: Path) -> None:
+    """The `__nop` node needs no kernel: the standalone runtime loads and runs it as it is."""
+    import xrelay.runtime
+
+    exe = xrelay.build(LIVE_ALIAS, targets=("c", "opencl"), default_device="opencl")
+    exe.save(tmp_path / "live_alias.xrelay")
+    loaded = xrelay.runtime.load(tmp_path / "live_alias.xrelay")
+    assert nops(loaded) == nops(exe)
+    check(loaded, LIVE_ALIAS, 2)
