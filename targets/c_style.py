@@ -61,15 +61,13 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.vector_math import helper_text
-from xrelay.transforms.reshape_only import is_lowered_reshape
 
 SCOPE_ATTR = "relay.se_scope"
 
 # OpenCL has at most three NDRange dimensions; deeper nests merge their leading dimensions.
 MAX_NDRANGE_DIMS = 3
 
-# relay ops that may stay in a lowered module (the graph around the kernels), with the
-# reshapes of reshape-only groups (transforms/reshape_only.py).
+# relay ops that may stay in a lowered module (the graph around the kernels).
 GRAPH_OPS = (relay.LaunchOp, relay.ConstantOp, relay.DeviceCopyOp)
 
 Expr = Callable[..., str]
@@ -84,8 +82,7 @@ def lowered_kernels(module: ModuleOp, target: str) -> list[func.FuncOp]:
     Raises a `LoweringError` at the first relay op that lowering should have removed.
     """
     for op in module.walk():
-        lowered = isinstance(op, GRAPH_OPS) or is_lowered_reshape(op)
-        if isinstance(op, relay.FusedOp | relay.RelayOp) and not lowered:
+        if isinstance(op, relay.FusedOp | relay.RelayOp) and not isinstance(op, GRAPH_OPS):
             _fail(
                 op,
                 f"the {target} target expects a lowered module, but found '{op.name}' at "

@@ -12,9 +12,9 @@ not a valid SSA name, so that the runtime takes the input by that name), one `nu
 node per `relay.constant` (a *param*, named `p0`, `p1`, ...; its value goes to the
 artifact), then one `tvm_op` node per op of @main in program order: a `relay.launch` is a
 node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
-is `__copy`, a lowered reshape (`transforms/reshape_only.py`) a node named after its group
-whose `func_name` is `__nop`, as TVM marks a reshape-only function: its output is its input's
-storage (plan-memory gave both one storage id), so there is nothing to run. Every node has one output, so entry ids equal node ids. `device_index` indexes
+is `__copy`, a launch marked `relay.reshape_only` (`transforms/reshape_only.py`) a node named
+after its kernel whose `func_name` is `__nop`, as TVM marks a reshape-only function: its
+output is its input's storage (plan-memory gave both one storage id), so nothing runs. Every node has one output, so entry ids equal node ids. `device_index` indexes
 `devices`, the canonical scopes of the program sorted by DLPack device type, then id (the
 host, cpu, comes first and is the primary device), each as plain data: the runtime learns
 where a node runs from this list alone. This module is where a scope becomes a device
@@ -40,7 +40,7 @@ from xrelay.dialects import relay
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.interpreter import constant_value
 from xrelay.transforms.plan_memory import main_function, scope_of, storage_id, tensors
-from xrelay.transforms.reshape_only import is_lowered_reshape, node_name
+from xrelay.transforms.reshape_only import is_reshape_only_launch
 
 COPY = "__copy"
 NOP = "__nop"
@@ -101,11 +101,9 @@ class _GraphBuilder:
     def build(self) -> ExecutorGraph:
         self.add_inputs()
         self.add_params()
-        for op in self.main.body.block.ops:
-            if isinstance(op, (relay.LaunchOp, relay.DeviceCopyOp)):
-                self.add_op(op)
-            elif is_lowered_reshape(op):
-                self.add_nop(op)
+        ops = [op for op in self.main.body.block.ops if isinstance(op, (relay.LaunchOp, relay.DeviceCopyOp))]
+        for op in ops:
+            self.add_op(op)
         ret = self.main.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         devices = device_list(list(self.entries))
@@ -134,14 +132,10 @@ class _GraphBuilder:
     def add_op(self, op: relay.LaunchOp | relay.DeviceCopyOp) -> None:
         inputs = [op.data] if isinstance(op, relay.DeviceCopyOp) else list(op.inputs)
         name = COPY if isinstance(op, relay.DeviceCopyOp) else op.callee.string_value()
-        attrs = {"func_name": name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
+        func_name = NOP if is_reshape_only_launch(op) else name
+        attrs = {"func_name": func_name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
         node = {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[self.entries[v], 0, 0] for v in inputs]}
         self.add_node(op.res, node)
-
-    def add_nop(self, op: relay.ReshapeOp) -> None:
-        attrs = {"func_name": NOP, "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}
-        inputs = [[self.entries[op.data], 0, 0]]
-        self.add_node(op.res, {"op": "tvm_op", "name": node_name(op), "attrs": attrs, "inputs": inputs})
 
     def json(self, heads: list[int], devices: list[SEScopeAttr]) -> dict[str, Any]:
         values = sorted(self.entries, key=self.entries.__getitem__)

@@ -47,11 +47,10 @@ in the work item; a schedule computes its anchor its own way and hands the sums 
 Padding is never read: a conv2d or pooling tap that falls on padding adds nothing, whatever
 the weight (a NaN or inf weight there is not multiplied by a zero), as in `xrelay.interpret`.
 Phase 4, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
-
-A group that only reshapes (`relay.reshape`, `relay.squeeze`, `relay.expand_dims`) gets no
-kernel: it is replaced by one `relay.reshape` of its operand that carries the group's
-`kernel_name` and `se_scope` (`transforms/reshape_only.py`), which plan-memory stores in its
-operand's storage and the executor graph marks `__nop`, as TVM does with reshape-only functions.
+A group that only reshapes (`relay.reshape`, `relay.squeeze`, `relay.expand_dims`) gets its
+kernel too, but its launch is marked `relay.reshape_only` (`transforms/reshape_only.py`):
+plan-memory stores its result in its input's storage and the executor graph makes it a
+`__nop` node, as TVM does with reshape-only functions, so the kernel never runs.
 
 Index arithmetic is folded as it is built but emitted where it is asked for, also inside
 loops it does not depend on: `xrelay.build` runs dce, licm and cse after this pass, which
@@ -87,7 +86,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.transforms.reshape_only import is_lowered_reshape, is_reshape_only, lowered_reshape
+from xrelay.transforms.reshape_only import is_reshape_only, mark
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
@@ -117,9 +116,6 @@ class ConvertRelayToLoopsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         groups = check_preconditions(op)
         for group in groups:
-            if is_reshape_only(group):
-                Rewriter.replace_op(group, lowered_reshape(group))
-                continue
             kernel = build_kernel(group, pick_schedule(group))
             op.body.block.add_op(kernel)
             replace_with_launch(group)
@@ -139,8 +135,7 @@ def check_preconditions(module: ModuleOp) -> list[relay.FusedOp]:
     for op in module.walk():
         if isinstance(op, relay.OnDeviceOp):
             _fail(op, f"{PASS} expects no relay.on_device (at {location_of(op)}); run plan-devices first")
-        outside = not isinstance(op.parent_op(), relay.FusedOp)
-        if isinstance(op, relay.PRIMITIVE_OPS) and outside and not is_lowered_reshape(op):
+        if isinstance(op, relay.PRIMITIVE_OPS) and not isinstance(op.parent_op(), relay.FusedOp):
             _fail(
                 op,
                 f"{PASS} expects every primitive op inside a relay.fused group, but found "
@@ -252,4 +247,6 @@ def build_kernel(group: relay.FusedOp, schedule: Schedule) -> func.FuncOp:
 
 def replace_with_launch(group: relay.FusedOp) -> None:
     launch = relay.LaunchOp(kernel_name(group), list(group.inputs), group.res.type, group_scope(group))
+    if is_reshape_only(group):
+        mark(launch)
     Rewriter.replace_op(group, launch)

@@ -8,11 +8,12 @@ Words: a *tensor* is an SSA value of @main (a parameter, a `relay.constant`, the
 the executor allocates one pool entry per storage id, sized for the largest tensor in it.
 
 Input: @main after convert-relay-to-loops (and inline-calls): only relay.launch,
-relay.device_copy, relay.constant, lowered reshapes (`transforms/reshape_only.py`) and
-func.return. Other functions (the kernels) are not touched.
+relay.device_copy, relay.constant and func.return. Other functions (the kernels) are not
+touched.
 
-A lowered reshape's result is an *alias* of its operand: it is stored in the operand's
-storage (no kernel writes it), so the two share one storage and one lifetime.
+The result of a launch marked `relay.reshape_only` (`transforms/reshape_only.py`) is an
+*alias* of its input: it is stored in the input's storage (its kernel never runs), so the
+two share one storage and one lifetime.
 
 Phase 1, check: @main holds only those ops, and every tensor has a scope (an alias the
 scope of its operand).
@@ -55,7 +56,7 @@ from xdsl.passes import ModulePass
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.transforms.reshape_only import is_lowered_reshape
+from xrelay.transforms.reshape_only import is_reshape_only_launch
 
 STORAGE_ID = "relay.storage_id"
 SCOPE = "relay.se_scope"
@@ -91,7 +92,7 @@ def check_lowered(main: func.FuncOp) -> None:
                 op,
                 f"expects no calls in @main, but found a call to @{op.callee.string_value()}; run inline-calls first",
             )
-        if not isinstance(op, (*GRAPH_OPS, func.ReturnOp)) and not is_lowered_reshape(op):
+        if not isinstance(op, (*GRAPH_OPS, func.ReturnOp)):
             _fail(
                 op,
                 "expects a lowered @main (relay.launch, relay.device_copy, relay.constant, "
@@ -101,8 +102,8 @@ def check_lowered(main: func.FuncOp) -> None:
         _check_tensor(main, value)
         scope_of(value)
     for op in main.body.block.ops:
-        if is_lowered_reshape(op) and scope_of(op.operands[0]) != scope_of(op.results[0]):
-            _fail(op, "expects a lowered reshape on its operand's scope (it is stored in the operand's storage)")
+        if is_reshape_only_launch(op) and scope_of(op.inputs[0]) != scope_of(op.res):
+            _fail(op, "expects a reshape-only launch on its input's scope (it is stored in the input's storage)")
 
 
 def _check_tensor(main: func.FuncOp, value: SSAValue) -> None:
@@ -186,7 +187,7 @@ def alias_roots(main: func.FuncOp) -> dict[SSAValue, SSAValue]:
     roots: dict[SSAValue, SSAValue] = {arg: arg for arg in main.args}
     for op in main.body.block.ops:
         for result in op.results:
-            roots[result] = roots[op.operands[0]] if is_lowered_reshape(op) else result
+            roots[result] = roots[op.operands[0]] if is_reshape_only_launch(op) else result
     return roots
 
 

@@ -104,7 +104,7 @@ class Runner:
         return out
 
     def run_main(self, module: ModuleOp, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        """Runs @main of a lowered module: launches, constants, copies, reshapes, return."""
+        """Runs @main of a lowered module: launches, constants, copies, return."""
         main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
         env: dict[Any, np.ndarray] = {arg: inputs[arg.name_hint] for arg in main.args}
         for op in main.body.block.ops:
@@ -113,8 +113,6 @@ class Runner:
                 env[op.res] = self.run(op.callee.string_value(), [env[v] for v in op.inputs], shape)
             elif isinstance(op, relay.DeviceCopyOp):
                 env[op.res] = env[op.data]
-            elif isinstance(op, relay.ReshapeOp):  # a reshape-only group: no kernel
-                env[op.res] = env[op.data].reshape(op.res.type.get_shape())
             elif isinstance(op, relay.ConstantOp):
                 shape = op.res.type.get_shape()
                 env[op.res] = np.array(op.value.get_values(), np.float32).reshape(shape)

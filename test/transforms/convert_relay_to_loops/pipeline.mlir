@@ -1,13 +1,14 @@
 // RUN: opt-tool %s -p 'plan-devices{targets=c,opencl default-device=opencl},fuse-ops,convert-relay-to-loops' | filecheck %s
 
 // Unfused input through the whole front of the pipeline: one kernel per fused group, each a
-// single parallel nest; the anchors keep their elementwise epilogues. The reshape-only group
-// is no kernel: a reshape of its operand that keeps the group's name and scope.
+// single parallel nest; the anchors keep their elementwise epilogues. The reshape-only
+// group's launch is marked (its result is its input's storage: its kernel never runs).
 
 // CHECK-LABEL: func.func @main
 // CHECK:         %[[CONV:.*]] = relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu(%{{.*}}, %{{.*}}, %{{.*}}) {se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
-// CHECK-NEXT:    %[[FLAT:.*]] = relay.reshape %[[CONV]] {kernel_name = "fused_reshape", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<1x3x3x3xf32>) -> tensor<1x27xf32>
+// CHECK-NEXT:    %[[FLAT:.*]] = relay.launch @fused_reshape(%[[CONV]]) {relay.reshape_only, se_scope
 // CHECK-NEXT:    %[[DENSE:.*]] = relay.launch @fused_nn_dense_add_tanh(%[[FLAT]], %{{.*}}, %{{.*}})
+// CHECK-NOT:     relay.reshape_only
 // CHECK-NEXT:    %[[SOFT:.*]] = relay.launch @fused_nn_softmax(%[[DENSE]])
 // CHECK-NEXT:    func.return %[[SOFT]]
 
@@ -18,7 +19,11 @@
 // CHECK:           memref.store
 // CHECK:         func.return
 
-// CHECK-NOT:   func.func @fused_reshape
+// CHECK:       func.func @fused_reshape(%[[IN:.*]]: memref<1x3x3x3xf32>, %[[OUT:.*]]: memref<1x27xf32>)
+// CHECK:         "scf.parallel"
+// CHECK:           arith.divsi
+// CHECK:           memref.load %[[IN]]
+// CHECK:           memref.store
 
 // A work item of the dense computes 4 consecutive outputs (j0 .. j0 + 3): one loop, one
 // accumulator each, x[0, k] loaded once for the four; then the epilogue of each.
