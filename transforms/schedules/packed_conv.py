@@ -97,6 +97,10 @@ UNROLLED_TAPS = 9
 ROW_SLACK = 2
 ROW_VECTORS = (3, 2)
 
+# The finite test of a block's sums runs this many chains of fused multiply-adds side by side
+# (one chain of 16 or 24 waited on each one's latency).
+PROBE_CHAINS = 4
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -327,12 +331,16 @@ def vector_offsets(
 
 
 def block_probe(e: GroupEmitter, sums: list[SSAValue]) -> SSAValue:
-    """0 x s summed over the block's sums s: 0 exactly when every one is finite (one fused
-    multiply-add per vector in registers, then the LANES lanes of the total)."""
-    zero = mk.broadcast(e, e.f32(0.0))
-    total = zero
-    for vec in sums:
-        total = e.emit(vector.FMAOp(vec, zero, total))
+    """0 x s summed over the block's sums s: 0 exactly when every one is finite. In registers:
+    PROBE_CHAINS independent chains of fused multiply-adds (one a vector) joined by x * 1 + y
+    (exact), then the LANES lanes of the total."""
+    zero, one = mk.broadcast(e, e.f32(0.0)), mk.broadcast(e, e.f32(1.0))
+    chains = [zero] * PROBE_CHAINS
+    for k, vec in enumerate(sums):
+        chains[k % PROBE_CHAINS] = e.emit(vector.FMAOp(vec, zero, chains[k % PROBE_CHAINS]))
+    total = chains[0]
+    for chain in chains[1:]:
+        total = e.emit(vector.FMAOp(chain, one, total))
     lanes = e.emit(memref.AllocaOp.get(f32, shape=[mk.LANES]))
     mk.store(e, total, lanes, [e.index(0)])
 
