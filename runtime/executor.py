@@ -6,9 +6,10 @@ copies and storage, and the executor only carries them out.
 
 1. Storages: one per storage id, on the device of the entries stored there (a storage id
    belongs to one device; a graph that says otherwise is rejected), sized for the largest.
-2. Every `tvm_op` node is resolved once: `__copy` to a copy between its two devices, any
-   other `func_name` to the kernel of that name *of the node's device* (so two devices may
-   have kernels of the same name).
+2. Every `tvm_op` node is resolved once: `__copy` to a copy between its two devices, `__nop`
+   (a reshape-only node, as in TVM) to nothing at all: its entry is a view of its input's
+   storage, which the graph must give it (checked), any other `func_name` to the kernel of
+   that name *of the node's device* (so two devices may have kernels of the same name).
 3. A *workspace* is what one run needs for itself: a buffer per storage, every entry as a
    typed view at the start of its storage's buffer, and every node bound to those views
    once, so running a node is one call.
@@ -45,6 +46,7 @@ from xrelay.runtime.device import Device, Kernel, Tensor
 from xrelay.runtime.profiling import Profile, Span, Step
 
 COPY = "__copy"
+NOP = "__nop"
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,9 @@ class GraphExecutor:
         is_param = [n["op"] == "null" and n["name"] in self.params for n in self.nodes]
         self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and not is_param[i]}
         self.heads: list[int] = [h[0] for h in graph["heads"]]
-        self.steps = [(self._func_name(i), i) for i, n in enumerate(self.nodes) if n["op"] != "null"]
+        self._check_nops()
+        nodes = [(self._func_name(i), i) for i, n in enumerate(self.nodes) if n["op"] != "null"]
+        self.steps = [(name, i) for name, i in nodes if name != NOP]
         self.kernels = {i: self._kernel(i, kernels) for name, i in self.steps if name != COPY}
         self.shared = self._shared_params(is_param)
         self._free = [Workspace(self)]  # the first one now: binding errors show at load
@@ -125,6 +129,20 @@ class GraphExecutor:
                     f"{_bytes(limit)}; place part of it on another device or make it smaller"
                 )
 
+    def _check_nops(self) -> None:
+        """Each `__nop` node's entry is its input's storage, as many bytes read another way."""
+        for index, node in enumerate(self.nodes):
+            if node["op"] == "null" or self._func_name(index) != NOP:
+                continue
+            source = self.entries[int(node["inputs"][0][0])]
+            entry = self.entries[index]
+            if (source.storage, source.nbytes, source.dtype) != (entry.storage, entry.nbytes, entry.dtype):
+                raise DeviceError(
+                    f"malformed graph: {NOP} node {index} ({node['name']}) must view its input's storage "
+                    f"{source.storage} ({source.nbytes} bytes of {source.dtype}), but has storage "
+                    f"{entry.storage} ({entry.nbytes} bytes of {entry.dtype})"
+                )
+
     def _describe(self, index: int) -> str:
         node = self.nodes[index]
         what = "input" if node["op"] == "null" else "the result of"
@@ -145,9 +163,11 @@ class GraphExecutor:
         return kernel
 
     def _shared_params(self, is_param: list[bool]) -> dict[int, Any]:
-        """Buffers of the storages that hold params and nothing else, written once for all
-        workspaces (a param sharing its storage with another tensor is written per workspace)."""
-        others = {e.storage for e, param in zip(self.entries, is_param) if not param}
+        """Buffers of the storages that hold params (and `__nop` views of them) and nothing
+        else, written once for all workspaces (a param sharing its storage with another tensor
+        is written per workspace)."""
+        nops = {i for i, n in enumerate(self.nodes) if n["op"] != "null" and self._func_name(i) == NOP}
+        others = {e.storage for i, (e, param) in enumerate(zip(self.entries, is_param)) if not param and i not in nops}
         shared: dict[int, Any] = {}
         for index in (i for i, param in enumerate(is_param) if param):
             sid = self.entries[index].storage

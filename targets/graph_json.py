@@ -12,7 +12,9 @@ not a valid SSA name, so that the runtime takes the input by that name), one `nu
 node per `relay.constant` (a *param*, named `p0`, `p1`, ...; its value goes to the
 artifact), then one `tvm_op` node per op of @main in program order: a `relay.launch` is a
 node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
-is `__copy`. Every node has one output, so entry ids equal node ids. `device_index` indexes
+is `__copy`, a launch marked `relay.reshape_only` (`transforms/reshape_only.py`) a node named
+after its kernel whose `func_name` is `__nop`, as TVM marks a reshape-only function: its
+output is its input's storage (plan-memory gave both one storage id), so nothing runs. Every node has one output, so entry ids equal node ids. `device_index` indexes
 `devices`, the canonical scopes of the program sorted by DLPack device type, then id (the
 host, cpu, comes first and is the primary device), each as plain data: the runtime learns
 where a node runs from this list alone. This module is where a scope becomes a device
@@ -38,8 +40,10 @@ from xrelay.dialects import relay
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.interpreter import constant_value
 from xrelay.transforms.plan_memory import main_function, scope_of, storage_id, tensors
+from xrelay.transforms.reshape_only import is_reshape_only_launch
 
 COPY = "__copy"
+NOP = "__nop"
 # The @main argument attribute naming an input as its source model did (see the docstring).
 INPUT_NAME_ATTR = "relay.input_name"
 DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
@@ -128,7 +132,8 @@ class _GraphBuilder:
     def add_op(self, op: relay.LaunchOp | relay.DeviceCopyOp) -> None:
         inputs = [op.data] if isinstance(op, relay.DeviceCopyOp) else list(op.inputs)
         name = COPY if isinstance(op, relay.DeviceCopyOp) else op.callee.string_value()
-        attrs = {"func_name": name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
+        func_name = NOP if is_reshape_only_launch(op) else name
+        attrs = {"func_name": func_name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
         node = {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[self.entries[v], 0, 0] for v in inputs]}
         self.add_node(op.res, node)
 

@@ -57,6 +57,10 @@ in the work item; a schedule computes its anchor its own way and hands the sums 
 Padding is never read: a conv2d or pooling tap that falls on padding adds nothing, whatever
 the weight (a NaN or inf weight there is not multiplied by a zero), as in `xrelay.interpret`.
 Phase 4, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {se_scope}`.
+A group that only reshapes (`relay.reshape`, `relay.squeeze`, `relay.expand_dims`) gets its
+kernel too, but its launch is marked `relay.reshape_only` (`transforms/reshape_only.py`):
+plan-memory stores its result in its input's storage and the executor graph makes it a
+`__nop` node, as TVM does with reshape-only functions, so the kernel never runs.
 
 Index arithmetic is folded as it is built but emitted where it is asked for, also inside
 loops it does not depend on: `xrelay.build` runs dce, licm and cse after this pass, which
@@ -93,6 +97,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.transforms.reshape_only import is_reshape_only, mark
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
@@ -259,4 +264,6 @@ def build_kernel(group: relay.FusedOp, schedule: Schedule) -> func.FuncOp:
 
 def replace_with_launch(group: relay.FusedOp) -> None:
     launch = relay.LaunchOp(kernel_name(group), list(group.inputs), group.res.type, group_scope(group))
+    if is_reshape_only(group):
+        mark(launch)
     Rewriter.replace_op(group, launch)

@@ -11,19 +11,27 @@ Input: @main after convert-relay-to-loops (and inline-calls): only relay.launch,
 relay.device_copy, relay.constant and func.return. Other functions (the kernels) are not
 touched.
 
-Phase 1, check: @main holds only those ops, and every tensor has a scope.
+The result of a launch marked `relay.reshape_only` (`transforms/reshape_only.py`) is an
+*alias* of its input: it is stored in the input's storage (its kernel never runs), so the
+two share one storage and one lifetime.
+
+Phase 1, check: @main holds only those ops, and every tensor has a scope (an alias the
+scope of its operand).
 Phase 2, lifetimes: a tensor lives from the op that defines it to its last use; returned
-tensors live to the end.
+tensors live to the end. A storage lives as long as any of the tensors in it (a tensor and
+its aliases): nothing else is written to it while one of them may still be read.
 Phase 3, assign, in program order: parameters, constants and returned tensors get storages
-of their own, never shared (the caller writes and reads them). An intermediate tensor takes a
+of their own, never shared (the caller writes and reads them), but with their aliases (the
+executor copies inputs in and results out, so a returned alias of an input or of a constant
+never hands the caller a buffer it owns). An alias takes its operand's storage. An intermediate tensor takes a
 released storage of *its own scope* (the smallest one large enough, else the largest, which
-grows), or a new one. After an op, the storages of the intermediates whose last use it was
+grows), or a new one. After an op, the storages of the intermediates whose last use (with their aliases') it was
 are released — after its result was assigned, so a kernel never writes over its own inputs.
 Phase 4, write back: `relay.storage_id = N : i64` on each op of @main and as an argument
 attribute on each parameter, so `opt-tool` shows the plan.
 
 A storage id belongs to exactly one scope; running the pass twice changes nothing.
-Not yet: in-place kernels, sharing across the storages of two scopes on one physical device.
+Not yet: in-place kernels (but for aliases), sharing across the storages of two scopes on one physical device.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from xdsl.passes import ModulePass
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.transforms.reshape_only import is_reshape_only_launch
 
 STORAGE_ID = "relay.storage_id"
 SCOPE = "relay.se_scope"
@@ -92,6 +101,9 @@ def check_lowered(main: func.FuncOp) -> None:
     for value in tensors(main):
         _check_tensor(main, value)
         scope_of(value)
+    for op in main.body.block.ops:
+        if is_reshape_only_launch(op) and scope_of(op.inputs[0]) != scope_of(op.res):
+            _fail(op, "expects a reshape-only launch on its input's scope (it is stored in the input's storage)")
 
 
 def _check_tensor(main: func.FuncOp, value: SSAValue) -> None:
@@ -170,6 +182,26 @@ def last_uses(main: func.FuncOp) -> dict[SSAValue, int]:
     return last
 
 
+def alias_roots(main: func.FuncOp) -> dict[SSAValue, SSAValue]:
+    """The tensor whose storage each tensor is in: an alias's operand's, else its own."""
+    roots: dict[SSAValue, SSAValue] = {arg: arg for arg in main.args}
+    for op in main.body.block.ops:
+        for result in op.results:
+            roots[result] = roots[op.operands[0]] if is_reshape_only_launch(op) else result
+    return roots
+
+
+def storage_last_uses(main: func.FuncOp, roots: dict[SSAValue, SSAValue]) -> dict[SSAValue, int]:
+    """Per root tensor: the last use of it or of any alias of it (an unused one: its definition)."""
+    last = last_uses(main)
+    defined: dict[SSAValue, int] = {r: i for i, op in enumerate(main.body.block.ops) for r in op.results}
+    lives: dict[SSAValue, int] = {}
+    for value, root in roots.items():
+        end = last.get(value, defined.get(value, -1))
+        lives[root] = max(lives.get(root, end), end)
+    return lives
+
+
 # --- Phase 3: assign ---------------------------------------------------------------------
 
 
@@ -204,17 +236,22 @@ class StoragePlan:
 
 def plan_storage(main: func.FuncOp) -> StoragePlan:
     plan = StoragePlan()
-    last = last_uses(main)
+    roots = alias_roots(main)
+    last = storage_last_uses(main, roots)
     end = len(list(main.body.block.ops))
     for arg in main.args:
         plan.ids[arg] = plan.fresh(scope_of(arg), nbytes(arg.type))
     for index, op in enumerate(main.body.block.ops):
         if isinstance(op, func.ReturnOp):
             break
-        _assign(plan, op.results[0], pinned=isinstance(op, relay.ConstantOp) or last.get(op.results[0]) == end)
-        for value in dict.fromkeys([*op.operands, op.results[0]]):  # ordered: deterministic ids
-            if last.get(value, index) == index and _is_intermediate(value, last, end):
-                plan.release(plan.ids[value])
+        result = op.results[0]
+        if roots[result] is not result:
+            plan.ids[result] = plan.ids[roots[result]]
+        else:
+            _assign(plan, result, pinned=isinstance(op, relay.ConstantOp) or last[result] == end)
+        for root in dict.fromkeys(roots[v] for v in [*op.operands, result]):  # ordered: deterministic ids
+            if last[root] == index and _is_intermediate(root, last, end):
+                plan.release(plan.ids[root])
     return plan
 
 

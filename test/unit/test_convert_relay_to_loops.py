@@ -146,6 +146,25 @@ def test_reshape() -> None:
     check_lowering(fused_module("x:2x3x4", f"%r = relay.reshape %x : ({t('2x3x4')}) -> {t('4x1x6')}"))
 
 
+RESHAPES_ONLY = f"""
+    %s = relay.squeeze %x {{axis = array<i64: -1, 0>}} : ({t("1x3x1")}) -> {t("3")}
+    %e = relay.expand_dims %s {{axis = -1 : i64, num_newaxis = 2 : i64}} : ({t("3")}) -> {t("3x1x1")}
+    %r = relay.reshape %e : ({t("3x1x1")}) -> {t("1x3")}"""
+
+
+@pytest.mark.parametrize(
+    ("body", "marked"), [(RESHAPES_ONLY, True), (RESHAPES_ONLY + "\n%n = relay.negative %r : " + t("1x3"), False)]
+)
+def test_a_reshape_only_group_has_its_launch_marked(body: str, marked: bool) -> None:
+    """Reshapes only (reshape, squeeze, expand_dims) move no data: the launch is marked
+    `relay.reshape_only` (plan-memory aliases its result); the kernel is there all the same."""
+    text = fused_module("x:1x3x1", body)
+    module = lower(text)
+    (launch,) = [op for op in module.walk() if isinstance(op, relay.LaunchOp)]
+    assert ("relay.reshape_only" in launch.attributes) == marked
+    check_lowering(text)
+
+
 def test_transpose() -> None:
     body = f"%r = relay.transpose %x {{axes = array<i64: 1, -1, 0>}} : ({t('2x3x4')}) -> {t('3x4x2')}"
     check_lowering(fused_module("x:2x3x4", body))

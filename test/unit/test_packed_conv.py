@@ -60,6 +60,12 @@ CASES = {
     "grouped_dilated_uneven": ((1, 8, 12, 16), (20, 4, 3, 2), "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", (1, 20, 13, 17), False),
     "size_one": ((1, 256, 1, 64), (1, 256, 1, 3), "{padding = array<i64: 0, 1, 0, 1>}", (1, 1, 1, 64), False),
     "no_padding_one_block": ((3, 32, 8, 8), (16, 32, 3, 3), "", (3, 16, 6, 6), False),
+    # row-aligned vectors: the CNN's first conv (one input channel, 28 wide: two vectors a
+    # row, the second overlapping the first) and its second (14 wide: one vector a row, two
+    # lanes dropped, blocks of 2 vectors), a row of 20 in a padded row of 22
+    "cnn_first_one_channel": ((2, 1, 28, 28), (16, 1, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 16, 28, 28), False),
+    "cnn_second_short_rows": ((2, 16, 14, 14), (32, 16, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 32, 14, 14), False),
+    "row_aligned_overlap": ((1, 4, 6, 30), (8, 4, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 6, 30), False),
 }  # fmt: skip
 
 
@@ -85,6 +91,55 @@ def test_packed_conv_agrees_with_interpret(name: str) -> None:
     text = conv_program(data, weight, attrs, result, epilogue)
     assert schedules(text) == ["packed_conv"]
     check_everywhere(text, inputs(CASES[name], np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize(
+    ("name", "aligned", "vectors"),
+    [("cnn_first_one_channel", True, 2), ("cnn_second_short_rows", True, 2), ("row_aligned_overlap", True, 3),
+     ("resnet_block_small", True, 3), ("wide_rows", False, 3), ("grouped_dilated_uneven", False, 3)],
+)  # fmt: skip
+def test_row_aligned_layout_where_rows_fill_vectors(name: str, aligned: bool, vectors: int) -> None:
+    """Vectors along output rows where they compute at most ROW_SLACK more columns a row than
+    the padded row (28 in 2 x 16 for 30, 14 in 16 for 16, 12 in 16 for 14; not 40 in 48 for
+    42, nor 17 in 32 for 19)."""
+    plan = plan_of(conv_program(*CASES[name]))
+    assert plan is not None and (plan.row_aligned, plan.vectors) == (aligned, vectors)
+
+
+def plan_of(text: str) -> packed_conv.Plan | None:
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=("c",)).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
+    return packed_conv.plan_of(group)
+
+
+@pytest.mark.parametrize(
+    ("data", "row_block"),
+    [((1, 64, 56, 56), 7), ((2, 64, 56, 56), 8), ((1, 16, 28, 28), 14), ((1, 4, 9, 40), 9)],
+)
+def test_row_blocks_split_evenly_over_two_threads(data: tuple[int, ...], row_block: int) -> None:
+    """The ResNet block's conv: 8 blocks of 7 rows, not 7 of 8 (4 + 3 on two threads); with
+    2 images, 14 of 8; 1 block of 9 rows, not 9 of 1 (blocks of at least half the largest)."""
+    n, c, h, w = data
+    text = conv_program(data, (c, c, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (n, c, h, w))
+    plan = plan_of(text)
+    assert plan is not None and plan.row_block == row_block
+
+
+@pytest.mark.parametrize("name", ["cnn_second_short_rows", "row_aligned_overlap"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_row_aligned_nonfinite_weight_on_padding(name: str, bad: float) -> None:
+    """The row-aligned store's slow path: a NaN or inf weight on a padding tap (the lanes past
+    a short row read the next row, and are dropped)."""
+    case = CASES[name]
+    data, weight, attrs, result, epilogue = case
+    text = conv_program(data, weight, attrs, result, epilogue)
+    arrays = inputs(case, np.random.default_rng(5))
+    arrays["w"][2, 0, 2, 2] = bad  # reads input row oh + 1, column ow + 1
+    expected = check_everywhere(text, arrays)
+    assert np.isfinite(expected[0, 2, -1, :]).all() and np.isfinite(expected[0, 2, :, -1]).all()
 
 
 def test_nan_inputs_stay_where_they_are_read() -> None:

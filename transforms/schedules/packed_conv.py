@@ -7,27 +7,36 @@ rows. Its phases:
 
 1. Pack: the input rows the block's windows read, every input channel, with the padding as
    zeros, into one scratch buffer of padded rows (`memref.alloca`), `Plan.row_block` rows.
-2. Register blocks: each output row is laid out along its padded row, so that the output
-   pixel at flat position q = r * padded_width + ow of the block reads the packed input at
-   q + (tap offset) for every tap, whatever its row: PIXELS consecutive positions (the
-   columns past the output width are computed and dropped) times CHANNELS output channels
-   are summed by the micro-kernel (`micro_kernel.accumulate`, vector sums in registers),
+2. Register blocks: the output pixel at (row r, column ow) of the block reads the packed
+   input at its flat position q = r * padded_width + ow plus the tap's offset, for every
+   tap, whatever its row. A block sums `Plan.vectors` vectors of LANES output pixels (one
+   vector load each per tap) times CHANNELS output channels (one broadcast each per tap)
+   in registers (`micro_kernel.accumulate`); the loop runs over input channels, the taps of
+   a window of at most UNROLLED_TAPS unrolled in it (else a loop over the window's rows too):
 
-       for c, i, j:  for o < CHANNELS:  w = broadcast(weight[o0 + o, c, i, j])
-                         for v < VECTORS:  acc[o, v] = fma(w, packed[base(c, i, j) + q0 + v * LANES ...], acc[o, v])
+       for c:  for i, j (unrolled):  for o < CHANNELS:  w = broadcast(weight[o0 + o, c, i, j])
+                   for v < vectors:  acc[o, v] = fma(w, packed[base(c, i, j) + q_v ...], acc[o, v])
 
-   (one vector load per v, one broadcast per o, CHANNELS x VECTORS fused multiply-adds per
-   tap). A last block of positions or channels that would run past the end starts earlier
+   Where the vectors are, one of two layouts (`Plan.row_aligned`):
+   - row-aligned, when output rows fill whole vectors about as well as padded rows do (a
+     28-wide row in 2 vectors, a 14-wide one in 1: `row_aligned`): each vector is one stretch
+     of one output row (the last of a row ends at the row's end and recomputes a few columns;
+     a row shorter than a vector computes lanes past it, reading the next packed row, and
+     drops them), so its outputs are stored by a loop of a constant count;
+   - flat, else: `vectors` x LANES consecutive flat positions (the columns past the output
+     width are computed and dropped), which may span several output rows.
+   A last block of vectors, positions or channels that would run past the end starts earlier
    instead and recomputes a few outputs, so every block is a full one.
-3. Store: the sums go to a scratch block; when all are finite (0 x s summed is 0), the
-   group's result is stored at the block's outputs, a unit-stride loop along each output
-   row the block spans, the epilogue (bias, relu, a residual add, ...) reading the conv
-   from the block. Reading the padding as zeros is then exact: a
+3. Store: when the block's sums are all finite (0 x s summed is 0, one fused multiply-add a
+   vector in registers), the group's result is stored at the block's outputs, the epilogue
+   (bias, relu, a residual add, ...) reading the conv from the sums (`store_rows`: a loop of
+   LANES or the row's width per vector; `store_block`: a unit-stride loop along each output
+   row the block spans). Reading the padding as zeros is then exact: a
    padded tap added 0 x w = 0, as if skipped. A NaN or inf weight on a padded tap would
    have made a sum NaN (0 x inf), so a block with any non-finite sum is computed again
    output by output (`GroupEmitter.conv2d`, which skips the padded taps by its loop bounds),
    as in `xrelay.interpret`: padding is never read there. The test costs one multiply-add
-   per output, not per weight.
+   per output vector, not per weight.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
@@ -70,12 +79,34 @@ PACK_MAX_FLOATS = 1 << 16
 # before; one run, machine load 2-3).
 DEVICES = ("cpu", "opencl")
 
+# Of those down to half the largest, the largest giving a `balanced` count of work items
+# (images x row blocks), for the two cores here: the ResNet block's 56 rows make 7 blocks of
+# 8 rows (4 + 3 on two threads), but 8 blocks of 7.
+BALANCED_ITEMS = 8
+
 # Below this many output pixels per image, register blocks of PIXELS positions would mostly
 # compute dropped columns; below MIN_WORK multiply-adds per image, packing costs more than
 # it saves. conv_rows takes such groups (the CNN's first conv, 1 -> 16 channels at 28x28,
 # is 113K multiply-adds).
 MIN_PIXELS = PIXELS // 2
 MIN_WORK = 1 << 15
+
+# A register block's loop over input channels runs a window of at most this many taps
+# unrolled (a larger window: a row of taps); gcc allocated the sums of three nested loops
+# worse (the CNN's 16 -> 32 conv at 14x14: 0.216 -> 0.193 ms unrolled, in one run).
+UNROLLED_TAPS = 9
+
+# The row-aligned layout (phase 2's alternative) is taken when its vectors compute at most
+# this many columns per output row more than the padded row has (see `row_aligned`). Its
+# register blocks have the count of ROW_VECTORS that recomputes the fewest vectors of a work
+# item (the larger on a tie): the CNN's 16 -> 32 conv at 14x14, 14 vectors a work item, ran
+# 5% faster in blocks of 2 than of 3 (its 28x28 first conv: equal; 4 no better than 3 there).
+ROW_SLACK = 2
+ROW_VECTORS = (3, 2)
+
+# The finite test of a block's sums runs this many chains of fused multiply-adds side by side
+# (one chain of 16 or 24 waited on each one's latency).
+PROBE_CHAINS = 4
 
 
 @dataclass(frozen=True)
@@ -88,6 +119,19 @@ class Plan:
     row_block: int
     packed_rows: int
     channels: int
+    row_aligned: bool
+    vectors: int = VECTORS  # of a register block (VECTORS, or ROW_VECTORS' best fit)
+
+    @property
+    def row_vectors(self) -> int:
+        """Row-aligned layout: the vectors of an output row (the last one ends at the row's
+        end, or the row is shorter than a vector)."""
+        return math.ceil(shape_of(self.conv.res)[3] / mk.LANES)
+
+    @property
+    def vector_count(self) -> int:
+        """Row-aligned layout: the vectors of a work item, row by row."""
+        return self.row_block * self.row_vectors
 
     @property
     def positions(self) -> int:
@@ -125,8 +169,26 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     if not fits:
         return None
     per_group = shape_of(conv.res)[1] // conv.group_count
-    rows = max(fits)
-    return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group))
+    batch = shape_of(conv.res)[0]
+    large = [rows for rows in fits if 2 * rows >= max(fits)]  # blocks at least half the largest
+    rows = max(large, key=lambda rows: (balanced(batch * out_h // rows), rows))
+    count = rows * math.ceil(out_w / mk.LANES)  # the vectors of a work item, row-aligned
+    if not row_aligned(out_w, padded_width) or count < VECTORS:
+        return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), False)
+    vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v))
+    return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), True, vectors)
+
+
+def balanced(work_items: int) -> bool:
+    """Whether `work_items` split evenly enough over threads: an even count (2 threads: one
+    half each), or enough that one more on a thread costs at most 1/BALANCED_ITEMS."""
+    return work_items % 2 == 0 or work_items >= BALANCED_ITEMS
+
+
+def row_aligned(out_w: int, padded_width: int) -> bool:
+    """Whether vectors along output rows compute at most ROW_SLACK columns more per row than
+    the padded row does (a 28-wide row in 2 vectors of its 30, a 14-wide one in 1 of 16)."""
+    return math.ceil(out_w / mk.LANES) * mk.LANES <= padded_width + ROW_SLACK
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -147,7 +209,7 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
     then its register blocks."""
     packed = pack(e, plan, tile)
     blocks = channel_blocks(plan)
-    chunks = math.ceil(plan.positions / PIXELS)
+    chunks = math.ceil(plan.vector_count / plan.vectors) if plan.row_aligned else math.ceil(plan.positions / PIXELS)
     e.loops([blocks, chunks], [], lambda ivs, _: register_block(e, plan, root, tile, packed, ivs, out))
 
 
@@ -197,17 +259,18 @@ def register_block(
     ivs: list[SSAValue],
     out: SSAValue,
 ) -> list[SSAValue]:
-    """The outputs of `plan.channels` channels from channel block ivs[0], at PIXELS flat
-    positions from chunk ivs[1] (the last chunk ending at the block's last position)."""
+    """The outputs of `plan.channels` channels from channel block ivs[0], at the
+    `plan.vectors` vectors of chunk ivs[1] (the last chunk ending at the work item's last
+    vector or position)."""
     op = plan.conv
     block, chunk = ivs
     _, in_c, kh, kw = shape_of(op.weight)
     dh, dw = op.dilation_values
     o0 = first_channel(e, plan, block)
     channel_base = e.conv_channel_base(op, o0)
-    start = e.mul_const(chunk, PIXELS)
-    q0 = e.min_index(start, e.index(plan.positions - PIXELS)) if plan.positions >= PIXELS else e.index(0)
-    tile_shape = mk.Tile(rows=plan.channels, vectors=VECTORS)
+    spots = row_spots(e, plan, chunk) if plan.row_aligned else None
+    offsets = vector_offsets(e, plan, chunk, spots)
+    tile_shape = mk.Tile(rows=plan.channels, vectors=plan.vectors)
 
     def weight(ks: list[SSAValue], o: int) -> SSAValue:
         c, i, j = ks
@@ -217,30 +280,81 @@ def register_block(
         c, i, j = ks
         row = e.mul_const(e.add(channel_base, c), plan.packed_rows)
         tap = e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw))
-        at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), e.add_const(q0, v * mk.LANES))
+        at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), offsets[v])
         return mk.load(e, packed, [at])
 
-    sums = mk.accumulate(e, tile_shape, [in_c, kh, kw], mk.zeros(e, tile_shape), weight, pixels)
-    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, PIXELS]))
+    def one_tap(tap: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        return mk.accumulate(e, tile_shape, [], sums, lambda _, o: weight(tap, o), lambda _, v: pixels(tap, v))
+
+    def taps(ks: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+        """Every tap of input channel ks[0] (of row ks[1] when the window is large), unrolled."""
+        rows = [ks[1]] if len(ks) > 1 else [e.index(i) for i in range(kh)]
+        for i in rows:
+            for j in range(kw):
+                sums = one_tap([ks[0], i, e.index(j)], sums)
+        return sums
+
+    extents = [in_c] if kh * kw <= UNROLLED_TAPS else [in_c, kh]
+    sums = e.loops(extents, mk.zeros(e, tile_shape), taps)
+    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, plan.vectors * mk.LANES]))
     mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * mk.LANES)])
-    finite = e.emit(arith.CmpfOp(block_probe(e, plan, acc), e.f32(0.0), "oeq"))
-    e.if_else(
-        finite,
-        [],
-        lambda: store_block(e, plan, root, tile, acc, o0, q0, out),
-        lambda: store_block(e, plan, root, tile, None, o0, q0, out),
-    )
+    finite = e.emit(arith.CmpfOp(block_probe(e, sums), e.f32(0.0), "oeq"))
+
+    def store(sums: SSAValue | None) -> list[SSAValue]:
+        if spots is not None:
+            return store_rows(e, plan, root, tile, sums, o0, spots, out)
+        return store_block(e, plan, root, tile, sums, o0, offsets[0], out)
+
+    e.if_else(finite, [], lambda: store(acc), lambda: store(None))
     return []
 
 
-def block_probe(e: GroupEmitter, plan: Plan, acc: SSAValue) -> SSAValue:
-    """0 x s summed over the block's sums s: 0 exactly when every one is finite."""
+def row_spots(e: GroupEmitter, plan: Plan, chunk: SSAValue) -> list[tuple[SSAValue, SSAValue]]:
+    """Row-aligned layout: (row of the work item, first column) of each vector of the chunk.
+    Vector g of the work item is vector g % row_vectors of row g / row_vectors; the last one of
+    a row ends at the row's end (it recomputes columns of the one before), a row shorter than
+    a vector starts at 0 (its lanes past the row are computed and dropped)."""
+    out_w = shape_of(plan.conv.res)[3]
+    first = e.min_index(e.mul_const(chunk, plan.vectors), e.index(plan.vector_count - plan.vectors))
+    spots: list[tuple[SSAValue, SSAValue]] = []
+    for v in range(plan.vectors):
+        g = e.add_const(first, v)
+        column = e.mul_const(e.rem_const(g, plan.row_vectors), mk.LANES)
+        spots.append((e.div_const(g, plan.row_vectors), e.min_index(column, e.index(max(out_w - mk.LANES, 0)))))
+    return spots
 
-    def add(ivs: list[SSAValue], total: list[SSAValue]) -> list[SSAValue]:
-        zero_times = e.emit(arith.MulfOp(e.emit(memref.LoadOp.get(acc, ivs)), e.f32(0.0)))
-        return [e.emit(arith.AddfOp(total[0], zero_times))]
 
-    return e.loops([plan.channels, PIXELS], [e.f32(0.0)], add)[0]
+def vector_offsets(
+    e: GroupEmitter, plan: Plan, chunk: SSAValue, spots: list[tuple[SSAValue, SSAValue]] | None
+) -> list[SSAValue]:
+    """The flat position (in the packed padded rows) of each vector's first output: from its
+    row and column in the row-aligned layout, else PIXELS consecutive positions from the
+    chunk's start (the last chunk ending at the block's last position)."""
+    if spots is not None:
+        return [e.add(e.mul_const(row, plan.padded_width), column) for row, column in spots]
+    start = e.mul_const(chunk, PIXELS)
+    q0 = e.min_index(start, e.index(plan.positions - PIXELS)) if plan.positions >= PIXELS else e.index(0)
+    return [e.add_const(q0, v * mk.LANES) for v in range(VECTORS)]
+
+
+def block_probe(e: GroupEmitter, sums: list[SSAValue]) -> SSAValue:
+    """0 x s summed over the block's sums s: 0 exactly when every one is finite. In registers:
+    PROBE_CHAINS independent chains of fused multiply-adds (one a vector) joined by x * 1 + y
+    (exact), then the LANES lanes of the total."""
+    zero, one = mk.broadcast(e, e.f32(0.0)), mk.broadcast(e, e.f32(1.0))
+    chains = [zero] * PROBE_CHAINS
+    for k, vec in enumerate(sums):
+        chains[k % PROBE_CHAINS] = e.emit(vector.FMAOp(vec, zero, chains[k % PROBE_CHAINS]))
+    total = chains[0]
+    for chain in chains[1:]:
+        total = e.emit(vector.FMAOp(chain, one, total))
+    lanes = e.emit(memref.AllocaOp.get(f32, shape=[mk.LANES]))
+    mk.store(e, total, lanes, [e.index(0)])
+
+    def add(ivs: list[SSAValue], partial: list[SSAValue]) -> list[SSAValue]:
+        return [e.emit(arith.AddfOp(partial[0], e.emit(memref.LoadOp.get(lanes, ivs))))]
+
+    return e.loops([mk.LANES], [e.f32(0.0)], add)[0]
 
 
 def store_block(
@@ -285,6 +399,45 @@ def store_block(
         return e.loops([columns], [], output)
 
     return e.loops([plan.channels, rows], [], row)
+
+
+def store_rows(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    tile: list[SSAValue],
+    acc: SSAValue | None,
+    o0: SSAValue,
+    spots: list[tuple[SSAValue, SSAValue]],
+    out: SSAValue,
+) -> list[SSAValue]:
+    """Row-aligned layout: `root` at the block's outputs, vector by vector: each vector's
+    lanes are one stretch of an output row, a loop of a constant count (LANES, or the row's
+    width when shorter), which gcc turns into whole vector operations with the epilogue. The
+    conv is read from the sums `acc`, or, without them, computed output by output."""
+    n, row_tile = tile
+    first_row = e.mul_const(row_tile, plan.row_block)
+    for v, (row, column) in enumerate(spots):
+        store_vector(e, plan, root, acc, v, [n, o0, e.add(first_row, row), column], out)
+    return []
+
+
+def store_vector(
+    e: GroupEmitter, plan: Plan, root: SSAValue, acc: SSAValue | None, v: int, at: list[SSAValue], out: SSAValue
+) -> None:
+    """The outputs of vector v of the block, every channel: `at` is (n, first channel, row,
+    first column) of its first one."""
+    n, o0, row, column = at
+    lanes = min(mk.LANES, shape_of(plan.conv.res)[3])
+
+    def output(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, lane = ivs
+        idx = [n, e.add(o0, o), row, e.add(column, lane)]
+        if acc is not None:
+            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, e.add_const(lane, v * mk.LANES)])))
+        return e.store(e.value_at(root, idx), out, idx)
+
+    e.loops([plan.channels, lanes], [], output)
 
 
 SCHEDULE = Schedule("packed_conv", matches, build)

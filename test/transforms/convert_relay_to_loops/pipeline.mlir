@@ -1,12 +1,14 @@
 // RUN: opt-tool %s -p 'plan-devices{targets=c,opencl default-device=opencl},fuse-ops,convert-relay-to-loops' | filecheck %s
 
 // Unfused input through the whole front of the pipeline: one kernel per fused group, each a
-// single parallel nest; the anchors keep their elementwise epilogues.
+// single parallel nest; the anchors keep their elementwise epilogues. The reshape-only
+// group's launch is marked (its result is its input's storage: its kernel never runs).
 
 // CHECK-LABEL: func.func @main
 // CHECK:         %[[CONV:.*]] = relay.launch @fused_nn_conv2d_nn_bias_add_nn_relu(%{{.*}}, %{{.*}}, %{{.*}}) {se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">}
-// CHECK-NEXT:    %[[FLAT:.*]] = relay.launch @fused_reshape(%[[CONV]])
+// CHECK-NEXT:    %[[FLAT:.*]] = relay.launch @fused_reshape(%[[CONV]]) {relay.reshape_only, se_scope
 // CHECK-NEXT:    %[[DENSE:.*]] = relay.launch @fused_nn_dense_add_tanh(%[[FLAT]], %{{.*}}, %{{.*}})
+// CHECK-NOT:     relay.reshape_only
 // CHECK-NEXT:    %[[SOFT:.*]] = relay.launch @fused_nn_softmax(%[[DENSE]])
 // CHECK-NEXT:    func.return %[[SOFT]]
 
