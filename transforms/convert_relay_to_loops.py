@@ -11,7 +11,7 @@ errors that name the pass to run first (splat constants are inlined).
 Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matches it
 (`transforms/schedules/`, one module each, with its tile constants):
 
-    softmax_row       a softmax result: a work item per row (max, sum, then the row)
+    softmax_row       a softmax result: a work item per row (max, exp stored, sum, scale)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     packed_conv       a cpu conv2d anchor of stride 1 of the result's shape: a block of output
                       rows per work item, the input packed, register blocks of channels x pixels
@@ -29,6 +29,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
+    transpose_tiles   a cpu group that only moves data and transposes the last axis away: a
+                      8 x 8 tile of the result's last two axes per work item
     elementwise       anything: a work item per element (matches every group, so last)
 
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
@@ -94,6 +96,7 @@ from xrelay.transforms.schedules import (
     packed_conv,
     packed_matmul,
     softmax_row,
+    transpose_tiles,
     transposed_rows,
 )
 
@@ -190,6 +193,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     packed_matmul.SCHEDULE,
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
+    transpose_tiles.SCHEDULE,
     elementwise.SCHEDULE,
 )
 
