@@ -31,6 +31,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       per work item, one loop over k with an accumulator each
     transpose_tiles   a cpu group that only moves data and transposes the last axis away: a
                       8 x 8 tile of the result's last two axes per work item
+    reshape_source    a result that is a reshape merging axes: a work item per element of
+                      the reshape's input, stored where it linearises to
     elementwise       anything: a work item per element (matches every group, so last)
 
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
@@ -95,6 +97,7 @@ from xrelay.transforms.schedules import (
     matmul_rows,
     packed_conv,
     packed_matmul,
+    reshape_source,
     softmax_row,
     transpose_tiles,
     transposed_rows,
@@ -194,6 +197,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     transpose_tiles.SCHEDULE,
+    reshape_source.SCHEDULE,
     elementwise.SCHEDULE,
 )
 

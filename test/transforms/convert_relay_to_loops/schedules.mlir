@@ -126,3 +126,27 @@ func.func @transposed_copy(%a: tensor<13x21xf32>) -> tensor<21x13xf32> {
   }
   func.return %0 : tensor<21x13xf32>
 }
+
+// -----
+
+// A result that is a reshape merging axes: nested over the reshape's input (3 x 4 x 5), each
+// element stored at its merged position, with no division.
+
+// CHECK-LABEL: func.func @merged_copy
+// CHECK:       func.func @fused_transpose_reshape({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "reshape_source"}
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
+// CHECK:         "scf.parallel"(%{{.*}}, %{{.*}}, %{{.*}}, %[[C3]], %[[C4]], %[[C5]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT:     arith.divsi
+// CHECK-NOT:     arith.remsi
+// CHECK:         scf.reduce
+func.func @merged_copy(%a: tensor<4x3x5xf32>) -> tensor<3x20xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_transpose_reshape", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<4x3x5xf32>) -> tensor<3x20xf32> {
+  ^bb0(%x: tensor<4x3x5xf32>):
+    %1 = relay.transpose %x {axes = array<i64: 1, 0, 2>} : (tensor<4x3x5xf32>) -> tensor<3x4x5xf32>
+    %2 = relay.reshape %1 : (tensor<3x4x5xf32>) -> tensor<3x20xf32>
+    relay.yield %2 : tensor<3x20xf32>
+  }
+  func.return %0 : tensor<3x20xf32>
+}
