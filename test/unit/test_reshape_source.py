@@ -14,7 +14,7 @@ import xrelay
 from xrelay.driver import lower
 
 Shape = tuple[int, ...]
-TARGETS = {"c": (("c",), None), "opencl": (("c", "opencl"), "opencl")}
+TARGETS: dict[str, tuple[tuple[str, ...], str | None]] = {"c": (("c",), None), "opencl": (("c", "opencl"), "opencl")}
 
 
 def t(shape: Shape) -> str:
@@ -39,7 +39,8 @@ def reshaped(data: Shape, before: str, middle: Shape, result: Shape) -> str:
 
 def schedules(text: str, target: str) -> list[str]:
     module = xrelay.parse(text)
-    lower(module, *TARGETS[target], "c")
+    targets, default_device = TARGETS[target]
+    lower(module, targets, default_device, "c")
     names = [op.attributes.get("relay.schedule") for op in module.ops if isinstance(op, func.FuncOp)]
     return [name.data for name in names if isinstance(name, StringAttr)]
 
