@@ -1,5 +1,5 @@
 """softmax_row: a softmax result a row per work item (max in lanes on C, exp stored once, sum,
-scale), built for C and for OpenCL and run against `xrelay.interpret`: rows shorter than the
+scale; OpenCL rows of whole vectors in float16), built for C and for OpenCL and run against `xrelay.interpret`: rows shorter than the
 lanes, a whole number of lane steps and a remainder past them, a softmax axis that is not the
 last, size-1 axes, large values, and rows with NaN, inf and -inf at the first element, inside
 a lane step and in the remainder."""
@@ -73,28 +73,31 @@ def test_shapes(shape: tuple[int, ...], axis: int, target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("width", [35, 48])
 @pytest.mark.parametrize("position", [0, 5, 20, 33])
-def test_the_peak_is_found_wherever_it_is(position: int, target: str) -> None:
+def test_the_peak_is_found_wherever_it_is(position: int, width: int, target: str) -> None:
     """One value 200 above the rest of its row (the first element, in the first lane step, in
-    a later step, past the steps): exp of the others less a missed peak overflows."""
-    x = np.random.default_rng(1).standard_normal((3, 35)).astype(np.float32)
+    a later step, past the steps; OpenCL's vectors for rows of 48): exp of the others less a
+    missed peak overflows."""
+    x = np.random.default_rng(1).standard_normal((3, width)).astype(np.float32)
     x[:, position] = 200.0
-    check(softmax((3, 35)), x, target)
+    check(softmax((3, width)), x, target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_nan_and_infinities(target: str) -> None:
+@pytest.mark.parametrize("width", [35, 48])
+def test_nan_and_infinities(width: int, target: str) -> None:
     """A NaN anywhere (first element, inside a lane step, past the steps) makes its row NaN, as
     does +inf (inf - inf); -inf gives 0 in a row with finite values, NaN in a row of -inf."""
-    x = np.random.default_rng(2).standard_normal((9, 35)).astype(np.float32)
+    x = np.random.default_rng(2).standard_normal((9, width)).astype(np.float32)
     x[0, 0] = x[1, 20] = x[2, 33] = np.nan
     x[3, 5] = np.inf
-    x[4, 34] = -np.inf
+    x[4, width - 1] = -np.inf
     x[5, :] = -np.inf
     x[6, 0] = x[6, 17] = np.inf
     x[7, 3] = -np.inf
     x[7, 18] = np.nan
-    check(softmax((9, 35)), x, target)
+    check(softmax((9, width)), x, target)
 
 
 def test_every_shape_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:

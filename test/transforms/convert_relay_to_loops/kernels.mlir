@@ -234,6 +234,35 @@ func.func @softmax_lanes_opencl(%a: tensor<2x40xf32>) -> tensor<2x40xf32> {
 
 // -----
 
+// An opencl row of whole vectors (48 = 3 x 16): the four passes on vector<16xf32>, the max
+// and the sum folded from their lanes.
+
+// CHECK-LABEL: func.func @fused_nn_softmax
+// CHECK-SAME:    (%[[IN:.*]]: memref<2x48xf32>, %[[OUT:.*]]: memref<2x48xf32>)
+// CHECK:         %[[PEAKS:.*]] = scf.for {{.*}} -> (vector<16xf32>) {
+// CHECK:           vector.load %[[IN]]
+// CHECK:           arith.maximumf {{.*}} : vector<16xf32>
+// CHECK:         vector.reduction <maximumf>, %[[PEAKS]]
+// CHECK:         scf.for
+// CHECK:           math.exp {{.*}} : vector<16xf32>
+// CHECK:           vector.store {{.*}}, %[[OUT]]
+// CHECK:         %[[SUMS:.*]] = scf.for {{.*}} -> (vector<16xf32>) {
+// CHECK:           vector.load %[[OUT]]
+// CHECK:         vector.reduction <add>, %[[SUMS]]
+// CHECK:         scf.for
+// CHECK:           arith.divf {{.*}} : vector<16xf32>
+// CHECK:           vector.store
+func.func @softmax_vectors_opencl(%a: tensor<2x48xf32>) -> tensor<2x48xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<2x48xf32>) -> tensor<2x48xf32> {
+  ^bb0(%x: tensor<2x48xf32>):
+    %1 = relay.nn.softmax %x : (tensor<2x48xf32>) -> tensor<2x48xf32>
+    relay.yield %1 : tensor<2x48xf32>
+  }
+  func.return %0 : tensor<2x48xf32>
+}
+
+// -----
+
 // A rank-0 result: a parallel loop of extent 1 and a store without indices.
 
 // CHECK-LABEL: func.func @fused_sum
