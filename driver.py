@@ -5,7 +5,8 @@ The compile driver, `xrelay.build`: a relay program in, an `xrelay.runtime.Execu
     exe = xrelay.build(text, targets=("c",), params={"w": w})   # weights bound as constants
     out = exe.run(x=x)                 # numpy in, numpy out (one array, or a tuple)
 
-The pipeline, with the passes by their CLI names (`PIPELINE`): plan-devices, fuse-ops,
+The pipeline, with the passes by their CLI names (`PIPELINE`): fuse-layer-norm (a layer
+normalisation written in primitive ops becomes one relay.nn.layer_norm), plan-devices, fuse-ops,
 convert-relay-to-loops, inline-calls (calls between relay functions are inlined into @main
 after lowering, when every value already has its scope), plan-memory. Then the compiler's
 last step hands the runtime plain data: the executor graph (`-t graph-json`, whose `devices`
@@ -53,6 +54,7 @@ from xrelay.transforms.plan_devices import SCOPE_ATTR
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
 PIPELINE = (
+    "fuse-layer-norm",
     "plan-devices",
     "fuse-ops",
     "convert-relay-to-loops",

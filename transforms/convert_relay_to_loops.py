@@ -11,7 +11,7 @@ errors that name the pass to run first (splat constants are inlined).
 Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matches it
 (`transforms/schedules/`, one module each, with its tile constants):
 
-    softmax_row       a softmax result: a work item per row (max, sum, then the row)
+    softmax_row       a softmax result: a work item per row (max, exp stored, sum, scale)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     winograd_conv     a cpu 3x3 conv2d anchor of stride 1, dilation 1, one group, enough
                       channels and tiles: Winograd F(4x4, 3x3) or F(2x2, 3x3), a block of tile
@@ -39,6 +39,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       per work item, one loop over k with an accumulator each
     pool_windows      an opencl max/avg pool2d anchor of the result's shape whose windows lie
                       inside the input: a work item per element, the taps unrolled
+    transpose_tiles   a cpu group that only moves data and transposes the last axis away: a
+                      8 x 8 tile of the result's last two axes per work item
+    reshape_source    a result that is a reshape merging axes: a work item per element of
+                      the reshape's input, stored where it linearises to
     elementwise       anything: a work item per element (matches every group, so last)
 
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
@@ -111,7 +115,9 @@ from xrelay.transforms.schedules import (
     packed_matmul,
     packed_matmul_maths,
     pool_windows,
+    reshape_source,
     softmax_row,
+    transpose_tiles,
     transposed_rows,
     winograd_conv,
 )
@@ -212,6 +218,8 @@ SCHEDULES: tuple[Schedule, ...] = (
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     pool_windows.SCHEDULE,
+    transpose_tiles.SCHEDULE,
+    reshape_source.SCHEDULE,
     elementwise.SCHEDULE,
 )
 

@@ -9,7 +9,8 @@ intermediate buffer is written:
 
 - elementwise and broadcast ops apply `arith`/`math` ops to their operands' values at the
   (broadcast) index;
-- injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`),
+- injective ops only rewrite the index: reshape linearises and delinearises (`divsi`/`remsi`)
+  within each group of axes of equal size (`reshape_groups`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain, pad clamps, mirrors or wraps the
   index or tests it in an `scf.if`, take maps the position in its constant indices to the
@@ -141,10 +142,14 @@ class GroupEmitter(KernelBuilder):
     # injective
 
     def reshape(self, op: relay.ReshapeOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at the output's index, linearised and delinearised group by group
+        (`reshape_groups`), so an axis the reshape keeps costs no division and a split or
+        merged axis is divided within its group only."""
         src, dst = shape_of(op.data), shape_of(op.res)
-        if src == dst:
-            return self.value_at(op.data, idx)
-        return self.value_at(op.data, self.delinearize(self.linearize(idx, dst), src))
+        src_idx: list[SSAValue] = []
+        for (s0, s1), (d0, d1) in reshape_groups(src, dst):
+            src_idx += self.delinearize(self.linearize(idx[d0:d1], dst[d0:d1]), src[s0:s1])
+        return self.value_at(op.data, src_idx)
 
     def transpose(self, op: relay.TransposeOp, idx: list[SSAValue]) -> SSAValue:
         src_idx: list[SSAValue] = list(idx)  # every position is overwritten (rank 0: none)
@@ -461,6 +466,19 @@ class GroupEmitter(KernelBuilder):
         value = op.value.get_values()[0]  # a splat (checked by the pass)
         assert isinstance(value, (int, float))
         return self.f32(float(value))
+
+
+def reshape_groups(src: Shape, dst: Shape) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The reshape's axes in groups of equal size: pairs of [start, end) ranges of `src` and
+    `dst` axes, cut wherever a prefix of `src` and a prefix of `dst` hold as many elements
+    ([128, 256] -> [128, 4, 64]: (128) with (128), (256) with (4, 64)). A size-0 tensor is
+    one group."""
+    if math.prod(src) == 0:
+        return [((0, len(src)), (0, len(dst)))]
+    src_cuts = {math.prod(src[:k]): k for k in range(len(src) + 1)}  # the last k of each size
+    dst_cuts = {math.prod(dst[:k]): k for k in range(len(dst) + 1)}
+    cuts = [(src_cuts[size], dst_cuts[size]) for size in sorted(src_cuts.keys() & dst_cuts.keys())]
+    return [((s0, s1), (d0, d1)) for (s0, d0), (s1, d1) in zip([(0, 0), *cuts], cuts) if (s0, d0) != (s1, d1)]
 
 
 # relay op kind -> its scalar meaning at an index (an op is matched by the first kind it is)

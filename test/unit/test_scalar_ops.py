@@ -18,6 +18,7 @@ import xrelay
 from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
+from xrelay.transforms.scalar_ops import reshape_groups
 
 Shape = tuple[int, ...]
 TARGETS = ("c", "opencl")
@@ -310,3 +311,35 @@ def test_pool2d_with_the_onnx_attributes(op: str, shape: Shape, attrs: str) -> N
         pool_axis(shape[3], left, right, kw, sw, dw, ceil),
     )
     check_built({"x": shape}, f"%r = {op} %x {{{attrs}}} : ({t(shape)}) -> {t(out)}", out, selects=True)
+
+
+# --- relay.reshape: linearised and delinearised per group of axes ------------------------------
+
+
+@pytest.mark.parametrize(
+    "src,dst,groups",
+    [
+        ((128, 256), (128, 4, 64), [((0, 1), (0, 1)), ((1, 2), (1, 3))]),
+        ((4, 128, 64), (4, 8192), [((0, 1), (0, 1)), ((1, 3), (1, 2))]),
+        ((2, 3), (3, 2), [((0, 2), (0, 2))]),
+        ((1, 6), (2, 3, 1), [((0, 1), (0, 0)), ((1, 2), (0, 3))]),
+        ((4, 1, 1, 3), (4, 3, 1), [((0, 3), (0, 1)), ((3, 4), (1, 3))]),
+        ((), (1, 1), [((0, 0), (0, 2))]),
+        ((2, 0), (0, 5), [((0, 2), (0, 2))]),
+    ],
+)
+def test_reshape_groups(src: Shape, dst: Shape, groups: list[tuple[tuple[int, int], tuple[int, int]]]) -> None:
+    assert reshape_groups(src, dst) == groups
+
+
+@pytest.mark.parametrize(
+    "src,dst",
+    [((6, 20), (6, 4, 5)), ((3, 4, 5), (3, 20)), ((2, 3, 4), (4, 3, 2)), ((1, 6, 1), (2, 1, 3)), ((5, 1), (1, 5))],
+)
+def test_reshape_by_groups_agrees_with_the_interpreter(src: Shape, dst: Shape) -> None:
+    """A reshape feeding a transpose (so the group reads the input at reshaped indices)."""
+    axes = ", ".join(str(a) for a in reversed(range(len(dst))))
+    body = f"""
+        %y = relay.reshape %x : ({t(src)}) -> {t(dst)}
+        %r = relay.transpose %y {{axes = array<i64: {axes}>}} : ({t(dst)}) -> {t(dst[::-1])}"""
+    check_built({"x": src}, body, dst[::-1])

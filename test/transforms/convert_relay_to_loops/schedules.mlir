@@ -107,3 +107,46 @@ func.func @sum_of_exp(%a: tensor<3x4xf32>) -> tensor<3xf32> {
   }
   func.return %0 : tensor<3xf32>
 }
+
+// -----
+
+// A cpu group that only moves data and takes the input's last axis away from the last: 8 x 8
+// tiles of the result's last two axes, the edge tiles clamped (21 columns: 8, 8, 5).
+
+// CHECK-LABEL: func.func @transposed_copy
+// CHECK:       func.func @fused_transpose({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "transpose_tiles"}
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
+// CHECK:         "scf.parallel"(%{{.*}}, %{{.*}}, %[[C3]], %[[C2]], %{{.*}}, %{{.*}})
+func.func @transposed_copy(%a: tensor<13x21xf32>) -> tensor<21x13xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_transpose", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<13x21xf32>) -> tensor<21x13xf32> {
+  ^bb0(%x: tensor<13x21xf32>):
+    %1 = relay.transpose %x {axes = array<i64: 1, 0>} : (tensor<13x21xf32>) -> tensor<21x13xf32>
+    relay.yield %1 : tensor<21x13xf32>
+  }
+  func.return %0 : tensor<21x13xf32>
+}
+
+// -----
+
+// A result that is a reshape merging axes: nested over the reshape's input (3 x 4 x 5), each
+// element stored at its merged position, with no division.
+
+// CHECK-LABEL: func.func @merged_copy
+// CHECK:       func.func @fused_transpose_reshape({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "reshape_source"}
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[C5:.*]] = arith.constant 5 : index
+// CHECK:         "scf.parallel"(%{{.*}}, %{{.*}}, %{{.*}}, %[[C3]], %[[C4]], %[[C5]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT:     arith.divsi
+// CHECK-NOT:     arith.remsi
+// CHECK:         scf.reduce
+func.func @merged_copy(%a: tensor<4x3x5xf32>) -> tensor<3x20xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_transpose_reshape", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<4x3x5xf32>) -> tensor<3x20xf32> {
+  ^bb0(%x: tensor<4x3x5xf32>):
+    %1 = relay.transpose %x {axes = array<i64: 1, 0, 2>} : (tensor<4x3x5xf32>) -> tensor<3x4x5xf32>
+    %2 = relay.reshape %1 : (tensor<3x4x5xf32>) -> tensor<3x20xf32>
+    relay.yield %2 : tensor<3x20xf32>
+  }
+  func.return %0 : tensor<3x20xf32>
+}
