@@ -4,17 +4,18 @@
 // An opencl conv2d of stride 1 with enough work gets packed_conv, as on the cpu: the input
 // rows packed with their padding into a private array, then register blocks of 8 output
 // channels x 3 vectors of 16 pixels, summed by broadcast-FMAs on `float16`s (one load of
-// each pixel vector per tap, one broadcast weight per channel), stored to a scratch block
-// for the epilogue. (The whole image is one block of rows here: one work item.)
+// each pixel vector per tap, one broadcast weight per channel; the 3x3 taps unrolled in the
+// loop over input channels), stored to a scratch block for the epilogue. (The 12 rows are
+// two blocks of 6, so that two threads get a work item each.)
 
 // IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "packed_conv"}
 // IR:         vector.fma
 
 // CL-LABEL: __kernel void fused_nn_conv2d_nn_bias_add_nn_relu(
-// CL:         if (gid0 >= 1) return;
-// CL:         float [[PACKED:buf[0-9]+]][1616];
+// CL:         if (gid0 >= 2) return;
+// CL:         float [[PACKED:buf[0-9]+]][944];
 // CL:         float16 [[ZERO:v[0-9]+]] = (float16)(0.0f);
-// CL:         for (long {{i[0-9]+}} = 0; {{i[0-9]+}} < 3; {{i[0-9]+}}++) {
+// CL:         for (long [[C:i[0-9]+]] = 0; [[C]] < 8; [[C]]++) {
 // CL:           float16 [[P0:v[0-9]+]] = vload16(0, &[[PACKED]][{{v[0-9]+}}]);
 // CL:           float16 [[P1:v[0-9]+]] = vload16(0, &[[PACKED]][{{v[0-9]+}}]);
 // CL:           float16 [[P2:v[0-9]+]] = vload16(0, &[[PACKED]][{{v[0-9]+}}]);
