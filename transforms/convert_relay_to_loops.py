@@ -30,6 +30,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
+    packed_matmul_prepacked  packed_matmul where the dense's weight is a constant of @main: the
+                      weight becomes a new constant in the panels' layout (`relay.packed_from`)
+                      before lowering, and the kernel reads its panels without packing
     packed_matmul_maths  an opencl dense/(batch_)matmul anchor whose epilogue calls a maths
                       function (tanh, exp, ...), big enough for packed_matmul: its work item
                       over blocks of 128 x 128, the epilogue in a loop PoCL vectorises
@@ -45,6 +48,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       the reshape's input, stored where it linearises to
     elementwise       anything: a work item per element (matches every group, so last)
 
+A schedule may rewrite the group's inputs before it is lowered (packed_matmul_prepacked's
+packed constant); the group is replaced by its launch right after.
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
 
     func.func @<kernel_name>(%in0: memref<..xf32>, ..., %out0: memref<..xf32>)
@@ -136,7 +141,10 @@ class ConvertRelayToLoopsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         groups = check_preconditions(op)
         for group in groups:
-            kernel = build_kernel(group, pick_schedule(group))
+            schedule = pick_schedule(group)
+            if schedule.prepare is not None:
+                schedule.prepare(group)
+            kernel = build_kernel(group, schedule)
             op.body.block.add_op(kernel)
             replace_with_launch(group)
 
@@ -213,6 +221,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     conv_vectors.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
+    packed_matmul.PREPACKED,
     packed_matmul.SCHEDULE,
     packed_matmul_maths.SCHEDULE,
     matmul_rows.SCHEDULE,
