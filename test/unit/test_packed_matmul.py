@@ -268,6 +268,28 @@ def test_pack_weight_lays_columns_out_in_panels() -> None:
     assert panels.shape == (2, 3, 16)
     assert panels[0, 2, 5] == weight[5, 2] and panels[1, 1, 3] == weight[19, 1]
     assert (panels[1, :, 4:] == weight[19][:, None]).all()  # past N: the last column
+    plain = np.stack([weight.T, weight.T + 60])  # [batch, K, N]
+    np.testing.assert_array_equal(packed_matmul.pack_weight(plain, micro_kernel.Layout.PLAIN)[1], panels + 60)
+
+
+PREPACKED_MATMULS = [
+    matmul((2, 37, 170), (170, 33)),  # a batched lhs against one rhs; edges on both axes
+    matmul((3, 1, 40, 300), (2, 300, 20)),  # batch axes broadcast both ways, one partial tile
+    batch_matmul((2, 33, 600), (1, 40, 600)),  # a broadcast rhs batch, three k-blocks
+    batch_matmul((3, 70, 17), (3, 130, 17)),  # edges on both axes, short k, a second block
+]
+
+
+@pytest.mark.parametrize(
+    "text", PREPACKED_MATMULS, ids=["matmul", "matmul-batched", "batch_matmul-broadcast", "batch_matmul"]
+)
+def test_prepacked_rhs_of_matmul_and_batch_matmul(text: str) -> None:
+    """A constant rhs of matmul ([..., K, N]) or batch_matmul ([..., N, K]) is packed the
+    same way, its batch axes kept (and broadcast as the rhs's)."""
+    module = check_prepacked(text, random_inputs(text, 4), ("b",))
+    (packed,) = constants_of(module)
+    kind = "matmul rhs" if "relay.nn.matmul" in text else "batch_matmul rhs"
+    assert packed.attributes[packed_matmul.PACKED_FROM_ATTR].data.startswith(kind)  # type: ignore[union-attr]
 
 
 def test_prepacked_constant_shared_and_kept_for_other_users() -> None:
@@ -326,6 +348,13 @@ def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> 
         main.detach()  # the kernels only: the constants stay out of the driver's script
         main.erase()
         lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
-    result = run_under_asan(tmp_path, lowered)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.startswith("ran ")
+    for number, text in enumerate(PREPACKED_MATMULS, len(lowered)):
+        module = lowered_with_params(text, {"b": random_inputs(text, 0)["b"]})
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+        main.detach()
+        main.erase()
+        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+    for first in range(0, len(lowered), 4):  # (the driver's script is one argument: at most 128 KiB)
+        result = run_under_asan(tmp_path, lowered[first : first + 4])
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout.startswith("ran ")
