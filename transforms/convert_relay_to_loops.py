@@ -26,13 +26,14 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
+    packed_matmul_prepacked  packed_matmul (next) where the anchor's rhs (dense's weight) is a constant
+                      of @main: it becomes a new constant in the panels' layout (marked
+                      `relay.packed_from`) before lowering, and the kernel reads its panels
+                      from it without packing
     packed_matmul     a cpu dense/(batch_)matmul anchor of enough work, at least 16 x 16: a
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
-    packed_matmul_prepacked  packed_matmul where the dense's weight is a constant of @main: the
-                      weight becomes a new constant in the panels' layout (`relay.packed_from`)
-                      before lowering, and the kernel reads its panels without packing
     packed_matmul_maths  an opencl dense/(batch_)matmul anchor whose epilogue calls a maths
                       function (tanh, exp, ...), big enough for packed_matmul: its work item
                       over blocks of 128 x 128, the epilogue in a loop PoCL vectorises
@@ -49,7 +50,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
     elementwise       anything: a work item per element (matches every group, so last)
 
 A schedule may rewrite the group's inputs before it is lowered (packed_matmul_prepacked's
-packed constant); the group is replaced by its launch right after.
+packed constant, inserted in @main); the group is replaced by its launch right after.
+
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
 
     func.func @<kernel_name>(%in0: memref<..xf32>, ..., %out0: memref<..xf32>)
