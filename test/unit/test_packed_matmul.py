@@ -1,7 +1,10 @@
 """packed_matmul (and its micro-kernel): cpu dense, batch_matmul and matmul in packed panels, built
 for C and run against `xrelay.interpret`: whole and edge blocks, rows and columns that are
 not a multiple of the tile, k-blocks with a remainder, size-1 dims, broadcast batches, the
-fused epilogues (bias, GELU with tanh, residual add), and NaN and inf inputs."""
+fused epilogues (bias, GELU with tanh, residual add), and NaN and inf inputs.
+With the rhs a constant (a param bound at build time), packed_matmul_prepacked: the packed
+constant's layout and name, one constant shared by two denses and also read by another op,
+matmul's and batch_matmul's rhs, NaN and inf in the weight, save and load, and ASan."""
 
 from __future__ import annotations
 
