@@ -26,6 +26,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       output row (of a block of output channels), sums in scratch rows
     transposed_rows   a cpu dense/(batch_)matmul anchor of short dot products and a small rhs:
                       whole rows per work item, the rhs transposed into scratch
+    packed_matmul_prepacked  packed_matmul (next) where the anchor's rhs (dense's weight) is a constant
+                      of @main: it becomes a new constant in the panels' layout (marked
+                      `relay.packed_from`) before lowering, and the kernel reads its panels
+                      from it without packing
     packed_matmul     a cpu dense/(batch_)matmul anchor of enough work, at least 16 x 16: a
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
@@ -44,6 +48,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
     reshape_source    a result that is a reshape merging axes: a work item per element of
                       the reshape's input, stored where it linearises to
     elementwise       anything: a work item per element (matches every group, so last)
+
+A schedule may rewrite the group's inputs before it is lowered (packed_matmul_prepacked's
+packed constant, inserted in @main); the group is replaced by its launch right after.
 
 Phase 3, lower: each group becomes a kernel appended to the module, in program order:
 
@@ -136,7 +143,10 @@ class ConvertRelayToLoopsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         groups = check_preconditions(op)
         for group in groups:
-            kernel = build_kernel(group, pick_schedule(group))
+            schedule = pick_schedule(group)
+            if schedule.prepare is not None:
+                schedule.prepare(group)
+            kernel = build_kernel(group, schedule)
             op.body.block.add_op(kernel)
             replace_with_launch(group)
 
@@ -213,6 +223,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     conv_vectors.SCHEDULE,
     conv_rows.SCHEDULE,
     transposed_rows.SCHEDULE,
+    packed_matmul.PREPACKED,
     packed_matmul.SCHEDULE,
     packed_matmul_maths.SCHEDULE,
     matmul_rows.SCHEDULE,

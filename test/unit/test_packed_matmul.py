@@ -1,7 +1,10 @@
 """packed_matmul (and its micro-kernel): cpu dense, batch_matmul and matmul in packed panels, built
 for C and run against `xrelay.interpret`: whole and edge blocks, rows and columns that are
 not a multiple of the tile, k-blocks with a remainder, size-1 dims, broadcast batches, the
-fused epilogues (bias, GELU with tanh, residual add), and NaN and inf inputs."""
+fused epilogues (bias, GELU with tanh, residual add), and NaN and inf inputs.
+With the rhs a constant (a param bound at build time), packed_matmul_prepacked: the packed
+constant's layout and name, one constant shared by two denses and also read by another op,
+matmul's and batch_matmul's rhs, NaN and inf in the weight, save and load, and ASan."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ import numpy as np
 import pytest
 from test_c_library import run_under_asan
 from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
 
 import xrelay
-from xrelay.driver import lower
+from xrelay.dialects import relay
+from xrelay.driver import bind_params, lower
 from xrelay.transforms.schedules import micro_kernel, packed_matmul
 
 SCHEDULE_ATTR = "relay.schedule"
@@ -213,5 +218,146 @@ def test_every_shape_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
         lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
     for first in range(0, len(lowered), 5):  # (the driver's script is one argument: at most 128 KiB)
         result = run_under_asan(tmp_path, lowered[first : first + 5])
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout.startswith("ran ")
+
+
+# --- pre-packed constant weights (packed_matmul_prepacked) ---------------------------------
+
+
+def lowered_with_params(text: str, params: dict[str, np.ndarray]) -> ModuleOp:
+    module = xrelay.parse(text)
+    bind_params(module, params)
+    lower(module, ("c",), None, "c")
+    return module
+
+
+def check_prepacked(text: str, inputs: dict[str, np.ndarray], constants: tuple[str, ...] = ("w",)) -> ModuleOp:
+    """Built for C with `constants` bound as params, `text` computes what the interpreter
+    does, in packed_matmul_prepacked kernels. Returns the lowered module."""
+    params = {name: inputs[name] for name in constants}
+    module = lowered_with_params(text, params)
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]
+    assert "packed_matmul_prepacked" in [k.attributes[SCHEDULE_ATTR].data for k in kernels]  # type: ignore[union-attr]
+    expected = xrelay.interpret(xrelay.parse(text), inputs)
+    rest = {name: value for name, value in inputs.items() if name not in constants}
+    got = xrelay.build(text, targets=("c",), params=params).run(**rest)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    return module
+
+
+def constants_of(module: ModuleOp) -> list[relay.ConstantOp]:
+    return [op for op in module.walk() if isinstance(op, relay.ConstantOp) and not op.value.is_splat()]
+
+
+@pytest.mark.parametrize("mkn", [s for s, _ in DENSE_SHAPES], ids=[w for _, w in DENSE_SHAPES])
+def test_prepacked_weight_shapes(mkn: tuple[int, int, int]) -> None:
+    """Edge tiles, N not a multiple of 16 or of the block, k-blocks with a remainder: the
+    kernel reads the packed constant, and the weight itself is gone (no other user)."""
+    text = dense(*mkn, "bias")
+    module = check_prepacked(text, random_inputs(text, 0))
+    (packed,) = constants_of(module)
+    n, k = mkn[2], mkn[1]
+    columns = packed_matmul.block_columns(n)
+    assert packed.res.type == TensorType(f32, [-(-n // columns) * columns // 16, k, 16])
+    assert packed.attributes[packed_matmul.PACKED_FROM_ATTR] == StringAttr(
+        f"dense weight tensor<{n}x{k}xf32>: panels [n / 16, k, n % 16]"
+    )
+
+
+def test_pack_weight_lays_columns_out_in_panels() -> None:
+    weight = np.arange(20 * 3, dtype=np.float32).reshape(20, 3)
+    panels = packed_matmul.pack_weight(weight)
+    assert panels.shape == (2, 3, 16)
+    assert panels[0, 2, 5] == weight[5, 2] and panels[1, 1, 3] == weight[19, 1]
+    assert (panels[1, :, 4:] == weight[19][:, None]).all()  # past N: the last column
+    plain = np.stack([weight.T, weight.T + 60])  # [batch, K, N]
+    np.testing.assert_array_equal(packed_matmul.pack_weight(plain, micro_kernel.Layout.PLAIN)[1], panels + 60)
+
+
+PREPACKED_MATMULS = [
+    matmul((2, 37, 170), (170, 33)),  # a batched lhs against one rhs; edges on both axes
+    matmul((3, 1, 40, 300), (2, 300, 20)),  # batch axes broadcast both ways, one partial tile
+    batch_matmul((2, 33, 600), (1, 40, 600)),  # a broadcast rhs batch, three k-blocks
+    batch_matmul((3, 70, 17), (3, 130, 17)),  # edges on both axes, short k, a second block
+]
+
+
+@pytest.mark.parametrize(
+    "text", PREPACKED_MATMULS, ids=["matmul", "matmul-batched", "batch_matmul-broadcast", "batch_matmul"]
+)
+def test_prepacked_rhs_of_matmul_and_batch_matmul(text: str) -> None:
+    """A constant rhs of matmul ([..., K, N]) or batch_matmul ([..., N, K]) is packed the
+    same way, its batch axes kept (and broadcast as the rhs's)."""
+    module = check_prepacked(text, random_inputs(text, 4), ("b",))
+    (packed,) = constants_of(module)
+    kind = "matmul rhs" if "relay.nn.matmul" in text else "batch_matmul rhs"
+    assert packed.attributes[packed_matmul.PACKED_FROM_ATTR].data.startswith(kind)  # type: ignore[union-attr]
+
+
+def test_prepacked_constant_shared_and_kept_for_other_users() -> None:
+    """One weight read by two denses (packed once, both kernels read the packed copy) and by
+    an elementwise op, which keeps the original constant."""
+    n, m = 96, 40  # (a weight of at most 64 x 64 floats goes to transposed_rows)
+    ty, data = t((n, n)), t((m, n))
+    lines = [
+        f"%d1 = relay.nn.dense %x1, %w : ({data}, {ty}) -> {t((m, n))}",
+        f"%d2 = relay.nn.dense %x2, %w : ({data}, {ty}) -> {t((m, n))}",
+        f"%e = relay.add %d1, %d2 : ({t((m, n))}, {t((m, n))}) -> {t((m, n))}",
+        f"%s = relay.nn.dense %e, %v : ({t((m, n))}, {ty}) -> {t((m, n))}",
+        f"%h = relay.tanh %w : {ty}",
+        f"%g = relay.nn.dense %s, %h : ({t((m, n))}, {ty}) -> {t((m, n))}",
+    ]
+    text = program({"x1": (m, n), "x2": (m, n), "w": (n, n), "v": (n, n)}, lines, (m, n))
+    module = check_prepacked(text, random_inputs(text, 2), ("w", "v"))
+    constants = constants_of(module)
+    packed = [c for c in constants if packed_matmul.PACKED_FROM_ATTR in c.attributes]
+    assert len(packed) == 2  # w's (shared by d1 and d2) and v's
+    assert sorted(len(list(c.res.uses)) for c in packed) == [1, 2]
+    assert [c.res.type for c in constants if c not in packed] == [TensorType(f32, [n, n])]  # w, for tanh
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_prepacked_weight_keeps_nan_and_inf() -> None:
+    text = dense(37, 600, 80, "bias")
+    inputs = random_inputs(text, 1)
+    inputs["w"][79, 0] = -np.inf
+    inputs["w"][5, 550] = np.nan
+    inputs["w"][64, 300] = np.inf
+    check_prepacked(text, inputs)
+
+
+def test_prepacked_executable_saves_and_loads(tmp_path: Path) -> None:
+    text = dense(37, 300, 50, "gelu")
+    inputs = random_inputs(text, 3)
+    w = inputs.pop("w")
+    exe = xrelay.build(text, targets=("c",), params={"w": w})
+    exe.save(tmp_path / "model")
+    loaded = xrelay.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.run(**inputs), exe.run(**inputs))
+    np.testing.assert_allclose(
+        exe.run(**inputs), xrelay.interpret(xrelay.parse(text), {**inputs, "w": w}), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The pre-packed kernels, on arrays of exactly their sizes (the packed input's too)."""
+    shapes = [(37, 140, 50), (134, 100, 134), (17, 1100, 33), (64, 64, 272)]
+    lowered = []
+    for number, mkn in enumerate(shapes):
+        text = dense(*mkn, "bias")
+        module = lowered_with_params(text, {"w": random_inputs(text, 0)["w"]})
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+        main.detach()  # the kernels only: the constants stay out of the driver's script
+        main.erase()
+        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+    for number, text in enumerate(PREPACKED_MATMULS, len(lowered)):
+        module = lowered_with_params(text, {"b": random_inputs(text, 0)["b"]})
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+        main.detach()
+        main.erase()
+        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+    for first in range(0, len(lowered), 4):  # (the driver's script is one argument: at most 128 KiB)
+        result = run_under_asan(tmp_path, lowered[first : first + 4])
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.startswith("ran ")

@@ -7,6 +7,9 @@ the measurements behind them, and its body (`build(emitter, group, out)`: the ke
 
     SCHEDULE = Schedule("conv_rows", matches, build)
 
+A schedule may also `prepare` the group before its kernel is built, rewriting the group's
+inputs in @main (packed_matmul_prepacked: a constant weight replaced by its packed form).
+
 convert-relay-to-loops tries its ordered list of schedules on each group, the first that
 matches wins (the elementwise nest, which matches every group, last), and writes the
 winner's name on the kernel as `relay.schedule`. The scalar meaning of each op at an index
@@ -30,11 +33,13 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 
 @dataclass(frozen=True)
 class Schedule:
-    """A way to lay out a group's kernel: its name (shown on the kernel), its test, its body."""
+    """A way to lay out a group's kernel: its name (shown on the kernel), its test, its body,
+    and what it rewrites of the group's inputs first (if anything)."""
 
     name: str
     matches: Callable[[relay.FusedOp], bool]
     build: Callable[[GroupEmitter, relay.FusedOp, SSAValue], scf.ParallelOp]
+    prepare: Callable[[relay.FusedOp], None] | None = None
 
 
 def group_root(group: relay.FusedOp) -> SSAValue:
