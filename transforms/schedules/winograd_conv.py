@@ -1,9 +1,11 @@
 """
 winograd_conv: a 3x3 convolution as Winograd's F(4x4, 3x3) or F(2x2, 3x3) (Lavin & Gray;
-TVM's conv2d_winograd), for a cpu group whose anchor is a conv2d of the result's shape with
-a 3x3 kernel, stride 1, dilation 1, one group, and enough channels and tiles that the
-transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the image
-has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2).
+TVM's conv2d_winograd), for a cpu or opencl group whose anchor is a conv2d of the result's
+shape with a 3x3 kernel, stride 1, dilation 1, one group, and enough channels and tiles that
+the transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the
+image has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2). On opencl the kernel
+is the same code (the micro-kernel's vectors print as `float16`, the scratch as private
+arrays), a work item per image, the batch's scratch within OPENCL_GROUP_FLOATS.
 
 Each m x m block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the alpha x
 alpha transform (alpha = m + 2) of a 3x3 kernel g and V = B^T d B that of the tile's input
@@ -118,6 +120,13 @@ F4 = Transforms(
     at=((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1)),
 )
 
+# The devices it serves. On opencl a work item is the same code (the micro-kernel's vectors
+# as `float16`, vloadN/vstoreN/fma; the scratch as private arrays), which PoCL's LLVM
+# compiles to the same zmm FMAs as gcc: the ResNet block's convs (F4), device time on PoCL
+# at 1 thread against the C kernel, 2.94-3.06x (packed_conv) -> 1.07-1.15x (one run,
+# bench/opencl_model_kernels.py resnet, load 2.6).
+DEVICES = ("cpu", "opencl")
+
 # F(4x4, 3x3) needs 2.25 products per output where F(2x2, 3x3) needs 4, but its tiles are
 # coarser (more slots past the edges) and its transforms cost more per tile: it is taken
 # for images of at least F4_MIN_TILES 4 x 4 tiles whose scratch fits. Time of F2 over F4's
@@ -162,6 +171,22 @@ MIN_TILES = 32
 # many floats (1.5 MiB, of the 8 MiB stacks of threads here; the ResNet block's F4 needs
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
+
+# On opencl, PoCL's pthread device (without a local size given) makes the whole NDRange of a
+# launch this small one work group, run by one thread: its work items one after the other,
+# each with its own copy of the private arrays on that thread's stack (8 MiB here: a probe
+# kernel of 2 x 3.97 MiB runs, 2 x 4 MiB segfaults). So on opencl a work item is a whole
+# image (more blocks would only compute U again on the same thread: the ResNet block's
+# convs, 2 blocks 1.26-1.28 ms -> 1 block 1.08-1.16 ms device time), and the batch's scratch
+# together stays under OPENCL_GROUP_FLOATS (6 MiB), else F2, else packed_conv takes it.
+OPENCL_GROUP_FLOATS = 3 << 19
+
+# On opencl, below this many multiply-adds of the direct conv per image packed_conv is
+# faster. Device time of winograd_conv over packed_conv on PoCL, 1 thread, one interleaved
+# run (load 1.6): 8x16x14x14 -> 32 (the CNN's second conv, 0.9M per image) 1.12x;
+# 8x16x28x28 -> 32 (F2, 3.6M) 0.72x; 64 -> 64 at 28x28 (F2) 0.59x, at 32x32 (F4) 0.64x,
+# at 56x56 0.38x; 128 -> 128 at 40x40 (F2) 0.63x; 32 -> 32 at 56x56 0.46x.
+OPENCL_MIN_WORK = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -217,7 +242,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     """How the group's conv is computed as F(4x4, 3x3) or F(2x2, 3x3), or None if it is not."""
     conv = anchor_of(group, relay.Conv2DOp)
     scope = group.se_scope
-    if conv is None or scope is None or scope.device != "cpu":
+    if conv is None or scope is None or scope.device not in DEVICES:
         return None
     if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
         return None
@@ -227,14 +252,14 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         (kh, kw) != (3, 3)
         or in_c < MIN_IN_CHANNELS
         or out_c < MIN_OUT_CHANNELS
-        or out_c * in_c * 9 * out_h * out_w < MIN_WORK
+        or out_c * in_c * 9 * out_h * out_w < (OPENCL_MIN_WORK if scope.device == "opencl" else MIN_WORK)
     ):
         return None
-    return next((p for f in (F4, F2) if (p := plan_for(conv, f)) is not None), None)
+    return next((p for f in (F4, F2) if (p := plan_for(conv, f, scope.device)) is not None), None)
 
 
-def plan_for(conv: relay.Conv2DOp, f: Transforms) -> Plan | None:
-    """The plan of `conv` as F(m x m, 3 x 3), or None if it does not pay or fit."""
+def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan | None:
+    """The plan of `conv` as F(m x m, 3 x 3) on `device`, or None if it does not pay or fit."""
     batch, _, out_h, out_w = shape_of(conv.res)
     tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
     if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
@@ -243,8 +268,14 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms) -> Plan | None:
     chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
     blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
+    if device == "opencl":
+        blocks = 1
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks)
-    return plan if plan.scratch_floats <= SCRATCH_MAX_FLOATS else None
+    if plan.scratch_floats > SCRATCH_MAX_FLOATS:
+        return None
+    if device == "opencl" and plan.scratch_floats * batch > OPENCL_GROUP_FLOATS:
+        return None
+    return plan
 
 
 def matches(group: relay.FusedOp) -> bool:
