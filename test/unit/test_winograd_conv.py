@@ -183,7 +183,7 @@ def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plans_of_the_cases(name: str) -> None:
     """The cases reach the plan's edges they are named for; on opencl the same chunks, one
-    work item per image."""
+    work item per image, the input transform in vectors."""
     plan = winograd_conv.plan_of(group_of(case_text(name)))
     assert plan is not None
     assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.chunk_cols, plan.units, plan.blocks) == PLANS[name]
@@ -195,6 +195,7 @@ def test_plans_of_the_cases(name: str) -> None:
         plan.units,
         1,
     )
+    assert (plan.transform_lanes, on_opencl.transform_lanes) == (1, 16)  # V in float16 steps on opencl
 
 
 @pytest.mark.usefixtures("small_work_on_opencl")

@@ -31,8 +31,9 @@ and no run is computed twice). Its phases:
       m (r0 + g) - top + i, column m (c0 + q) + p - left. Then input (i, j) of the tile at
       `slot` is packed[j % m, c, i, slot + j // m]: one unit-stride row for every slot;
    b. input transform: V[xi, c, slot] = (B^T d B)[xi] for every slot, a unit-stride loop
-      that gcc vectorises (the slot after each tile row's last, and those past the chunk's
-      rows, read what is there: their products are computed and never stored);
+      that gcc vectorises, on opencl written in `float16` steps (the slot after each tile
+      row's last, and those past the chunk's rows, read what is there: their products are
+      computed and never stored);
    c. per block of CHANNELS output channels (the last starting earlier): the alpha^2
       products M[xi] with the micro-kernel (`micro_kernel.accumulate`, CHANNELS x VECTORS
       vector sums over the input channels, the slots in the lanes), then the output
@@ -201,6 +202,13 @@ class Plan:
     chunk_rows: int
     chunk_cols: int
     blocks: int
+    device: str
+
+    @property
+    def transform_lanes(self) -> int:
+        """Slots per step of the input transform: on opencl a vector (LANES), else 1 (see
+        `input_transform`)."""
+        return mk.LANES if self.device == "opencl" else 1
 
     @property
     def in_c(self) -> int:
@@ -270,7 +278,7 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan |
     blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
     if device == "opencl":
         blocks = 1
-    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks)
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, device)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
         return None
     if device == "opencl" and plan.scratch_floats * batch > OPENCL_GROUP_FLOATS:
@@ -361,12 +369,17 @@ def fsub(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
 
 def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAValue]) -> SSAValue:
     """The sum of coefficient x value over the nonzero coefficients (1 and -1 as an add or a
-    subtract; a +1 term first when there is one)."""
+    subtract; a +1 term first when there is one), of floats or of vectors."""
+
+    def times(value: SSAValue, c: float) -> SSAValue:
+        constant = e.f32(c) if value.type == f32 else mk.broadcast(e, e.f32(c))
+        return e.emit(arith.MulfOp(value, constant))
+
     terms = sorted(((c, v) for c, v in zip(coefficients, values) if c != 0), key=lambda t: t[0] != 1)
     first, value = terms[0]
-    total = value if first == 1 else e.emit(arith.MulfOp(value, e.f32(first)))
+    total = value if first == 1 else times(value, first)
     for c, v in terms[1:]:
-        scaled = v if abs(c) == 1 else e.emit(arith.MulfOp(v, e.f32(abs(c))))
+        scaled = v if abs(c) == 1 else times(v, abs(c))
         total = fadd(e, total, scaled) if c > 0 else fsub(e, total, scaled)
     return total
 
@@ -473,23 +486,37 @@ def pack_columns(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk, ph
 def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) -> None:
     """v[xi, c, slot] = (B^T d B)[xi] for the alpha x alpha input d of the tile at slot =
     g * pitch + t of the chunk (tile row g, column t), d[i, j] = packed[j % m, c, i, slot +
-    j // m]: one unit-stride loop over every slot."""
-    f = plan.f
+    j // m]: one unit-stride loop over every slot, `plan.transform_lanes` slots per step.
+
+    gcc vectorises the scalar loop in zmm registers (and was 1.05x slower with vectors
+    written out, 128 -> 128 channels at 40x40); PoCL's LLVM vectorises it in ymm, so on
+    opencl the steps are `float16` vectors (the last one's lanes reaching slot SLOTS, the
+    packed rows' last): 64 -> 64 channels, PoCL device time at 32x32 0.95x, at 56x56 0.96x
+    (bench/opencl_kernels.py's shapes, one interleaved run each, load 2.6)."""
+    f, lanes = plan.f, plan.transform_lanes
+
+    def load(idx: list[SSAValue]) -> SSAValue:
+        return mk.load(e, packed, idx) if lanes > 1 else e.emit(memref.LoadOp.get(packed, idx))
 
     def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        c, slot = ivs
+        c, step = ivs
+        slot = e.mul_const(step, lanes)
 
         def d(i: int, j: int) -> SSAValue:
-            return e.emit(memref.LoadOp.get(packed, [e.index(j % f.m), c, e.index(i), e.add_const(slot, j // f.m)]))
+            return load([e.index(j % f.m), c, e.index(i), e.add_const(slot, j // f.m)])
 
         inputs = [[d(i, j) for j in range(f.alpha)] for i in range(f.alpha)]
         rows = [[linear(e, bt, inputs[i]) for bt in f.bt] for i in range(f.alpha)]  # (d B)[i, :]
         for a, b in itertools.product(range(f.alpha), range(f.alpha)):
             value = linear(e, f.bt[a], [rows[i][b] for i in range(f.alpha)])  # (B^T d B)[a, b]
-            e.store(value, v, [e.index(a * f.alpha + b), c, slot])
+            at = [e.index(a * f.alpha + b), c, slot]
+            if lanes > 1:
+                mk.store(e, value, v, at)
+            else:
+                e.store(value, v, at)
         return []
 
-    e.loops([plan.in_c, SLOTS], [], body)
+    e.loops([plan.in_c, SLOTS // lanes], [], body)
 
 
 def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:

@@ -5,9 +5,10 @@
 // cpu: F(2x2, 3x3) here (12 x 12 tiles). One work item per image (PoCL runs a small NDRange
 // as one work group on one thread), its scratch as private arrays: U (4 blocks of 8
 // channels x 16 positions x 32 x 8), V, the packed chunk (2 x 32 channels x 4 rows x 33
-// slots), M, Y and the taps; the products are the micro-kernel's broadcast-FMAs on
-// `float16`s (2 vectors of slots per channel of a block of 8), stored with vstore16; then
-// the probe, and the epilogue from Y when it is finite, else output by output.
+// slots), M, Y and the taps; the input transform V in `float16` vectors of 16 slots (2 per
+// channel); the products are the micro-kernel's broadcast-FMAs on `float16`s (2 vectors of
+// slots per channel of a block of 8), stored with vstore16; then the probe, and the
+// epilogue from Y when it is finite, else output by output.
 
 // IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "winograd_conv"}
 // IR:         vector.fma
@@ -21,6 +22,9 @@
 // CL-NEXT:    float [[M:buf[0-9]+]][4096];
 // CL-NEXT:    float [[Y:buf[0-9]+]][1024];
 // CL-NEXT:    float [[TAPS:buf[0-9]+]][2304];
+// CL:           long [[SLOT:v[0-9]+]] = {{i[0-9]+}} * 16;
+// CL-NEXT:      float16 {{v[0-9]+}} = vload16(0, &[[PACKED]][[[IC:i[0-9]+]] * 132 + [[SLOT]]]);
+// CL:           vstore16({{v[0-9]+}}, 0, &[[V]][[[IC]] * 32 + [[SLOT]]]);
 // CL:         for (long [[XI:i[0-9]+]] = 0; [[XI]] < 16; [[XI]]++) {
 // CL:           for (long [[C:i[0-9]+]] = 0; [[C]] < 32; [[C]]++) {
 // CL-NEXT:        float16 [[V0:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1024 + [[C]] * 32]);
