@@ -300,6 +300,20 @@ def test_opencl_takes_enough_work_and_scratch_that_fits_a_work_group() -> None:
     assert schedules(batch16, OPENCL, "opencl") == ["packed_conv"]
 
 
+def test_opencl_work_group_near_its_stack_limit() -> None:
+    """Five images of F4 scratch (5.5 MiB of private arrays in PoCL's one work group, on one
+    thread's 8 MiB stack) run and agree with `interpret`; six take F2."""
+    case = ((5, 64, 32, 32), (64, 64, 3, 3), PAD1, (5, 64, 32, 32), "bias_relu")
+    text = conv_program(*case)
+    plan = winograd_conv.plan_of(group_of(text, OPENCL, "opencl"))
+    assert plan is not None and plan.f.m == 4
+    assert plan.scratch_floats * 5 > winograd_conv.OPENCL_GROUP_FLOATS * 0.9
+    check(text, inputs(case, np.random.default_rng(6)), device="opencl")
+    six = conv_program((6, 64, 32, 32), (64, 64, 3, 3), PAD1, (6, 64, 32, 32))
+    six_plan = winograd_conv.plan_of(group_of(six, OPENCL, "opencl"))
+    assert six_plan is not None and six_plan.f.m == 2
+
+
 def test_declines_big_scratch() -> None:
     huge = conv_program((1, 256, 16, 16), (256, 256, 3, 3), PAD1, (1, 256, 16, 16))
     assert "winograd_conv" not in schedules(huge)  # U alone is 16 x 256 x 256 floats: over SCRATCH_MAX_FLOATS
