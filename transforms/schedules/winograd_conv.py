@@ -125,7 +125,8 @@ F4 = Transforms(
 # as `float16`, vloadN/vstoreN/fma; the scratch as private arrays), which PoCL's LLVM
 # compiles to the same zmm FMAs as gcc: the ResNet block's convs (F4), device time on PoCL
 # at 1 thread against the C kernel, 2.94-3.06x (packed_conv) -> 1.07-1.15x (one run,
-# bench/opencl_model_kernels.py resnet, load 2.6).
+# bench/opencl_model_kernels.py resnet, load 2.6); 0.93-0.97x with a work item per image
+# and the input transform in vectors (below; load 2.5, the C kernel at 2 blocks).
 DEVICES = ("cpu", "opencl")
 
 # F(4x4, 3x3) needs 2.25 products per output where F(2x2, 3x3) needs 4, but its tiles are
