@@ -13,9 +13,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
 
     softmax_row       a softmax result: a work item per row (max, exp stored, sum, scale)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
-    winograd_conv     a cpu 3x3 conv2d anchor of stride 1, dilation 1, one group, enough
-                      channels and tiles: Winograd F(4x4, 3x3) or F(2x2, 3x3), a block of tile
-                      rows per work item, the products per tile by the micro-kernel, the epilogue
+    winograd_conv     a cpu or opencl 3x3 conv2d anchor of stride 1, dilation 1, one group,
+                      enough channels and tiles (on opencl, enough work per image): Winograd
+                      F(4x4, 3x3) or F(2x2, 3x3), a block of tile rows per work item (on
+                      opencl an image), the products per tile by the micro-kernel, the epilogue
     packed_conv       a cpu or opencl conv2d anchor of stride 1 of the result's shape: a block
                       of output rows per work item, the input packed, register blocks of
                       channels x pixels
@@ -80,8 +81,8 @@ hoist it and merge the copies (see `kernel_builder.KernelBuilder`).
 Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, arith
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
-max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul and
-winograd_conv on cpu, packed_matmul_maths on opencl, packed_conv on cpu and opencl) add
+max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul on cpu,
+packed_matmul_maths on opencl, winograd_conv and packed_conv on cpu and opencl) add
 vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC vector type in C, `float16` in
 OpenCL); the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
 `vector<8xf32>`, printed as OpenCL's `float8`.

@@ -1,12 +1,15 @@
-"""winograd_conv: the cpu 3x3 conv2d schedule of Winograd F(2x2, 3x3) tiles.
+"""winograd_conv: the cpu and opencl 3x3 conv2d schedule of Winograd F(4x4, 3x3) and
+F(2x2, 3x3) tiles.
 
 Each case is a conv2d (with an epilogue where said) that the schedule takes on the cpu,
-built with `xrelay.build` for C and checked against `xrelay.interpret` on random inputs:
+built with `xrelay.build` for C, and on opencl (PoCL), and checked against
+`xrelay.interpret` on random inputs:
 odd and even sizes, sizes that are not a multiple of the tile, rows wider than a chunk,
 blocks and chunks that overlap the one before, batch > 1, channels that are not a multiple
 of the register block or of the vector width, uneven padding, NaN and inf inputs, NaN and
 inf weights (on a tap that reads the padding too: the slow path), the epilogues, two
-threads, and AddressSanitizer.
+threads, and AddressSanitizer. On opencl the cases run with OPENCL_MIN_WORK lowered to the
+cpu's MIN_WORK (most are smaller than what the schedule takes there), a work item per image.
 
 Tolerance: F(2, 3)'s transforms add a few roundings per output; measured against
 `interpret` they stay below 3e-7 of the largest output, so the tests allow rtol 1e-4 with an
@@ -126,10 +129,34 @@ def assert_close(got: np.ndarray, expected: np.ndarray) -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * scale)  # NaN and inf where they are
 
 
-def check(text: str, arrays: dict[str, np.ndarray], num_threads: int = 1) -> np.ndarray:
+OPENCL = ("c", "opencl")
+
+
+def check(text: str, arrays: dict[str, np.ndarray], num_threads: int = 1, device: str = "cpu") -> np.ndarray:
+    """The program built for C (device "cpu") or OpenCL (device "opencl") against `interpret`."""
     expected = xrelay.interpret(xrelay.parse(text), arrays)
-    assert_close(xrelay.build(text, targets=("c",), num_threads=num_threads).run(**arrays), expected)
+    if device == "opencl":
+        built = xrelay.build(text, targets=OPENCL, default_device="opencl")
+        assert [k.language for k in built.kernels] == ["opencl"] and "float16" in built.kernels[0].source
+    else:
+        built = xrelay.build(text, targets=("c",), num_threads=num_threads)
+    assert_close(built.run(**arrays), expected)
     return expected
+
+
+@pytest.fixture
+def small_work_on_opencl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """winograd_conv takes the cases on opencl too (they are below OPENCL_MIN_WORK)."""
+    monkeypatch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
+
+
+def group_of(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> relay.FusedOp:
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
+    return group
 
 
 def case_text(name: str) -> str:
@@ -144,21 +171,37 @@ def test_winograd_conv_agrees_with_interpret(name: str) -> None:
     check(text, inputs(CASES[name], np.random.default_rng(0)))
 
 
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
+    text = case_text(name)
+    assert schedules(text, OPENCL, "opencl") == ["winograd_conv"]
+    check(text, inputs(CASES[name], np.random.default_rng(0)), device="opencl")
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plans_of_the_cases(name: str) -> None:
-    """The cases reach the plan's edges they are named for."""
-    module = xrelay.parse(case_text(name))
-    ctx = xrelay.context()
-    PlanDevicesPass(targets=("c",)).apply(ctx, module)
-    FuseOpsPass().apply(ctx, module)
-    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
-    plan = winograd_conv.plan_of(group)
+    """The cases reach the plan's edges they are named for; on opencl the same chunks, one
+    work item per image, the input transform in vectors."""
+    plan = winograd_conv.plan_of(group_of(case_text(name)))
     assert plan is not None
     assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.chunk_cols, plan.units, plan.blocks) == PLANS[name]
+    on_opencl = winograd_conv.plan_of(group_of(case_text(name), OPENCL, "opencl"))
+    assert on_opencl is not None
+    assert (on_opencl.f, on_opencl.chunk_rows, on_opencl.units, on_opencl.blocks) == (
+        plan.f,
+        plan.chunk_rows,
+        plan.units,
+        1,
+    )
+    assert (plan.transform_lanes, on_opencl.transform_lanes) == (1, 16)  # V in float16 steps on opencl
 
 
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
 @pytest.mark.parametrize("name", ["batch_edge_channels", "f4_batch_edge_channels"])
-def test_nan_and_inf_inputs_stay_where_they_are_read(name: str) -> None:
+def test_nan_and_inf_inputs_stay_where_they_are_read(name: str, device: str) -> None:
     """A NaN or inf input makes its tiles' transforms non-finite: those blocks are computed
     again output by output, so the NaN reaches only the outputs whose windows read it."""
     case = CASES[name]
@@ -166,21 +209,23 @@ def test_nan_and_inf_inputs_stay_where_they_are_read(name: str) -> None:
     arrays = inputs(case, np.random.default_rng(1))
     arrays["x"][1, 2, 4, 6] = np.nan
     arrays["x"][0, 0, 0, 11] = np.inf
-    expected = check(text, arrays)
+    expected = check(text, arrays, device=device)
     assert np.isnan(expected).any() and not np.isnan(expected).all()
     assert np.isfinite(expected[1, :, 8:, :]).all()  # rows whose windows miss the NaN
 
 
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
 @pytest.mark.parametrize("name", ["odd_residual", "f4_odd_residual"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nonfinite_weight_on_padding_is_never_multiplied(bad: float, name: str) -> None:
+def test_nonfinite_weight_on_padding_is_never_multiplied(bad: float, name: str, device: str) -> None:
     """A NaN or inf weight at a tap that reads the padding of the border outputs: they stay
     finite (the tap adds nothing there), as in `xrelay.interpret`."""
     case = CASES[name]
     text = case_text(name)
     arrays = inputs(case, np.random.default_rng(2))
     arrays["w"][3, 1, 0, 0] = bad  # reads input row oh - 1, column ow - 1
-    expected = check(text, arrays)
+    expected = check(text, arrays, device=device)
     assert np.isfinite(expected[0, 3, 0, :]).all() and np.isfinite(expected[0, 3, :, 0]).all()
     assert not np.isfinite(expected[0, 3, 1:, 1:]).all()
     assert np.isfinite(np.delete(expected, 3, axis=1)).all()
@@ -238,9 +283,38 @@ def test_declines_what_it_does_not_pay_for(
     )
 
 
-def test_declines_opencl_groups_and_big_scratch() -> None:
-    text = case_text("odd_residual")
-    assert schedules(text, ("c", "opencl"), "opencl") != ["winograd_conv"]
+def test_opencl_takes_enough_work_and_scratch_that_fits_a_work_group() -> None:
+    """On opencl: the ResNet block's conv (F4); not the CNN's second conv (below
+    OPENCL_MIN_WORK: packed_conv is faster there); a batch whose F4 scratch would not fit
+    PoCL's work group takes F2, and a batch whose F2 scratch would not either, packed_conv."""
+    resnet = conv_program((1, 64, 32, 32), (64, 64, 3, 3), PAD1, (1, 64, 32, 32), "residual")
+    assert schedules(resnet, OPENCL, "opencl") == ["winograd_conv"]
+    cnn = case_text("cnn_second_conv")
+    assert schedules(cnn, OPENCL, "opencl") == ["packed_conv"]
+    assert schedules(cnn) == ["winograd_conv"]
+    batch8 = conv_program((8, 64, 32, 32), (64, 64, 3, 3), PAD1, (8, 64, 32, 32))
+    plans = [winograd_conv.plan_of(group_of(batch8, *where)) for where in [(("c",), None), (OPENCL, "opencl")]]
+    assert [p.f.m if p else None for p in plans] == [4, 2]
+    batch16 = conv_program((16, 64, 32, 32), (64, 64, 3, 3), PAD1, (16, 64, 32, 32))
+    assert schedules(batch16) == ["winograd_conv"]
+    assert schedules(batch16, OPENCL, "opencl") == ["packed_conv"]
+
+
+def test_opencl_work_group_near_its_stack_limit() -> None:
+    """Five images of F4 scratch (5.5 MiB of private arrays in PoCL's one work group, on one
+    thread's 8 MiB stack) run and agree with `interpret`; six take F2."""
+    case = ((5, 64, 32, 32), (64, 64, 3, 3), PAD1, (5, 64, 32, 32), "bias_relu")
+    text = conv_program(*case)
+    plan = winograd_conv.plan_of(group_of(text, OPENCL, "opencl"))
+    assert plan is not None and plan.f.m == 4
+    assert plan.scratch_floats * 5 > winograd_conv.OPENCL_GROUP_FLOATS * 0.9
+    check(text, inputs(case, np.random.default_rng(6)), device="opencl")
+    six = conv_program((6, 64, 32, 32), (64, 64, 3, 3), PAD1, (6, 64, 32, 32))
+    six_plan = winograd_conv.plan_of(group_of(six, OPENCL, "opencl"))
+    assert six_plan is not None and six_plan.f.m == 2
+
+
+def test_declines_big_scratch() -> None:
     huge = conv_program((1, 256, 16, 16), (256, 256, 3, 3), PAD1, (1, 256, 16, 16))
     assert "winograd_conv" not in schedules(huge)  # U alone is 16 x 256 x 256 floats: over SCRATCH_MAX_FLOATS
 

@@ -1,9 +1,11 @@
 """
 winograd_conv: a 3x3 convolution as Winograd's F(4x4, 3x3) or F(2x2, 3x3) (Lavin & Gray;
-TVM's conv2d_winograd), for a cpu group whose anchor is a conv2d of the result's shape with
-a 3x3 kernel, stride 1, dilation 1, one group, and enough channels and tiles that the
-transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the image
-has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2).
+TVM's conv2d_winograd), for a cpu or opencl group whose anchor is a conv2d of the result's
+shape with a 3x3 kernel, stride 1, dilation 1, one group, and enough channels and tiles that
+the transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the
+image has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2). On opencl the kernel
+is the same code (the micro-kernel's vectors print as `float16`, the scratch as private
+arrays), a work item per image, the batch's scratch within OPENCL_GROUP_FLOATS.
 
 Each m x m block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the alpha x
 alpha transform (alpha = m + 2) of a 3x3 kernel g and V = B^T d B that of the tile's input
@@ -29,8 +31,9 @@ and no run is computed twice). Its phases:
       m (r0 + g) - top + i, column m (c0 + q) + p - left. Then input (i, j) of the tile at
       `slot` is packed[j % m, c, i, slot + j // m]: one unit-stride row for every slot;
    b. input transform: V[xi, c, slot] = (B^T d B)[xi] for every slot, a unit-stride loop
-      that gcc vectorises (the slot after each tile row's last, and those past the chunk's
-      rows, read what is there: their products are computed and never stored);
+      that gcc vectorises, on opencl written in `float16` steps (the slot after each tile
+      row's last, and those past the chunk's rows, read what is there: their products are
+      computed and never stored);
    c. per block of CHANNELS output channels (the last starting earlier): the alpha^2
       products M[xi] with the micro-kernel (`micro_kernel.accumulate`, CHANNELS x VECTORS
       vector sums over the input channels, the slots in the lanes), then the output
@@ -118,6 +121,14 @@ F4 = Transforms(
     at=((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1)),
 )
 
+# The devices it serves. On opencl a work item is the same code (the micro-kernel's vectors
+# as `float16`, vloadN/vstoreN/fma; the scratch as private arrays), which PoCL's LLVM
+# compiles to the same zmm FMAs as gcc: the ResNet block's convs (F4), device time on PoCL
+# at 1 thread against the C kernel, 2.94-3.06x (packed_conv) -> 1.07-1.15x (one run,
+# bench/opencl_model_kernels.py resnet, load 2.6); 0.93-0.97x with a work item per image
+# and the input transform in vectors (below; load 2.5, the C kernel at 2 blocks).
+DEVICES = ("cpu", "opencl")
+
 # F(4x4, 3x3) needs 2.25 products per output where F(2x2, 3x3) needs 4, but its tiles are
 # coarser (more slots past the edges) and its transforms cost more per tile: it is taken
 # for images of at least F4_MIN_TILES 4 x 4 tiles whose scratch fits. Time of F2 over F4's
@@ -163,6 +174,22 @@ MIN_TILES = 32
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
 
+# On opencl, PoCL's pthread device (without a local size given) makes the whole NDRange of a
+# launch this small one work group, run by one thread: its work items one after the other,
+# each with its own copy of the private arrays on that thread's stack (8 MiB here: a probe
+# kernel of 2 x 3.97 MiB runs, 2 x 4 MiB segfaults). So on opencl a work item is a whole
+# image (more blocks would only compute U again on the same thread: the ResNet block's
+# convs, 2 blocks 1.26-1.28 ms -> 1 block 1.08-1.16 ms device time), and the batch's scratch
+# together stays under OPENCL_GROUP_FLOATS (6 MiB), else F2, else packed_conv takes it.
+OPENCL_GROUP_FLOATS = 3 << 19
+
+# On opencl, below this many multiply-adds of the direct conv per image packed_conv is
+# faster. Device time of winograd_conv over packed_conv on PoCL, 1 thread, one interleaved
+# run (load 1.6): 8x16x14x14 -> 32 (the CNN's second conv, 0.9M per image) 1.12x;
+# 8x16x28x28 -> 32 (F2, 3.6M) 0.72x; 64 -> 64 at 28x28 (F2) 0.59x, at 32x32 (F4) 0.64x,
+# at 56x56 0.38x; 128 -> 128 at 40x40 (F2) 0.63x; 32 -> 32 at 56x56 0.46x.
+OPENCL_MIN_WORK = 1 << 21
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -176,6 +203,13 @@ class Plan:
     chunk_rows: int
     chunk_cols: int
     blocks: int
+    device: str
+
+    @property
+    def transform_lanes(self) -> int:
+        """Slots per step of the input transform: on opencl a vector (LANES), else 1 (see
+        `input_transform`)."""
+        return mk.LANES if self.device == "opencl" else 1
 
     @property
     def in_c(self) -> int:
@@ -217,7 +251,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     """How the group's conv is computed as F(4x4, 3x3) or F(2x2, 3x3), or None if it is not."""
     conv = anchor_of(group, relay.Conv2DOp)
     scope = group.se_scope
-    if conv is None or scope is None or scope.device != "cpu":
+    if conv is None or scope is None or scope.device not in DEVICES:
         return None
     if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
         return None
@@ -227,14 +261,14 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         (kh, kw) != (3, 3)
         or in_c < MIN_IN_CHANNELS
         or out_c < MIN_OUT_CHANNELS
-        or out_c * in_c * 9 * out_h * out_w < MIN_WORK
+        or out_c * in_c * 9 * out_h * out_w < (OPENCL_MIN_WORK if scope.device == "opencl" else MIN_WORK)
     ):
         return None
-    return next((p for f in (F4, F2) if (p := plan_for(conv, f)) is not None), None)
+    return next((p for f in (F4, F2) if (p := plan_for(conv, f, scope.device)) is not None), None)
 
 
-def plan_for(conv: relay.Conv2DOp, f: Transforms) -> Plan | None:
-    """The plan of `conv` as F(m x m, 3 x 3), or None if it does not pay or fit."""
+def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan | None:
+    """The plan of `conv` as F(m x m, 3 x 3) on `device`, or None if it does not pay or fit."""
     batch, _, out_h, out_w = shape_of(conv.res)
     tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
     if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
@@ -243,8 +277,14 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms) -> Plan | None:
     chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
     blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
-    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks)
-    return plan if plan.scratch_floats <= SCRATCH_MAX_FLOATS else None
+    if device == "opencl":
+        blocks = 1
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, device)
+    if plan.scratch_floats > SCRATCH_MAX_FLOATS:
+        return None
+    if device == "opencl" and plan.scratch_floats * batch > OPENCL_GROUP_FLOATS:
+        return None
+    return plan
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -330,12 +370,17 @@ def fsub(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
 
 def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAValue]) -> SSAValue:
     """The sum of coefficient x value over the nonzero coefficients (1 and -1 as an add or a
-    subtract; a +1 term first when there is one)."""
+    subtract; a +1 term first when there is one), of floats or of vectors."""
+
+    def times(value: SSAValue, c: float) -> SSAValue:
+        constant = e.f32(c) if value.type == f32 else mk.broadcast(e, e.f32(c))
+        return e.emit(arith.MulfOp(value, constant))
+
     terms = sorted(((c, v) for c, v in zip(coefficients, values) if c != 0), key=lambda t: t[0] != 1)
     first, value = terms[0]
-    total = value if first == 1 else e.emit(arith.MulfOp(value, e.f32(first)))
+    total = value if first == 1 else times(value, first)
     for c, v in terms[1:]:
-        scaled = v if abs(c) == 1 else e.emit(arith.MulfOp(v, e.f32(abs(c))))
+        scaled = v if abs(c) == 1 else times(v, abs(c))
         total = fadd(e, total, scaled) if c > 0 else fsub(e, total, scaled)
     return total
 
@@ -442,23 +487,37 @@ def pack_columns(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk, ph
 def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) -> None:
     """v[xi, c, slot] = (B^T d B)[xi] for the alpha x alpha input d of the tile at slot =
     g * pitch + t of the chunk (tile row g, column t), d[i, j] = packed[j % m, c, i, slot +
-    j // m]: one unit-stride loop over every slot."""
-    f = plan.f
+    j // m]: one unit-stride loop over every slot, `plan.transform_lanes` slots per step.
+
+    gcc vectorises the scalar loop in zmm registers (and was 1.05x slower with vectors
+    written out, 128 -> 128 channels at 40x40); PoCL's LLVM vectorises it in ymm, so on
+    opencl the steps are `float16` vectors (the last one's lanes reaching slot SLOTS, the
+    packed rows' last): 64 -> 64 channels, PoCL device time at 32x32 0.95x, at 56x56 0.96x
+    (bench/opencl_kernels.py's shapes, one interleaved run each, load 2.6)."""
+    f, lanes = plan.f, plan.transform_lanes
+
+    def load(idx: list[SSAValue]) -> SSAValue:
+        return mk.load(e, packed, idx) if lanes > 1 else e.emit(memref.LoadOp.get(packed, idx))
 
     def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        c, slot = ivs
+        c, step = ivs
+        slot = e.mul_const(step, lanes)
 
         def d(i: int, j: int) -> SSAValue:
-            return e.emit(memref.LoadOp.get(packed, [e.index(j % f.m), c, e.index(i), e.add_const(slot, j // f.m)]))
+            return load([e.index(j % f.m), c, e.index(i), e.add_const(slot, j // f.m)])
 
         inputs = [[d(i, j) for j in range(f.alpha)] for i in range(f.alpha)]
         rows = [[linear(e, bt, inputs[i]) for bt in f.bt] for i in range(f.alpha)]  # (d B)[i, :]
         for a, b in itertools.product(range(f.alpha), range(f.alpha)):
             value = linear(e, f.bt[a], [rows[i][b] for i in range(f.alpha)])  # (B^T d B)[a, b]
-            e.store(value, v, [e.index(a * f.alpha + b), c, slot])
+            at = [e.index(a * f.alpha + b), c, slot]
+            if lanes > 1:
+                mk.store(e, value, v, at)
+            else:
+                e.store(value, v, at)
         return []
 
-    e.loops([plan.in_c, SLOTS], [], body)
+    e.loops([plan.in_c, SLOTS // lanes], [], body)
 
 
 def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
