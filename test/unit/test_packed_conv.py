@@ -205,6 +205,28 @@ def test_takes_opencl_groups_and_declines_big_packed_tiles() -> None:
     assert "packed_conv" not in schedules(huge)  # one packed row block would exceed PACK_MAX_FLOATS
 
 
+def opencl_group(text: str) -> relay.FusedOp:
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=("c", "opencl"), default_device="opencl").apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
+    return group
+
+
+def test_opencl_declines_launches_whose_private_arrays_overflow_pocls_stack() -> None:
+    """PoCL runs a launch's work items on one thread, each with its packed tile on that
+    thread's stack: a batch of 64 64-channel 32x32 images (4 row blocks of 21760 floats
+    each) segfaulted there. Its scratch together is over OPENCL_GROUP_FLOATS, so conv_vectors
+    (sums in registers) takes it; one image is fine, and the cpu has no such limit."""
+    attrs = "{padding = array<i64: 1, 1, 1, 1>}"
+    big = conv_program((64, 64, 32, 32), (64, 64, 3, 3), attrs, (64, 64, 32, 32))
+    small = conv_program((1, 64, 32, 32), (64, 64, 3, 3), attrs, (1, 64, 32, 32))
+    assert not packed_conv.matches(opencl_group(big))
+    assert packed_conv.matches(opencl_group(small))
+    assert schedules(big) == ["packed_conv"]
+
+
 def test_work_items_on_two_threads() -> None:
     """Work items (image, block of rows) split across two OpenMP threads, each with its own
     packed tile and sums (the nest does enough work for `omp parallel for`). (Dilated:

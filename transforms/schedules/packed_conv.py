@@ -140,9 +140,7 @@ class Plan:
 
     @property
     def pack_floats(self) -> int:
-        """The packed tile: every input channel's packed rows, then PIXELS zeros (a block of
-        positions past the last row, when a block has fewer positions than PIXELS)."""
-        return shape_of(self.conv.data)[1] * self.packed_rows * self.padded_width + PIXELS
+        return pack_floats(shape_of(self.conv.data)[1], self.packed_rows, self.padded_width)
 
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
@@ -164,7 +162,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         for rows in range(1, out_h + 1)
         if out_h % rows == 0
         and (rows == 1 or rows * padded_width <= ROW_BLOCK_PIXELS)
-        and in_c * (rows + reach) * padded_width + PIXELS <= PACK_MAX_FLOATS
+        and pack_floats(in_c, rows + reach, padded_width) <= PACK_MAX_FLOATS
     ]
     if not fits:
         return None
@@ -172,11 +170,22 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     batch = shape_of(conv.res)[0]
     large = [rows for rows in fits if 2 * rows >= max(fits)]  # blocks at least half the largest
     rows = max(large, key=lambda rows: (balanced(batch * out_h // rows), rows))
+    if (
+        scope.device == "opencl"
+        and batch * (out_h // rows) * pack_floats(in_c, rows + reach, padded_width) > mk.OPENCL_GROUP_FLOATS
+    ):
+        return None  # the work items' private arrays would overflow PoCL's stack
     count = rows * math.ceil(out_w / mk.LANES)  # the vectors of a work item, row-aligned
     if not row_aligned(out_w, padded_width) or count < VECTORS:
         return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), False)
     vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v))
     return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), True, vectors)
+
+
+def pack_floats(in_c: int, packed_rows: int, padded_width: int) -> int:
+    """A work item's scratch, its packed tile: every input channel's packed rows, then PIXELS
+    zeros (a block of positions past the last row, when a block has fewer than PIXELS)."""
+    return in_c * packed_rows * padded_width + PIXELS
 
 
 def balanced(work_items: int) -> bool:

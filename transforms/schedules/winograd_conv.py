@@ -174,14 +174,12 @@ MIN_TILES = 32
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
 
-# On opencl, PoCL's pthread device (without a local size given) makes the whole NDRange of a
-# launch this small one work group, run by one thread: its work items one after the other,
-# each with its own copy of the private arrays on that thread's stack (8 MiB here: a probe
-# kernel of 2 x 3.97 MiB runs, 2 x 4 MiB segfaults). So on opencl a work item is a whole
-# image (more blocks would only compute U again on the same thread: the ResNet block's
-# convs, 2 blocks 1.26-1.28 ms -> 1 block 1.08-1.16 ms device time), and the batch's scratch
-# together stays under OPENCL_GROUP_FLOATS (6 MiB), else F2, else packed_conv takes it.
-OPENCL_GROUP_FLOATS = 3 << 19
+# On opencl (see micro_kernel.OPENCL_GROUP_FLOATS: PoCL runs a launch this small as one work
+# group on one thread) a work item is a whole image (more blocks would only compute U again
+# on the same thread: the ResNet block's convs, 2 blocks 1.26-1.28 ms -> 1 block 1.08-1.16 ms
+# device time), and the batch's scratch together stays under OPENCL_GROUP_FLOATS (6 MiB), else
+# F2, else packed_conv takes it.
+OPENCL_GROUP_FLOATS = mk.OPENCL_GROUP_FLOATS
 
 # On opencl, below this many multiply-adds of the direct conv per image packed_conv is
 # faster. Device time of winograd_conv over packed_conv on PoCL, 1 thread, one interleaved
