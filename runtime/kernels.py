@@ -6,7 +6,8 @@ What the compiler hands the runtime for each kernel: plain data, no IR.
 
 `device` indexes the executor graph's `devices` list (the compiler decided it from the
 kernel's scope); `global_size` is the NDRange, innermost dimension first (C kernels ignore
-it: they loop over their whole nest).
+it: they loop over their whole nest); `local_size` the work-group shape, or None to let the
+device choose (in the manifest only when set).
 """
 
 from __future__ import annotations
@@ -25,16 +26,20 @@ class KernelSource:
     global_size: tuple[int, ...]
     num_inputs: int
     device: int = 0
+    local_size: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The manifest entry of this kernel, without its source."""
-        return {
+        entry: dict[str, Any] = {
             "name": self.name,
             "language": self.language,
             "global_size": list(self.global_size),
             "num_inputs": self.num_inputs,
             "device": self.device,
         }
+        if self.local_size is not None:
+            entry["local_size"] = list(self.local_size)
+        return entry
 
     @classmethod
     def from_json(cls, entry: dict[str, Any], source: str) -> KernelSource:
@@ -45,4 +50,5 @@ class KernelSource:
             tuple(int(n) for n in entry["global_size"]),
             int(entry["num_inputs"]),
             int(entry["device"]),
+            tuple(int(n) for n in entry["local_size"]) if "local_size" in entry else None,
         )

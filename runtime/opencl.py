@@ -5,7 +5,9 @@ a copy between two of them is one `enqueue_copy`; each device has its own in-ord
 
 Kernels are built into one pyopencl program per load (`build_opencl`); each launch gets its
 own `cl.Kernel` object with its buffers set once, so running a node is one enqueue over the
-kernel's NDRange (`KernelSource.global_size`).
+kernel's NDRange (`KernelSource.global_size`), in work groups of `KernelSource.local_size`
+when the compiler gave one. (PoCL's pthread device, left to choose, makes a small NDRange one
+work group, run by one thread: a kernel of a few heavy work items gives each its own group.)
 
     prg = build_opencl(ctx, sources)                      # OpenCLProgram
     prg["fused_add"](queue, a_buf, b_buf, out_buf)        # enqueues on the NDRange
@@ -85,10 +87,11 @@ class OpenCLKernel:
     name: str
     num_inputs: int
     global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
     kernel: Any  # pyopencl.Kernel
 
     def __call__(self, queue: Any, *buffers: Any, wait_for: Sequence[Any] | None = None) -> Any:
-        """Enqueues the kernel over its NDRange on `queue` and returns the event."""
+        """Enqueues the kernel over its NDRange (in its work groups) on `queue`; the event."""
         if len(buffers) != self.num_inputs + 1:
             raise TypeError(
                 f"kernel {self.name} takes {self.num_inputs} inputs and one output, "
@@ -96,7 +99,7 @@ class OpenCLKernel:
             )
         cl = import_pyopencl()
         self.kernel.set_args(*buffers)
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size, None, wait_for=wait_for)
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size, self.local_size, wait_for=wait_for)
 
 
 @dataclass(eq=False)
@@ -131,7 +134,7 @@ def build_opencl(cl_context: Any | None, sources: Sequence[KernelSource], option
     result = OpenCLProgram(program)
     for s in sources:
         kernel = cl.Kernel(program, s.name)
-        result.kernels[s.name] = OpenCLKernel(s.name, s.num_inputs, s.global_size, kernel)
+        result.kernels[s.name] = OpenCLKernel(s.name, s.num_inputs, s.global_size, s.local_size, kernel)
     return result
 
 
@@ -230,8 +233,9 @@ class OpenCLDevice(Device):
     def bind(self, kernel: Kernel, args: Sequence[CLTensor]) -> Callable[[], None]:
         own = self.cl.Kernel(kernel.kernel.program, kernel.name)  # one object per launch site
         own.set_args(*(a.buffer for a in args))
-        enqueue, queue, size = self.cl.enqueue_nd_range_kernel, self.queue, kernel.global_size
-        return lambda: enqueue(queue, own, size, None)
+        enqueue, queue = self.cl.enqueue_nd_range_kernel, self.queue
+        size, local = kernel.global_size, kernel.local_size
+        return lambda: enqueue(queue, own, size, local)
 
     def sync(self) -> None:
         self.queue.finish()

@@ -64,6 +64,10 @@ from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.vector_math import helper_text
 
 SCOPE_ATTR = "relay.se_scope"
+# A unit attribute on a kernel whose work items are heavy (a micro-kernel's blocks): each work
+# item is a work group of its own, so an OpenCL device spreads them over its threads (PoCL's
+# pthread device otherwise makes a small NDRange one work group, run by one thread).
+WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
 
 # OpenCL has at most three NDRange dimensions; deeper nests merge their leading dimensions.
 MAX_NDRANGE_DIMS = 3
@@ -173,6 +177,14 @@ def global_size(kernel: func.FuncOp, target: str) -> tuple[int, ...]:
     if not counts:
         return (1,)
     return tuple(math.prod(counts[d] for d in group) for group in ndrange_groups(len(counts)))
+
+
+def local_size(kernel: func.FuncOp, target: str) -> tuple[int, ...] | None:
+    """The work-group shape of a kernel's launch: one work item per group for a kernel marked
+    WORK_GROUP_PER_ITEM_ATTR, else None (the device chooses)."""
+    if WORK_GROUP_PER_ITEM_ATTR not in kernel.attributes:
+        return None
+    return (1,) * len(global_size(kernel, target))
 
 
 # --- literals and types ---------------------------------------------------------------------

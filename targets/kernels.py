@@ -9,7 +9,9 @@ A kernel's language follows its scope's device (cpu -> "c", opencl -> "opencl");
 `device` is its scope's index in the executor graph's `devices` (the same list the graph's
 `device_index` column indexes); its `global_size` is the NDRange, the trip counts of its
 outermost scf.parallel in OpenCL's dimension order: the innermost (contiguous) loop dimension
-first (see `c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8.
+first (see `c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8; an opencl kernel's
+`local_size` is (1, ...) when its schedule gives each work item a work group of its own
+(`relay.work_group_per_item`), else None.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.c import CEmitter
-from xrelay.targets.c_style import CStyleEmitter, global_size, kernel_scope, lowered_kernels
+from xrelay.targets.c_style import CStyleEmitter, global_size, kernel_scope, local_size, lowered_kernels
 from xrelay.targets.graph_json import scope_order
 from xrelay.targets.opencl import OpenCLEmitter
 
@@ -58,6 +60,7 @@ def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
         language=LANGUAGES[scope.device],
         source=emitter.render_unit([kernel]),
         global_size=global_size(kernel, emitter.target),
+        local_size=local_size(kernel, emitter.target) if scope.device == "opencl" else None,
         num_inputs=len(kernel.args) - 1,
         device=device,
     )

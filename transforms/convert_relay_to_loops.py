@@ -112,6 +112,7 @@ from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.transforms.reshape_only import is_reshape_only, mark
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
+    WORK_GROUP_PER_ITEM_ATTR,
     Schedule,
     conv_rows,
     conv_vectors,
@@ -275,7 +276,10 @@ def build_kernel(group: relay.FusedOp, schedule: Schedule) -> func.FuncOp:
         arg.name_hint = f"in{i}"
     out.name_hint = "out0"
     emitter = GroupEmitter(Builder(InsertPoint.at_end(block)), dict(zip(group.body.block.args, ins)))
-    block.add_ops([schedule.build(emitter, group, out), func.ReturnOp()])
+    nest = schedule.build(emitter, group, out)
+    block.add_ops([nest, func.ReturnOp()])
+    if (mark := nest.attributes.pop(WORK_GROUP_PER_ITEM_ATTR, None)) is not None:
+        kernel.attributes[WORK_GROUP_PER_ITEM_ATTR] = mark  # launched in groups of one item
     return kernel
 
 

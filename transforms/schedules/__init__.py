@@ -7,6 +7,11 @@ the measurements behind them, and its body (`build(emitter, group, out)`: the ke
 
     SCHEDULE = Schedule("conv_rows", matches, build)
 
+A schedule whose work items are few and heavy (the micro-kernels on opencl) marks its nest
+`one_group_per_item`: convert-relay-to-loops moves the mark onto the kernel as the unit
+attribute `relay.work_group_per_item`, and the kernel is launched in work groups of one work
+item, which PoCL spreads over its threads.
+
 A schedule may also `prepare` the group before its kernel is built, rewriting the group's
 inputs in @main (packed_matmul_prepacked: a constant weight replaced by its packed form).
 
@@ -24,11 +29,21 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.dialects import scf
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
+
+# The nest's mark, moved onto the kernel (targets/c_style.py reads it there).
+WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
+
+
+def one_group_per_item(nest: scf.ParallelOp) -> scf.ParallelOp:
+    """Marks `nest` for launches in work groups of one work item each."""
+    nest.attributes[WORK_GROUP_PER_ITEM_ATTR] = UnitAttr()
+    return nest
 
 
 @dataclass(frozen=True)

@@ -56,11 +56,12 @@ LANES = 16  # floats per vector: one zmm register with AVX-512
 VECTOR = VectorType(f32, [LANES])
 
 # On opencl a micro-kernel's scratch (`memref.alloca`) is a private array of each work item.
-# PoCL's pthread device (no local size given) makes a small NDRange one work group, run by one
-# thread, its work items one after the other, each with its own copy of the private arrays on
-# that thread's stack (8 MiB here: a probe kernel of 2 x 3.97 MiB runs, 2 x 4 MiB segfaults).
-# So an opencl schedule keeps the scratch of all its work items together under this (6 MiB),
-# and leaves bigger launches to a schedule without scratch.
+# PoCL's pthread device keeps the private arrays of all work items of a work group on the
+# stack of the thread running the group (8 MiB here: a probe kernel of 2 x 3.97 MiB runs,
+# 2 x 4 MiB segfaults), and with no local size given makes a small NDRange one work group. So
+# the micro-kernel schedules launch each work item as a work group of its own
+# (`schedules.one_group_per_item`), and keep a work item's scratch under this (6 MiB),
+# leaving bigger ones to a schedule without scratch.
 OPENCL_GROUP_FLOATS = 3 << 19
 
 

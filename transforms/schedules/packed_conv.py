@@ -51,7 +51,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, result_shape
 from xrelay.transforms.schedules import micro_kernel as mk
 
 # The register block: CHANNELS output channels x VECTORS vectors of LANES output pixels (24
@@ -76,7 +76,10 @@ PACK_MAX_FLOATS = 1 << 16
 # scratch as private arrays), which PoCL's LLVM compiles to the same zmm broadcast-FMAs as gcc:
 # bench/opencl_kernels.py, PoCL on 1 thread against the C kernel, conv2d 3x3 64 -> 64 at
 # 56x56 2.09x -> 0.93x the C kernel's time, 8x16x28x28 -> 32 1.69x -> 0.97x (conv_vectors
-# before; one run, machine load 2-3).
+# before; one run, machine load 2-3). Each work item is launched as a work group of its own
+# (`one_group_per_item`), so PoCL's threads share them and each has its own stack for its
+# packed tile (PACK_MAX_FLOATS, far under micro_kernel.OPENCL_GROUP_FLOATS); in one group a
+# batch's tiles together overflowed it (64 64-channel 32x32 images segfaulted).
 DEVICES = ("cpu", "opencl")
 
 # Of those down to half the largest, the largest giving a `balanced` count of work items
@@ -170,11 +173,6 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     batch = shape_of(conv.res)[0]
     large = [rows for rows in fits if 2 * rows >= max(fits)]  # blocks at least half the largest
     rows = max(large, key=lambda rows: (balanced(batch * out_h // rows), rows))
-    if (
-        scope.device == "opencl"
-        and batch * (out_h // rows) * pack_floats(in_c, rows + reach, padded_width) > mk.OPENCL_GROUP_FLOATS
-    ):
-        return None  # the work items' private arrays would overflow PoCL's stack
     count = rows * math.ceil(out_w / mk.LANES)  # the vectors of a work item, row-aligned
     if not row_aligned(out_w, padded_width) or count < VECTORS:
         return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), False)
@@ -210,7 +208,8 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     batch, _, out_h, _ = result_shape(group)
     root = group_root(group)
     tiles = (batch, out_h // plan.row_block)
-    return emitter.parallel_nest(tiles, lambda tile: work_item(emitter, plan, root, tile, out))
+    nest = emitter.parallel_nest(tiles, lambda tile: work_item(emitter, plan, root, tile, out))
+    return one_group_per_item(nest) if group.se_scope is not None and group.se_scope.device == "opencl" else nest
 
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:

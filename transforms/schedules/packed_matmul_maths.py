@@ -33,7 +33,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, packed_matmul, result_shape
+from xrelay.transforms.schedules import Schedule, group_root, one_group_per_item, packed_matmul, result_shape
 from xrelay.transforms.schedules.matmul_block import EPILOGUE_MATHS, Matmul, dot_depth, matmul_anchor
 
 ROWS = 128
@@ -69,7 +69,7 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     shape = result_shape(group)
     tiles = (*shape[:-2], -(-shape[-2] // ROWS), -(-shape[-1] // COLUMNS))
     root = group_root(group)
-    return emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile).emit(root, out))
+    return one_group_per_item(emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile).emit(root, out)))
 
 
 class Block(packed_matmul.Block):

@@ -5,7 +5,8 @@ shape with a 3x3 kernel, stride 1, dilation 1, one group, and enough channels an
 the transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the
 image has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2). On opencl the kernel
 is the same code (the micro-kernel's vectors print as `float16`, the scratch as private
-arrays), a work item per image, the batch's scratch within OPENCL_GROUP_FLOATS.
+arrays), each work item launched as a work group of its own (PoCL's threads share them), its
+scratch within OPENCL_GROUP_FLOATS.
 
 Each m x m block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the alpha x
 alpha transform (alpha = m + 2) of a 3x3 kernel g and V = B^T d B that of the tile's input
@@ -69,7 +70,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, result_shape
 from xrelay.transforms.schedules import micro_kernel as mk
 
 
@@ -174,11 +175,12 @@ MIN_TILES = 32
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
 
-# On opencl (see micro_kernel.OPENCL_GROUP_FLOATS: PoCL runs a launch this small as one work
-# group on one thread) a work item is a whole image (more blocks would only compute U again
-# on the same thread: the ResNet block's convs, 2 blocks 1.26-1.28 ms -> 1 block 1.08-1.16 ms
-# device time), and the batch's scratch together stays under OPENCL_GROUP_FLOATS (6 MiB), else
-# F2, else packed_conv takes it.
+# On opencl each work item is a work group of its own (`one_group_per_item`), so PoCL runs
+# the blocks on its threads as the cpu's OpenMP does (in one group, one thread ran them all,
+# and a second block only computed U again: the ResNet block's convs, 2 blocks 1.26-1.28 ms
+# against 1 block 1.08-1.16 ms device time; in groups of one, 2 blocks 0.80 ms against 1.20),
+# and a work item's scratch stays under micro_kernel.OPENCL_GROUP_FLOATS (SCRATCH_MAX_FLOATS
+# keeps it well under).
 OPENCL_GROUP_FLOATS = mk.OPENCL_GROUP_FLOATS
 
 # On opencl, below this many multiply-adds of the direct conv per image packed_conv is
@@ -275,12 +277,10 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan |
     chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
     blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
-    if device == "opencl":
-        blocks = 1
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, device)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
         return None
-    if device == "opencl" and plan.scratch_floats * batch > OPENCL_GROUP_FLOATS:
+    if device == "opencl" and plan.scratch_floats > OPENCL_GROUP_FLOATS:
         return None
     return plan
 
@@ -294,7 +294,8 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
-    return emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
+    nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
+    return one_group_per_item(nest) if plan.device == "opencl" else nest
 
 
 @dataclass(frozen=True)
