@@ -12,7 +12,8 @@ import pytest
 from kernel_cases import ELEMENTWISE, LOOP_KERNELS, kernel_sources_of, random_inputs
 
 from xrelay.errors import CompileError, DeviceError
-from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
+from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.opencl import OpenCLDevice, build_opencl, default_opencl_context, run_opencl_kernel
 
 # --- OpenCL ---------------------------------------------------------------------------------
 
@@ -68,3 +69,45 @@ def test_missing_pyopencl_says_how_to_install_it(cache: Path, monkeypatch: pytes
 def test_opencl_builder_rejects_c_kernel_sources_of(cache: Path, cl_context) -> None:
     with pytest.raises(CompileError, match="is c code, but this builder builds opencl kernels"):
         build_opencl(cl_context, kernel_sources_of("c", [ELEMENTWISE]))
+
+
+GROUPS_PROBE = """__kernel void k_groups(__global const float *in0, __global float *out0) {
+  size_t i = get_global_id(0);
+  if (i < 4) out0[i] = in0[i] + 10.0f * get_local_size(0) + 100.0f * get_num_groups(0);
+}
+"""
+
+
+def groups_probe(local_size: tuple[int, ...] | None) -> KernelSource:
+    """A kernel writing in0 + 10 x its work-group size + 100 x its work-group count."""
+    return KernelSource("k_groups", "opencl", GROUPS_PROBE, (4,), 1, 0, local_size)
+
+
+@pytest.mark.parametrize(("local_size", "groups"), [((1,), 4), ((2,), 2)])
+def test_the_local_size_reaches_the_launch(cl_context, local_size: tuple[int, ...], groups: int) -> None:
+    """`KernelSource.local_size` is the launch's work-group shape, in `OpenCLKernel` calls
+    and in the executor's bound launches (`OpenCLDevice.bind`) alike; the manifest keeps it."""
+    import pyopencl as cl
+
+    source = groups_probe(local_size)
+    assert KernelSource.from_json(source.to_json(), source.source) == source
+    x = np.arange(4, dtype=np.float32)
+    expected = x + 10 * local_size[0] + 100 * groups
+    program = build_opencl(cl_context, [source])
+    np.testing.assert_array_equal(
+        run_opencl_kernel(cl.CommandQueue(cl_context), program["k_groups"], [x], (4,)), expected
+    )
+    device = OpenCLDevice(0)
+    kernel = device.load([source], "opencl").kernels["k_groups"]
+    tensors = [device.tensor(device.alloc(16), (4,), np.dtype(np.float32)) for _ in range(2)]
+    device.write(tensors[0], x)
+    device.bind(kernel, tensors)()
+    got = np.zeros(4, np.float32)
+    device.read(tensors[1], got)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_without_a_local_size_the_manifest_has_none() -> None:
+    source = groups_probe(None)
+    assert "local_size" not in source.to_json()
+    assert KernelSource.from_json(source.to_json(), source.source) == source

@@ -1,7 +1,8 @@
 """packed_matmul_maths: an opencl matmul whose epilogue calls a maths function takes
 packed_matmul's nest; built for OpenCL (PoCL) and run against `xrelay.interpret`: whole and
 edge blocks, k-blocks with a remainder, size-1 dims, GELU with tanh and an exp epilogue, and
-NaN and inf inputs. Matmuls without maths, and every cpu matmul, keep their schedules."""
+NaN and inf inputs, each block launched as a work group of its own. Matmuls without maths,
+and every cpu matmul, keep their schedules."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ def check_opencl(text: str, inputs: dict[str, np.ndarray] | None = None) -> None
     assert opencl_schedules(text) == ["packed_matmul_maths"]
     inputs = inputs if inputs is not None else random_inputs(text, 0)
     expected = xrelay.interpret(xrelay.parse(text), inputs)
-    got = xrelay.build(text, targets=("c", "opencl"), default_device="opencl").run(**inputs)
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    exe = xrelay.build(text, targets=("c", "opencl"), default_device="opencl")
+    (kernel,) = [k for k in exe.kernels if k.language == "opencl"]
+    assert kernel.local_size == (1,) * len(kernel.global_size)  # a work group per block
+    np.testing.assert_allclose(exe.run(**inputs), expected, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
 @pytest.mark.parametrize(

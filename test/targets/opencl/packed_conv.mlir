@@ -6,9 +6,10 @@
 // channels x 3 vectors of 16 pixels, summed by broadcast-FMAs on `float16`s (one load of
 // each pixel vector per tap, one broadcast weight per channel; the 3x3 taps unrolled in the
 // loop over input channels), stored to a scratch block for the epilogue. (The 12 rows are
-// two blocks of 6, so that two threads get a work item each.)
+// two blocks of 6, so that two threads get a work item each: each is a work group of its
+// own, `relay.work_group_per_item`, which PoCL spreads over its threads.)
 
-// IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "packed_conv"}
+// IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "packed_conv", relay.work_group_per_item}
 // IR:         vector.fma
 
 // CL-LABEL: __kernel void fused_nn_conv2d_nn_bias_add_nn_relu(

@@ -2,15 +2,16 @@
 // RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
 
 // An opencl 3x3 conv2d of stride 1 with enough work per image gets winograd_conv, as on the
-// cpu: F(2x2, 3x3) here (12 x 12 tiles). One work item per image (PoCL runs a small NDRange
-// as one work group on one thread), its scratch as private arrays: U (4 blocks of 8
+// cpu: F(2x2, 3x3) here (12 x 12 tiles). One work item per image (too few tiles for two),
+// launched as a work group of its own (`relay.work_group_per_item`: PoCL spreads such
+// groups over its threads), its scratch as private arrays: U (4 blocks of 8
 // channels x 16 positions x 32 x 8), V, the packed chunk (2 x 32 channels x 4 rows x 33
 // slots), M, Y and the taps; the input transform V in `float16` vectors of 16 slots (2 per
 // channel); the products are the micro-kernel's broadcast-FMAs on `float16`s (2 vectors of
 // slots per channel of a block of 8), stored with vstore16; then the probe, and the
 // epilogue from Y when it is finite, else output by output.
 
-// IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "winograd_conv"}
+// IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "winograd_conv", relay.work_group_per_item}
 // IR:         vector.fma
 
 // CL-LABEL: __kernel void fused_nn_conv2d_nn_bias_add_nn_relu(
