@@ -8,7 +8,10 @@ interleaved run (`timing.interleaved_medians`, --rounds rounds): the C kernel ca
 directly at --threads threads, the OpenCL kernel launched and waited for, timed by its
 profiling event (start to end: the device's time, without the launch and the wait, which on
 a loaded machine swing from 10 us to milliseconds). Each line names both schedules; the
-last line sums the kernels (a model's time without its launches and copies).
+last line sums the kernels (a model's time without its launches and copies). A kernel the
+compiler gives a local size (`relay.work_group_per_item`: a work group per work item) is also
+timed in the same rounds launched without one (PoCL then chooses: one work group for a small
+NDRange), the last column.
 
     POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=1 \\
         .venv/bin/python bench/opencl_model_kernels.py transformer [--only NAME] [--threads N]
@@ -21,6 +24,7 @@ import os
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +39,7 @@ import xrelay
 from xrelay.driver import all_passes
 from xrelay.runtime.c_library import build_c
 from xrelay.runtime.kernels import KernelSource
-from xrelay.runtime.opencl import build_opencl, default_opencl_context, import_pyopencl
+from xrelay.runtime.opencl import OpenCLKernel, build_opencl, default_opencl_context, import_pyopencl
 from xrelay.targets.c_style import lowered_kernels
 from xrelay.targets.kernels import kernel_source
 
@@ -64,10 +68,16 @@ def shapes(kernel: func.FuncOp) -> list[tuple[int, ...]]:
 
 
 def time_pair(
-    c_function: Any, opencl: Any, context: Any, queue: Any, shapes: list[tuple[int, ...]], rounds: int
-) -> tuple[float, float]:
+    c_function: Any,
+    opencl: OpenCLKernel,
+    context: Any,
+    queue: Any,
+    shapes: list[tuple[int, ...]],
+    rounds: int,
+) -> tuple[float, float, float | None]:
     """The C kernel's median time and the OpenCL kernel's median device time, in one
-    interleaved run on the same random inputs, after checking that their outputs agree."""
+    interleaved run on the same random inputs, after checking that their outputs agree; and
+    when the kernel has a local size, its median device time launched without one."""
     cl = import_pyopencl()
     rng = np.random.default_rng(0)
     *ins, out_shape = shapes
@@ -77,19 +87,26 @@ def time_pair(
     mf = cl.mem_flags
     buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
     buffers.append(cl.Buffer(context, mf.READ_WRITE, max(4, cl_out.nbytes)))
-    device_seconds: list[float] = []
+    device_seconds: dict[str, list[float]] = {"opencl": [], "no local": []}
+    unlocalised = dataclasses.replace(opencl, local_size=None)
 
-    def launch() -> None:
-        event = opencl(queue, *buffers)
+    def launch(kernel: OpenCLKernel, times: list[float]) -> None:
+        event = kernel(queue, *buffers)
         event.wait()
-        device_seconds.append((event.profile.end - event.profile.start) * 1e-9)
+        times.append((event.profile.end - event.profile.start) * 1e-9)
 
-    fns: dict[str, Callable[[], object]] = {"c": lambda: c_function(*addresses), "opencl": launch}
+    fns: dict[str, Callable[[], object]] = {
+        "c": lambda: c_function(*addresses),
+        "opencl": lambda: launch(opencl, device_seconds["opencl"]),
+    }
+    if opencl.local_size is not None:
+        fns["no local"] = lambda: launch(unlocalised, device_seconds["no local"])
     times = interleaved_medians(fns, rounds)
     cl.enqueue_copy(queue, cl_out, buffers[-1])
     queue.finish()
     np.testing.assert_allclose(cl_out, c_out, rtol=1e-3, atol=1e-3, equal_nan=True)
-    return times["c"], float(np.median(device_seconds))
+    free = float(np.median(device_seconds["no local"])) if opencl.local_size is not None else None
+    return times["c"], float(np.median(device_seconds["opencl"])), free
 
 
 def main() -> None:
@@ -109,15 +126,16 @@ def main() -> None:
     threads = os.environ.get("POCL_MAX_PTHREAD_COUNT", "all cores")
     print(f"{args.model}: ms, medians of {args.rounds} interleaved rounds (C: {args.threads} thread(s); "
           f"OpenCL: device time on {context.devices[0].name}, {threads} threads)")  # fmt: skip
-    print(f"  {'kernel':<50} {'c schedule':<20} {'opencl schedule':<20} {'c':>8} {'opencl':>8} {'ratio':>7}")
+    print(f"  {'kernel':<50} {'c schedule':<20} {'opencl schedule':<20} {'c':>8} {'opencl':>8} {'ratio':>7} "
+          f"{'no local':>9}")  # fmt: skip
     total_c = total_cl = 0.0
     for name, (kernel, _) in c_kernels.items():
         if args.only not in name:
             continue
-        c, opencl = time_pair(library[name].function, program[name], context, queue, shapes(kernel), args.rounds)
+        c, opencl, free = time_pair(library[name].function, program[name], context, queue, shapes(kernel), args.rounds)
         total_c, total_cl = total_c + c, total_cl + opencl
         print(f"  {name[:50]:<50} {schedule(kernel):<20} {schedule(cl_kernels[name][0]):<20} "
-              f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x")  # fmt: skip
+              f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x {'' if free is None else f'{free * 1e3:9.3f}'}")  # fmt: skip
     ratio = total_cl / total_c if total_c else float("nan")
     print(f"  {'all kernels':<92} {total_c * 1e3:8.3f} {total_cl * 1e3:8.3f} {ratio:6.2f}x")
 
