@@ -178,9 +178,13 @@ SCRATCH_MAX_FLOATS = 3 << 17
 # On opencl each work item is a work group of its own (`one_group_per_item`), so PoCL runs
 # the blocks on its threads as the cpu's OpenMP does (in one group, one thread ran them all,
 # and a second block only computed U again: the ResNet block's convs, 2 blocks 1.26-1.28 ms
-# against 1 block 1.08-1.16 ms device time; in groups of one, 2 blocks 0.80 ms against 1.20),
-# and a work item's scratch stays under micro_kernel.OPENCL_GROUP_FLOATS (SCRATCH_MAX_FLOATS
-# keeps it well under).
+# against 1 block 1.08-1.16 ms device time; in groups of one at 2 PoCL threads, 2 blocks
+# 0.80 ms against 1 block 1.20, a probe on a quieter machine). PoCL's idle threads sleep: with
+# the other core busy, its second thread woke too late to take a work item under ~10 ms, and
+# both launches ran alike (bench/opencl_model_kernels.py's `no local` column, load 3.5); at 1
+# thread the second block cost 0.98x -> 1.00x of the C kernel's time, within the noise. A work
+# item's scratch stays under micro_kernel.OPENCL_GROUP_FLOATS (SCRATCH_MAX_FLOATS keeps it
+# well under).
 OPENCL_GROUP_FLOATS = mk.OPENCL_GROUP_FLOATS
 
 # On opencl, below this many multiply-adds of the direct conv per image packed_conv is
