@@ -181,11 +181,17 @@ SCRATCH_MAX_FLOATS = 3 << 17
 # against 1 block 1.08-1.16 ms device time; in groups of one at 2 PoCL threads, 2 blocks
 # 0.80 ms against 1 block 1.20, a probe on a quieter machine). PoCL's idle threads sleep: with
 # the other core busy, its second thread woke too late to take a work item under ~10 ms, and
-# both launches ran alike (bench/opencl_model_kernels.py's `no local` column, load 3.5); at 1
-# thread the second block cost 0.98x -> 1.00x of the C kernel's time, within the noise. A work
+# both launches ran alike (bench/opencl_model_kernels.py's `no local` column, load 3.5). Even
+# on an idle machine it joins late (about half a millisecond): so on opencl the blocks are
+# made for OPENCL_MIN_ITEMS work items, and the thread that starts first takes more of them.
+# The ResNet block's convs at 2 PoCL threads, idle machine, one run each: 2 blocks 0.87-1.07
+# and 1.06-1.25 ms (1.08-1.10 and 1.14-1.22 without a local size), 3 blocks 0.68-0.70 and
+# 0.69-0.70 ms (1.13-1.21 and 1.15-1.19 without), 0.96-1.04x the C kernels' time at 2
+# threads; at 1 thread 3 blocks cost 1.04x the C kernels' time (1 block 0.98x). A work
 # item's scratch stays under micro_kernel.OPENCL_GROUP_FLOATS (SCRATCH_MAX_FLOATS keeps it
 # well under).
 OPENCL_GROUP_FLOATS = mk.OPENCL_GROUP_FLOATS
+OPENCL_MIN_ITEMS = 4
 
 # On opencl, below this many multiply-adds of the direct conv per image packed_conv is
 # faster. Device time of winograd_conv over packed_conv on PoCL, 1 thread, one interleaved
@@ -280,7 +286,8 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan |
     chunk_cols = min(tiles_w, SLOTS)
     chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
-    blocks = max(1, min(units, math.ceil(MIN_ITEMS / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
+    items = OPENCL_MIN_ITEMS if device == "opencl" else MIN_ITEMS
+    blocks = max(1, min(units, math.ceil(items / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, device)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
         return None
