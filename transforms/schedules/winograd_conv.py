@@ -180,7 +180,11 @@ SCRATCH_MAX_FLOATS = 3 << 17
 # that computes U once and then every image: its kernel runs on one thread. The C kernels'
 # threads wait passively between calls (bench/models.py sets OMP_WAIT_POLICY=passive), and
 # waking the second one costs more than it saves here: the CNN's second conv (8 x 16 x 14 x
-# 14 -> 32, 7.2M), a work item per image, took 0.154 ms at 1 thread and 0.166-0.207 ms at 2.
+# 14 -> 32, 7.2M), a work item per image, took 0.154 ms at 1 thread and 0.166-0.207 ms at 2;
+# one work item, 0.131-0.132 ms at both. Above it a work item per image pays once the second
+# core is free: at load 2.2 on 2 cores (the second core busy) 8 x 16 -> 32 at 20 x 20 (14.7M),
+# 28 x 28 (29M) and 40 x 40 (59M) took 0.249 / 0.415 / 0.763 ms as one item and 0.277-0.286 /
+# 0.457-0.468 / 0.816-0.821 ms per image at 1 and 2 threads alike (U computed 8 times).
 CPU_THREAD_WORK = 1 << 24
 
 # On opencl (see micro_kernel.OPENCL_GROUP_FLOATS: PoCL runs a launch this small as one work
