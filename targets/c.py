@@ -28,7 +28,8 @@ are never read one by one (no `vector.insert` or `vector.reduction` in C).
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK`) is preceded
 by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
 collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
-reduction across its iterations stays on one thread. The builder defines the macro.
+reduction across its iterations, or of one iteration, stays on one thread. The builder
+defines the macro.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class CEmitter(CStyleEmitter):
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads
         when the nest does enough work (and has no reduction across its iterations)."""
         counts = trip_counts(op, self.target)
-        if not op.initVals and counts and prod(counts) * estimated_work(op.body.block) >= PARALLEL_WORK:
+        if not op.initVals and prod(counts) > 1 and prod(counts) * estimated_work(op.body.block) >= PARALLEL_WORK:
             collapse = 1
             while collapse < len(counts) - 1 and prod(counts[:collapse]) < PARALLEL_ITERATIONS:
                 collapse += 1

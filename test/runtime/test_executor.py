@@ -181,3 +181,21 @@ def test_kernels_of_a_device_that_compiles_at_first_launch_are_launched_at_load(
     assert calls == ["device:add", "device:add"]  # both launches of add on the lazy device, nothing else
     x = inputs("ABCD")
     np.testing.assert_allclose(run(executor, x), duplex_expected(x), rtol=1e-6)
+
+
+def test_cpu_runs_take_strided_inputs_and_return_fresh_results() -> None:
+    """The per-run path binds its writes and reads once: a strided or read-only input is
+    written as it reads, and a result is the caller's, not a view of a workspace the next
+    run overwrites."""
+    executor = real_executor(SIMPLEX, [5], [CPU, CPU], ["cpu", "cpu:1"])
+    rng = np.random.default_rng(1)
+    wide = rng.standard_normal((N, 2)).astype(np.float32)
+    x = {"A": wide[:, 1], "B": inputs("B")["B"], "D": inputs("D")["D"]}
+    x["B"].flags.writeable = False
+    first = run(executor, x)
+    np.testing.assert_allclose(first, simplex_expected(x), rtol=1e-6)
+    expected_first = first.copy()
+    second = run(executor, {n: a * 2 for n, a in x.items()})
+    np.testing.assert_allclose(second, 2 * simplex_expected(x), rtol=1e-6)
+    np.testing.assert_array_equal(first, expected_first)
+    assert first.flags.owndata and first.flags.writeable

@@ -171,6 +171,29 @@ def test_winograd_conv_agrees_with_interpret(name: str) -> None:
     check(text, inputs(CASES[name], np.random.default_rng(0)))
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_work_items_per_image_agree_with_interpret(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases are under CPU_THREAD_WORK (one work item, the batch in it); with a work item
+    per image and block of tile rows, as a bigger conv has them, the results are the same."""
+    monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
+    text = case_text(name)
+    assert schedules(text) == ["winograd_conv"]
+    check(text, inputs(CASES[name], np.random.default_rng(0)), num_threads=2)
+
+
+def test_small_conv_is_one_work_item_on_one_thread() -> None:
+    """The CNN's second conv (7.2M multiply-adds, under CPU_THREAD_WORK): one work item, so
+    its kernel computes U once and opens no parallel region, even built for two threads."""
+    text = case_text("cnn_second_conv")
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and plan.direct_work < winograd_conv.CPU_THREAD_WORK
+    two = xrelay.build(text, targets=("c",), num_threads=2)
+    assert not any("omp parallel" in k.source for k in two.kernels)
+    arrays = inputs(CASES["cnn_second_conv"], np.random.default_rng(5))
+    np.testing.assert_array_equal(two.run(**arrays), xrelay.build(text, targets=("c",), num_threads=1).run(**arrays))
+    check(text, arrays, num_threads=2)
+
+
 @pytest.mark.usefixtures("small_work_on_opencl")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:

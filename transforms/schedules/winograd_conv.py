@@ -17,7 +17,9 @@ per output and channel pair, against 9 for the direct convolution.
 
 The nest spans (n, block of tile rows); a work item computes every output channel of its
 tile rows, whole runs of `Plan.chunk_rows` tile rows (the blocks differ by one run at most,
-and no run is computed twice). Its phases:
+and no run is computed twice). On cpu, a conv under CPU_THREAD_WORK is one work item instead
+(phase 1 once, then phase 2 for every image and block): its kernel stays on one thread.
+Its phases:
 
 1. Weights: U for all xi, out channels k and in channels c, into scratch (`memref.alloca`):
    per block of CHANNELS output channels, its weights copied tap by tap (unit-stride rows),
@@ -175,6 +177,17 @@ MIN_TILES = 32
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
 
+# On cpu, a conv of fewer direct multiply-adds than this (the whole batch) is one work item
+# that computes U once and then every image: its kernel runs on one thread. The C kernels'
+# threads wait passively between calls (bench/models.py sets OMP_WAIT_POLICY=passive), and
+# waking the second one costs more than it saves here: the CNN's second conv (8 x 16 x 14 x
+# 14 -> 32, 7.2M), a work item per image, took 0.154 ms at 1 thread and 0.166-0.207 ms at 2;
+# one work item, 0.131-0.132 ms at both. Above it a work item per image pays once the second
+# core is free: at load 2.2 on 2 cores (the second core busy) 8 x 16 -> 32 at 20 x 20 (14.7M),
+# 28 x 28 (29M) and 40 x 40 (59M) took 0.249 / 0.415 / 0.763 ms as one item and 0.277-0.286 /
+# 0.457-0.468 / 0.816-0.821 ms per image at 1 and 2 threads alike (U computed 8 times).
+CPU_THREAD_WORK = 1 << 24
+
 # On opencl each work item is a work group of its own (`one_group_per_item`), so PoCL runs
 # the blocks on its threads as the cpu's OpenMP does (in one group, one thread ran them all,
 # and a second block only computed U again: the ResNet block's convs, 2 blocks 1.26-1.28 ms
@@ -233,6 +246,12 @@ class Plan:
     def units(self) -> int:
         """Runs of chunk_rows tile rows per image (the last starting earlier, if need be)."""
         return math.ceil(self.tiles_h / self.chunk_rows)
+
+    @property
+    def direct_work(self) -> int:
+        """Multiply-adds of the direct convolution, the whole batch."""
+        batch, _, out_h, out_w = shape_of(self.conv.res)
+        return batch * self.out_c * self.in_c * 9 * out_h * out_w
 
     @property
     def pitch(self) -> int:
@@ -305,6 +324,8 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
+    if plan.device == "cpu" and plan.direct_work < CPU_THREAD_WORK:
+        return emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
     nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest) if plan.device == "opencl" else nest
 
@@ -327,24 +348,45 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
     """Runs of chunk rows `block * units // blocks` to `(block + 1) * units // blocks` (no
     chunk computed twice; the items differ by one run at most) of image tile[0], every
     output channel: U, then the chunks."""
-    n, block = tile
-    units = (
-        e.div_const(e.mul_const(block, plan.units), plan.blocks),
-        e.div_const(e.mul_const(e.add_const(block, 1), plan.units), plan.blocks),
-    )
+    scratch = item_scratch(e, plan)
+    weight_transform(e, plan, scratch.u)
+    chunks(e, plan, root, scratch, tile, out)
 
+
+def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, batch: int, out: SSAValue) -> None:
+    """The whole batch as one work item (a conv under CPU_THREAD_WORK): U once, then every
+    image's chunks."""
+    scratch = item_scratch(e, plan)
+    weight_transform(e, plan, scratch.u)
+
+    def image(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        chunks(e, plan, root, scratch, ivs, out)
+        return []
+
+    e.loops([batch, plan.blocks], [], image)
+
+
+def item_scratch(e: GroupEmitter, plan: Plan) -> Scratch:
     def alloca(*shape: int) -> SSAValue:
         return e.emit(memref.AllocaOp.get(f32, shape=list(shape)))
 
     in_c, f = plan.in_c, plan.f
-    scratch = Scratch(
+    return Scratch(
         alloca(channel_blocks(plan), f.xi, in_c * CHANNELS),
         alloca(f.xi, in_c, SLOTS),
         alloca(f.m, in_c, f.alpha, SLOTS + 1),
         alloca(f.xi, CHANNELS, SLOTS),
         alloca(CHANNELS, f.m, f.m * SLOTS),
     )
-    weight_transform(e, plan, scratch.u)
+
+
+def chunks(e: GroupEmitter, plan: Plan, root: SSAValue, scratch: Scratch, tile: list[SSAValue], out: SSAValue) -> None:
+    """Every chunk of block tile[1] of image tile[0], with U in `scratch`."""
+    n, block = tile
+    units = (
+        e.div_const(e.mul_const(block, plan.units), plan.blocks),
+        e.div_const(e.mul_const(e.add_const(block, 1), plan.units), plan.blocks),
+    )
     grid: list[Extent] = [units, math.ceil(plan.tiles_w / plan.chunk_cols)]
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
