@@ -14,9 +14,9 @@ broadcast-FMA per vector:
 
 `rhs` usually loads from a packed panel (`pack_panel`: [panels, depth, columns] floats, so
 each step's vectors are adjacent and every load is unit-stride); `lhs` is any f32 value,
-best a load from rows packed the same way (`pack_rows`: [panels, depth, rows]) or copied
-as they are (`copy_rows`: [panels, rows, depth + pad], a copy, no transpose): then the
-tile's rows are one pointer and constant offsets, and an edge row is clamped once while
+best a load from rows copied as they are (`copy_rows`: [panels, rows, depth + pad], a
+copy, no transpose; packing them transposed, [panels, depth, rows], was up to 6% slower):
+then the tile's rows are one pointer and constant offsets, and an edge row is clamped once while
 packing instead of in every step. The accumulators are a flat list, row-major:
 `acc[r * tile.vectors + v]`. `load_block`/`store_block` move a tile from and to a
 memref (a scratch block: k-blocking adds to it; the epilogue reads it), `zeros` starts one.
@@ -35,7 +35,6 @@ API (kept stable for the schedules built on it; additions only):
     accumulate(e, tile, extents, accs, lhs, rhs) -> accs
     load_block(e, tile, ref, at) / store_block(e, tile, accs, ref, at)
     pack_panel(e, tile, scratch, panels, depth, element)
-    pack_rows(e, tile, scratch, panels, depth, element)
     copy_rows(e, tile, scratch, panels, depth, element)
     Layout, rhs_index(layout, n, k)          a matmul rhs's index: [n, k] (TRANSPOSED) or [k, n] (PLAIN)
 """
@@ -173,22 +172,15 @@ def pack_panel(
     adjacent, so `accumulate` loads them unit-stride. `scratch` is a
     memref<panels x depth' x columns x f32> (depth' at least the trip count). `element` must
     read inside its operand for every column asked for (clamp the edge)."""
-    _pack(e, tile.columns, scratch, panels, depth, element)
 
+    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        p, k, j = ivs
+        position = k if isinstance(depth, int) else e.sub(k, depth[0])
+        column = e.add(e.mul_const(p, tile.columns), j)
+        e.builder.insert(memref.StoreOp.get(element(column, k), scratch, [p, position, j]))
+        return []
 
-def pack_rows(
-    e: KernelBuilder,
-    tile: Tile,
-    scratch: SSAValue,
-    panels: int,
-    depth: Extent,
-    element: Callable[[SSAValue, SSAValue], SSAValue],
-) -> None:
-    """`scratch[p, k, r] = element(p * tile.rows + r, k)` for p < `panels`, k in `depth` (as
-    in `pack_panel`) and r < tile.rows: the lhs rows of `panels` tiles, each step's `rows`
-    floats adjacent, for `accumulate`'s `lhs` to load. `scratch` is a
-    memref<panels x depth' x rows x f32>; `element` must read inside its operand."""
-    _pack(e, tile.rows, scratch, panels, depth, element)
+    e.loops([panels, depth, tile.columns], [], body)
 
 
 def copy_rows(
@@ -201,7 +193,7 @@ def copy_rows(
 ) -> None:
     """`scratch[p, r, k] = element(p * tile.rows + r, k)` for p < `panels`, r < tile.rows and
     k in `depth` (as in `pack_panel`): the lhs rows of `panels` tiles as they lie along k, so
-    that the copy reads and writes unit-stride where `pack_rows` transposes. `scratch` is a
+    that the copy reads and writes unit-stride (a transposed [k, r] panel was slower). `scratch` is a
     memref<panels x rows x depth' x f32>, depth' at least the trip count (a few floats more
     spread the rows over the cache's sets); `element` must read inside its operand."""
 
@@ -212,23 +204,3 @@ def copy_rows(
         return []
 
     e.loops([panels, tile.rows, depth], [], body)
-
-
-def _pack(
-    e: KernelBuilder,
-    width: int,
-    scratch: SSAValue,
-    panels: int,
-    depth: Extent,
-    element: Callable[[SSAValue, SSAValue], SSAValue],
-) -> None:
-    """`scratch[p, k, i] = element(p * width + i, k)`: `width` operand rows or columns per
-    panel, adjacent per step k (k from 0 in scratch where `depth` is [lo, hi))."""
-
-    def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        p, k, i = ivs
-        position = k if isinstance(depth, int) else e.sub(k, depth[0])
-        e.builder.insert(memref.StoreOp.get(element(e.add(e.mul_const(p, width), i), k), scratch, [p, position, i]))
-        return []
-
-    e.loops([panels, depth, width], [], body)

@@ -73,7 +73,7 @@ ROWS = 128
 COLUMNS = 128
 DEPTH = 256
 # The lhs rows are copied as they lie (`micro_kernel.copy_rows`), not transposed into
-# `pack_rows`' [k, r] panels: the micro-kernel's 16 broadcasts per step then read 16 rows
+# [k, r] panels (as the rhs is): the micro-kernel's 16 broadcasts per step then read 16 rows
 # instead of one line, and the copy is unit-stride (0.5-6% faster, one run at load 1.7:
 # dense 128x1024.256x1024 91.7 -> 97.3 GFLOP/s, 64x784.512x784 98.9 -> 100.1). Rows
 # ROW_PAD floats longer than the k-block spread the 16 rows over the cache's sets (1 KiB
