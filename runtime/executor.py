@@ -211,24 +211,12 @@ class GraphExecutor:
                 self._free.append(workspace)
 
     def run(self, inputs: Mapping[str, Any]) -> list[np.ndarray]:
-        """Runs the graph on `inputs` (by name) and returns fresh arrays of its results.
-
-        The per-run path is kept short (no context manager, every write, call and read bound
-        in the workspace): between the calls of a model served alongside other work, this
-        code and its data are out of the caches, and each step taken costs misses."""
+        """Runs the graph on `inputs` (by name) and returns fresh arrays of its results."""
         arrays = self.check_inputs(inputs)
-        with self._lock:
-            workspace = self._free.pop() if self._free else None
-        workspace = workspace or Workspace(self)
-        try:
-            for index, array in arrays.items():
-                workspace.writers[index](array)
-            for step in workspace.steps:
-                step()
-            return [read() for read in workspace.readers]
-        finally:
-            with self._lock:
-                self._free.append(workspace)
+        with self.workspace() as workspace:
+            workspace.write_inputs(arrays)
+            workspace.run()
+            return workspace.outputs()
 
     def profile(self, inputs: Mapping[str, Any], runs: int = 1) -> Profile:
         """Runs `runs` times, waiting for each node's devices, and reports what the runs did
