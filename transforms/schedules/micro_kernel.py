@@ -59,9 +59,8 @@ VECTOR = VectorType(f32, [LANES])
 # stack of the thread running the group (8 MiB here: a probe kernel of 2 x 3.97 MiB runs,
 # 2 x 4 MiB segfaults), and with no local size given makes a small NDRange one work group. So
 # the micro-kernel schedules launch each work item as a work group of its own
-# (`schedules.one_group_per_item`), and keep a work item's scratch under this (6 MiB),
-# leaving bigger ones to a schedule without scratch.
-OPENCL_GROUP_FLOATS = 3 << 19
+# (`schedules.one_group_per_item`), and bound a work item's scratch well under that stack
+# (packed_conv.PACK_MAX_FLOATS, winograd_conv.SCRATCH_MAX_FLOATS: at most 1.5 MiB).
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ PACK_MAX_FLOATS = 1 << 16
 # 56x56 2.09x -> 0.93x the C kernel's time, 8x16x28x28 -> 32 1.69x -> 0.97x (conv_vectors
 # before; one run, machine load 2-3). Each work item is launched as a work group of its own
 # (`one_group_per_item`), so PoCL's threads share them and each has its own stack for its
-# packed tile (PACK_MAX_FLOATS, far under micro_kernel.OPENCL_GROUP_FLOATS); in one group a
+# packed tile (PACK_MAX_FLOATS: 256 KiB, far under its 8 MiB); in one group a
 # batch's tiles together overflowed it (64 64-channel 32x32 images segfaulted).
 DEVICES = ("cpu", "opencl")
 

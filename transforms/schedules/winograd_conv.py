@@ -6,7 +6,7 @@ the transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 w
 image has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2). On opencl the kernel
 is the same code (the micro-kernel's vectors print as `float16`, the scratch as private
 arrays), each work item launched as a work group of its own (PoCL's threads share them), its
-scratch within OPENCL_GROUP_FLOATS.
+scratch within SCRATCH_MAX_FLOATS as on the cpu.
 
 Each m x m block of outputs (a tile) is Y = A^T [U . V] A, where U = G g G^T is the alpha x
 alpha transform (alpha = m + 2) of a 3x3 kernel g and V = B^T d B that of the tile's input
@@ -172,8 +172,8 @@ ITEM_PRODUCTS = 2048
 # as much as the products): packed_conv is faster there (bench/kernels.py --conv).
 MIN_TILES = 32
 
-# The work item's scratch (U, V, the packed chunk, M and Y) lives on the stack: at most this
-# many floats (1.5 MiB, of the 8 MiB stacks of threads here; the ResNet block's F4 needs
+# The work item's scratch (U, V, the packed chunk, M and Y) lives on the stack (on opencl,
+# its work group's thread's): at most this many floats (1.5 MiB, of the 8 MiB stacks here; the ResNet block's F4 needs
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
 
@@ -201,9 +201,7 @@ CPU_THREAD_WORK = 1 << 24
 # and 1.06-1.25 ms (1.08-1.10 and 1.14-1.22 without a local size), 3 blocks 0.68-0.70 and
 # 0.69-0.70 ms (1.13-1.21 and 1.15-1.19 without), 0.96-1.04x the C kernels' time at 2
 # threads; at 1 thread 3 blocks cost 1.04x the C kernels' time (1 block 0.98x). A work
-# item's scratch stays under micro_kernel.OPENCL_GROUP_FLOATS (SCRATCH_MAX_FLOATS keeps it
-# well under).
-OPENCL_GROUP_FLOATS = mk.OPENCL_GROUP_FLOATS
+# item's scratch is a work group's (SCRATCH_MAX_FLOATS, well under PoCL's 8 MiB stack).
 OPENCL_MIN_ITEMS = 4
 
 # On opencl, below this many multiply-adds of the direct conv per image packed_conv is
@@ -309,8 +307,6 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan |
     blocks = max(1, min(units, math.ceil(items / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, device)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
-        return None
-    if device == "opencl" and plan.scratch_floats > OPENCL_GROUP_FLOATS:
         return None
     return plan
 
