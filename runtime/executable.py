@@ -133,9 +133,6 @@ class Executable:
         return report
 
     def _by_name(self, inputs: tuple[Any, ...], named: Mapping[str, Any]) -> dict[str, Any]:
-        names = self.executor.input_names
-        if not named and len(inputs) == len(names) and all(type(a) is np.ndarray for a in inputs):
-            return dict(zip(names, inputs))  # the common call, `run(x)`, decided first
         if len(inputs) == 1 and isinstance(inputs[0], Mapping):
             return {**inputs[0], **named}
         if len(inputs) == 1 and isinstance(inputs[0], list | tuple):
@@ -149,7 +146,7 @@ class Executable:
 
     @property
     def input_names(self) -> list[str]:
-        return list(self.executor.input_names)
+        return list(self.executor.inputs)
 
     def placement(self) -> list[tuple[str, str]]:
         """`(node, device)` for every kernel and copy, in execution order (copies as `src -> dst`)."""

@@ -84,7 +84,6 @@ class GraphExecutor:
         self.params = dict(params or {})
         is_param = [n["op"] == "null" and n["name"] in self.params for n in self.nodes]
         self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and not is_param[i]}
-        self.input_names = tuple(self.inputs)
         self.heads: list[int] = [h[0] for h in graph["heads"]]
         self._check_nops()
         nodes = [(self._func_name(i), i) for i, n in enumerate(self.nodes) if n["op"] != "null"]
@@ -260,12 +259,10 @@ class GraphExecutor:
 
     def check_inputs(self, inputs: Mapping[str, Any]) -> dict[int, np.ndarray]:
         """The inputs as arrays by entry, after checking their names, shapes and dtypes."""
-        if inputs.keys() == self.inputs.keys():
-            return {index: self._checked(name, index, inputs[name]) for name, index in self.inputs.items()}
-        names = list(self.inputs)
-        missing = [n for n in names if n not in inputs]
-        unknown = [n for n in inputs if n not in self.inputs]
-        if missing or unknown:
+        if inputs.keys() != self.inputs.keys():
+            names = list(self.inputs)
+            missing = [n for n in names if n not in inputs]
+            unknown = [n for n in inputs if n not in self.inputs]
             raise InputError(
                 f"the program takes inputs {', '.join(names)}; "
                 + "; ".join(
