@@ -62,12 +62,9 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.vector_math import helper_text
+from xrelay.transforms.schedules import WORK_GROUP_PER_ITEM_ATTR
 
 SCOPE_ATTR = "relay.se_scope"
-# A unit attribute on a kernel whose work items are heavy (a micro-kernel's blocks): each work
-# item is a work group of its own, so an OpenCL device spreads them over its threads (PoCL's
-# pthread device otherwise makes a small NDRange one work group, run by one thread).
-WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
 
 # OpenCL has at most three NDRange dimensions; deeper nests merge their leading dimensions.
 MAX_NDRANGE_DIMS = 3

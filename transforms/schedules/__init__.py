@@ -36,7 +36,10 @@ from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 
-# The nest's mark, moved onto the kernel (targets/c_style.py reads it there).
+# The nest's mark, moved onto the kernel (targets/c_style.py reads it there): its work items
+# are heavy (a micro-kernel's blocks), each a work group of its own, so an OpenCL device
+# spreads them over its threads (PoCL's pthread device otherwise makes a small NDRange one
+# work group, run by one thread).
 WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
 
 
