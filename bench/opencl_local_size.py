@@ -2,7 +2,7 @@
 
 The model (bench/models.py's relay text, its weights bound) is built twice for opencl: as
 `xrelay.build` builds it, where a kernel marked `relay.work_group_per_item` (winograd_conv,
-packed_conv, packed_matmul_maths) is launched in work groups of one work item, and with every
+packed_conv, packed_matmul_opencl) is launched in work groups of one work item, and with every
 local size left to PoCL (which then runs a small NDRange as one work group, on one thread).
 The same kernels otherwise. Both are run in one interleaved loop (`timing.interleaved_medians`)
 and their medians printed with the load average; POCL_MAX_PTHREAD_COUNT sets PoCL's threads.

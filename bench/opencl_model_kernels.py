@@ -1,9 +1,11 @@
 """Per kernel of a reference model: the OpenCL kernel's device time on PoCL against the C kernel.
 
-The model (bench/models.py's relay text, its weights as parameters) is lowered for each
-target as `xrelay.build` lowers it; each kernel of the one is paired with the kernel of the
-same group (the same name) of the other, both are run on the same random inputs, their
-outputs compared (NaN where NaN: a layer norm's rsqrt of a random negative), and timed in one
+The model (bench/models.py's relay text, its weights bound as params: `random_inputs`, as
+bench/models.py binds them) is lowered for each target as `xrelay.build` lowers it
+(fuse-layer-norm to split-reductions; constant weights pre-packed where a schedule does so);
+each kernel of the one is paired with the kernel of the same group (the same name) of the
+other, both are run on the same inputs (a constant's value where the launch reads a
+constant, pre-packed or not; random otherwise), their outputs compared (NaN where NaN: a layer norm's rsqrt of a random negative), and timed in one
 interleaved run (`timing.interleaved_medians`, --rounds rounds): the C kernel called
 directly at --threads threads, the OpenCL kernel launched and waited for, timed by its
 profiling event (start to end: the device's time, without the launch and the wait, which on
@@ -29,14 +31,16 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from models import MODELS
+from models import MODELS, random_inputs
 from timing import interleaved_medians
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, StringAttr
 from xdsl.passes import PassPipeline
 
 import xrelay
-from xrelay.driver import all_passes
+from xrelay.dialects import relay
+from xrelay.driver import all_passes, bind_params
+from xrelay.interpreter import constant_value, entry_function
 from xrelay.runtime.c_library import build_c
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.opencl import OpenCLKernel, build_opencl, default_opencl_context, import_pyopencl
@@ -45,14 +49,34 @@ from xrelay.targets.kernels import kernel_source
 
 LOWERING = "convert-relay-to-loops,dce,licm,cse,split-reductions"
 
+# A kernel: its function, its source, and the constant values its launch reads (by argument).
+Kernel = tuple[func.FuncOp, KernelSource, dict[int, np.ndarray]]
 
-def kernels(text: str, target: str) -> dict[str, tuple[func.FuncOp, KernelSource]]:
-    """The kernels of `text` lowered for `target` alone, by name: each function and its source."""
+
+def kernels(text: str, target: str) -> dict[str, Kernel]:
+    """The kernels of `text` lowered for `target` alone, its weights bound, by name."""
     module = xrelay.parse(text)
-    PassPipeline.parse_spec(all_passes(), f"plan-devices{{targets={target}}},fuse-ops,{LOWERING}").apply(
-        xrelay.context(), module
-    )
-    return {k.sym_name.data: (k, kernel_source(k)) for k in lowered_kernels(module, target)}
+    weights = random_inputs(text)
+    weights.pop("x")
+    bind_params(module, weights)
+    spec = f"fuse-layer-norm,plan-devices{{targets={target}}},fuse-ops,{LOWERING}"
+    PassPipeline.parse_spec(all_passes(), spec).apply(xrelay.context(), module)
+    constants = launch_constants(module)
+    return {
+        k.sym_name.data: (k, kernel_source(k), constants.get(k.sym_name.data, {}))
+        for k in lowered_kernels(module, target)
+    }
+
+
+def launch_constants(module: Any) -> dict[str, dict[int, np.ndarray]]:
+    """Per kernel name, the values of the `relay.constant`s its launch in @main reads, by argument."""
+    found: dict[str, dict[int, np.ndarray]] = {}
+    for op in entry_function(module).body.walk():
+        if isinstance(op, relay.LaunchOp):
+            found[op.callee.root_reference.data] = {
+                i: constant_value(v.owner) for i, v in enumerate(op.inputs) if isinstance(v.owner, relay.ConstantOp)
+            }
+    return found
 
 
 def schedule(kernel: func.FuncOp) -> str:
@@ -73,6 +97,8 @@ def time_pair(
     context: Any,
     queue: Any,
     shapes: list[tuple[int, ...]],
+    c_constants: dict[int, np.ndarray],
+    cl_constants: dict[int, np.ndarray],
     rounds: int,
 ) -> tuple[float, float, float | None]:
     """The C kernel's median time and the OpenCL kernel's median device time, in one
@@ -82,10 +108,12 @@ def time_pair(
     rng = np.random.default_rng(0)
     *ins, out_shape = shapes
     arrays = [rng.standard_normal(s).astype(np.float32) for s in ins]
+    c_arrays = [np.ascontiguousarray(c_constants.get(i, a), np.float32) for i, a in enumerate(arrays)]
+    cl_arrays = [np.ascontiguousarray(cl_constants.get(i, a), np.float32) for i, a in enumerate(arrays)]
     c_out, cl_out = np.zeros(out_shape, np.float32), np.zeros(out_shape, np.float32)
-    addresses = [a.ctypes.data for a in (*arrays, c_out)]
+    addresses = [a.ctypes.data for a in (*c_arrays, c_out)]
     mf = cl.mem_flags
-    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+    buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in cl_arrays]
     buffers.append(cl.Buffer(context, mf.READ_WRITE, max(4, cl_out.nbytes)))
     device_seconds: dict[str, list[float]] = {"opencl": [], "no local": []}
     unlocalised = dataclasses.replace(opencl, local_size=None)
@@ -121,18 +149,28 @@ def main() -> None:
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
     text = MODELS[args.model].text()
     c_kernels, cl_kernels = kernels(text, "c"), kernels(text, "opencl")
-    library = build_c([source for _, source in c_kernels.values()], num_threads=args.threads)
-    program = build_opencl(context, [source for _, source in cl_kernels.values()])
+    library = build_c([source for _, source, _ in c_kernels.values()], num_threads=args.threads)
+    program = build_opencl(context, [source for _, source, _ in cl_kernels.values()])
     threads = os.environ.get("POCL_MAX_PTHREAD_COUNT", "all cores")
     print(f"{args.model}: ms, medians of {args.rounds} interleaved rounds (C: {args.threads} thread(s); "
           f"OpenCL: device time on {context.devices[0].name}, {threads} threads)")  # fmt: skip
     print(f"  {'kernel':<50} {'c schedule':<20} {'opencl schedule':<20} {'c':>8} {'opencl':>8} {'ratio':>7} "
           f"{'no local':>9}")  # fmt: skip
     total_c = total_cl = 0.0
-    for name, (kernel, _) in c_kernels.items():
+    for name, (kernel, _, c_constants) in c_kernels.items():
         if args.only not in name:
             continue
-        c, opencl, free = time_pair(library[name].function, program[name], context, queue, shapes(kernel), args.rounds)
+        cl_constants = cl_kernels[name][2]
+        c, opencl, free = time_pair(
+            library[name].function,
+            program[name],
+            context,
+            queue,
+            shapes(kernel),
+            c_constants,
+            cl_constants,
+            args.rounds,
+        )
         total_c, total_cl = total_c + c, total_cl + opencl
         print(f"  {name[:50]:<50} {schedule(kernel):<20} {schedule(cl_kernels[name][0]):<20} "
               f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x {'' if free is None else f'{free * 1e3:9.3f}'}")  # fmt: skip

@@ -14,7 +14,7 @@ whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel
 memref.load/store/alloca, arith and math, and vector ops: in OpenCL vector.broadcast/insert/
 reduction on `vector<16xf32>` from split-reductions and vector.load/store/broadcast/fma
 (`vloadN`/`vstoreN`/`fma`) from the conv_vectors schedule and the micro-kernels
-(packed_conv, packed_matmul_maths); in C vector.load/store/broadcast/fma on
+(packed_conv, packed_matmul_opencl); in C vector.load/store/broadcast/fma on
 `vector<16xf32>` (GCC vector types) from the micro-kernels. Output: one C-style function per kernel. Memrefs are flat pointers
 indexed with linearised row-major strides; constants are inlined as literals; every other
 value is a local variable named after its SSA name.

@@ -9,7 +9,7 @@ that split-reductions makes (a pure reduction loop accumulating 16 iterations at
 vector lanes) are `float16`s: one constructor per `vector.insert` chain, the lanes of a
 `vector.reduction` folded by halves (`.lo`, `.hi`); the conv_vectors schedule's row vectors
 are `float8`s, loaded and stored with `vload8`/`vstore8`, summed with `fma`, and the
-micro-kernels' `vector<16xf32>` sums (packed_conv, packed_matmul_maths) `float16`s the same
+micro-kernels' `vector<16xf32>` sums (packed_conv, packed_matmul_opencl) `float16`s the same
 way, their broadcasts `(float16)(x)`. Maths uses OpenCL's overloaded built-ins (`exp`,
 `fmax`, `rsqrt`, ...).
 """

@@ -35,9 +35,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
-    packed_matmul_maths  an opencl dense/(batch_)matmul anchor whose epilogue calls a maths
-                      function (tanh, exp, ...), big enough for packed_matmul: its work item
-                      over blocks of 128 x 128, the epilogue in a loop PoCL vectorises
+    packed_matmul_opencl_prepacked, packed_matmul_opencl  the same two on opencl (an opencl
+                      anchor big enough for packed_matmul): its work item over blocks of
+                      128 x 128, a work group each
     matmul_rows       a cpu matmul anchor (rhs [k, n]) too small for packed_matmul: whole
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
@@ -82,7 +82,7 @@ Ops in the kernels: scf.parallel/for/if/yield/reduce, memref.load/store/alloca, 
 constant, addf/subf/mulf/divf/negf/maximumf/minimumf, addi/subi/muli/divsi/remsi/cmpi/select,
 index_cast/sitofp, math exp/log/sqrt/rsqrt/tanh/absf/erf/powf, func.return. (Index min and
 max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul on cpu,
-packed_matmul_maths on opencl, winograd_conv and packed_conv on cpu and opencl) add
+packed_matmul_opencl on opencl, winograd_conv and packed_conv on cpu and opencl) add
 vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC vector type in C, `float16` in
 OpenCL); the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
 `vector<8xf32>`, printed as OpenCL's `float8`.
@@ -122,7 +122,7 @@ from xrelay.transforms.schedules import (
     matmul_rows,
     packed_conv,
     packed_matmul,
-    packed_matmul_maths,
+    packed_matmul_opencl,
     pool_windows,
     reshape_source,
     softmax_row,
@@ -227,7 +227,8 @@ SCHEDULES: tuple[Schedule, ...] = (
     transposed_rows.SCHEDULE,
     packed_matmul.PREPACKED,
     packed_matmul.SCHEDULE,
-    packed_matmul_maths.SCHEDULE,
+    packed_matmul_opencl.PREPACKED,
+    packed_matmul_opencl.SCHEDULE,
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     pool_windows.SCHEDULE,

@@ -193,7 +193,7 @@ def test_matches_only_big_enough_cpu_matmuls_a_vector_wide() -> None:
     opencl = xrelay.parse(dense(64, 784, 512))
     lower(opencl, ("opencl",), "opencl", "c")
     kernels = [op for op in opencl.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]
-    assert [k.attributes[SCHEDULE_ATTR].data for k in kernels] == ["matmul_block"]  # type: ignore[union-attr]
+    assert [k.attributes[SCHEDULE_ATTR].data for k in kernels] == ["packed_matmul_opencl"]  # type: ignore[union-attr]
 
 
 def test_tile_and_blocks_fit_together() -> None:

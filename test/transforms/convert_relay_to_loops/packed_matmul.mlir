@@ -56,10 +56,10 @@ func.func @batch_matmul(%a: tensor<4x128x64xf32>, %b: tensor<4x128x64xf32>) -> t
 
 // -----
 
-// The same dense on opencl: not packed_matmul (cpu only).
+// The same dense on opencl: packed_matmul_opencl, a work group per block.
 
 // CHECK-LABEL: func.func @opencl_dense
-// CHECK:       func.func @fused_opencl_dense({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "matmul_block"}
+// CHECK:       func.func @fused_opencl_dense({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul_opencl", relay.work_group_per_item}
 func.func @opencl_dense(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>) -> tensor<64x512xf32> {
   %0 = relay.fused(%a, %w) {kernel_name = "fused_opencl_dense", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32> {
   ^bb0(%x: tensor<64x784xf32>, %y: tensor<512x784xf32>):

@@ -1,0 +1,108 @@
+"""
+packed_matmul_opencl: packed_matmul's work item on opencl (blocks of ROWS x COLUMNS outputs,
+packed panels, the 16 x 16 micro-kernel, the epilogue over a block of sums), for a dense,
+batch_matmul or matmul big enough for packed_matmul; with the rhs a constant of @main,
+"packed_matmul_opencl_prepacked" reads it pre-packed, as packed_matmul_prepacked does on cpu.
+
+PoCL's LLVM compiles the micro-kernel's `float16` FMAs to the same zmm broadcast-FMA loop gcc
+makes of it, and vectorises the epilogue's unit-stride loop over a block of sums, maths
+included (matmul_block computes its epilogue output by output after the k-loop, where each
+`xr_tanhf` stays scalar). What PoCL does worst is the rhs packing: LLVM makes gathers of the
+strided loads (dense's and batch_matmul's rhs is [N, K], a panel's 16 columns per k lie K
+floats apart), slow on this AMD CPU (perf: 38-45% of the kernel's time, where gcc transposes
+16 x 16 floats in registers). With the rhs a constant (the models' weights, bound at build
+time) there is no packing at all; the lhs rows are copied unit-stride (`copy_rows`), which
+PoCL does at memcpy speed.
+
+Device time (OpenCL profiling events) on PoCL at 1 thread against the C kernel of the same
+group at 1 thread (packed_matmul_prepacked for constant weights, else packed_matmul),
+bench/opencl_model_kernels.py, medians of 30 interleaved rounds, load 1.7-1.9 on 2 cores,
+matmul_block (with split-reductions) -> this schedule:
+
+    MLP dense 64x784.512x784 + bias + relu      0.545 -> 0.468 ms (C 0.48-0.50), prepacked
+    MLP dense 64x512.512x512 + bias + relu      0.373 -> 0.306 ms (C 0.31), prepacked
+    transformer dense 128x256.256x256 + bias    0.19-0.23 -> 0.15-0.17 ms (C 0.15-0.17), prepacked
+    transformer FFN 128x1024.256x1024 + GELU    1.015 -> 0.823 ms (C 0.75-0.78), prepacked
+      (packing it per work item, as before: 1.0-1.2 ms)
+    transformer FFN 128x256.1024x256 + residual 0.697 -> 0.647 ms (C 0.64-0.69), prepacked
+    transformer batch_matmul 4x128x64.4x128x64  0.156 -> 0.097 ms (C 0.087), packed
+    transformer batch_matmul 4x128x128.4x64x128 0.118-0.170 -> 0.103 ms (C 0.090), packed
+
+Blocks: ROWS x COLUMNS = 128 x 128 (earlier, packing the GELU dense per work item: blocks of
+64 x 64 1.81 ms, 128 x 128 1.28-1.44, 128 x 256 1.28 with 4 work items, too few for more
+threads, 128 x 64 or k-blocks of 128 1.50-1.59). The columns are packed_matmul's
+(`block_columns`), as the pre-packed constants' panels are laid out for its blocks. Each
+work item is a work group of its own (`one_group_per_item`): its scratch (sums, panels,
+rows: 320 KiB) is private, on the stack of the PoCL thread that runs it.
+
+Smaller products (under packed_matmul's MIN_WORK, narrower than a vector, shorter than a
+tile: the CNN's dense, the MLP's 512 -> 10) keep matmul_block.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, group_root, one_group_per_item, packed_matmul, result_shape
+from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
+
+ROWS = 128
+
+
+def big_enough(matmul: Matmul) -> bool:
+    """packed_matmul's size test: at least a tile of outputs and MIN_WORK multiply-adds."""
+    shape = shape_of(matmul.res)
+    tile = packed_matmul.TILE
+    if len(shape) < 2 or shape[-1] < tile.columns or shape[-2] < tile.rows:
+        return False
+    return shape[-2] * shape[-1] * dot_depth(matmul) >= packed_matmul.MIN_WORK
+
+
+def matches(group: relay.FusedOp) -> bool:
+    scope = group.se_scope
+    matmul = matmul_anchor(group)
+    return scope is not None and scope.device == "opencl" and matmul is not None and big_enough(matmul)
+
+
+def matches_prepacked(group: relay.FusedOp) -> bool:
+    return matches(group) and packed_matmul.constant_rhs(group) is not None
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    return build_blocks(emitter, group, out, prepacked=False)
+
+
+def build_prepacked(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    return build_blocks(emitter, group, out, prepacked=True)
+
+
+def build_blocks(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue, prepacked: bool) -> scf.ParallelOp:
+    """The nest over blocks of ROWS x packed_matmul's columns, a work group per block; the
+    rhs read from its pre-packed constant when `prepacked`."""
+    matmul = matmul_anchor(group)
+    assert matmul is not None
+    shape = result_shape(group)
+    columns = packed_matmul.block_columns(shape[-1])
+    tiles = (*shape[:-2], -(-shape[-2] // ROWS), -(-shape[-1] // columns))
+    root = group_root(group)
+    panels = emitter.inputs[matmul.operands[1]] if prepacked else None
+    return one_group_per_item(
+        emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile, panels).emit(root, out))
+    )
+
+
+class Block(packed_matmul.Block):
+    """packed_matmul's work item, over the ROWS x packed_matmul's columns outputs of block `tile`."""
+
+    def __init__(self, e: GroupEmitter, op: Matmul, tile: list[SSAValue], panels: SSAValue | None = None):
+        super().__init__(e, op, tile, panels)
+        self.row0 = e.mul_const(tile[-2], ROWS)
+        self.rows = min(ROWS, packed_matmul.round_up(self.shape[-2], packed_matmul.TILE.rows))
+
+
+SCHEDULE = Schedule("packed_matmul_opencl", matches, build)
+PREPACKED = Schedule("packed_matmul_opencl_prepacked", matches_prepacked, build_prepacked, packed_matmul.prepare)
