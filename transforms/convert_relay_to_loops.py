@@ -44,8 +44,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       per work item, one loop over k with an accumulator each
     pool_windows      an opencl max/avg pool2d anchor of the result's shape whose windows lie
                       inside the input: a work item per element, the taps unrolled
-    transpose_tiles   a cpu group that only moves data and transposes the last axis away: a
-                      8 x 8 tile of the result's last two axes per work item
+    transpose_tiles   a group that only moves data and transposes the last axis away: a
+                      8 x 8 tile (16 x 16 on opencl) of the result's last two axes per work item
     reshape_source    a result that is a reshape merging axes: a work item per element of
                       the reshape's input, stored where it linearises to
     elementwise       anything: a work item per element (matches every group, so last)

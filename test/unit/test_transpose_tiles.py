@@ -1,7 +1,8 @@
-"""transpose_tiles: cpu groups that only move data and transpose an input's last axis away,
-built for C in 8 x 8 tiles and run against `xrelay.interpret`: the transformer's heads, sizes
-that are not a multiple of the tile (edge tiles), reshapes before and after the transpose,
-size-1 axes, squeeze and expand_dims, and NaN and inf inputs; which groups take it."""
+"""transpose_tiles: groups that only move data and transpose an input's last axis away,
+built for C in 8 x 8 tiles and for OpenCL (PoCL) in 16 x 16 and run against
+`xrelay.interpret`: the transformer's heads, sizes that are not a multiple of the tile (edge
+tiles), reshapes before and after the transpose, size-1 axes, squeeze and expand_dims, and NaN
+and inf inputs; which groups take it."""
 
 from __future__ import annotations
 
@@ -64,25 +65,35 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_copies_agree_with_the_interpreter(case: str) -> None:
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_copies_agree_with_the_interpreter(case: str, device: str) -> None:
     data, steps = CASES[case]
     text = moves(data, steps)
-    assert schedules(text) == ["transpose_tiles"]
+    targets = ("c",) if device == "cpu" else ("c", "opencl")
+    assert schedules(text, targets, device) == ["transpose_tiles"]
     x = np.random.default_rng(0).standard_normal(data).astype(np.float32)
     x.flat[::7] = np.nan
     x.flat[3::11] = np.inf
-    np.testing.assert_array_equal(xrelay.build(text, targets=("c",)).run(x), xrelay.interpret(text, {"x": x}))
+    got = xrelay.build(text, targets=targets, default_device=device).run(x)
+    np.testing.assert_array_equal(got, xrelay.interpret(text, {"x": x}))
 
 
-def test_opencl_and_kept_last_axes_keep_a_work_item_per_element() -> None:
-    """On OpenCL, and where the input's last axis stays last (the q and k heads), no tiles."""
-    v_heads = moves(*CASES["the transformer's v heads"])
-    assert schedules(v_heads, ("c", "opencl"), "opencl") == ["elementwise"]
+def test_opencl_tiles_are_16_wide() -> None:
+    """A 24 x 40 matrix transposed: 3 x 2 tiles of 16 on opencl, the last ones cut (its
+    NDRange lists the innermost axis first)."""
+    text = moves((24, 40), [transpose((40, 24), 1, 0)])
+    exe = xrelay.build(text, targets=("c", "opencl"), default_device="opencl")
+    (kernel,) = exe.kernels
+    assert kernel.global_size == (2, 3)
+    x = np.random.default_rng(2).standard_normal((24, 40)).astype(np.float32)
+    np.testing.assert_array_equal(exe.run(x), xrelay.interpret(text, {"x": x}))
+
+
+def test_kept_last_axes_keep_a_work_item_per_element() -> None:
+    """Where the input's last axis stays last (the q and k heads), no tiles."""
     q_heads = moves((128, 256), [reshape((128, 4, 64)), transpose((4, 128, 64), 1, 0, 2)])
     assert schedules(q_heads) == ["elementwise"]
-    x = np.random.default_rng(1).standard_normal((128, 256)).astype(np.float32)
-    got = xrelay.build(v_heads, targets=("c", "opencl"), default_device="opencl").run(x)
-    np.testing.assert_array_equal(got, xrelay.interpret(v_heads, {"x": x}))
+    assert schedules(q_heads, ("c", "opencl"), "opencl") == ["elementwise"]
 
 
 def test_a_copy_with_arithmetic_is_not_tiled() -> None:
