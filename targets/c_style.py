@@ -12,9 +12,10 @@ Input: a kernel made by convert-relay-to-loops (and, for OpenCL, split-reduction
 
 whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
 memref.load/store/alloca, arith and math, and vector ops: in OpenCL vector.broadcast/insert/
-reduction on `vector<16xf32>` from split-reductions and vector.load/store/broadcast/fma
+reduction on `vector<16xf32>` from split-reductions, vector.load/store/broadcast/fma
 (`vloadN`/`vstoreN`/`fma`) from the conv_vectors schedule and the micro-kernels
-(packed_conv, packed_matmul_opencl); in C vector.load/store/broadcast/fma on
+(packed_conv, packed_matmul_opencl), and vector.shuffle (swizzles `.s02468ace`) from
+pool_windows; in C vector.load/store/broadcast/fma on
 `vector<16xf32>` (GCC vector types) from the micro-kernels. Output: one C-style function per kernel. Memrefs are flat pointers
 indexed with linearised row-major strides; constants are inlined as literals; every other
 value is a local variable named after its SSA name.
@@ -666,6 +667,22 @@ class CStyleEmitter:
         if not self.in_constructor(op):
             lanes = ", ".join(self.lane_exprs(op))
             self.assign(op.result, f"({self.c_type(op.result.type, op)})({lanes})", op)
+
+    @emit.register
+    def _(self, op: vector.ShuffleOp) -> None:
+        """Lanes picked from two 1-d vectors (`mask` numbers v1's lanes, then v2's): one
+        swizzle (`(v).s02468ace`) where they all come from one of them, else a constructor
+        of the picked lanes."""
+        self.require_vectors(op, lanes=True)
+        width = self.lanes_of(op.v1.type, op)
+        self.lanes_of(op.v2.type, op)
+        picks = [(op.v1, i) if i < width else (op.v2, i - width) for i in op.mask.get_values()]
+        if len({value for value, _ in picks}) == 1:
+            rhs = f"({self.expr(picks[0][0])}).s{''.join(f'{lane:x}' for _, lane in picks)}"
+        else:
+            lanes = ", ".join(f"({self.expr(value)}).s{lane:x}" for value, lane in picks)
+            rhs = f"({self.c_type(op.result.type, op)})({lanes})"
+        self.assign(op.result, rhs, op)
 
     @emit.register
     def _(self, op: vector.ReductionOp) -> None:

@@ -43,7 +43,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
     pool_windows      an opencl max/avg pool2d anchor of the result's shape whose windows lie
-                      inside the input: a work item per element, the taps unrolled
+                      inside the input: a work item per output row, the taps unrolled
+                      (windows 2 wide at stride 2 of a pool alone: in vectors)
     transpose_tiles   a group that only moves data and transposes the last axis away: a
                       8 x 8 tile (16 x 16 on opencl) of the result's last two axes per work item
     reshape_source    a result that is a reshape merging axes: a work item per element of
@@ -85,7 +86,8 @@ max, for window bounds, are cmpi + select.) The micro-kernels (packed_matmul on 
 packed_matmul_opencl on opencl, winograd_conv and packed_conv on cpu and opencl) add
 vector.load/store/broadcast/fma on `vector<16xf32>` (a GCC vector type in C, `float16` in
 OpenCL); the opencl-only conv_vectors schedule adds vector.load/store/broadcast/insert/fma on
-`vector<8xf32>`, printed as OpenCL's `float8`.
+`vector<8xf32>`, printed as OpenCL's `float8`, and pool_windows vector.load/store/shuffle/
+broadcast and arith on vectors of 2 to 16 lanes (a shuffle is a swizzle, `.s02468ace`).
 
 Not yet: element types other than f32 (the dialect has none). A producer is computed once per
 distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a

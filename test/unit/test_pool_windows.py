@@ -1,12 +1,15 @@
 """The pool_windows schedule (opencl max/avg pool2d whose windows lie inside the input, taps
 unrolled): which groups get it, and its results against `xrelay.interpret` on PoCL, with
-odd sizes, dilation, unreached padding, size-1 dims, an epilogue and NaN inputs."""
+odd sizes, dilation, unreached padding, size-1 dims, an epilogue and NaN inputs. A pool alone
+with windows 2 wide at stride 2 computes its rows in vectors: rows of a multiple of the
+vector and not (the last vector overlapping), 8, 4 and 2 lanes, taller windows, a row
+stride of 1, dilated rows, max and average, NaN and inf."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects import func
+from xdsl.dialects import func, vector
 
 import xrelay
 from xrelay.driver import lower
@@ -102,3 +105,68 @@ def test_windows_that_leave_the_input_stay_elementwise(name: str) -> None:
 
 def test_cpu_pools_keep_their_schedule() -> None:
     assert schedules(pool_text(*TAKEN["cnn_max_2x2"]), "c") == ["elementwise"]
+
+
+def bare_pool_text(op: str, data: tuple[int, ...], result: tuple[int, ...], attrs: str) -> str:
+    """The pool alone: the group's result."""
+    return (
+        f"func.func @main(%x: {t(data)}) -> {t(result)} {{\n"
+        f"  %0 = relay.nn.{op} %x {{{attrs}}} : ({t(data)}) -> {t(result)}\n"
+        f"  func.return %0 : {t(result)}\n}}"
+    )
+
+
+def vector_widths(text: str) -> set[int]:
+    """The widths of the vectors the opencl kernel's shuffles pick (none: scalar taps)."""
+    module = xrelay.parse(text)
+    lower(module, ("opencl",), "opencl", "c")
+    shuffles = [op for op in module.walk() if isinstance(op, vector.ShuffleOp)]
+    return {op.result.type.get_shape()[0] for op in shuffles}  # type: ignore[union-attr]
+
+
+VECTOR_ROWS = {
+    # name: (op, data, result, attrs), lanes
+    "cnn_pool1_14_wide": (("max_pool2d", (8, 16, 28, 28), (8, 16, 14, 14), S2), 8),
+    "cnn_pool2_7_wide": (("max_pool2d", (8, 32, 14, 14), (8, 32, 7, 7), S2), 4),
+    "a_multiple_of_8": (("max_pool2d", (1, 2, 4, 33), (1, 2, 2, 16), S2), 8),
+    "3_wide": (("avg_pool2d", (2, 3, 7, 7), (2, 3, 3, 3), S2), 2),
+    "2_wide": (("max_pool2d", (1, 1, 2, 4), (1, 1, 1, 2), S2), 2),
+    "avg_2x2": (("avg_pool2d", (2, 5, 10, 22), (2, 5, 5, 11), S2), 8),
+    "3_tall_row_stride_1": (
+        ("max_pool2d", (1, 2, 6, 10), (1, 2, 4, 5), "pool_size = array<i64: 3, 2>, strides = array<i64: 1, 2>"),
+        4,
+    ),
+    "dilated_rows": (
+        (
+            "avg_pool2d",
+            (1, 2, 9, 18),
+            (1, 2, 4, 9),
+            "pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, dilation = array<i64: 2, 1>",
+        ),
+        8,
+    ),
+}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(VECTOR_ROWS))
+def test_rows_in_vectors_agree_with_the_interpreter(name: str) -> None:
+    case, lanes = VECTOR_ROWS[name]
+    text = bare_pool_text(*case)
+    assert schedules(text, "opencl") == ["pool_windows"]
+    assert vector_widths(text) == {lanes}
+    arrays = inputs(text, 3)
+    arrays["x"].flat[::13] = np.nan
+    arrays["x"].flat[5::17] = np.inf
+    arrays["x"].flat[7::19] = -np.inf
+    expected = check_opencl(text, arrays)
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+
+
+def test_rows_stay_scalar_with_an_epilogue_a_row_of_one_or_other_windows() -> None:
+    one_wide = ("max_pool2d", (1, 2, 4, 3), (1, 2, 2, 1), S2)
+    three_wide = ("max_pool2d", (1, 2, 7, 9), (1, 2, 3, 4), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>")
+    for text in (pool_text(*TAKEN["cnn_max_2x2"]), bare_pool_text(*one_wide), bare_pool_text(*three_wide)):
+        assert schedules(text, "opencl") == ["pool_windows"]
+        assert vector_widths(text) == set()
+        check_opencl(text, inputs(text, 4))

@@ -93,3 +93,16 @@ func.func @k_vector_width(%in0: memref<8xf32>, %out0: memref<8xf32>) attributes 
   vector.store %v, %out0[%c0] : memref<8xf32>, vector<8xf32>
   func.return
 }
+
+// -----
+
+// Nor are lanes shuffled (pool_windows' shuffles are OpenCL's).
+
+func.func @k_shuffle(%in0: memref<16xf32>, %out0: memref<16xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %in0[%c0] : memref<16xf32>, vector<16xf32>
+  // CHECK: the c target cannot emit 'vector.shuffle' at {{.*}}invalid.mlir:{{[0-9]+}}:3: c vectors have no lane access
+  %s = vector.shuffle %v, %v [15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0] : vector<16xf32>, vector<16xf32>
+  vector.store %s, %out0[%c0] : memref<16xf32>, vector<16xf32>
+  func.return
+}

@@ -56,3 +56,24 @@ func.func @splat(%in0: memref<1xf32>, %out0: memref<1xf32>) attributes {relay.se
   memref.store %r, %out0[%c0] : memref<1xf32>
   func.return
 }
+
+// -----
+
+// A vector.shuffle whose lanes all come from one vector is one swizzle (hex lane digits);
+// lanes from both vectors make a constructor of the picked lanes.
+
+// CHECK-LABEL: __kernel void shuffles(
+// CHECK:         float16 [[V:v_[0-9]+]] = vload16(0, &in0[0]);
+// CHECK-NEXT:    float8 [[EVEN:even_[0-9]+]] = ([[V]]).s02468ace;
+// CHECK-NEXT:    float8 [[ODD:odd_[0-9]+]] = ([[V]]).s13579bdf;
+// CHECK-NEXT:    float4 [[MIX:mix_[0-9]+]] = (float4)(([[EVEN]]).s7, ([[ODD]]).s0, ([[EVEN]]).s0, ([[ODD]]).s7);
+// CHECK-NEXT:    vstore4([[MIX]], 0, &out0[0]);
+func.func @shuffles(%in0: memref<16xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %in0[%c0] : memref<16xf32>, vector<16xf32>
+  %even = vector.shuffle %v, %v [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+  %odd = vector.shuffle %v, %v [1, 3, 5, 7, 9, 11, 13, 15] : vector<16xf32>, vector<16xf32>
+  %mix = vector.shuffle %even, %odd [7, 8, 0, 15] : vector<8xf32>, vector<8xf32>
+  vector.store %mix, %out0[%c0] : memref<4xf32>, vector<4xf32>
+  func.return
+}
