@@ -5,11 +5,12 @@ bench/models.py binds them) is lowered for each target as `xrelay.build` lowers 
 (fuse-layer-norm to split-reductions; constant weights pre-packed where a schedule does so);
 each kernel of the one is paired with the kernel of the same group (the same name) of the
 other, both are run on the same inputs (a constant's value where the launch reads a
-constant, pre-packed or not; random otherwise), their outputs compared (NaN where NaN: a layer norm's rsqrt of a random negative), and timed in one
-interleaved run (`timing.interleaved_medians`, --rounds rounds): the C kernel called
-directly at --threads threads, the OpenCL kernel launched and waited for, timed by its
-profiling event (start to end: the device's time, without the launch and the wait, which on
-a loaded machine swing from 10 us to milliseconds). Each line names both schedules; the
+constant, pre-packed or not; random otherwise), their outputs compared (NaN where NaN: a
+layer norm's rsqrt of a random negative), and timed in one interleaved run
+(`timing.interleaved_medians`, --rounds rounds): the C kernel called directly at --threads
+threads, the OpenCL kernel launched and waited for, timed by its profiling event (start to
+end: the device's time, without the launch and the wait, which on a loaded machine swing
+from 10 us to milliseconds). Each line names both schedules; the
 last line sums the kernels (a model's time without its launches and copies). A kernel the
 compiler gives a local size (`relay.work_group_per_item`: a work group per work item) is also
 timed in the same rounds launched without one (PoCL then chooses: one work group for a small
@@ -154,7 +155,7 @@ def main() -> None:
     threads = os.environ.get("POCL_MAX_PTHREAD_COUNT", "all cores")
     print(f"{args.model}: ms, medians of {args.rounds} interleaved rounds (C: {args.threads} thread(s); "
           f"OpenCL: device time on {context.devices[0].name}, {threads} threads)")  # fmt: skip
-    print(f"  {'kernel':<50} {'c schedule':<20} {'opencl schedule':<20} {'c':>8} {'opencl':>8} {'ratio':>7} "
+    print(f"  {'kernel':<50} {'c schedule':<23} {'opencl schedule':<30} {'c':>8} {'opencl':>8} {'ratio':>7} "
           f"{'no local':>9}")  # fmt: skip
     total_c = total_cl = 0.0
     for name, (kernel, _, c_constants) in c_kernels.items():
@@ -172,10 +173,10 @@ def main() -> None:
             args.rounds,
         )
         total_c, total_cl = total_c + c, total_cl + opencl
-        print(f"  {name[:50]:<50} {schedule(kernel):<20} {schedule(cl_kernels[name][0]):<20} "
+        print(f"  {name[:50]:<50} {schedule(kernel):<23} {schedule(cl_kernels[name][0]):<30} "
               f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x {'' if free is None else f'{free * 1e3:9.3f}'}")  # fmt: skip
     ratio = total_cl / total_c if total_c else float("nan")
-    print(f"  {'all kernels':<92} {total_c * 1e3:8.3f} {total_cl * 1e3:8.3f} {ratio:6.2f}x")
+    print(f"  {'all kernels':<105} {total_c * 1e3:8.3f} {total_cl * 1e3:8.3f} {ratio:6.2f}x")
 
 
 if __name__ == "__main__":
