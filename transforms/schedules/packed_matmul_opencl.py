@@ -5,9 +5,11 @@ batch_matmul or matmul big enough for packed_matmul; with the rhs a constant of 
 "packed_matmul_opencl_prepacked" reads it pre-packed, as packed_matmul_prepacked does on cpu.
 
 PoCL's LLVM compiles the micro-kernel's `float16` FMAs to the same zmm broadcast-FMA loop gcc
-makes of it, and vectorises the epilogue's unit-stride loop over a block of sums, maths
-included (matmul_block computes its epilogue output by output after the k-loop, where each
-`xr_tanhf` stays scalar). What PoCL does worst is the rhs packing: LLVM makes gathers of the
+makes of it. The epilogue runs in a unit-stride loop over the block's sums; its arithmetic
+vectorises, a maths call does not: the GELU dense (bias, GELU with `xr_tanhf`, which calls
+PoCL's `exp`) took 0.82 ms of device time, 0.62 without its epilogue, 0.66 with the bias
+alone, 0.76 with the same epilogue written by hand in `float16`s (hand-edited kernels, one
+run, medians of 30, load 3). What PoCL does worst is the rhs packing: LLVM makes gathers of the
 strided loads (dense's and batch_matmul's rhs is [N, K], a panel's 16 columns per k lie K
 floats apart), slow on this AMD CPU (perf: 38-45% of the kernel's time, where gcc transposes
 16 x 16 floats in registers). With the rhs a constant (the models' weights, bound at build
@@ -30,10 +32,12 @@ matmul_block (with split-reductions) -> this schedule:
 
 Blocks: ROWS x COLUMNS = 128 x 128 (earlier, packing the GELU dense per work item: blocks of
 64 x 64 1.81 ms, 128 x 128 1.28-1.44, 128 x 256 1.28 with 4 work items, too few for more
-threads, 128 x 64 or k-blocks of 128 1.50-1.59). The columns are packed_matmul's
+threads, 128 x 64 or k-blocks of 128 1.50-1.59); pre-packed, blocks of 64 or 32 rows took the
+transformer's denses as long at 1 thread (within 3%, one run, load 2.8), and at 2 PoCL
+threads the runs were too noisy to choose (the second thread often joins late). The columns are packed_matmul's
 (`block_columns`), as the pre-packed constants' panels are laid out for its blocks. Each
 work item is a work group of its own (`one_group_per_item`): its scratch (sums, panels,
-rows: 320 KiB) is private, on the stack of the PoCL thread that runs it.
+rows: up to 320 KiB) is private, on the stack of the PoCL thread that runs it.
 
 Smaller products (under packed_matmul's MIN_WORK, narrower than a vector, shorter than a
 tile: the CNN's dense, the MLP's 512 -> 10) keep matmul_block.
