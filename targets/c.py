@@ -25,7 +25,8 @@ loads and stores are casts of a float address, a broadcast is a vector literal, 
 `vector.fma` an AVX-512 FMA (a loop of `fmaf` over the lanes without AVX-512). Their lanes
 are never read one by one (no `vector.insert` or `vector.reduction` in C).
 
-Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK`) is preceded
+Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK` operations,
+a vector op counted by its lanes) is preceded
 by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
 collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
 reduction across its iterations, or of one iteration, stays on one thread. The builder
@@ -42,7 +43,7 @@ from typing import IO, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, scf, vector
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
@@ -71,20 +72,17 @@ VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "pow
 THREADS_MACRO = "XRELAY_NUM_THREADS"
 
 # A top-level nest is split across threads only when it does at least this many operations
-# (`estimated_work`; 7-20 of them take a nanosecond on one core, from a softmax's to a
-# dense's): below that, waking the threads costs more than the work saves. Measured per node
-# of bench/models.py's models, 1 thread against 2 with every nest threaded,
-# OMP_WAIT_POLICY=passive (a parallel region then costs 30-55 us: sleeping threads are woken),
-# medians of 21 profiled runs on a machine shared with other jobs. At load 1.4-2.1 (the
-# second core often busy), with packed_matmul's blocks of 64 x 64: everything under 1M lost
-# (a softmax of 0.9M: 134 -> 128-147 us, a mean of 0.1M: 3 -> 35 us); the transformer's
-# batch matmuls of 1.3-1.4M went either way (105 -> 109, 113 -> 99 us); the CNN's
-# convolutions of 2.1M and 2.2M lost in both runs (113 -> 126 us, 222 -> 233 us); the
-# transformer's denses of 2.4M gained in 7 of 8 (194 -> 162 us, one 210 -> 236 us); those
-# of 9-11M and the MLP's of 5.4M and 10.6M gained in every run (791 -> 530 us, 568 -> 466
-# us, 376 -> 273 us). At load 3.7 (blocks of 128 x 128) nothing gained: the transformer's
-# denses of 2.4M lost 7-17%, those of 9-11M and the MLP's 0-4%.
-PARALLEL_WORK = 2_500_000
+# (`estimated_work`, a vector op counted by its lanes): below that, waking the sleeping
+# threads (OMP_WAIT_POLICY=passive, as bench/models.py runs every runtime: 30-70 us a
+# parallel region) costs more than the work saves. Micro-kernel nests run 6-14 ps per
+# lane-counted op on one core, rows kernels (softmax, layer norm) 20-45 ps, transposes 23-90.
+# Measured with bench/thread_gain.py (one thread against two per kernel, interleaved).
+# Earlier runs, counting a vector op as one: at load 1.4-2.1 the transformer's 128x256x256
+# denses (18.8M lane-counted) gained in 7 of 8 runs (194 -> 162 us), its batch matmuls (9.6M)
+# went either way (105 -> 109, 113 -> 99 us), the CNN's convolutions (3M) lost, every
+# rows kernel under 1.3M lost (a softmax 134 -> 128-147 us, a mean 3 -> 35 us); at load 3.7
+# nothing gained. The threshold sits between the batch matmuls and the denses.
+PARALLEL_WORK = 12_000_000
 
 # The leading loops of a nest `collapse`d into the one the threads share: as few as give this
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
@@ -189,9 +187,10 @@ class CEmitter(CStyleEmitter):
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads
-        when the nest does enough work (and has no reduction across its iterations)."""
-        counts = trip_counts(op, self.target)
-        if not op.initVals and prod(counts) > 1 and prod(counts) * estimated_work(op.body.block) >= PARALLEL_WORK:
+        when the nest does enough work (`parallel_work`)."""
+        work = parallel_work(op)
+        if work is not None and work >= PARALLEL_WORK:
+            counts = trip_counts(op, self.target)
             collapse = 1
             while collapse < len(counts) - 1 and prod(counts[:collapse]) < PARALLEL_ITERATIONS:
                 collapse += 1
@@ -202,13 +201,23 @@ class CEmitter(CStyleEmitter):
         self.emit(op)
 
 
+def parallel_work(op: scf.ParallelOp) -> int | None:
+    """The estimated work of a top-level nest (`estimated_work` of its body times its
+    iterations), or None where threads cannot share it: a reduction across its iterations,
+    or a single iteration."""
+    iterations = prod(trip_counts(op, CEmitter.target))
+    if op.initVals or iterations <= 1:
+        return None
+    return iterations * estimated_work(op.body.block)
+
+
 def estimated_work(block: Block, bounds: IndexBounds | None = None) -> int:
     """The ops one run of `block` executes: loops counted by the most trips their bounds
     allow (`index_bounds`: packed_matmul's `[k0, min(k0 + 256, K))` as 256; 1 where nothing
     bounds them), and the shorter branch of an `scf.if` (0 without an else), what a run
     surely does: a rare fallback does not count, like packed_conv's exact recomputation of a
     block whose sums are not finite, several times the block's fast path (the CNN's
-    convolutions: 15M and 73M counting it, 2.1M and 2.2M not)."""
+    convolutions: 15M and 73M counting it, 2.1M and 2.2M not). An op counts its `lanes`."""
     bounds = IndexBounds() if bounds is None else bounds
     total = 0
     for op in block.ops:
@@ -221,8 +230,15 @@ def estimated_work(block: Block, bounds: IndexBounds | None = None) -> int:
             branches = [r.block for r in (op.true_region, op.false_region) if r.blocks]
             total += min((estimated_work(b, bounds) for b in branches), default=0)
         else:
-            total += 1
+            total += lanes(op)
     return total
+
+
+def lanes(op: Operation) -> int:
+    """The scalar operations an op stands for: the lanes of the widest vector it makes or
+    takes (a `vector<16xf32>` FMA is 16 multiply-adds, a vector store 16 stores), else 1."""
+    types = [v.type for v in (*op.results, *op.operands)]
+    return max((prod(t.get_shape()) for t in types if isinstance(t, VectorType)), default=1)
 
 
 def _trips(bounds: IndexBounds, loops: Sequence[tuple[SSAValue, SSAValue, SSAValue]]) -> int:

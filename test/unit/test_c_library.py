@@ -193,23 +193,23 @@ def test_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
 # An OpenMP-threaded nest (collapse(2): the two leading loops give 16 iterations) whose body
 # calls libmvec's vector maths.
 THREADED_MATHS = """
-func.func @k_threaded_maths(%in0: memref<2x8x65536xf32>, %in1: memref<2x8x65536xf32>, %out0: memref<2x8x65536xf32>) attributes {relay.se_scope = SCOPE} {
+func.func @k_threaded_maths(%in0: memref<2x8x131072xf32>, %in1: memref<2x8x131072xf32>, %out0: memref<2x8x131072xf32>) attributes {relay.se_scope = SCOPE} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c8 = arith.constant 8 : index
-  %cn = arith.constant 65536 : index
+  %cn = arith.constant 131072 : index
   "scf.parallel"(%c0, %c0, %c0, %c2, %c8, %cn, %c1, %c1, %c1) <{operandSegmentSizes = array<i32: 3, 3, 3, 0>}> ({
   ^bb0(%i: index, %j: index, %k: index):
-    %a = memref.load %in0[%i, %j, %k] : memref<2x8x65536xf32>
-    %b = memref.load %in1[%i, %j, %k] : memref<2x8x65536xf32>
+    %a = memref.load %in0[%i, %j, %k] : memref<2x8x131072xf32>
+    %b = memref.load %in1[%i, %j, %k] : memref<2x8x131072xf32>
     %e = math.exp %a : f32
     %t = math.tanh %e : f32
     %f = math.erf %t : f32
     %l = math.log %b : f32
     %p = math.powf %b, %f : f32
     %s = arith.addf %p, %l : f32
-    memref.store %s, %out0[%i, %j, %k] : memref<2x8x65536xf32>
+    memref.store %s, %out0[%i, %j, %k] : memref<2x8x131072xf32>
     scf.reduce
   }) : (index, index, index, index, index, index, index, index, index) -> ()
   func.return

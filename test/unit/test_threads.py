@@ -14,7 +14,7 @@ import xrelay
 from xrelay.errors import Error
 from xrelay.runtime import cpu
 
-N = 1 << 20
+N = 1 << 22
 
 # Big enough that every kernel gets an `omp parallel for`: an elementwise chain with a tanh
 # and NaN-aware max, a broadcast, and a softmax along rows (reductions inside each row).
