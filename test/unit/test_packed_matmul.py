@@ -366,9 +366,9 @@ def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> 
 # --- the lhs read in place, one deep k-block, the prefetch of pre-packed panels -------------
 
 
-def test_rows_spread_only_where_a_tiles_rows_take_different_l1_sets() -> None:
-    assert all(packed_matmul.rows_spread(k) for k in (784, 64, 100, 1040, 600))
-    assert not any(packed_matmul.rows_spread(k) for k in (256, 512, 768, 1024, 128))
+def test_rows_spread_where_no_l1_set_holds_more_than_8_of_a_tiles_rows() -> None:
+    assert all(packed_matmul.rows_spread(k) for k in (784, 64, 100, 1040, 600, 128, 256, 512, 768, 1536))
+    assert not any(packed_matmul.rows_spread(k) for k in (1024, 2048, 3072, 4096))
 
 
 def kernel_ops(module: ModuleOp) -> list[object]:
@@ -380,7 +380,8 @@ def kernel_ops(module: ModuleOp) -> list[object]:
     "mkn,scratch",
     [
         ((64, 784, 512), [[64, 128]]),  # rows in place, one k-block: the sums only
-        ((64, 512, 512), [[64, 128], [4, 16, 516]]),  # rows copied (K = 512): one k-block of 512
+        ((64, 512, 512), [[64, 128]]),  # in place (8 rows to an L1 set), one k-block of 512
+        ((64, 2048, 16), [[64, 16], [4, 16, 260]]),  # rows copied (one set for 16), k-blocks of 256
         ((64, 1040, 48), [[64, 48]]),  # in place, deeper than MAX_DEPTH: k-blocks of 256
         ((48, 784, 48), [[48, 48]]),  # the block's rows are the result's 48
         ((40, 784, 48), [[48, 48], [3, 16, 788]]),  # 40 rows: a clamped edge, so copied (one k-block)

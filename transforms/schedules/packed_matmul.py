@@ -84,11 +84,15 @@ DEPTH = 256
 ROW_PAD = 4
 # The lhs is read where it lies, not copied, when its rows are the kernel input's own rows
 # (a dense's data, a batch_matmul's or matmul's lhs: row-major, k last), need no clamp, and
-# a tile's 16 rows, K floats apart, fall in 16 different sets of the 32 KiB 8-way L1d (64
-# sets of 64 bytes): K = 784 (49 lines apart) does; K = 256, 512 or 1024 put 4, 2 or 1 set
-# under the 16 rows, and conflict misses made the transformer's denses 20% slower. The copy
-# was made once per work item, so 4 times per dense for the MLP's 64 rows and 4 column blocks.
+# a tile's 16 rows, K floats apart, fall in sets of the 32 KiB 8-way L1d (64 sets of 64
+# bytes) at most 8 to a set (`rows_spread`): K = 784 (49 lines apart) puts them in 16 sets,
+# 256 and 512 in 4 and 2; 1024 puts all 16 rows in one set, and its conflict misses made
+# dense 128x1024.256x1024 2.1x and 64x2048.128x2048 1.9x the time of copied rows. The copy
+# is made per work item, so 4 times per dense for the MLP's 64 rows and 4 column blocks;
+# read in place instead, at 1 thread, interleaved (20 rounds, load 3): dense
+# 128x256.256x256 0.98x the time, 128x256.1024x256 0.97x, 64x512.512x512 0.99x.
 L1_SETS = 64
+L1_WAYS = 8
 LINE_FLOATS = 16
 # With the lhs in place and the rhs pre-packed the only scratch is the sums, and a k-block
 # as deep as the dot product (up to MAX_DEPTH) adds to them once instead of once per k-block
@@ -332,9 +336,10 @@ class Block:
 
 
 def rows_spread(k: int) -> bool:
-    """Whether TILE.rows rows of k floats each, one after another, start in as many
-    different L1 sets (see L1_SETS)."""
-    return len({(r * k // LINE_FLOATS) % L1_SETS for r in range(TILE.rows)}) == TILE.rows
+    """Whether TILE.rows rows of k floats each, one after another, start in L1 sets that
+    each hold at most L1_WAYS of them (see L1_SETS)."""
+    sets = [(r * k // LINE_FLOATS) % L1_SETS for r in range(TILE.rows)]
+    return max(sets.count(s) for s in sets) <= L1_WAYS
 
 
 def round_up(n: int, multiple: int) -> int:
