@@ -82,15 +82,18 @@ DEPTH = 256
 # ROW_PAD floats longer than the k-block spread the 16 rows over the cache's sets (1 KiB
 # apart without it); pads of 0 and 16 measured within 2% of 4.
 ROW_PAD = 4
-# The lhs is read where it lies, not copied, when its rows are the kernel input's own rows
-# (a dense's data, a batch_matmul's or matmul's lhs: row-major, k last), need no clamp, and
+# The lhs is read where it lies, not copied, when the result has more than one block of
+# columns (each work item would copy the same rows again), its rows are the kernel input's
+# own (a dense's data, a batch_matmul's or matmul's lhs: row-major, k last), need no clamp, and
 # a tile's 16 rows, K floats apart, fall in sets of the 32 KiB 8-way L1d (64 sets of 64
 # bytes) at most 8 to a set (`rows_spread`): K = 784 (49 lines apart) puts them in 16 sets,
 # 256 and 512 in 4 and 2; 1024 puts all 16 rows in one set, and its conflict misses made
 # dense 128x1024.256x1024 2.1x and 64x2048.128x2048 1.9x the time of copied rows. The copy
 # is made per work item, so 4 times per dense for the MLP's 64 rows and 4 column blocks;
 # read in place instead, at 1 thread, interleaved (20 rounds, load 3): dense
-# 128x256.256x256 0.98x the time, 128x256.1024x256 0.97x, 64x512.512x512 0.99x.
+# 128x256.256x256 0.98x the time, 128x256.1024x256 0.97x, 64x512.512x512 0.99x. Where the
+# copy is made once (one block of columns) it stays: batch_matmul 4x128x64.4x128x64 took
+# 1.02x the time in place.
 L1_SETS = 64
 L1_WAYS = 8
 LINE_FLOATS = 16
@@ -173,7 +176,12 @@ class Block:
         self.columns = block_columns(self.shape[-1])
         # the block's first panel in a pre-packed rhs
         self.panel0 = None if panels is None else e.mul_const(tile[-1], self.columns // TILE.columns)
-        self.lhs_in_place = lhs in e.inputs and self.shape[-2] % self.rows == 0 and rows_spread(self.depth)
+        self.lhs_in_place = (
+            lhs in e.inputs
+            and self.shape[-1] > self.columns
+            and self.shape[-2] % self.rows == 0
+            and rows_spread(self.depth)
+        )
         self.k_depth = self.k_block_depth()
 
     def k_block_depth(self) -> int:
