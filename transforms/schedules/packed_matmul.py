@@ -100,17 +100,20 @@ LINE_FLOATS = 16
 # With the lhs in place and the rhs pre-packed the only scratch is the sums, and a k-block
 # as deep as the dot product (up to MAX_DEPTH) adds to them once instead of once per k-block
 # of DEPTH; so does any work item whose scratch (sums, copied rows, packed panels) stays
-# within SCRATCH_MAX_BYTES, the 320 KiB of the DEPTH blocks. MLP 784-512-512-10 at 1 thread,
-# interleaved with onnxruntime (20 rounds, load 1.8): lhs in place with one k-block and the
-# prefetch below 0.80x the time of copies in k-blocks of 256 (0.83x with k-blocks of 256),
-# dense 64x784.512x784 alone 0.92x, 64x512.512x512 (rows copied, one k-block of 512) 0.98x.
+# within SCRATCH_MAX_BYTES, the 320 KiB of the DEPTH blocks. Both, with the prefetch below,
+# against rows copied per work item in k-blocks of 256, at 1 thread, interleaved with
+# onnxruntime (30 rounds, three runs, load 6): the MLP 784-512-512-10 0.80-0.81x the time
+# (k-blocks of 256 with the rows in place: 0.83x in an earlier run), the transformer block
+# 0.90-0.92x; alone, dense 64x784.512x784 0.90x, 64x512.512x512 0.96x, 128x256.1024x256 0.94x.
 MAX_DEPTH = 1024
 SCRATCH_MAX_BYTES = 320 << 10
 # A pre-packed rhs is one stream, panel after panel (`pack_weight`), which a work item reads
 # from L3 or memory when the model's other layers (or another program) have run since:
 # `cpu.prefetch` asks for the line PREFETCH_AHEAD steps (16 floats each) ahead of every
 # step's panel load (4 KiB ahead; 16 to 256 steps measured alike). MLP with its caches
-# flushed (48 MB written) before each call: 0.90x the time without the prefetch.
+# flushed (48 MB written) before each call: 0.90x the time without the prefetch; alone
+# (interleaved with the kernels without it, 30 rounds), dense 64x784.512x784 0.97x,
+# 128x1024.256x1024 0.96x, 128x256.256x1024 0.97x.
 PREFETCH_AHEAD = 64
 
 # How each anchor's rhs holds element (n, k): dense's and batch_matmul's transposed
