@@ -113,7 +113,7 @@ SCRATCH_MAX_BYTES = 320 << 10
 # step's panel load (4 KiB ahead; 16 to 256 steps measured alike). MLP with its caches
 # flushed (48 MB written) before each call: 0.90x the time without the prefetch; alone
 # (interleaved with the kernels without it, 30 rounds), dense 64x784.512x784 0.97x,
-# 128x1024.256x1024 0.96x, 128x256.256x1024 0.97x.
+# 128x1024.256x1024 0.96x, 128x256.1024x256 0.97x.
 PREFETCH_AHEAD = 64
 
 # How each anchor's rhs holds element (n, k): dense's and batch_matmul's transposed
