@@ -189,12 +189,12 @@ class Block:
 
     def k_block_depth(self) -> int:
         """The k-block: the whole dot product where the scratch allows (see MAX_DEPTH), else DEPTH."""
-        depth = min(self.depth, MAX_DEPTH)
-        rows = 0 if self.lhs_in_place else self.rows * (depth + ROW_PAD)
-        panels = 0 if self.panels is not None else self.columns * depth
-        if (self.rows * self.columns + rows + panels) * 4 <= SCRATCH_MAX_BYTES and self.depth <= MAX_DEPTH:
-            return depth
-        return min(DEPTH, self.depth)
+        if self.depth > MAX_DEPTH:
+            return DEPTH
+        rows = 0 if self.lhs_in_place else self.rows * (self.depth + ROW_PAD)
+        panels = 0 if self.panels is not None else self.columns * self.depth
+        whole = (self.rows * self.columns + rows + panels) * 4 <= SCRATCH_MAX_BYTES
+        return self.depth if whole else min(DEPTH, self.depth)
 
     # the operands at (row, k) and (column, k), clamped to the result's edge
 
