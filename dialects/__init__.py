@@ -11,5 +11,11 @@ def _relay() -> Dialect:
     return Relay
 
 
+def _cpu() -> Dialect:
+    from xrelay.dialects.cpu import CPU
+
+    return CPU
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    return {"relay": _relay}
+    return {"relay": _relay, "cpu": _cpu}

@@ -174,6 +174,9 @@ class CEmitter(CStyleEmitter):
     def vector_store_line(self, type_name: str, lanes: int, address: str, value: str) -> str:
         return f"*({type_name} *)({address}) = {value};"
 
+    def prefetch_line(self, address: str) -> str | None:
+        return f"__builtin_prefetch({address});"
+
     @classmethod
     def prelude_for(cls, text: str) -> str:
         """The `simd` declarations of the libmvec functions the kernels `text` call, a

@@ -60,7 +60,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xrelay.diagnostics import LoweringError, location_of
-from xrelay.dialects import relay
+from xrelay.dialects import cpu, relay
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.vector_math import helper_text
 from xrelay.transforms.schedules import WORK_GROUP_PER_ITEM_ATTR
@@ -461,6 +461,16 @@ class CStyleEmitter:
             )
         target = f"{self.names[op.memref]}[{self.index(op.memref, op.indices)}]"
         self.line(f"{target} = {self.expr(op.value)};")
+
+    @emit.register
+    def _(self, op: cpu.PrefetchOp) -> None:
+        line = self.prefetch_line(f"&{self.names[op.memref]}[{self.index(op.memref, op.indices)}]")
+        if line:
+            self.line(line)
+
+    def prefetch_line(self, address: str) -> str | None:
+        """The statement of a `cpu.prefetch` of `address`, or None to drop the hint."""
+        return None
 
     @emit.register
     def _(self, op: memref.AllocaOp) -> None:

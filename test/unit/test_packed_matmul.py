@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_under_asan
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
 
 import xrelay
-from xrelay.dialects import relay
+from xrelay.dialects import cpu, relay
 from xrelay.driver import bind_params, lower
 from xrelay.transforms.schedules import micro_kernel, packed_matmul
 
@@ -342,7 +342,7 @@ def test_prepacked_executable_saves_and_loads(tmp_path: Path) -> None:
 
 def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The pre-packed kernels, on arrays of exactly their sizes (the packed input's too)."""
-    shapes = [(37, 140, 50), (134, 100, 134), (17, 1100, 33), (64, 64, 272)]
+    shapes = [(37, 140, 50), (134, 100, 134), (17, 1100, 33), (64, 64, 272), (64, 1040, 140), (32, 784, 150)]
     lowered = []
     for number, mkn in enumerate(shapes):
         text = dense(*mkn, "bias")
@@ -361,3 +361,80 @@ def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> 
         result = run_under_asan(tmp_path, lowered[first : first + 4])
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.startswith("ran ")
+
+
+# --- the lhs read in place, one deep k-block, the prefetch of pre-packed panels -------------
+
+
+def test_rows_spread_where_no_l1_set_holds_more_than_8_of_a_tiles_rows() -> None:
+    assert all(packed_matmul.rows_spread(k) for k in (784, 64, 100, 1040, 600, 128, 256, 512, 768, 1536))
+    assert not any(packed_matmul.rows_spread(k) for k in (1024, 2048, 3072, 4096))
+
+
+def kernel_ops(module: ModuleOp) -> list[object]:
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]
+    return [op for kernel in kernels for op in kernel.walk()]
+
+
+@pytest.mark.parametrize(
+    "mkn,scratch",
+    [
+        ((64, 784, 512), [[64, 128]]),  # rows in place, one k-block: the sums only
+        ((64, 512, 512), [[64, 128]]),  # in place (8 rows to an L1 set), one k-block of 512
+        ((64, 2048, 16), [[64, 16], [4, 16, 260]]),  # rows copied (one set for 16), k-blocks of 256
+        ((64, 1040, 144), [[64, 128]]),  # in place, deeper than MAX_DEPTH: k-blocks of 256
+        ((48, 784, 160), [[48, 128]]),  # the block's rows are the result's 48
+        ((40, 784, 160), [[48, 128], [3, 16, 788]]),  # 40 rows: a clamped edge, so copied (one k-block)
+        ((64, 784, 128), [[64, 128], [4, 16, 788]]),  # one block of columns: copied once anyway
+        ((128, 1024, 256), [[128, 128], [8, 16, 260]]),  # too much scratch for one k-block
+    ],
+)
+def test_prepacked_scratch_and_prefetch(mkn: tuple[int, int, int], scratch: list[list[int]]) -> None:
+    """Where the rows are read in place and where copied (its scratch), the k-block, and a
+    prefetch per step of the pre-packed panels; the result as the interpreter's."""
+    text = dense(*mkn, "bias")
+    module = check_prepacked(text, random_inputs(text, 5))
+    ops = kernel_ops(module)
+    allocas = [op.memref.type.get_shape() for op in ops if isinstance(op, memref.AllocaOp)]
+    assert [list(shape) for shape in allocas] == scratch
+    prefetches = [op for op in ops if isinstance(op, cpu.PrefetchOp)]
+    assert len(prefetches) == 1
+
+
+def test_packing_per_work_item_has_no_prefetch_and_k_blocks_of_depth() -> None:
+    """Without a constant rhs the panels are packed per k-block into scratch (on the stack,
+    so no prefetch); the rows are still read in place."""
+    module = xrelay.parse(dense(64, 784, 256))
+    lower(module, ("c",), None, "c")
+    ops = kernel_ops(module)
+    allocas = [list(op.memref.type.get_shape()) for op in ops if isinstance(op, memref.AllocaOp)]
+    assert allocas == [[64, 128], [8, 256, 16]]
+    assert not any(isinstance(op, cpu.PrefetchOp) for op in ops)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_rows_read_in_place_keep_nan_and_inf() -> None:
+    text = dense(64, 784, 144, "bias")
+    inputs = random_inputs(text, 6)
+    inputs["x"][3, 10] = np.nan
+    inputs["x"][63, 783] = np.inf
+    inputs["w"][143, 0] = -np.inf
+    check_prepacked(text, inputs)
+    check(text, inputs)
+
+
+@pytest.mark.parametrize(
+    "lhs,rhs,panels",
+    [
+        ((1, 48, 200), (3, 144, 200), [8, 200, 16]),  # a broadcast lhs batch; one k-block
+        ((2, 64, 1100), (2, 136, 1100), [8, 256, 16]),  # k-blocks of 256, the last of 76
+    ],
+)
+def test_batch_matmul_rows_in_place(lhs: tuple[int, int, int], rhs: tuple[int, int, int], panels: list[int]) -> None:
+    """The lhs rows read where they lie (scratch: the sums and the panels, no rows)."""
+    text = batch_matmul(lhs, rhs)
+    module = xrelay.parse(text)
+    lower(module, ("c",), None, "c")
+    allocas = [list(op.memref.type.get_shape()) for op in kernel_ops(module) if isinstance(op, memref.AllocaOp)]
+    assert allocas == [[lhs[1], 128], panels]
+    check(text)

@@ -1,4 +1,4 @@
-"""universe.py: xDSL's tools find xrelay's dialect, passes and targets through the `xdsl.universe`
+"""universe.py: xDSL's tools find xrelay's dialects, passes and targets through the `xdsl.universe`
 entry point, load them lazily, and share no name with xDSL; opt-tool adds only what is missing.
 
 `test/tools/xdsl_opt_plugin.mlir` runs a plain `xdsl-opt` on relay IR."""
@@ -17,7 +17,7 @@ from xrelay.universe import XRELAY_UNIVERSE
 
 def test_the_multiverse_holds_xrelay_next_to_xdsl():
     multiverse = Universe.get_multiverse()  # raises on a name two plugins define
-    assert set(XRELAY_UNIVERSE.all_dialects) == {"relay"}
+    assert set(XRELAY_UNIVERSE.all_dialects) == {"relay", "cpu"}
     assert set(XRELAY_UNIVERSE.all_passes) == set(PASSES)
     assert set(XRELAY_UNIVERSE.all_targets) == set(TARGETS)
     for mine, theirs, everyone in [

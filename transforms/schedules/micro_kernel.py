@@ -14,10 +14,11 @@ broadcast-FMA per vector:
 
 `rhs` usually loads from a packed panel (`pack_panel`: [panels, depth, columns] floats, so
 each step's vectors are adjacent and every load is unit-stride); `lhs` is any f32 value,
-best a load from rows copied as they are (`copy_rows`: [panels, rows, depth + pad], a
-copy, no transpose; packing them transposed, [panels, depth, rows], was up to 6% slower):
-then the tile's rows are one pointer and constant offsets, and an edge row is clamped once while
-packing instead of in every step. The accumulators are a flat list, row-major:
+best a load from rows that lie along k: the operand's own rows where they need no clamp and
+do not crowd one L1 set (packed_matmul.rows_spread), or rows copied as they are
+(`copy_rows`: [panels, rows, depth + pad], a copy, no transpose; packing them transposed,
+[panels, depth, rows], was up to 6% slower): then the tile's rows are one pointer and
+constant offsets, and an edge row is clamped once while packing instead of in every step. The accumulators are a flat list, row-major:
 `acc[r * tile.vectors + v]`. `load_block`/`store_block` move a tile from and to a
 memref (a scratch block: k-blocking adds to it; the epilogue reads it), `zeros` starts one.
 

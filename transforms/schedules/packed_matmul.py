@@ -5,17 +5,20 @@ result's shape, computed in packed panels by the register-blocked micro-kernel
 
 The nest spans the result's batch axes, its rows in blocks of ROWS and its columns in blocks
 of COLUMNS (the last blocks may be partial). A work item (one block of ROWS x COLUMNS
-outputs), for each k-block of up to DEPTH:
+outputs), for each k-block (the whole dot product where a work item's scratch stays small,
+up to MAX_DEPTH; else DEPTH):
 
 1. packs the rhs's COLUMNS columns of the k-block into scratch, `panel[p, k, j]` (TILE's
    columns per panel p, adjacent per k), and copies the lhs's ROWS rows into `rows[t, r, k]`
-   (TILE's rows per panel t, each along k as in the lhs, ROW_PAD floats longer). Where the result's extent is not a multiple of the block, a
-   row or column past its edge reads the last one (clamped: computed, never stored). The
-   rhs layout is a parameter (`micro_kernel.Layout`): dense's and batch_matmul's rhs are
-   transposed ([N, K]);
-2. for each TILE.rows x TILE.columns tile of the block: the micro-kernel's sums over the
-   k-block, added to the block's sums in scratch (`sums[ROWS, COLUMNS]`; with a single
-   k-block they start at zero instead).
+   (TILE's rows per panel t, each along k as in the lhs, ROW_PAD floats longer), unless the
+   lhs is a kernel input whose rows a tile can read where they lie (`rows_spread`). Where
+   the result's extent is not a multiple of the block, a row or column past its edge reads
+   the last one (clamped: computed, never stored). The rhs layout is a parameter
+   (`micro_kernel.Layout`): dense's and batch_matmul's rhs are transposed ([N, K]);
+2. for each TILE.rows x TILE.columns tile of the block (row tiles outer; panels outer where
+   they are read from a pre-packed rhs): the micro-kernel's sums over the k-block, added to
+   the block's sums in scratch (`sums[ROWS, COLUMNS]`; with a single k-block they start at
+   zero instead).
 
 Then the epilogue: each valid output of the block is the group's result (`value_at`) with
 the anchor's value read from `sums` (`remember`): bias, activation and residual loops over a
@@ -32,7 +35,8 @@ as the clamped reads do; batch axes as the rhs's), marked `relay.packed_from` wi
 type and the layout. It is inserted after the original constant and reused by every group
 that packs that constant the same way; the original stays for any other user (dce drops it
 when there is none). The work item then reads its panels from the packed input (panel
-`first panel of the block + p`, step `k0 + k`) and has no pack loop and no panel scratch;
+`first panel of the block + p`, step `k0 + k`) and has no pack loop and no panel scratch,
+and prefetches the packed stream PREFETCH_AHEAD steps ahead of each load (`cpu.prefetch`);
 the rest is as above. Single-thread dense with its weight bound as a param, pre-packed
 against packed per work item in the same run (31 interleaved rounds, load 1.2-2): 64x784.
 512x784 0.91x the time, 64x512.512x512 0.90x, 128x256.256x256 0.95x, 128x256.1024x256
@@ -47,7 +51,7 @@ from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, StringAtt
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from xrelay.dialects import relay
+from xrelay.dialects import cpu, relay
 from xrelay.interpreter import constant_value
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
@@ -79,6 +83,42 @@ DEPTH = 256
 # ROW_PAD floats longer than the k-block spread the 16 rows over the cache's sets (1 KiB
 # apart without it); pads of 0 and 16 measured within 2% of 4.
 ROW_PAD = 4
+# The lhs is read where it lies, not copied, when the result has more than one block of
+# columns (each work item would copy the same rows again), its rows are the kernel input's
+# own (a dense's data, a batch_matmul's or matmul's lhs: row-major, k last), need no clamp, and
+# a tile's 16 rows, K floats apart, fall in sets of the 32 KiB 8-way L1d (64 sets of 64
+# bytes) at most 8 to a set (`rows_spread`): K = 784 (49 lines apart) puts them in 16 sets,
+# 256 and 512 in 4 and 2; 1024 puts all 16 rows in one set, and its conflict misses made
+# dense 128x1024.256x1024 2.1x and 64x2048.128x2048 1.9x the time of copied rows. The copy
+# is made per work item, so 4 times per dense for the MLP's 64 rows and 4 column blocks;
+# read in place instead, at 1 thread, interleaved (20 rounds, load 3): dense
+# 128x256.256x256 0.98x the time, 128x256.1024x256 0.97x, 64x512.512x512 0.99x. Where the
+# copy is made once (one block of columns) it stays: batch_matmul 4x128x64.4x128x64 took
+# 1.02x the time in place.
+L1_SETS = 64
+L1_WAYS = 8
+LINE_FLOATS = 16
+# With the lhs in place and the rhs pre-packed the only scratch is the sums, and a k-block
+# as deep as the dot product (up to MAX_DEPTH) adds to them once instead of once per k-block
+# of DEPTH; so does any work item whose scratch (sums, copied rows, packed panels) stays
+# within SCRATCH_MAX_BYTES, the 320 KiB of the DEPTH blocks. Both, with the prefetch below,
+# against rows copied per work item in k-blocks of 256, at 1 thread, interleaved with
+# onnxruntime (30 rounds, three runs, load 6): the MLP 784-512-512-10 0.80-0.81x the time
+# (k-blocks of 256 with the rows in place: 0.83x in an earlier run), the transformer block
+# 0.90-0.92x; alone, dense 64x784.512x784 0.90x, 64x512.512x512 0.96x, 128x256.1024x256 0.94x.
+MAX_DEPTH = 1024
+SCRATCH_MAX_BYTES = 320 << 10
+# A pre-packed rhs is one stream, panel after panel (`pack_weight`), which a work item reads
+# from L3 or memory when the model's other layers (or another program) have run since:
+# `cpu.prefetch` asks for the line PREFETCH_AHEAD steps (16 floats each) ahead of every
+# step's panel load (4 KiB ahead; 16 to 256 steps measured alike). MLP with its caches
+# flushed (48 MB written) before each call: 0.90x the time without the prefetch; alone
+# (interleaved with the kernels without it, 30 rounds), dense 64x784.512x784 0.97x,
+# 128x1024.256x1024 0.96x, 128x256.1024x256 0.97x. The work item takes the panels in the
+# order of the stream, each for every row tile in turn (panel-outer), so a panel comes in
+# once and is reused while it is in L1/L2: MLP 0.95-0.97x the time of row tile outer (load
+# 2.5-2.9, 30 rounds, interleaved with onnxruntime), transformer 0.98x, both 1.00x warm.
+PREFETCH_AHEAD = 64
 
 # How each anchor's rhs holds element (n, k): dense's and batch_matmul's transposed
 # ([..., N, K]), matmul's plain ([..., K, N]); both pack into the same panels.
@@ -130,6 +170,7 @@ class Block:
     instead of packing the rhs."""
 
     def __init__(self, e: GroupEmitter, op: Matmul, tile: list[SSAValue], panels: SSAValue | None = None):
+        lhs = op.data if isinstance(op, relay.DenseOp) else op.lhs
         self.e, self.op, self.panels = e, op, panels
         self.shape = shape_of(op.res)
         self.batch = tile[:-2]
@@ -142,6 +183,22 @@ class Block:
         self.columns = block_columns(self.shape[-1])
         # the block's first panel in a pre-packed rhs
         self.panel0 = None if panels is None else e.mul_const(tile[-1], self.columns // TILE.columns)
+        self.lhs_in_place = (
+            lhs in e.inputs
+            and self.shape[-1] > self.columns
+            and self.shape[-2] % self.rows == 0
+            and rows_spread(self.depth)
+        )
+        self.k_depth = self.k_block_depth()
+
+    def k_block_depth(self) -> int:
+        """The k-block: the whole dot product where the scratch allows (see MAX_DEPTH), else DEPTH."""
+        if self.depth > MAX_DEPTH:
+            return DEPTH
+        rows = 0 if self.lhs_in_place else self.rows * (self.depth + ROW_PAD)
+        panels = 0 if self.panels is not None else self.columns * self.depth
+        whole = (self.rows * self.columns + rows + panels) * 4 <= SCRATCH_MAX_BYTES
+        return self.depth if whole else min(DEPTH, self.depth)
 
     # the operands at (row, k) and (column, k), clamped to the result's edge
 
@@ -178,11 +235,13 @@ class Block:
         e = self.e
         sums = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, self.columns]))
         panels = self.columns // TILE.columns
-        depth = min(DEPTH, self.depth)
+        depth = self.k_depth
         panel = self.panels
         if panel is None:
             panel = e.emit(memref.AllocaOp.get(f32, shape=[panels, depth, TILE.columns]))
-        rows = e.emit(memref.AllocaOp.get(f32, shape=[self.rows // TILE.rows, TILE.rows, depth + ROW_PAD]))
+        rows = None
+        if not self.lhs_in_place:
+            rows = e.emit(memref.AllocaOp.get(f32, shape=[self.rows // TILE.rows, TILE.rows, depth + ROW_PAD]))
         blocks = -(-self.depth // depth)
         if blocks == 1:
             self.k_block(e.index(0), depth, panel, rows, sums, first=True)
@@ -209,16 +268,20 @@ class Block:
         e.loops([self.rows, self.columns // mk.LANES], [], body)
 
     def k_block(
-        self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, rows: SSAValue, sums: SSAValue, first: bool
+        self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, rows: SSAValue | None, sums: SSAValue, first: bool
     ) -> None:
         """Adds the products of k in [k0, end) to `sums` (or, `first`, sets it to them).
-        `panel` is the scratch the rhs's k-block is packed into, or the pre-packed input."""
+        `panel` is the scratch the rhs's k-block is packed into, or the pre-packed input;
+        `rows` the scratch the lhs's rows are copied into, or None to read them in place."""
         e = self.e
         extent = end if isinstance(end, int) else (k0, end)
         panels = self.columns // TILE.columns
         if self.panels is None:
             mk.pack_panel(e, TILE, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
-        mk.copy_rows(e, TILE, rows, self.rows // TILE.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k))
+        if rows is not None:
+            mk.copy_rows(
+                e, TILE, rows, self.rows // TILE.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k)
+            )
         steps = end if isinstance(end, int) else e.sub(end, k0)
 
         def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -227,19 +290,36 @@ class Block:
             def at(r: int, v: int) -> list[SSAValue]:
                 return [e.add_const(tr, r), e.add_const(tc, v * mk.LANES)]
 
+            def lhs(ks: list[SSAValue], r: int) -> SSAValue:
+                if rows is None:
+                    return self.lhs_at(e.add_const(e.add(self.row0, tr), r), e.add(k0, ks[0]))
+                return e.emit(memref.LoadOp.get(rows, [ivs[0], e.index(r), ks[0]]))
+
             inits = mk.zeros(e, TILE) if first else mk.load_block(e, TILE, sums, at)
             accs = mk.accumulate(
                 e,
                 TILE,
                 [steps if isinstance(steps, int) else (e.index(0), steps)],
                 inits,
-                lambda ks, r: e.emit(memref.LoadOp.get(rows, [ivs[0], e.index(r), ks[0]])),
-                lambda ks, v: mk.load(e, panel, self.panel_index(ivs[1], k0, ks[0], v)),
+                lhs,
+                lambda ks, v: self.rhs_vector(panel, ivs[1], k0, ks[0], v),
             )
             mk.store_block(e, TILE, accs, sums, at)
             return []
 
-        e.loops([self.rows // TILE.rows, panels], [], tile_sums)
+        tiles = self.rows // TILE.rows
+        if self.panels is None:
+            e.loops([tiles, panels], [], tile_sums)
+        else:  # each panel of the stream, then every row tile with it (see PREFETCH_AHEAD)
+            e.loops([panels, tiles], [], lambda ivs, carried: tile_sums([ivs[1], ivs[0]], carried))
+
+    def rhs_vector(self, panel: SSAValue, p: SSAValue, k0: SSAValue, k: SSAValue, v: int) -> SSAValue:
+        """Vector `v` of panel `p` at step `k`; from a pre-packed rhs, after a prefetch of
+        its line PREFETCH_AHEAD steps on (once per step: with the first vector)."""
+        e = self.e
+        if self.panel0 is not None and v == 0:
+            e.builder.insert(cpu.PrefetchOp(panel, self.panel_index(p, k0, e.add_const(k, PREFETCH_AHEAD), v)))
+        return mk.load(e, panel, self.panel_index(p, k0, k, v))
 
     def panel_index(self, p: SSAValue, k0: SSAValue, k: SSAValue, v: int) -> list[SSAValue]:
         """Where vector `v` of the block's panel `p` at step `k` of the k-block from `k0`
@@ -272,6 +352,13 @@ class Block:
         if extent % block == 0:
             return block
         return (e.index(0), e.min_index(e.index(block), e.sub(e.index(extent), first)))
+
+
+def rows_spread(k: int) -> bool:
+    """Whether TILE.rows rows of k floats each, one after another, start in L1 sets that
+    each hold at most L1_WAYS of them (see L1_SETS)."""
+    sets = [(r * k // LINE_FLOATS) % L1_SETS for r in range(TILE.rows)]
+    return max(sets.count(s) for s in sets) <= L1_WAYS
 
 
 def round_up(n: int, multiple: int) -> int:

@@ -6,7 +6,9 @@
 // 16) becomes a new constant in the micro-kernel's panels [n / 16, k, n % 16], marked
 // relay.packed_from, and the launch passes it in place of the weight, which dce drops (no
 // other user). The kernel has no panel scratch and no pack loop: the micro-kernel loads its
-// vectors from the packed input. (A splat keeps the test short; a bound param is not one.)
+// vectors from the packed input, each step after a prefetch of the packed stream 64 steps
+// on, panel by panel (5), each for both row tiles in turn. (A splat keeps the test short; a
+// bound param is not one.)
 
 // CHECK-LABEL: func.func @dense_bias
 // CHECK-NOT:     } : tensor<80x72xf32>
@@ -19,10 +21,14 @@
 // CHECK-NOT:       memref.alloca() : memref<5x72x16xf32>
 // CHECK:           memref.alloca() : memref<2x16x76xf32>
 // CHECK-NOT:       memref.alloca
-// CHECK:           vector.load %in1[
+// CHECK:           cpu.prefetch %in1[
+// CHECK-NEXT:        vector.load %in1[
 // CHECK-COUNT-16:    vector.fma
 // C-LABEL:     void fused_dense_bias(
 // C-NOT:         float buf{{[0-9]+}}[5760];
+// C:             for (long [[P:i[0-9]+]] = 0; [[P]] < 5; [[P]]++) {
+// C:               for (long [[T:i[0-9]+]] = 0; [[T]] < 2; [[T]]++) {
+// C:                 __builtin_prefetch(&in1[
 // C-COUNT-16:    = xr_fma_f32x16(
 func.func @dense_bias(%a: tensor<32x72xf32>, %b: tensor<80xf32>) -> tensor<32x80xf32> {
   %w = relay.constant {value = dense<0.5> : tensor<80x72xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : tensor<80x72xf32>
