@@ -5,7 +5,7 @@ The `cpu` dialect: hints for the C target's kernels that change no value.
 
 `cpu.prefetch` asks for the cache line holding an element to be brought into the caches
 (read, high locality), as MLIR's `memref.prefetch read, locality<3>, data` does: the C target
-prints `__builtin_prefetch(&ref[idx]);` (gcc's `prefetcht0`), the OpenCL target nothing. It
+prints gcc's `__builtin_prefetch` of its address (`prefetcht0`), the OpenCL target nothing. It
 never faults, so the index may lie past the memref's end (the schedules prefetch a fixed
 distance ahead of a stream and do not clamp it at the stream's end); the op has no result and
 is never hoisted or dropped as dead.

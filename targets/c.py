@@ -174,8 +174,10 @@ class CEmitter(CStyleEmitter):
     def vector_store_line(self, type_name: str, lanes: int, address: str, value: str) -> str:
         return f"*({type_name} *)({address}) = {value};"
 
-    def prefetch_line(self, address: str) -> str | None:
-        return f"__builtin_prefetch({address});"
+    def prefetch_line(self, buffer: str, index: str) -> str | None:
+        # The address in integers: the index may lie past the buffer's end, where forming a
+        # pointer (`&buffer[index]`) would be undefined behaviour; a prefetch never faults.
+        return f"__builtin_prefetch((const void *)((__UINTPTR_TYPE__){buffer} + sizeof *{buffer} * ({index})));"
 
     @classmethod
     def prelude_for(cls, text: str) -> str:

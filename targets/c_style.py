@@ -464,12 +464,12 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: cpu.PrefetchOp) -> None:
-        line = self.prefetch_line(f"&{self.names[op.memref]}[{self.index(op.memref, op.indices)}]")
+        line = self.prefetch_line(self.names[op.memref], self.index(op.memref, op.indices))
         if line:
             self.line(line)
 
-    def prefetch_line(self, address: str) -> str | None:
-        """The statement of a `cpu.prefetch` of `address`, or None to drop the hint."""
+    def prefetch_line(self, buffer: str, index: str) -> str | None:
+        """The statement of a `cpu.prefetch` of `buffer[index]`, or None to drop the hint."""
         return None
 
     @emit.register

@@ -39,7 +39,7 @@ func.func @k_prefetch_cl(%in0: memref<4x8xf32>, %out0: memref<4xf32>) attributes
 // C-LABEL: void k_prefetch(
 // C: for (long [[I:i_[0-9]+]] = 0; [[I]] < 4; [[I]]++) {
 // C-NEXT: long [[J:j_[0-9]+]] = [[I]] + 1;
-// C-NEXT: __builtin_prefetch(&in0[[[J]] * 8 + 6]);
+// C-NEXT: __builtin_prefetch((const void *)((__UINTPTR_TYPE__)in0 + sizeof *in0 * ([[J]] * 8 + 6)));
 // C-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 8];
 // C-NEXT: out0[[[I]]] = [[X]];
 // C-NOT: k_prefetch_cl

@@ -28,7 +28,7 @@
 // C-NOT:         float buf{{[0-9]+}}[5760];
 // C:             for (long [[P:i[0-9]+]] = 0; [[P]] < 5; [[P]]++) {
 // C:               for (long [[T:i[0-9]+]] = 0; [[T]] < 2; [[T]]++) {
-// C:                 __builtin_prefetch(&in1[
+// C:                 __builtin_prefetch((const void *)((__UINTPTR_TYPE__)in1 + sizeof *in1 * (
 // C-COUNT-16:    = xr_fma_f32x16(
 func.func @dense_bias(%a: tensor<32x72xf32>, %b: tensor<80xf32>) -> tensor<32x80xf32> {
   %w = relay.constant {value = dense<0.5> : tensor<80x72xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : tensor<80x72xf32>
