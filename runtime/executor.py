@@ -15,8 +15,9 @@ copies and storage, and the executor only carries them out.
    once, so running a node is one call (each input's write and each result's read too).
 4. `run` takes a free workspace (or makes one) and, with every device that has a queue held
    back (`Device.hold`), starts the inputs' writes, calls the bound nodes in order and starts
-   the results' reads; then it releases the devices and waits once. A copy through host
-   memory waits, with the holds released around it. Calls from several threads at once each
+   the results' reads; then it releases the devices and waits once. Host work in between (a
+   C kernel, a copy through host memory, which waits) releases them first, so that the
+   devices work meanwhile. Calls from several threads at once each
    run in a workspace of their own (holds on a shared queue just queue one behind the other);
    workspaces are kept for the next calls, so there are as many as there were concurrent
    runs at most.
@@ -353,7 +354,10 @@ class Workspace:
         if func_name == COPY:
             return self._copier(inputs[0], index)
         device = ex.devices[ex.entries[index].device]
-        return device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
+        call = device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
+        if device.host_memory and self.queued:
+            return lambda: self._released(call)  # the queued devices work meanwhile
+        return call
 
     def _copier(self, src: int, dst: int) -> Callable[[], None]:
         """A copy from entry `src` to entry `dst`: direct when a device can, else through the host."""
@@ -364,9 +368,9 @@ class Workspace:
             return lambda: np.copyto(d, s)
         # a copy through host memory waits (the host storage may be reused right after it)
         if s_dev.host_memory:
-            return lambda: self._unheld(partial(d_dev.write, d, s))
+            return lambda: self._released(partial(d_dev.write, d, s))
         if d_dev.host_memory:
-            return lambda: self._unheld(partial(s_dev.read, s, d))
+            return lambda: self._released(partial(s_dev.read, s, d))
         staging = np.empty(ex.entries[dst].shape, ex.entries[dst].dtype)
 
         def through_host() -> None:
@@ -375,7 +379,7 @@ class Workspace:
 
         def copy() -> None:
             if not d_dev.copy_peer(d, s_dev, s, nbytes):
-                self._unheld(through_host)
+                self._released(through_host)
 
         return copy
 
@@ -397,7 +401,8 @@ class Workspace:
     def execute(self, arrays: Mapping[int, np.ndarray]) -> list[np.ndarray]:
         """One run on the inputs `GraphExecutor.check_inputs` checked: with every queued device
         held, starts the inputs' writes, queues the nodes and starts the results' reads, then
-        releases the devices and waits once for everything. Returns fresh result arrays."""
+        releases the devices (before, if the host has work of its own) and waits once.
+        Returns fresh result arrays."""
         self._hold()
         try:
             writes = [self.writers[index](array) for index, array in arrays.items()]
@@ -436,17 +441,12 @@ class Workspace:
         for release in releases:
             release()
 
-    def _unheld(self, wait: Wait) -> None:
-        """Calls `wait` (something that waits for queued work) with the run's holds released,
-        and holds the queues again after it when they were held."""
-        if not self.releases:
-            wait()
-            return
+    def _released(self, work: Callable[[], None]) -> None:
+        """Releases the run's holds, then calls `work`: host work (a C kernel, a copy that
+        waits), while the queued devices do theirs. A run holds its queues only while it just
+        queues work."""
         self._release()
-        try:
-            wait()
-        finally:
-            self._hold()
+        work()
 
     def timed_run(self, origin: float) -> list[Span]:
         """Runs once, waiting for each node's devices after it; the (start, end) of each node

@@ -74,36 +74,52 @@ class RecordingDevice(NumpyDevice):
         super().read(src, dst)
 
 
-def recorded(nodes: list[Any], host_kernels: dict[str, Any] | None = None) -> tuple[GraphExecutor, list[str]]:
-    log: list[str] = []
+def recorded(
+    nodes: list[Any], host_kernels: dict[str, Any] | None = None, log: list[str] | None = None
+) -> tuple[GraphExecutor, list[str]]:
+    """`nodes` on the host (device 0) and a recording device (1); the log starts after load."""
+    log = [] if log is None else log
     devices = [NumpyDevice(0), RecordingDevice(log)]
     kernels = [host_kernels or python_kernels(), devices[1].kernels]
-    return GraphExecutor(graph(nodes, [len(nodes) - 1], [CPU, CL0]), devices, kernels), log
+    executor = GraphExecutor(graph(nodes, [len(nodes) - 1], [CPU, CL0]), devices, kernels)
+    log.clear()
+    return executor, log
 
 
 def test_a_run_queues_everything_then_waits_once() -> None:
-    """Duplex ends on the device: its inputs' writes, the kernels and the result's read are
-    queued under one hold; the copies through the host wait with the hold released."""
+    """A graph all on the device: its inputs' writes, the kernels and the result's read are
+    queued under one hold, released before the run waits."""
+    nodes = [("A", None, [], 1, 0), ("B", None, [], 1, 1), ("add", "add", [0, 1], 1, 2), ("sub", "sub", [2, 1], 1, 3)]
+    executor, log = recorded(nodes)
+    x = inputs("AB")
+    np.testing.assert_array_equal(executor.run(x)[0], (x["A"] + x["B"]) - x["B"])
+    queued = ["hold", "start write", "start write", "add", "sub", "start read", "release"]
+    assert log == queued + ["wait write", "wait write", "wait read"]
+
+
+def test_host_work_releases_the_hold() -> None:
+    """Duplex: the copy to the host waits, so the hold is released before it; the rest of the
+    run (the host's subtraction, the copy back, which waits too, as the host's storage may be
+    reused right after it) leaves the device free to work."""
     executor, log = recorded(DUPLEX)
-    log.clear()  # the load wrote nothing: no params
     x = inputs("ABCD")
     np.testing.assert_allclose(executor.run(x)[0], duplex_expected(x), rtol=1e-6)
-    assert log == [
-        "hold",
-        *["start write"] * 3,  # A, B and D; C is on the host
-        "add",
-        "release",
-        "read",  # the copy to the host, unheld
-        "hold",
-        "release",
-        "write",  # the copy back, unheld: the host's storage may be reused right after
-        "hold",
-        "add",
-        "start read",
-        "release",
-        *["wait write"] * 3,
-        "wait read",
-    ]
+    queued = ["hold", *["start write"] * 3, "add", "release", "read", "write", "add", "start read"]
+    assert log == queued + [*["wait write"] * 3, "wait read"]
+
+
+def test_a_host_kernel_releases_the_hold_before_it_runs() -> None:
+    """The device's add is queued first; the host's kernel then runs with the device free."""
+    nodes = [("A", None, [], 1, 0), ("B", None, [], 1, 1), ("C", None, [], 0, 2)]
+    nodes += [("add", "add", [0, 1], 1, 3), ("neg", "sub", [2, 2], 0, 4), ("__copy", "__copy", [3], 0, 5)]
+    nodes += [("sub", "sub", [5, 4], 0, 6)]
+    log: list[str] = []
+    host = {**python_kernels(), "sub": lambda a, b, out: (log.append("host sub"), np.subtract(a, b, out=out))}
+    executor, log = recorded(nodes, host, log)
+    x = inputs("ABC")
+    np.testing.assert_array_equal(executor.run(x)[0], (x["A"] + x["B"]) - (x["C"] - x["C"]))
+    assert log[:6] == ["hold", "start write", "start write", "add", "release", "host sub"]
+    assert log.count("hold") == 1
 
 
 def test_a_failed_run_releases_its_hold() -> None:
@@ -119,13 +135,12 @@ def test_a_failed_run_releases_its_hold() -> None:
     x = inputs("ABD")
     with pytest.raises(RuntimeError, match="sub failed"):
         executor.run(x)
-    assert log.count("hold") == log.count("release") == 2 and log[-1] == "release"
+    assert log.count("hold") == log.count("release") == 1
     np.testing.assert_allclose(executor.run(x)[0], simplex_expected(x), rtol=1e-6)
 
 
 def test_profile_waits_for_each_node_without_holding() -> None:
     executor, log = recorded(DUPLEX)
-    log.clear()
     executor.profile(inputs("ABCD"))
     assert "hold" not in log
 
