@@ -227,6 +227,9 @@ class OpenCLDevice(Device):
         return self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False).wait
 
     def hold(self) -> Wait:
+        # A marker ahead of the gate wakes PoCL's sleeping workers while the host queues the
+        # run (the CNN, back to back, after 2 ms asleep or after 48 MB written: 0-7% faster).
+        self.cl.enqueue_marker(self.queue)
         gate = self.cl.UserEvent(self.context)
         self.cl.enqueue_marker(self.queue, wait_for=[gate])  # the queue is in order
         return partial(gate.set_status, self.cl.command_execution_status.COMPLETE)
