@@ -17,10 +17,9 @@ copies and storage, and the executor only carries them out.
    back (`Device.hold`), starts the inputs' writes, calls the bound nodes in order and starts
    the results' reads; then it releases the devices and waits once. Host work in between (a
    C kernel, a copy through host memory, which waits) releases them first, so that the
-   devices work meanwhile. Calls from several threads at once each
-   run in a workspace of their own (holds on a shared queue just queue one behind the other);
-   workspaces are kept for the next calls, so there are as many as there were concurrent
-   runs at most.
+   devices work meanwhile. Calls from several threads at once each run in a workspace of
+   their own (holds on a shared queue just queue one behind the other); workspaces are kept
+   for the next calls, so there are as many as there were concurrent runs at most.
 5. `profile` runs a workspace N times, waiting for each node's devices, and hands the spans
    to `xrelay.runtime.profiling.Profile` (per-node min and median, copies, waits, a trace).
 

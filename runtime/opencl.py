@@ -17,8 +17,9 @@ trip to PoCL's worker threads (about 50 us, more when they sleep), so transfers 
 waiting (`start_write`, `start_read`: a pyopencl event keeps the host array alive), and a run
 `hold`s the queue behind a user event while it queues its work: when the host and PoCL's
 workers share a core, work released kernel by kernel left the host's enqueues waiting for the
-kernels (CNN, interleaved with other runtimes: 0.50 ms against 0.32 ms held). A copy between
-two devices of the context is ordered by events, never by a `finish`.
+kernels (CNN, interleaved with other runtimes: 0.50 ms against 0.32 ms held); a marker ahead
+of the hold wakes the workers meanwhile. A copy between two devices of the context is ordered
+by events, never by a `finish`.
 """
 
 from __future__ import annotations
