@@ -4,7 +4,9 @@ device kinds, and the table that maps the program's virtual scopes to physical d
 
 A device allocates buffers, views a buffer as a typed tensor, moves tensors to and from host
 memory, builds the kernels of its scope and binds a kernel to its argument tensors once, so
-that running a node is one call. The compiler decided everything else.
+that running a node is one call. A device with a queue also starts transfers without waiting
+for them and holds its queue back while a run queues its work (`start_write`, `start_read`,
+`hold`), so that a run waits once, at its end. The compiler decided everything else.
 
 Physical devices are named by a spec string, `kind[:index]`: `cpu`, `opencl:1` (the second
 device of the OpenCL platform), `numpy` (host memory, Python kernels; for tests). A virtual
@@ -29,6 +31,7 @@ from xrelay.runtime.kernels import KernelSource
 
 Tensor: TypeAlias = Any
 Kernel: TypeAlias = Any
+Wait: TypeAlias = Callable[[], None]  # waits for (or releases) something a device started
 DeviceTable: TypeAlias = Mapping["tuple[str, int] | str", "str | Device"]
 
 
@@ -85,6 +88,27 @@ class Device(ABC):
     def read(self, src: Tensor, dst: np.ndarray) -> None:
         """Copies a tensor of this device into a host array (waits for pending work)."""
 
+    def start_write(self, dst: Tensor, src: np.ndarray) -> Wait:
+        """Queues a copy of a host array into a tensor of this device, behind the work queued
+        before it, and returns a call that waits for it; `src` stays unchanged until then.
+        (By default the copy is done at once.)"""
+        self.write(dst, src)
+        return done
+
+    def start_read(self, src: Tensor, dst: np.ndarray) -> Wait:
+        """Queues a copy of a tensor of this device into a host array, after the work queued
+        before it, and returns a call that waits for it; `dst` holds the tensor after the
+        call. (By default the copy is done at once.)"""
+        self.read(src, dst)
+        return done
+
+    def hold(self) -> Wait:
+        """Holds back the work queued on this device from now on until the returned call
+        releases it, so that a run queues all its work before the device wakes up to do it.
+        Release a hold before waiting for anything queued after it. (By default nothing
+        is held.)"""
+        return done
+
     def copy_peer(self, dst: Tensor, src_device: Device, src: Tensor, nbytes: int) -> bool:
         """Copies `src` of `src_device` straight into `dst`, if this device can; else False."""
         return False
@@ -108,6 +132,10 @@ class Device(ABC):
 
     def sync(self) -> None:  # noqa: B027 (a device without a queue has nothing to wait for)
         """Waits until the work queued on this device is done."""
+
+
+def done() -> None:
+    """The wait of something already done."""
 
 
 # --- registry ----------------------------------------------------------------------------

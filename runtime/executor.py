@@ -13,10 +13,13 @@ copies and storage, and the executor only carries them out.
 3. A *workspace* is what one run needs for itself: a buffer per storage, every entry as a
    typed view at the start of its storage's buffer, and every node bound to those views
    once, so running a node is one call (each input's write and each result's read too).
-4. `run` takes a free workspace (or makes one), writes the inputs, calls the bound nodes in
-   order and reads the results. Calls from several threads at once each run in a workspace
-   of their own; workspaces are kept for the next calls, so there are as many as there were
-   concurrent runs at most.
+4. `run` takes a free workspace (or makes one) and, with every device that has a queue held
+   back (`Device.hold`), starts the inputs' writes, calls the bound nodes in order and starts
+   the results' reads; then it releases the devices and waits once. Host work in between (a
+   C kernel, a copy through host memory, which waits) releases them first, so that the
+   devices work meanwhile. Calls from several threads at once each run in a workspace of
+   their own (holds on a shared queue just queue one behind the other); workspaces are kept
+   for the next calls, so there are as many as there were concurrent runs at most.
 5. `profile` runs a workspace N times, waiting for each node's devices, and hands the spans
    to `xrelay.runtime.profiling.Profile` (per-node min and median, copies, waits, a trace).
 
@@ -43,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from xrelay.errors import DeviceError, InputError, UsageError
-from xrelay.runtime.device import Device, Kernel, Tensor
+from xrelay.runtime.device import Device, Kernel, Tensor, Wait, done
 from xrelay.runtime.profiling import Profile, Span, Step
 
 COPY = "__copy"
@@ -213,9 +216,7 @@ class GraphExecutor:
         """Runs the graph on `inputs` (by name) and returns fresh arrays of its results."""
         arrays = self.check_inputs(inputs)
         with self.workspace() as workspace:
-            workspace.write_inputs(arrays)
-            workspace.run()
-            return workspace.outputs()
+            return workspace.execute(arrays)
 
     def profile(self, inputs: Mapping[str, Any], runs: int = 1) -> Profile:
         """Runs `runs` times, waiting for each node's devices, and reports what the runs did
@@ -312,31 +313,37 @@ class Workspace:
         for index, node in enumerate(ex.nodes):
             if node["op"] == "null" and node["name"] in ex.params and ex.entries[index].storage not in ex.shared:
                 ex.write(index, self.tensors[index], ex.param(index))
+        self.queued = list({id(d): d for d in ex.devices if not d.host_memory}.values())
+        self.releases: list[Wait] = []  # the holds of the run in progress
         self.steps = [self._bind(name, index) for name, index in ex.steps]
         self.writers = {index: self._writer(index) for index in ex.inputs.values()}
         self.readers = [self._reader(head) for head in ex.heads]
 
-    def _writer(self, index: int) -> Callable[[np.ndarray], None]:
-        """Writes a checked input (its shape and dtype the entry's) into entry `index`."""
+    def _writer(self, index: int) -> Callable[[np.ndarray], Wait]:
+        """Starts writing a checked input (its shape and dtype the entry's) into entry `index`."""
         ex, tensor = self.executor, self.tensors[index]
         entry = ex.entries[index]
         device = ex.devices[entry.device]
         if device.host_memory:
-            return partial(np.copyto, tensor)  # (any strides: copyto reads them)
-        return lambda array: device.write(tensor, _contiguous(array, entry.dtype))
 
-    def _reader(self, head: int) -> Callable[[], np.ndarray]:
-        """A fresh host array holding entry `head`."""
+            def copy(array: np.ndarray) -> Wait:
+                np.copyto(tensor, array)  # (any strides: copyto reads them)
+                return done
+
+            return copy
+        return lambda array: device.start_write(tensor, _contiguous(array, entry.dtype))
+
+    def _reader(self, head: int) -> Callable[[], tuple[np.ndarray, Wait]]:
+        """Starts reading entry `head` into a fresh host array: the array and its wait."""
         ex, tensor = self.executor, self.tensors[head]
         entry = ex.entries[head]
         device = ex.devices[entry.device]
         if device.host_memory:
-            return partial(np.array, tensor, copy=True)
+            return lambda: (np.array(tensor, copy=True), done)
 
-        def read() -> np.ndarray:
+        def read() -> tuple[np.ndarray, Wait]:
             out = np.empty(entry.shape, entry.dtype)
-            device.read(tensor, out)
-            return out
+            return out, device.start_read(tensor, out)
 
         return read
 
@@ -346,7 +353,10 @@ class Workspace:
         if func_name == COPY:
             return self._copier(inputs[0], index)
         device = ex.devices[ex.entries[index].device]
-        return device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
+        call = device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
+        if device.host_memory and self.queued:
+            return lambda: self._released(call)  # the queued devices work meanwhile
+        return call
 
     def _copier(self, src: int, dst: int) -> Callable[[], None]:
         """A copy from entry `src` to entry `dst`: direct when a device can, else through the host."""
@@ -355,16 +365,20 @@ class Workspace:
         s, d, nbytes = self.tensors[src], self.tensors[dst], ex.entries[dst].nbytes
         if d_dev.host_memory and s_dev.host_memory:
             return lambda: np.copyto(d, s)
+        # a copy through host memory waits (the host storage may be reused right after it)
         if s_dev.host_memory:
-            return lambda: d_dev.write(d, s)
+            return lambda: self._released(partial(d_dev.write, d, s))
         if d_dev.host_memory:
-            return lambda: s_dev.read(s, d)
+            return lambda: self._released(partial(s_dev.read, s, d))
         staging = np.empty(ex.entries[dst].shape, ex.entries[dst].dtype)
+
+        def through_host() -> None:
+            s_dev.read(s, staging)
+            d_dev.write(d, staging)
 
         def copy() -> None:
             if not d_dev.copy_peer(d, s_dev, s, nbytes):
-                s_dev.read(s, staging)
-                d_dev.write(d, staging)
+                self._released(through_host)
 
         return copy
 
@@ -383,18 +397,55 @@ class Workspace:
         for device in cold:
             ex.devices[device].sync()
 
+    def execute(self, arrays: Mapping[int, np.ndarray]) -> list[np.ndarray]:
+        """One run on the inputs `GraphExecutor.check_inputs` checked: with every queued device
+        held, starts the inputs' writes, queues the nodes and starts the results' reads, then
+        releases the devices (before, if the host has work of its own) and waits once.
+        Returns fresh result arrays."""
+        self._hold()
+        try:
+            writes = [self.writers[index](array) for index, array in arrays.items()]
+            self.run()
+            reads = [read() for read in self.readers]
+        finally:
+            self._release()
+        for wait in writes:
+            wait()
+        for _, wait in reads:
+            wait()
+        return [out for out, _ in reads]
+
     def write_inputs(self, arrays: Mapping[int, np.ndarray]) -> None:
         """Writes the inputs `GraphExecutor.check_inputs` checked."""
         for index, array in arrays.items():
-            self.writers[index](array)
+            self.writers[index](array)()
 
     def run(self) -> None:
+        """Calls the bound nodes in order."""
         for step in self.steps:
             step()
 
     def outputs(self) -> list[np.ndarray]:
         """Fresh host arrays holding the graph's results."""
-        return [read() for read in self.readers]
+        reads = [read() for read in self.readers]
+        for _, wait in reads:
+            wait()
+        return [out for out, _ in reads]
+
+    def _hold(self) -> None:
+        self.releases = [device.hold() for device in self.queued]
+
+    def _release(self) -> None:
+        releases, self.releases = self.releases, []
+        for release in releases:
+            release()
+
+    def _released(self, work: Callable[[], None]) -> None:
+        """Releases the run's holds, then calls `work`: host work (a C kernel, a copy that
+        waits), while the queued devices do theirs. A run holds its queues only while it just
+        queues work."""
+        self._release()
+        work()
 
     def timed_run(self, origin: float) -> list[Span]:
         """Runs once, waiting for each node's devices after it; the (start, end) of each node
