@@ -22,12 +22,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
-
-from demo import MODEL, random_weights
+from models import random_inputs
 
 import xrelay
+
+MODEL = pathlib.Path(__file__).parents[1] / "examples" / "mlp.mlir"
 
 ROUNDS = 5
 THREADS = (1, 2, 4)
@@ -48,7 +47,7 @@ def throughput(exe: xrelay.Executable, xs: list[np.ndarray], threads: int, expec
 def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 400
     text = MODEL.read_text()
-    arrays = random_weights(xrelay.parse(text))
+    arrays = random_inputs(text)
     weights = {k: v for k, v in arrays.items() if k != "x"}
     rng = np.random.default_rng(1)
     xs = [rng.standard_normal(arrays["x"].shape).astype(np.float32) for _ in range(calls)]
