@@ -194,6 +194,25 @@ def test_small_conv_is_one_work_item_on_one_thread() -> None:
     check(text, arrays, num_threads=2)
 
 
+def test_chunks_run_on_into_the_next_image() -> None:
+    """One work item (under CPU_THREAD_WORK) takes its chunks over the batch's tile rows, image
+    after image: 3 images of 7 tile rows in chunks of 4 put the last rows of one image and
+    the first of the next in one chunk. A NaN at the bottom of image 0 and an inf at the top
+    of image 1 stay in their own images' outputs (each output reads its own image only)."""
+    case = ((3, 16, 13, 11), (16, 16, 3, 3), PAD1, (3, 16, 13, 11), "bias_relu")
+    text = conv_program(*case)
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and (plan.f.m, plan.tiles_h, plan.chunk_rows) == (2, 7, 4)
+    assert plan.direct_work < winograd_conv.CPU_THREAD_WORK
+    arrays = inputs(case, np.random.default_rng(8))
+    arrays["x"][0, 3, 12, 5] = np.nan
+    arrays["x"][1, 7, 0, 2] = np.inf
+    expected = check(text, arrays)
+    assert not np.isfinite(expected[0, :, 11:, :]).all() and not np.isfinite(expected[1, :, :2, :]).all()
+    assert np.isfinite(expected[0, :, :11, :]).all() and np.isfinite(expected[1, :, 2:, :]).all()
+    assert np.isfinite(expected[2]).all()
+
+
 @pytest.mark.usefixtures("small_work_on_opencl")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
