@@ -152,7 +152,8 @@ def fast_path(
     n, row_tile = tile
     out_w = shape_of(plan.conv.res)[3]
     first_row = e.mul_const(row_tile, plan.row_block)
-    sums = e.emit(memref.AllocaOp.get(f32, shape=[1, mk.LANES]))
+    direct = root == plan.conv.res and out_w >= mk.LANES  # no epilogue, vectors inside the rows
+    sums = None if direct else e.emit(memref.AllocaOp.get(f32, shape=[1, mk.LANES]))
 
     def output_vector(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         r, k = ivs
@@ -162,7 +163,7 @@ def fast_path(
         def channel(os: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             at = [n, os[0], e.add(first_row, r), column]
             total = chain(e, plan.conv, os[0], taps)
-            if root == plan.conv.res and out_w >= mk.LANES:  # no epilogue, a vector inside the row
+            if sums is None:
                 mk.store(e, total, out, at)
                 return []
             mk.store(e, total, sums, [e.index(0), e.index(0)])
