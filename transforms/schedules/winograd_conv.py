@@ -22,7 +22,8 @@ and no run is computed twice). On cpu, a conv under CPU_THREAD_WORK is one work 
 running on into the next image): its kernel stays on one thread, and small images fill
 their chunks (the CNN's second conv, 8 images of 7 tile rows in chunks of 4: 14 chunks, not
 16 with the last of each image starting earlier; 0.134 -> 0.124 ms, bench/kernels.py --conv's
-shape with bias and relu, one interleaved run).
+shape with bias and relu, one interleaved run). On opencl, a batch of images under
+OPENCL_MIN_WORK each (and under OPENCL_BATCH_WORK in all) is one work item the same way.
 Its phases:
 
 1. Weights: U for all xi, out channels k and in channels c, into scratch (`memref.alloca`):
@@ -215,6 +216,14 @@ OPENCL_MIN_ITEMS = 4
 # at 56x56 0.38x; 128 -> 128 at 40x40 (F2) 0.63x; 32 -> 32 at 56x56 0.46x.
 OPENCL_MIN_WORK = 1 << 21
 
+# On opencl, a conv under OPENCL_MIN_WORK per image but of several images, and of fewer direct
+# multiply-adds than OPENCL_BATCH_WORK in all, is one work item as on the cpu (U once, the
+# chunks through the batch's tile rows): the CNN's second conv (8 images, 7.2M), device time
+# against the C kernel's in one interleaved run each (bench/opencl_model_kernels.py cnn, load
+# 6-8): PoCL on 1 thread 1.14x (packed_conv 1.36x, a work item per image 1.56x), on 2 threads
+# 1.24x (packed_conv 1.40x). (Not measured above 7.2M: the bound is the cpu's.)
+OPENCL_BATCH_WORK = 1 << 24
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -248,6 +257,15 @@ class Plan:
     def units(self) -> int:
         """Runs of chunk_rows tile rows per image (the last starting earlier, if need be)."""
         return math.ceil(self.tiles_h / self.chunk_rows)
+
+    @property
+    def one_item(self) -> bool:
+        """Whether the whole batch is one work item: on cpu under CPU_THREAD_WORK, on opencl
+        under OPENCL_MIN_WORK per image (`plan_of` takes such a conv there only in a batch
+        under OPENCL_BATCH_WORK)."""
+        if self.device == "opencl":
+            return self.direct_work < OPENCL_MIN_WORK * shape_of(self.conv.res)[0]
+        return self.direct_work < CPU_THREAD_WORK
 
     @property
     def direct_work(self) -> int:
@@ -286,14 +304,12 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
         return None
-    _, out_c, out_h, out_w = shape_of(conv.res)
+    batch, out_c, out_h, out_w = shape_of(conv.res)
     in_c, kh, kw = shape_of(conv.weight)[1:]
-    if (
-        (kh, kw) != (3, 3)
-        or in_c < MIN_IN_CHANNELS
-        or out_c < MIN_OUT_CHANNELS
-        or out_c * in_c * 9 * out_h * out_w < (OPENCL_MIN_WORK if scope.device == "opencl" else MIN_WORK)
-    ):
+    work = out_c * in_c * 9 * out_h * out_w  # per image
+    if (kh, kw) != (3, 3) or in_c < MIN_IN_CHANNELS or out_c < MIN_OUT_CHANNELS or work < MIN_WORK:
+        return None
+    if scope.device == "opencl" and work < OPENCL_MIN_WORK and (batch < 2 or batch * work >= OPENCL_BATCH_WORK):
         return None
     return next((p for f in (F4, F2) if (p := plan_for(conv, f, scope.device)) is not None), None)
 
@@ -324,8 +340,9 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
-    if plan.device == "cpu" and plan.direct_work < CPU_THREAD_WORK:
-        return emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
+    if plan.one_item:
+        item = emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
+        return one_group_per_item(item) if plan.device == "opencl" else item
     nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest) if plan.device == "opencl" else nest
 
@@ -354,7 +371,7 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
 
 
 def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, batch: int, out: SSAValue) -> None:
-    """The whole batch as one work item (a conv under CPU_THREAD_WORK): U once, then the
+    """The whole batch as one work item (`Plan.one_item`): U once, then the
     chunks of the batch's tile rows, image after image (a chunk may hold the last tile rows
     of one image and the first of the next; the last chunk ends at the batch's last row)."""
     scratch = item_scratch(e, plan)
