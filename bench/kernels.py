@@ -18,9 +18,10 @@ OpenBLAS's own core detection and 1 thread:
         POCL_DEVICES="pthread pthread" .venv/bin/python bench/kernels.py [--runs N] [--only NAME]
 
 `--conv` prints instead the C conv2d schedules at 1 thread against OpenBLAS sgemm of the
-conv's im2col matrix (the matrix built beforehand: sgemm alone), interleaved in one run:
-winograd_conv (F(2x2, 3x3), GFLOP/s counted as the direct conv's), packed_conv (winograd_conv
-left out of the schedule list), conv_rows (both left out), sgemm. For numpy at its
+conv's im2col matrix (the matrix built beforehand: sgemm alone), interleaved in one run: the
+schedule lowering picks (its name printed: winograd_conv's GFLOP/s counted as the direct
+conv's), packed_conv (winograd_conv and conv_taps left out of the schedule list), conv_rows
+(all three left out), sgemm. For numpy at its
 best, run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
@@ -300,6 +301,7 @@ CONV_CASES = [
     conv2d(1, 64, 56, 64, 3, 1),  # the ResNet basic block's convs (bench/models.py)
     conv2d(1, 16, 28, 32, 3, 1),
     conv2d(8, 16, 14, 32, 3, 1),  # the CNN's second conv (bench/models.py, batch 8)
+    conv2d(8, 1, 28, 16, 3, 1),  # the CNN's first conv
 ]
 
 
@@ -329,14 +331,15 @@ def im2col_sgemm(case: Case, x: np.ndarray, w: np.ndarray) -> Callable[[], np.nd
 
 def conv_schedules(rounds: int) -> None:
     print(f"conv2d, C at 1 thread, GFLOP/s: medians of {rounds} interleaved rounds")
-    print(f"  {'case':<40} {'winograd':>8} {'packed':>8} {'rows':>8} {'sgemm':>8} {'packed/sgemm':>13} "
-          f"{'winograd/packed':>16}")  # fmt: skip
+    print(f"  {'case':<40} {'picked':>8} {'packed':>8} {'rows':>8} {'sgemm':>8} {'packed/sgemm':>13} "
+          f"{'picked/packed':>14}  picked")  # fmt: skip
     for case in CONV_CASES:
         rng = np.random.default_rng(0)
         arrays = [rng.standard_normal(s).astype(np.float32) for s in case.inputs]
         expected = case.reference(*arrays)
         fns: dict[str, Callable[[], object]] = {}
-        variants = {"winograd": (), "packed": ("winograd_conv",), "rows": ("winograd_conv", "packed_conv")}
+        earlier = ("winograd_conv", "conv_taps")
+        variants = {"picked": (), "packed": earlier, "rows": (*earlier, "packed_conv")}
         for name, left_out in variants.items():
             out = np.zeros(case.output, np.float32)
             kernel, addresses = c_kernel_without(case, left_out), [a.ctypes.data for a in (*arrays, out)]
@@ -349,9 +352,17 @@ def conv_schedules(rounds: int) -> None:
         fns["sgemm"] = im2col_sgemm(case, *arrays)
         seconds = interleaved_medians(fns, rounds)
         rates = {name: case.flops / s / 1e9 for name, s in seconds.items()}
-        print(f"  {case.name:<40} {rates['winograd']:8.1f} {rates['packed']:8.1f} {rates['rows']:8.1f} "
+        print(f"  {case.name:<40} {rates['picked']:8.1f} {rates['packed']:8.1f} {rates['rows']:8.1f} "
               f"{rates['sgemm']:8.1f} {rates['packed'] / rates['sgemm']:13.2f} "
-              f"{rates['winograd'] / rates['packed']:16.2f}")  # fmt: skip
+              f"{rates['picked'] / rates['packed']:14.2f}  {picked_schedule(case)}")  # fmt: skip
+
+
+def picked_schedule(case: Case) -> str:
+    """The schedule lowering picks for the case's group on the cpu."""
+    module = lowered(case.module_text(), "c")
+    (name,) = [op.attributes[SCHEDULE_ATTR] for op in module.ops if SCHEDULE_ATTR in op.attributes]
+    assert isinstance(name, StringAttr)
+    return name.data
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       enough channels and tiles (on opencl, enough work per image): Winograd
                       F(4x4, 3x3) or F(2x2, 3x3), a block of tile rows per work item (on
                       opencl an image), the products per tile by the micro-kernel, the epilogue
+    conv_taps         a cpu conv2d anchor of stride 1, one group, few taps per output
+                      (input channels x window, an image model's first conv): a block of
+                      output rows per work item, the input packed, each output vector's taps
+                      in registers and a chain of multiply-adds over them per output channel
     packed_conv       a cpu or opencl conv2d anchor of stride 1 of the result's shape: a block
                       of output rows per work item, the input packed, register blocks of
                       channels x pixels
@@ -117,6 +121,7 @@ from xrelay.transforms.schedules import (
     WORK_GROUP_PER_ITEM_ATTR,
     Schedule,
     conv_rows,
+    conv_taps,
     conv_vectors,
     elementwise,
     layer_norm_rows,
@@ -223,6 +228,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     softmax_row.SCHEDULE,
     layer_norm_rows.SCHEDULE,
     winograd_conv.SCHEDULE,
+    conv_taps.SCHEDULE,
     packed_conv.SCHEDULE,
     conv_vectors.SCHEDULE,
     conv_rows.SCHEDULE,

@@ -400,8 +400,9 @@ GROUP_CASES: tuple[GroupCase, ...] = (
         %r = relay.nn.relu %s : tensor<2x11x6x13xf32>"""),
     _conv("packed_conv_grouped_dilated", "1x8x12x16", "20x4x3x2", "{groups = 2 : i64, dilation = array<i64: 1, 2>, padding = array<i64: 2, 0, 1, 3>}", "1x20x13x17"),
     # packed_conv's row-aligned vectors: one input channel, 28 wide (2 vectors a row, the
-    # second overlapping); 14 wide (a vector a row, 2 lanes read the next row and are dropped),
-    # with 8 output channels, which winograd_conv leaves to packed_conv
+    # second overlapping; on the cpu conv_taps takes it, with the same vectors, a conv of
+    # no epilogue storing them whole); 14 wide (a vector a row, 2 lanes read the next row and
+    # are dropped), with 8 output channels, which winograd_conv leaves to packed_conv
     _conv("packed_conv_one_channel", "1x1x28x28", "16x1x3x3", "{padding = array<i64: 1, 1, 1, 1>}", "1x16x28x28"),
     GroupCase("packed_conv_short_rows", "x:1x16x14x14 w:8x16x3x3 b:8", """
         %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x16x14x14xf32>, tensor<8x16x3x3xf32>) -> tensor<1x8x14x14xf32>

@@ -194,6 +194,27 @@ def test_small_conv_is_one_work_item_on_one_thread() -> None:
     check(text, arrays, num_threads=2)
 
 
+def test_chunks_run_on_into_the_next_image() -> None:
+    """One work item (under CPU_THREAD_WORK) takes its chunks over the batch's tile rows, image
+    after image: 3 images of 7 tile rows in chunks of 4 put the last rows of one image and
+    the first of the next in one chunk. A NaN at the bottom of image 0 and an inf at the top
+    of image 1 stay in their own images' outputs (each output reads its own image only)."""
+    case = ((3, 16, 13, 11), (16, 16, 3, 3), PAD1, (3, 16, 13, 11), "bias_relu")
+    text = conv_program(*case)
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and (plan.f.m, plan.tiles_h, plan.chunk_rows) == (2, 7, 4)
+    assert plan.direct_work < winograd_conv.CPU_THREAD_WORK
+    arrays = inputs(case, np.random.default_rng(8))
+    arrays["x"][0, 3, 12, 5] = np.nan
+    arrays["x"][1, 7, 0, 2] = np.inf
+    expected = check(text, arrays)
+    assert winograd_conv.plan_of(group_of(text, OPENCL, "opencl")) is not None  # one work item there too
+    check(text, arrays, device="opencl")
+    assert not np.isfinite(expected[0, :, 11:, :]).all() and not np.isfinite(expected[1, :, :2, :]).all()
+    assert np.isfinite(expected[0, :, :11, :]).all() and np.isfinite(expected[1, :, 2:, :]).all()
+    assert np.isfinite(expected[2]).all()
+
+
 @pytest.mark.usefixtures("small_work_on_opencl")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
@@ -313,8 +334,9 @@ def test_declines_what_it_does_not_pay_for(
 
 def test_opencl_takes_enough_work_and_launches_a_work_group_per_item() -> None:
     """On opencl: the ResNet block's conv (F4, in three work items of a work group each, for
-    PoCL's two threads, OPENCL_MIN_ITEMS); not the CNN's second conv (below OPENCL_MIN_WORK: packed_conv is
-    faster there). A batch's scratch is no longer one work group's: 16 images take F4."""
+    PoCL's two threads, OPENCL_MIN_ITEMS); the CNN's second conv (below OPENCL_MIN_WORK an
+    image, 8 images under OPENCL_BATCH_WORK) as one work item, a work group of its own. A
+    batch's scratch is no longer one work group's: 16 images take F4."""
     resnet = conv_program((1, 64, 56, 56), (64, 64, 3, 3), PAD1, (1, 64, 56, 56), "residual")
     assert schedules(resnet, OPENCL, "opencl") == ["winograd_conv"]
     plan = winograd_conv.plan_of(group_of(resnet, OPENCL, "opencl"))
@@ -324,8 +346,15 @@ def test_opencl_takes_enough_work_and_launches_a_work_group_per_item() -> None:
     ]
     assert source.global_size == (3,) and source.local_size == (1,)
     cnn = case_text("cnn_second_conv")
-    assert schedules(cnn, OPENCL, "opencl") == ["packed_conv"]
-    assert schedules(cnn) == ["winograd_conv"]
+    assert schedules(cnn, OPENCL, "opencl") == ["winograd_conv"] and schedules(cnn) == ["winograd_conv"]
+    plan = winograd_conv.plan_of(group_of(cnn, OPENCL, "opencl"))
+    assert plan is not None and plan.one_item
+    (source,) = [
+        k for k in xrelay.build(cnn, targets=OPENCL, default_device="opencl").kernels if k.language == "opencl"
+    ]
+    assert source.global_size == (1,) and source.local_size == (1,)
+    one_image = conv_program((1, 16, 14, 14), (32, 16, 3, 3), PAD1, (1, 32, 14, 14))
+    assert schedules(one_image, OPENCL, "opencl") == ["packed_conv"]  # U for one image: not measured
     batch16 = conv_program((16, 64, 32, 32), (64, 64, 3, 3), PAD1, (16, 64, 32, 32))
     plans = [winograd_conv.plan_of(group_of(batch16, *where)) for where in [(("c",), None), (OPENCL, "opencl")]]
     assert [p.f.m if p else None for p in plans] == [4, 4]

@@ -18,7 +18,12 @@ per output and channel pair, against 9 for the direct convolution.
 The nest spans (n, block of tile rows); a work item computes every output channel of its
 tile rows, whole runs of `Plan.chunk_rows` tile rows (the blocks differ by one run at most,
 and no run is computed twice). On cpu, a conv under CPU_THREAD_WORK is one work item instead
-(phase 1 once, then phase 2 for every image and block): its kernel stays on one thread.
+(phase 1 once, then phase 2 for the batch's tile rows, image after image, a chunk's rows
+running on into the next image): its kernel stays on one thread, and small images fill
+their chunks (the CNN's second conv, 8 images of 7 tile rows in chunks of 4: 14 chunks, not
+16 with the last of each image starting earlier; 0.134 -> 0.124 ms, bench/kernels.py --conv's
+shape with bias and relu, one interleaved run). On opencl, a batch of images under
+OPENCL_MIN_WORK each (and under OPENCL_BATCH_WORK in all) is one work item the same way.
 Its phases:
 
 1. Weights: U for all xi, out channels k and in channels c, into scratch (`memref.alloca`):
@@ -211,6 +216,14 @@ OPENCL_MIN_ITEMS = 4
 # at 56x56 0.38x; 128 -> 128 at 40x40 (F2) 0.63x; 32 -> 32 at 56x56 0.46x.
 OPENCL_MIN_WORK = 1 << 21
 
+# On opencl, a conv under OPENCL_MIN_WORK per image but of several images, and of fewer direct
+# multiply-adds than OPENCL_BATCH_WORK in all, is one work item as on the cpu (U once, the
+# chunks through the batch's tile rows): the CNN's second conv (8 images, 7.2M), device time
+# against the C kernel's in one interleaved run each (bench/opencl_model_kernels.py cnn, load
+# 6-8): PoCL on 1 thread 1.14x (packed_conv 1.36x, a work item per image 1.56x), on 2 threads
+# 1.24x (packed_conv 1.40x). (Not measured above 7.2M: the bound is the cpu's.)
+OPENCL_BATCH_WORK = 1 << 24
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -244,6 +257,15 @@ class Plan:
     def units(self) -> int:
         """Runs of chunk_rows tile rows per image (the last starting earlier, if need be)."""
         return math.ceil(self.tiles_h / self.chunk_rows)
+
+    @property
+    def one_item(self) -> bool:
+        """Whether the whole batch is one work item: on cpu under CPU_THREAD_WORK, on opencl
+        under OPENCL_MIN_WORK per image (`plan_of` takes such a conv there only in a batch
+        under OPENCL_BATCH_WORK)."""
+        if self.device == "opencl":
+            return self.direct_work < OPENCL_MIN_WORK * shape_of(self.conv.res)[0]
+        return self.direct_work < CPU_THREAD_WORK
 
     @property
     def direct_work(self) -> int:
@@ -282,14 +304,12 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
         return None
-    _, out_c, out_h, out_w = shape_of(conv.res)
+    batch, out_c, out_h, out_w = shape_of(conv.res)
     in_c, kh, kw = shape_of(conv.weight)[1:]
-    if (
-        (kh, kw) != (3, 3)
-        or in_c < MIN_IN_CHANNELS
-        or out_c < MIN_OUT_CHANNELS
-        or out_c * in_c * 9 * out_h * out_w < (OPENCL_MIN_WORK if scope.device == "opencl" else MIN_WORK)
-    ):
+    work = out_c * in_c * 9 * out_h * out_w  # per image
+    if (kh, kw) != (3, 3) or in_c < MIN_IN_CHANNELS or out_c < MIN_OUT_CHANNELS or work < MIN_WORK:
+        return None
+    if scope.device == "opencl" and work < OPENCL_MIN_WORK and (batch < 2 or batch * work >= OPENCL_BATCH_WORK):
         return None
     return next((p for f in (F4, F2) if (p := plan_for(conv, f, scope.device)) is not None), None)
 
@@ -320,8 +340,9 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
-    if plan.device == "cpu" and plan.direct_work < CPU_THREAD_WORK:
-        return emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
+    if plan.one_item:
+        item = emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
+        return one_group_per_item(item) if plan.device == "opencl" else item
     nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest) if plan.device == "opencl" else nest
 
@@ -350,16 +371,21 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
 
 
 def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, batch: int, out: SSAValue) -> None:
-    """The whole batch as one work item (a conv under CPU_THREAD_WORK): U once, then every
-    image's chunks."""
+    """The whole batch as one work item (`Plan.one_item`): U once, then the
+    chunks of the batch's tile rows, image after image (a chunk may hold the last tile rows
+    of one image and the first of the next; the last chunk ends at the batch's last row)."""
     scratch = item_scratch(e, plan)
     weight_transform(e, plan, scratch.u)
+    rows = batch * plan.tiles_h
+    grid = [math.ceil(rows / plan.chunk_rows), math.ceil(plan.tiles_w / plan.chunk_cols)]
 
-    def image(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        chunks(e, plan, root, scratch, ivs, out)
+    def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        unit, col = ivs
+        r0 = e.min_index(e.mul_const(unit, plan.chunk_rows), e.index(rows - plan.chunk_rows))
+        compute_chunk(e, plan, root, scratch, Chunk(r0, first_tile_column(e, plan, col)), out)
         return []
 
-    e.loops([batch, plan.blocks], [], image)
+    e.loops(grid, [], chunk)
 
 
 def item_scratch(e: GroupEmitter, plan: Plan) -> Scratch:
@@ -388,11 +414,16 @@ def chunks(e: GroupEmitter, plan: Plan, root: SSAValue, scratch: Scratch, tile: 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         unit, col = ivs
         r0 = e.min_index(e.mul_const(unit, plan.chunk_rows), e.index(plan.tiles_h - plan.chunk_rows))
-        c0 = e.min_index(e.mul_const(col, plan.chunk_cols), e.index(plan.tiles_w - plan.chunk_cols))
-        compute_chunk(e, plan, root, scratch, Chunk(n, r0, c0), out)
+        first_row = e.add(e.mul_const(n, plan.tiles_h), r0)
+        compute_chunk(e, plan, root, scratch, Chunk(first_row, first_tile_column(e, plan, col)), out)
         return []
 
     e.loops(grid, [], chunk)
+
+
+def first_tile_column(e: GroupEmitter, plan: Plan, col: SSAValue) -> SSAValue:
+    """The first tile column of chunk column `col` (the last one ends at the image's last)."""
+    return e.min_index(e.mul_const(col, plan.chunk_cols), e.index(plan.tiles_w - plan.chunk_cols))
 
 
 def channel_blocks(plan: Plan) -> int:
@@ -472,11 +503,17 @@ def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Image n's tiles from tile row r0 and tile column c0, `chunk_rows` x `chunk_cols`."""
+    """The tiles from tile row r0 and tile column c0, `chunk_rows` x `chunk_cols`, r0
+    counting the batch's tile rows image after image (image n's tile row r is row n tiles_h
+    + r): a chunk's rows may run on into the next image."""
 
-    n: SSAValue
     r0: SSAValue
     c0: SSAValue
+
+    def tile_row(self, e: GroupEmitter, plan: Plan, g: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """(image, tile row in the image) of the chunk's tile row g."""
+        row = e.add(self.r0, g)
+        return e.div_const(row, plan.tiles_h), e.rem_const(row, plan.tiles_h)
 
 
 def compute_chunk(e: GroupEmitter, plan: Plan, root: SSAValue, s: Scratch, chunk: Chunk, out: SSAValue) -> None:
@@ -520,11 +557,12 @@ def pack_columns(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk, ph
 
     def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         c, g = ivs
-        row0 = e.add_const(e.mul_const(e.add(chunk.r0, g), m), -top)
+        n, tile_row = chunk.tile_row(e, plan, g)
+        row0 = e.add_const(e.mul_const(tile_row, m), -top)
 
         def element(inner: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             i, q = inner
-            value = e.value_at(op.data, [chunk.n, c, e.add(row0, i), e.add(col0, e.mul_const(q, m))])
+            value = e.value_at(op.data, [n, c, e.add(row0, i), e.add(col0, e.mul_const(q, m))])
             return e.store(value, packed, [e.index(phase), c, i, e.add(e.mul_const(g, plan.pitch), q)])
 
         return e.loops([e.window_range(row0, 1, height, plan.f.alpha), columns], [], element)
@@ -648,9 +686,10 @@ def store_outputs(
 
     def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         o, g = ivs
-        top = e.mul_const(e.add(chunk.r0, g), m)
+        n, tile_row = chunk.tile_row(e, plan, g)
+        top = e.mul_const(tile_row, m)
         within: Extent = (e.index(0), e.min_index(e.index(m), e.sub(e.index(out_h), top)))
-        e.loops([within], [], lambda a, _: output_row(e, root, chunk, (k0, o, g, top, a[0]), y, columns, out, plan))
+        e.loops([within], [], lambda a, _: output_row(e, root, n, (k0, o, g, top, a[0]), y, columns, out, plan))
         return []
 
     return e.loops([CHANNELS, plan.chunk_rows], [], row)
@@ -659,19 +698,20 @@ def store_outputs(
 def output_row(
     e: GroupEmitter,
     root: SSAValue,
-    chunk: Chunk,
+    n: SSAValue,
     where: tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue],
     y: SSAValue | None,
     columns: tuple[SSAValue, SSAValue],
     out: SSAValue,
     plan: Plan,
 ) -> list[SSAValue]:
-    """One output row of the chunk: channel k0 + o, row top + a (tile row g of the chunk)."""
+    """One output row of the chunk: image n, channel k0 + o, row top + a (tile row g of the
+    chunk)."""
     k0, o, g, top, a = where
     start = e.sub(e.mul_const(g, plan.f.m * plan.pitch), columns[0])  # y's column of output column 0
 
     def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        idx = [chunk.n, e.add(k0, o), e.add(top, a), ows[0]]
+        idx = [n, e.add(k0, o), e.add(top, a), ows[0]]
         if y is not None:
             e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(y, [o, a, e.add(start, ows[0])])))
         return e.store(e.value_at(root, idx), out, idx)

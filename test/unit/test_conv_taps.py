@@ -1,0 +1,186 @@
+"""conv_taps: the conv2d schedule of few input channels, each output vector's taps in
+registers and a chain of multiply-adds per output channel.
+
+Each case is a conv2d (with an epilogue where said) that the schedule takes on the cpu, built
+with `xrelay.build` for C (and for OpenCL, where packed_conv takes it) and checked against
+`xrelay.interpret` on random inputs:
+rows of one vector and of several (the last overlapping the one before), rows shorter than a
+vector (lanes past the row dropped), 1 to 3 input channels, batch > 1, several row blocks a
+image, dilation and uneven padding, the epilogues, NaN and inf inputs, NaN and inf weights
+(the slow path), two threads, and AddressSanitizer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_c_library import run_under_asan
+from test_winograd_conv import TextsInFile
+
+import xrelay
+from xrelay.dialects import relay
+from xrelay.driver import lower
+from xrelay.transforms.convert_relay_to_loops import pick_schedule
+from xrelay.transforms.fuse_ops import FuseOpsPass
+from xrelay.transforms.plan_devices import PlanDevicesPass
+from xrelay.transforms.schedules import conv_taps
+
+PAD1 = "{padding = array<i64: 1, 1, 1, 1>}"
+OPENCL = ("c", "opencl")
+
+
+def t(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
+                 epilogue: bool = False) -> str:  # fmt: skip
+    """@main(x, w[, b]) = conv2d(x, w) (+ b and relu when `epilogue`)."""
+    params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
+    lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
+    last = "%c"
+    if epilogue:
+        params.append(f"%b: {t(result[1:2])}")
+        lines += [
+            f"%d = relay.nn.bias_add %c, %b : ({t(result)}, {t(result[1:2])}) -> {t(result)}",
+            f"%r = relay.nn.relu %d : {t(result)}",
+        ]
+        last = "%r"
+    body = "\n  ".join(lines)
+    return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
+
+
+def group_of(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> relay.FusedOp:
+    module = xrelay.parse(text)
+    ctx = xrelay.context()
+    PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
+    FuseOpsPass().apply(ctx, module)
+    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
+    return group
+
+
+CASES = {
+    # name: data, weight, attrs, result, epilogue
+    # the CNN's first conv: 28 wide, two vectors a row (the second from column 12)
+    "cnn_first": ((2, 1, 28, 28), (16, 1, 3, 3), PAD1, (2, 16, 28, 28), True),
+    # three channels (27 taps), 5 output channels, rows of 16: one vector each
+    "rgb_one_vector_rows": ((3, 3, 9, 16), (5, 3, 3, 3), PAD1, (3, 5, 9, 16), True),
+    # rows of 10 (lanes past them read the next packed row and are dropped), no padding
+    "short_rows_no_padding": ((1, 2, 16, 12), (7, 2, 3, 3), "", (1, 7, 14, 10), False),
+    # dilated, uneven padding, a 3 x 2 window, 35 wide (three vectors a row)
+    "dilated_uneven": ((1, 2, 11, 33), (6, 2, 3, 2), "{dilation = array<i64: 2, 1>, padding = array<i64: 2, 1, 0, 2>}",
+                       (1, 6, 9, 35), False),
+    # 64 x 64 from 3 channels: several row blocks an image (PACK_MAX_FLOATS)
+    "row_blocks": ((1, 3, 64, 64), (8, 3, 3, 3), PAD1, (1, 8, 64, 64), True),
+}  # fmt: skip
+
+
+def case_text(name: str) -> str:
+    return conv_program(*CASES[name])
+
+
+def inputs(case: tuple, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    data, weight, _, result, epilogue = case
+    arrays = {"x": rng.standard_normal(data).astype(np.float32), "w": rng.standard_normal(weight).astype(np.float32)}
+    if epilogue:
+        arrays["b"] = rng.standard_normal(result[1:2]).astype(np.float32)
+    return arrays
+
+
+def check_everywhere(text: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    for targets, device in ((("c",), "cpu"), (OPENCL, "opencl")):
+        got = xrelay.build(text, targets=targets, default_device=device).run(**arrays)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)  # NaN where NaN
+    return expected
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conv_taps_agrees_with_interpret(name: str) -> None:
+    text = case_text(name)
+    assert pick_schedule(group_of(text)).name == "conv_taps"
+    check_everywhere(text, inputs(CASES[name], np.random.default_rng(0)))
+
+
+def test_row_blocks_fit_the_packed_tile() -> None:
+    """A 28 x 28 image is one work item (its 30 x 30 padded rows); 64 x 64 from 3 channels
+    is cut into blocks of rows whose packed tile stays within PACK_MAX_FLOATS."""
+    cnn = conv_taps.plan_of(group_of(case_text("cnn_first")))
+    assert cnn is not None and (cnn.row_block, cnn.row_vectors) == (28, 2)
+    blocks = conv_taps.plan_of(group_of(case_text("row_blocks")))
+    assert blocks is not None and blocks.row_block < 64 and blocks.pack_floats <= conv_taps.PACK_MAX_FLOATS
+
+
+@pytest.mark.parametrize("name", ["cnn_first", "short_rows_no_padding"])
+def test_nan_and_inf_inputs_stay_where_they_are_read(name: str) -> None:
+    arrays = inputs(CASES[name], np.random.default_rng(1))
+    arrays["x"][0, 0, 3, 4] = np.nan
+    arrays["x"][0, -1, -1, -1] = np.inf
+    expected = check_everywhere(case_text(name), arrays)
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+
+
+@pytest.mark.parametrize("name", ["cnn_first", "rgb_one_vector_rows", "short_rows_no_padding"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_weight_takes_the_slow_path(name: str, bad: float) -> None:
+    """A NaN or inf weight: the work items compute every output as `interpret` does, so
+    where its tap reads the padding the outputs stay finite (the tap adds nothing there)."""
+    arrays = inputs(CASES[name], np.random.default_rng(2))
+    arrays["w"][1, 0, 0, 0] = bad  # reads input row oh - 1, column ow - 1 (padding at the border)
+    expected = check_everywhere(case_text(name), arrays)
+    assert not np.isfinite(expected[:, 1, 1:, 1:]).all()
+    if CASES[name][2] == PAD1:
+        assert np.isfinite(expected[:, 1, 0, :]).all() and np.isfinite(expected[:, 1, :, 0]).all()
+
+
+@pytest.mark.parametrize(
+    ("data", "weight", "attrs", "result"),
+    [
+        ((1, 4, 16, 16), (8, 4, 3, 3), PAD1, (1, 8, 16, 16)),  # 36 taps: packed_conv's
+        ((1, 2, 16, 16), (4, 2, 3, 3), "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (1, 4, 8, 8)),
+        ((1, 2, 16, 16), (4, 1, 3, 3), "{groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>}", (1, 4, 16, 16)),
+        ((1, 1, 16, 6), (4, 1, 3, 3), PAD1, (1, 4, 16, 6)),  # rows of 6: mostly dropped lanes
+    ],
+)  # fmt: skip
+def test_declines_many_taps_strides_groups_and_short_rows(
+    data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...]
+) -> None:
+    text = conv_program(data, weight, attrs, result)
+    assert not conv_taps.matches(group_of(text))
+    rng = np.random.default_rng(3)
+    check_everywhere(
+        text, {"x": rng.standard_normal(data).astype(np.float32), "w": rng.standard_normal(weight).astype(np.float32)}
+    )
+
+
+def test_opencl_keeps_packed_conv() -> None:
+    assert pick_schedule(group_of(case_text("cnn_first"), OPENCL, "opencl")).name == "packed_conv"
+
+
+def test_work_items_on_two_threads() -> None:
+    """Work items (image, block of rows) split across two OpenMP threads, each with its own
+    packed tile and sums, give the one-thread result."""
+    text = conv_program((4, 3, 96, 96), (16, 3, 3, 3), PAD1, (4, 16, 96, 96), True)
+    assert conv_taps.matches(group_of(text))
+    arrays = inputs(((4, 3, 96, 96), (16, 3, 3, 3), PAD1, (4, 16, 96, 96), True), np.random.default_rng(4))
+    two = xrelay.build(text, targets=("c",), num_threads=2)
+    assert all("omp parallel for" in k.source for k in two.kernels)
+    one = xrelay.build(text, targets=("c",), num_threads=1).run(**arrays)
+    np.testing.assert_array_equal(two.run(**arrays), one)
+    np.testing.assert_allclose(one, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-4)
+
+
+def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The kernels of every case, built with -fsanitize=address and run on arrays of exactly
+    their sizes: the packed tiles, the overlapping last vectors and the lanes past short rows
+    stay in bounds."""
+    texts = []
+    for number, name in enumerate(sorted(CASES)):
+        module = xrelay.parse(case_text(name))
+        lower(module, ("c",), None, "c")
+        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
+    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == f"ran {len(texts)}\n"
