@@ -46,9 +46,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       rows per work item, i-k-j order, sums in scratch
     matmul_block      a dense/(batch_)matmul anchor of the result's shape: a block of outputs
                       per work item, one loop over k with an accumulator each
-    pool_windows      an opencl max/avg pool2d anchor of the result's shape whose windows lie
-                      inside the input: a work item per output row, the taps unrolled
-                      (windows 2 wide at stride 2 of a pool alone: in vectors)
+    pool_windows      an opencl (or cpu, rows >= 8 wide) max/avg pool2d anchor of the result's
+                      shape whose windows lie inside the input: a work item per output row,
+                      the taps unrolled (opencl, windows 2 wide at stride 2 of a pool alone:
+                      in vectors; cpu: chunks of 8 outputs gcc vectorises)
     transpose_tiles   a group that only moves data and transposes the last axis away: a
                       8 x 8 tile (16 x 16 on opencl) of the result's last two axes per work item
     reshape_source    a result that is a reshape merging axes: a work item per element of
