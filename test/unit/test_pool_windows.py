@@ -3,12 +3,23 @@ unrolled): which groups get it, and its results against `xrelay.interpret` on Po
 odd sizes, dilation, unreached padding, size-1 dims, an epilogue and NaN inputs. A pool alone
 with windows 2 wide at stride 2 computes its rows in vectors: rows of a multiple of the
 vector and not (the last vector overlapping), 8, 4 and 2 lanes, taller windows, a row
-stride of 1, dilated rows, max and average, NaN and inf."""
+stride of 1, dilated rows, max and average, NaN and inf.
+
+On the cpu (rows of at least 8 outputs, in chunks of 8): against `xrelay.interpret` on C,
+with and without an epilogue, rows of one chunk, of several and not a multiple of 8 (the last
+chunk overlapping), 3x3 windows (an odd number of taps to pair), dilation, unreached padding,
+NaN and inf; the max bit for bit the chain of the elementwise schedule (NaN, +0 and -0 in
+windows); the pools it declines (7-wide rows, windows reaching the padding or past the
+input); and AddressSanitizer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from test_c_library import run_under_asan
+from test_winograd_conv import TextsInFile
 from xdsl.dialects import func, vector
 
 import xrelay
@@ -103,10 +114,6 @@ def test_windows_that_leave_the_input_stay_elementwise(name: str) -> None:
     check_opencl(text, inputs(text, 2))
 
 
-def test_cpu_pools_keep_their_schedule() -> None:
-    assert schedules(pool_text(*TAKEN["cnn_max_2x2"]), "c") == ["elementwise"]
-
-
 def bare_pool_text(op: str, data: tuple[int, ...], result: tuple[int, ...], attrs: str) -> str:
     """The pool alone: the group's result."""
     return (
@@ -170,3 +177,98 @@ def test_rows_stay_scalar_with_an_epilogue_a_row_of_one_or_other_windows() -> No
         assert schedules(text, "opencl") == ["pool_windows"]
         assert vector_widths(text) == set()
         check_opencl(text, inputs(text, 4))
+
+
+CPU_TAKEN = {
+    # name: op, data, result, attrs
+    "cnn_pool1_14_wide": ("max_pool2d", (8, 16, 28, 28), (8, 16, 14, 14), S2),
+    "one_chunk_8_wide": ("max_pool2d", (1, 2, 4, 16), (1, 2, 2, 8), S2),
+    "17_wide_odd_floor": ("max_pool2d", (2, 3, 7, 35), (2, 3, 3, 17), S2),
+    "16_wide_avg": ("avg_pool2d", (1, 3, 4, 32), (1, 3, 2, 16), S2),
+    "max_3x3_stride_2": ("max_pool2d", (1, 2, 9, 21), (1, 2, 4, 10), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>"),
+    "avg_3x3_stride_1": ("avg_pool2d", (1, 4, 6, 12), (1, 4, 4, 10), "pool_size = array<i64: 3, 3>"),
+    "dilated": ("max_pool2d", (1, 3, 7, 12), (1, 3, 5, 10), "pool_size = array<i64: 2, 2>, dilation = array<i64: 2, 2>"),
+    "avg_counting_unreached_padding": (
+        "avg_pool2d",
+        (1, 2, 9, 19),
+        (1, 2, 4, 9),
+        "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 1, 1>, "
+        "count_include_pad = true",
+    ),
+    "one_row": ("max_pool2d", (1, 1, 2, 18), (1, 1, 1, 9), S2),
+}  # fmt: skip
+
+
+def check_c(text: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    got = xrelay.build(text, targets=("c",)).run(**arrays)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)  # NaN where NaN
+    return got
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(CPU_TAKEN))
+def test_cpu_rows_in_chunks_agree_with_the_interpreter(name: str) -> None:
+    for text in (pool_text(*CPU_TAKEN[name]), bare_pool_text(*CPU_TAKEN[name])):
+        assert schedules(text, "c") == ["pool_windows"]
+        arrays = inputs(text, 5)
+        arrays["x"].flat[::13] = np.nan
+        arrays["x"].flat[5::17] = np.inf
+        arrays["x"].flat[7::19] = -np.inf
+        got = check_c(text, arrays)
+        assert np.isnan(got).any() and not np.isnan(got).all()
+
+
+def chained_max(x: np.ndarray, kh: int, kw: int, sh: int, sw: int) -> np.ndarray:
+    """A max pool (no padding) as the elementwise schedule computes it: the taps in row-major
+    order, each step `a != a ? a : (a > b ? a : b)`."""
+    n, c, height, width = x.shape
+    out_h, out_w = (height - kh) // sh + 1, (width - kw) // sw + 1
+    taps = [x[:, :, i : i + sh * out_h : sh, j : j + sw * out_w : sw] for i in range(kh) for j in range(kw)]
+    peak = taps[0]
+    for tap in taps[1:]:
+        peak = np.where(np.isnan(peak), peak, np.where(peak > tap, peak, tap))
+    return peak
+
+
+@pytest.mark.parametrize("name", ["17_wide_odd_floor", "max_3x3_stride_2"])
+def test_cpu_pairs_of_taps_give_the_chain_bit_for_bit(name: str) -> None:
+    """Windows of NaN, +0, -0 and ties: the tree of adjacent pairs picks the same float as
+    the chain (the first NaN, else the last of the largest), signs of zero included."""
+    op, data, result, attrs = CPU_TAKEN[name]
+    text = bare_pool_text(op, data, result, attrs)
+    assert schedules(text, "c") == ["pool_windows"]
+    values = np.array([np.nan, 0.0, -0.0, 1.0, -1.0, np.inf, -np.inf], dtype=np.float32)
+    x = np.random.default_rng(6).choice(values, size=data, p=[0.04, 0.3, 0.3, 0.12, 0.12, 0.06, 0.06])
+    kh = 3 if "3x3" in name else 2
+    expected = chained_max(x, kh, kh, 2, 2)
+    got = xrelay.build(text, targets=("c",)).run(x=x)
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+    assert np.signbit(got[got == 0]).any() and not np.signbit(got[got == 0]).all()
+
+
+CPU_DECLINED = {
+    "7_wide_cnn_pool2": ("max_pool2d", (8, 32, 14, 14), (8, 32, 7, 7), S2),
+    "reaches_padding": ("max_pool2d", (1, 2, 9, 9), (1, 2, 9, 9), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>"),
+    "ceil_mode_past_the_end": ("max_pool2d", (1, 2, 7, 17), (1, 2, 4, 9), f"{S2}, ceil_mode = true"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(CPU_DECLINED))
+def test_cpu_declined_pools_stay_elementwise(name: str) -> None:
+    text = pool_text(*CPU_DECLINED[name])
+    assert schedules(text, "c") == ["elementwise"]
+    check_c(text, inputs(text, 7))
+
+
+def test_cpu_rows_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The kernels of every cpu case, built with -fsanitize=address and run on arrays of
+    exactly their sizes: the overlapping last chunks and the taps stay in bounds."""
+    texts = []
+    for number, name in enumerate(sorted(CPU_TAKEN)):
+        module = xrelay.parse(pool_text(*CPU_TAKEN[name]))
+        lower(module, ("c",), None, "c")
+        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
+    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == f"ran {len(texts)}\n"
