@@ -14,6 +14,7 @@ import pytest
 from kernel_cases import ELEMENTWISE, LOOP_KERNELS, SCOPES, kernel_sources_of, random_inputs
 
 import xrelay
+from xrelay.driver import lower
 from xrelay.errors import CompileError
 from xrelay.runtime import c_library
 from xrelay.runtime.c_library import build_c, c_flags
@@ -182,6 +183,33 @@ def run_under_asan(tmp_path: Path, extra: list[str]) -> subprocess.CompletedProc
     script = ASAN_DRIVER.format(unit=str(UNIT), extra=extra)
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
+
+
+class TextsInFile:
+    """Module texts for `run_under_asan` that its driver script reads from a file: the script,
+    which spells its list of texts twice, is one command-line argument of at most 128 KiB,
+    and a Winograd F4 kernel alone is 63 KB of IR."""
+
+    def __init__(self, path: Path, texts: list[str]):
+        path.write_text("\f".join(texts))
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"__import__('pathlib').Path({str(self.path)!r}).read_text().split('\\f')"
+
+
+def run_programs_under_asan(tmp_path: Path, programs: list[str]) -> None:
+    """Lowers each relay program for the cpu and runs all their kernels, in one library
+    built with -fsanitize=address, on arrays of exactly their sizes: any access past them
+    hits a redzone."""
+    texts = []
+    for number, program in enumerate(programs):
+        module = xrelay.parse(program)
+        lower(module, ("c",), None, "c")
+        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
+    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == f"ran {len(texts)}\n"
 
 
 def test_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_c_library import run_under_asan
-from test_winograd_conv import TextsInFile
+from test_c_library import run_programs_under_asan
 
 import xrelay
 from xrelay.dialects import relay
-from xrelay.driver import lower
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
@@ -176,11 +174,4 @@ def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels of every case, built with -fsanitize=address and run on arrays of exactly
     their sizes: the packed tiles, the overlapping last vectors and the lanes past short rows
     stay in bounds."""
-    texts = []
-    for number, name in enumerate(sorted(CASES)):
-        module = xrelay.parse(case_text(name))
-        lower(module, ("c",), None, "c")
-        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
-    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == f"ran {len(texts)}\n"
+    run_programs_under_asan(tmp_path, [case_text(name) for name in sorted(CASES)])

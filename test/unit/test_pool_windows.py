@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_c_library import run_under_asan
-from test_winograd_conv import TextsInFile
+from test_c_library import run_programs_under_asan
 from xdsl.dialects import func, vector
 
 import xrelay
@@ -264,11 +263,4 @@ def test_cpu_declined_pools_stay_elementwise(name: str) -> None:
 def test_cpu_rows_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels of every cpu case, built with -fsanitize=address and run on arrays of
     exactly their sizes: the overlapping last chunks and the taps stay in bounds."""
-    texts = []
-    for number, name in enumerate(sorted(CPU_TAKEN)):
-        module = xrelay.parse(pool_text(*CPU_TAKEN[name]))
-        lower(module, ("c",), None, "c")
-        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
-    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == f"ran {len(texts)}\n"
+    run_programs_under_asan(tmp_path, [pool_text(*CPU_TAKEN[name]) for name in sorted(CPU_TAKEN)])

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_c_library import run_under_asan
+from test_c_library import run_programs_under_asan
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import MemRefType
 
@@ -398,27 +398,7 @@ def test_declines_big_scratch() -> None:
     assert "winograd_conv" not in schedules(huge)  # U alone is 16 x 256 x 256 floats: over SCRATCH_MAX_FLOATS
 
 
-class TextsInFile:
-    """Module texts for `run_under_asan` that its driver script reads from a file: the script,
-    which spells its list of texts twice, is one command-line argument of at most 128 KiB,
-    and an F4 kernel alone is 63 KB of IR."""
-
-    def __init__(self, path: Path, texts: list[str]):
-        path.write_text("\f".join(texts))
-        self.path = path
-
-    def __repr__(self) -> str:
-        return f"__import__('pathlib').Path({str(self.path)!r}).read_text().split('\\f')"
-
-
 def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels of every case, built with -fsanitize=address and run on arrays of exactly
     their sizes: the packed chunks, the last slots and the clamped blocks stay in bounds."""
-    texts = []
-    for number, name in enumerate(sorted(CASES)):
-        module = xrelay.parse(case_text(name))
-        lower(module, ("c",), None, "c")
-        texts.append(str(module).replace("@fused_", f"@case{number}_fused_"))  # one library
-    result = run_under_asan(tmp_path, TextsInFile(tmp_path / "modules.txt", texts))  # pyright: ignore[reportArgumentType]
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == f"ran {len(texts)}\n"
+    run_programs_under_asan(tmp_path, [case_text(name) for name in sorted(CASES)])

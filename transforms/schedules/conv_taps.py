@@ -46,7 +46,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, packed_conv, result_shape
+from xrelay.transforms.schedules import Schedule, anchor_of, packed_conv
 from xrelay.transforms.schedules import micro_kernel as mk
 
 # At most this many taps (input channels x kh x kw) per output: the taps of an output vector
@@ -111,10 +111,7 @@ def matches(group: relay.FusedOp) -> bool:
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
     plan = plan_of(group)
     assert plan is not None
-    batch, _, out_h, _ = result_shape(group)
-    root = group_root(group)
-    tiles = (batch, out_h // plan.row_block)
-    return emitter.parallel_nest(tiles, lambda tile: work_item(emitter, plan, root, tile, out))
+    return packed_conv.row_blocks(emitter, group, plan, work_item, out)
 
 
 def work_item(e: GroupEmitter, plan: packed_conv.Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:

@@ -42,6 +42,7 @@ rows. Its phases:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf, vector
@@ -205,11 +206,22 @@ def matches(group: relay.FusedOp) -> bool:
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
     plan = plan_of(group)
     assert plan is not None
+    nest = row_blocks(emitter, group, plan, work_item, out)
+    return one_group_per_item(nest) if group.se_scope is not None and group.se_scope.device == "opencl" else nest
+
+
+WorkItem = Callable[[GroupEmitter, Plan, SSAValue, list[SSAValue], SSAValue], None]
+
+
+def row_blocks(
+    emitter: GroupEmitter, group: relay.FusedOp, plan: Plan, item: WorkItem, out: SSAValue
+) -> scf.ParallelOp:
+    """The nest of work items (image, block of `plan.row_block` output rows), each built by
+    `item(emitter, plan, root, [n, block], out)` (conv_taps shares it)."""
     batch, _, out_h, _ = result_shape(group)
     root = group_root(group)
     tiles = (batch, out_h // plan.row_block)
-    nest = emitter.parallel_nest(tiles, lambda tile: work_item(emitter, plan, root, tile, out))
-    return one_group_per_item(nest) if group.se_scope is not None and group.se_scope.device == "opencl" else nest
+    return emitter.parallel_nest(tiles, lambda tile: item(emitter, plan, root, tile, out))
 
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
