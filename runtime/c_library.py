@@ -14,8 +14,8 @@ from an allow-list. A library records the machine it was built on (`machine()`) 
 compiler (`c_compiler_version()`), so a saved one is reused only where it can run.
 
 Threads: the C emitter marks the outer loop nest of a kernel that does enough work
-`#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)`. The library is built with
--fopenmp (gcc's libgomp) and `-DXRELAY_NUM_THREADS=N`, so the count is fixed per library and
+`#pragma omp parallel for schedule(dynamic) num_threads(XRELAY_NUM_THREADS)`. The library is
+built with -fopenmp (gcc's libgomp) and `-DXRELAY_NUM_THREADS=N`, so the count is fixed per library and
 part of its cache key; the library reports it (`xrelay_num_threads()`, `CLibrary.num_threads`).
 The count defaults to every core this process may run on; `XRELAY_NUM_THREADS` in the
 environment overrides that default (`default_num_threads()`).

@@ -26,11 +26,15 @@ loads and stores are casts of a float address, a broadcast is a vector literal, 
 are never read one by one (no `vector.insert` or `vector.reduction` in C).
 
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK` operations,
-a vector op counted by its lanes) is preceded
-by `#pragma omp parallel for num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`),
-collapsing its leading loops until they have `PARALLEL_ITERATIONS` iterations. A nest with a
-reduction across its iterations, or of one iteration, stays on one thread. The builder
-defines the macro.
+a vector op counted by its lanes) is preceded by `#pragma omp parallel for schedule(dynamic)
+num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`), collapsing its leading loops until
+they have `PARALLEL_ITERATIONS` iterations. A nest with a reduction across its iterations,
+or of one iteration, stays on one thread. The builder defines the macro. Work items are
+handed out one at a time: a sleeping thread (OMP_WAIT_POLICY=passive, as bench/models.py
+runs every runtime) wakes tens of microseconds late, and the running one takes its share
+meanwhile (bench/models.py's ResNet block at 2 threads took 0.93x the time of a static
+schedule, the MLP 0.97-0.98x, the transformer 1.00x; interleaved A/B in one process, load
+1.2-1.3).
 """
 
 from __future__ import annotations
@@ -201,7 +205,7 @@ class CEmitter(CStyleEmitter):
                 collapse += 1
             clause = f" collapse({collapse})" if collapse > 1 else ""
             self.line("#ifdef _OPENMP")
-            self.line(f"#pragma omp parallel for num_threads({THREADS_MACRO}){clause}")
+            self.line(f"#pragma omp parallel for schedule(dynamic) num_threads({THREADS_MACRO}){clause}")
             self.line("#endif")
         self.emit(op)
 

@@ -7,7 +7,7 @@
 // CHECK-NEXT:  #define XRELAY_NUM_THREADS 1
 // CHECK-LABEL: void big(
 // CHECK-NEXT:    #ifdef _OPENMP
-// CHECK-NEXT:    #pragma omp parallel for num_threads(XRELAY_NUM_THREADS) collapse(2)
+// CHECK-NEXT:    #pragma omp parallel for schedule(dynamic) num_threads(XRELAY_NUM_THREADS) collapse(2)
 // CHECK-NEXT:    #endif
 // CHECK-NEXT:    for (long
 func.func @big(%in0: memref<2x8x262144xf32>, %out0: memref<2x8x262144xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
