@@ -82,7 +82,14 @@ class GroupEmitter(KernelBuilder):
 
     def value_at(self, value: SSAValue, idx: Index) -> SSAValue:
         """The f32 element of the tensor `value` at `idx`."""
-        return self.memo((value, tuple(idx)), lambda: self.compute(value, list(idx)))
+        return self.memo(self.element(value, idx), lambda: self.compute(value, list(idx)))
+
+    def element(self, value: SSAValue, idx: Index) -> tuple[SSAValue, tuple[SSAValue, ...]]:
+        """The memo key of `value` at `idx`: an axis of size 1 is always at index 0, whichever
+        value stands for it (a broadcast's constant 0, a schedule's loop variable or computed
+        image number), so an element remembered under one is found under the other."""
+        shape = shape_of(value)
+        return value, tuple(self.index(0) if d == 1 else i for i, d in zip(idx, shape, strict=True))
 
     def compute(self, value: SSAValue, idx: list[SSAValue]) -> SSAValue:
         if value in self.inputs:
@@ -99,7 +106,7 @@ class GroupEmitter(KernelBuilder):
     def remember(self, value: SSAValue, idx: Index, result: SSAValue) -> None:
         """Make `result` the value of `value` at `idx` in the current scope: a schedule that
         computed it its own way (a sum in registers or in a scratch row)."""
-        self.scopes[-1].memo[(value, tuple(idx))] = result
+        self.scopes[-1].memo[self.element(value, idx)] = result
 
     def store(self, value: SSAValue, ref: SSAValue, idx: Index) -> list[SSAValue]:
         """`ref[idx] = value`; returns no loop-carried values (a loop body that only stores)."""

@@ -310,10 +310,10 @@ def test_resnet_block_conv_on_two_threads() -> None:
 
 
 def test_a_residual_epilogue_at_batch_one_reads_the_blocks_sums() -> None:
-    """The ResNet block's second conv (bias, + x, relu) at batch 1: the epilogue reads x at
-    image index 0 (a broadcast's index of a size-1 axis), so the block's sums must be
-    remembered there too; remembered at a computed image index, every block's fast path
-    recomputed the convolution directly from the weights (77 ms for 1 ms)."""
+    """The ResNet block's second conv (bias, + x, relu) at batch 1: the epilogue's add indexes
+    the size-1 batch axis with the constant 0, the chunks with a computed image number; the
+    block's sums must be found under either (`GroupEmitter.element`), or every block's fast
+    path recomputes the convolution from the weights (77 ms for 1 ms)."""
     case = ((1, 64, 32, 32), (64, 64, 3, 3), PAD1, (1, 64, 32, 32), "residual")
     module = xrelay.parse(conv_program(*case))
     lower(module, ("c",), None, "c")

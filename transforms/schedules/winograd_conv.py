@@ -511,13 +511,8 @@ class Chunk:
     c0: SSAValue
 
     def tile_row(self, e: GroupEmitter, plan: Plan, g: SSAValue) -> tuple[SSAValue, SSAValue]:
-        """(image, tile row in the image) of the chunk's tile row g. A batch of one is image 0,
-        the constant the epilogue's broadcasts index a size-1 axis with: the block's sums
-        are remembered at the epilogue's indices only if they are the same values (a
-        residual add read at another image index recomputed the convolution directly)."""
+        """(image, tile row in the image) of the chunk's tile row g."""
         row = e.add(self.r0, g)
-        if shape_of(plan.conv.res)[0] == 1:
-            return e.index(0), row
         return e.div_const(row, plan.tiles_h), e.rem_const(row, plan.tiles_h)
 
 
