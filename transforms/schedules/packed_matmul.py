@@ -138,8 +138,11 @@ MIN_WORK = 1 << 17
 def matches(group: relay.FusedOp) -> bool:
     scope = group.se_scope
     matmul = matmul_anchor(group)
-    if scope is None or scope.device != "cpu" or matmul is None:
-        return False
+    return scope is not None and scope.device == "cpu" and matmul is not None and big_enough(matmul)
+
+
+def big_enough(matmul: Matmul) -> bool:
+    """At least a tile of outputs and MIN_WORK multiply-adds (packed_matmul_opencl's test too)."""
     shape = shape_of(matmul.res)
     if len(shape) < 2 or shape[-1] < TILE.columns or shape[-2] < TILE.rows:
         return False

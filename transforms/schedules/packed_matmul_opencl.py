@@ -49,27 +49,17 @@ from xdsl.dialects import scf
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
-from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, group_root, one_group_per_item, packed_matmul, result_shape
-from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
+from xrelay.transforms.schedules.matmul_block import Matmul, matmul_anchor
 
 ROWS = 128
-
-
-def big_enough(matmul: Matmul) -> bool:
-    """packed_matmul's size test: at least a tile of outputs and MIN_WORK multiply-adds."""
-    shape = shape_of(matmul.res)
-    tile = packed_matmul.TILE
-    if len(shape) < 2 or shape[-1] < tile.columns or shape[-2] < tile.rows:
-        return False
-    return shape[-2] * shape[-1] * dot_depth(matmul) >= packed_matmul.MIN_WORK
 
 
 def matches(group: relay.FusedOp) -> bool:
     scope = group.se_scope
     matmul = matmul_anchor(group)
-    return scope is not None and scope.device == "opencl" and matmul is not None and big_enough(matmul)
+    return scope is not None and scope.device == "opencl" and matmul is not None and packed_matmul.big_enough(matmul)
 
 
 def matches_prepacked(group: relay.FusedOp) -> bool:
