@@ -1,5 +1,5 @@
 """
-packed_matmul_opencl: packed_matmul's work item on opencl (blocks of ROWS x COLUMNS outputs,
+packed_matmul_opencl: packed_matmul's nest on opencl (its blocks of ROWS x COLUMNS outputs,
 packed panels, the 16 x 16 micro-kernel, the epilogue over a block of sums), for a dense,
 batch_matmul or matmul big enough for packed_matmul; with the rhs a constant of @main,
 "packed_matmul_opencl_prepacked" reads it pre-packed, as packed_matmul_prepacked does on cpu.
@@ -34,8 +34,8 @@ Blocks: ROWS x COLUMNS = 128 x 128 (earlier, packing the GELU dense per work ite
 64 x 64 1.81 ms, 128 x 128 1.28-1.44, 128 x 256 1.28 with 4 work items, too few for more
 threads, 128 x 64 or k-blocks of 128 1.50-1.59); pre-packed, blocks of 64 or 32 rows took the
 transformer's denses as long at 1 thread (within 3%, one run, load 2.8), and at 2 PoCL
-threads the runs were too noisy to choose (the second thread often joins late). The columns are packed_matmul's
-(`block_columns`), as the pre-packed constants' panels are laid out for its blocks. Each
+threads the runs were too noisy to choose (the second thread often joins late); so it takes
+packed_matmul's nest as it is, for whose blocks the pre-packed constants' panels are laid out. Each
 work item is a work group of its own (`one_group_per_item`): its scratch (sums, panels,
 rows: up to 320 KiB) is private, on the stack of the PoCL thread that runs it.
 
@@ -50,10 +50,8 @@ from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, one_group_per_item, packed_matmul, result_shape
-from xrelay.transforms.schedules.matmul_block import Matmul, matmul_anchor
-
-ROWS = 128
+from xrelay.transforms.schedules import Schedule, one_group_per_item, packed_matmul
+from xrelay.transforms.schedules.matmul_block import matmul_anchor
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -67,35 +65,11 @@ def matches_prepacked(group: relay.FusedOp) -> bool:
 
 
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
-    return build_blocks(emitter, group, out, prepacked=False)
+    return one_group_per_item(packed_matmul.build_blocks(emitter, group, out, prepacked=False))
 
 
 def build_prepacked(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
-    return build_blocks(emitter, group, out, prepacked=True)
-
-
-def build_blocks(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue, prepacked: bool) -> scf.ParallelOp:
-    """The nest over blocks of ROWS x packed_matmul's columns, a work group per block; the
-    rhs read from its pre-packed constant when `prepacked`."""
-    matmul = matmul_anchor(group)
-    assert matmul is not None
-    shape = result_shape(group)
-    columns = packed_matmul.block_columns(shape[-1])
-    tiles = (*shape[:-2], -(-shape[-2] // ROWS), -(-shape[-1] // columns))
-    root = group_root(group)
-    panels = emitter.inputs[matmul.operands[1]] if prepacked else None
-    return one_group_per_item(
-        emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile, panels).emit(root, out))
-    )
-
-
-class Block(packed_matmul.Block):
-    """packed_matmul's work item, over the ROWS x packed_matmul's columns outputs of block `tile`."""
-
-    def __init__(self, e: GroupEmitter, op: Matmul, tile: list[SSAValue], panels: SSAValue | None = None):
-        super().__init__(e, op, tile, panels)
-        self.row0 = e.mul_const(tile[-2], ROWS)
-        self.rows = min(ROWS, packed_matmul.round_up(self.shape[-2], packed_matmul.TILE.rows))
+    return one_group_per_item(packed_matmul.build_blocks(emitter, group, out, prepacked=True))
 
 
 SCHEDULE = Schedule("packed_matmul_opencl", matches, build)
