@@ -17,12 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_programs_under_asan
+from test_winograd_conv import group_of
 
 import xrelay
-from xrelay.dialects import relay
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
-from xrelay.transforms.fuse_ops import FuseOpsPass
-from xrelay.transforms.plan_devices import PlanDevicesPass
 from xrelay.transforms.schedules import conv_taps
 
 PAD1 = "{padding = array<i64: 1, 1, 1, 1>}"
@@ -48,15 +46,6 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
         last = "%r"
     body = "\n  ".join(lines)
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
-
-
-def group_of(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> relay.FusedOp:
-    module = xrelay.parse(text)
-    ctx = xrelay.context()
-    PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
-    FuseOpsPass().apply(ctx, module)
-    (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
-    return group
 
 
 CASES = {
