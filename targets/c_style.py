@@ -413,7 +413,7 @@ class CStyleEmitter:
 
     @singledispatchmethod
     def emit(self, op: Operation) -> None:
-        expression = self.code_for_op.get(type(op))
+        expression = NO_NAN_CODE[type(op)] if assumes_no_nans(op) else self.code_for_op.get(type(op))
         if expression is None or len(op.results) != 1:
             self.fail(op, f"cannot emit '{op.name}' at {location_of(op)}")
         self.assign(op.results[0], expression(*(self.expr(v) for v in op.operands)), op)
@@ -488,7 +488,7 @@ class CStyleEmitter:
             self.assign(res, self.expr(init), op)
             self.names[arg] = self.names[res]  # the carried value is the result's variable
         combines = reduction_combines(op)
-        operators = None if combines is None else [PRAGMA_OPERATORS.get(c) for c in combines]
+        operators = None if combines is None else [pragma_operator(c) for c in combines]
         if self.reduction_pragma is not None and operators is not None and None not in operators:
             clauses = " ".join(f"reduction({o}:{self.names[r]})" for o, r in zip(operators, op.res))
             for text in self.reduction_pragma:
@@ -728,13 +728,35 @@ class CStyleEmitter:
 REDUCTION_OPERATORS = (arith.AddfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp)
 
 # The OpenMP reduction operators of those a `reduction(...)` pragma may reorder. Not max and
-# min: OpenMP combines their lanes without letting a NaN win, as arith.maximumf must.
+# min as such: OpenMP combines their lanes without letting a NaN win, as arith.maximumf must;
+# under `fastmath<nnan>` (`NO_NAN_CODE`) they are `max` and `min`.
 PRAGMA_OPERATORS: dict[type[Operation], str] = {arith.AddfOp: "+", arith.MulfOp: "*"}
 
+# Max and min that may assume no NaN (`fastmath<nnan>`: softmax_row's peak, where a NaN
+# makes the row NaN whatever the peak): one comparison, which any order of a reduction
+# leaves alone, and which gcc vectorises under `reduction(max:...)`.
+NO_NAN_CODE: dict[type[Operation], Expr] = {
+    arith.MaximumfOp: lambda a, b: f"{a} > {b} ? {a} : {b}",
+    arith.MinimumfOp: lambda a, b: f"{a} < {b} ? {a} : {b}",
+}
+NO_NAN_PRAGMA_OPERATORS: dict[type[Operation], str] = {arith.MaximumfOp: "max", arith.MinimumfOp: "min"}
 
-def reduction_combines(loop: scf.ForOp) -> list[type[Operation]] | None:
+
+def assumes_no_nans(op: Operation) -> bool:
+    """A max or min marked `fastmath<nnan>`."""
+    return isinstance(op, arith.MaximumfOp | arith.MinimumfOp) and arith.FastMathFlag.NO_NANS in op.fastmath.data
+
+
+def pragma_operator(combine: Operation) -> str | None:
+    """The OpenMP reduction operator of a reduction loop's combine, if it may be reordered."""
+    if assumes_no_nans(combine):
+        return NO_NAN_PRAGMA_OPERATORS[type(combine)]
+    return PRAGMA_OPERATORS.get(type(combine))
+
+
+def reduction_combines(loop: scf.ForOp) -> list[Operation] | None:
     """For an innermost loop whose only loop-carried dependences are reductions into its
-    iter_args, the op class combining each (one of `REDUCTION_OPERATORS`); else None. No
+    iter_args, the op combining each (one of `REDUCTION_OPERATORS`); else None. No
     nested regions and no stores; each carried value's one use combines it with a value of
     this iteration into what the loop yields in its place. Vectorising such a loop only
     reorders the reduction."""
@@ -743,15 +765,17 @@ def reduction_combines(loop: scf.ForOp) -> list[type[Operation]] | None:
         return None
     assert block.last_op is not None
     yielded = list(block.last_op.operands)
-    combines: list[type[Operation]] = []
+    combines: list[Operation] = []
     for position, carried in enumerate(block.args[1:]):
         if not carried.has_one_use():  # (also rules out `acc + acc`)
             return None
         combine = carried.get_user_of_unique_use()
-        result = combine.results[0] if combine is not None else None
-        if type(combine) not in REDUCTION_OPERATORS or result is not yielded[position] or not result.has_one_use():
+        if combine is None or type(combine) not in REDUCTION_OPERATORS:
             return None
-        combines.append(type(combine))
+        result = combine.results[0]
+        if result is not yielded[position] or not result.has_one_use():
+            return None
+        combines.append(combine)
     return combines
 
 

@@ -4,12 +4,15 @@ softmax_row: a work item per row of a softmax that is its group's result.
 The parallel nest spans the result's axes but the softmax axis. Each work item makes four
 passes over its row, each an `scf.for` that gcc (C) or split-reductions (OpenCL) vectorises:
 
-1. max: the row's peak. On OpenCL one loop carrying the max (split-reductions folds it in
-   vector lanes). In C, gcc 12 leaves a loop-carried max scalar, so the row is read in steps
-   of LANES into a scratch row of running maxima (`lane_max`), folded after.
+1. max: the row's peak, one loop carrying the max. In C its `arith.maximumf` is marked
+   `fastmath<nnan>` (below), which the C target prints as one comparison under
+   `#pragma omp simd reduction(max:...)`: gcc vectorises it (a NaN-exact max it leaves
+   scalar). On OpenCL split-reductions folds it in vector lanes.
 2. exp: `out[k] = exp(x[k] - peak)`, each exponential computed once (libmvec's in C).
 3. sum: the sum of the row just stored (a `+` reduction: `omp simd` in C).
-4. scale: `out[k] = out[k] / sum`.
+4. scale: `out[k] = out[k] * (1 / sum)`: one division per row. The sum is at least 1 (the
+   peak's own exponential), so the reciprocal is exact to half an ulp and the product within
+   an ulp and a half of the quotient.
 
 On OpenCL, a row along the last axis of whole vectors of an input buffer (a softmax is
 Opaque, so its data is one) makes the four passes on `vector<LANESxf32>` values (`vector_row`:
@@ -17,14 +20,16 @@ Opaque, so its data is one) makes the four passes on `vector<LANESxf32>` values 
 they have no inner loop. Other rows take the scalar loops.
 
 Reading `out` back is what saves the second exponential of the old form (exp in the sum and
-again in the store): the row is in L1 by then. The transformer's 4x128x128 softmax (per-node
-profile medians, one run each): C 0.127 -> 0.055 ms; OpenCL 0.114 -> 0.084 ms with the
-scalar loops, 0.068 ms in vectors.
+again in the store): the row is in L1 by then. The transformer's 4x128x128 softmax: C 0.127
+-> 0.055 ms with a scratch row of lane maxima that gcc left scalar, 0.033 ms with the
+`nnan` max and the reciprocal (a C driver calling the kernel, best of 200; 0.020 ms of it
+are the 64K exponentials); OpenCL 0.114 -> 0.084 ms with the scalar loops, 0.068 ms in
+vectors.
 
 The peak only keeps the exponentials in range; softmax is the same for any shift. So the C
-lane step may drop a NaN (`x > lane ? x : lane`, the select gcc vectorises): a NaN anywhere
-in the row makes its exponential, the sum and so every element of the row NaN, whatever the
-peak; +inf gives `inf - inf`, NaN, as numpy's `exp(x - max) / sum` does.
+max may drop a NaN or return one (`nnan`: the peak of a row with a NaN is unspecified): a NaN
+anywhere in the row makes its exponential, the sum and so every element of the row NaN,
+whatever the peak; +inf gives `inf - inf`, NaN, as numpy's `exp(x - max) / sum` does.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from collections.abc import Callable
 from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import VectorType, f32
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
@@ -42,10 +48,10 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, group_root, result_shape
 from xrelay.transforms.split_reductions import lane_reduction
 
-# The C max's lanes: one AVX-512 register of floats. gcc vectorises (SLP, once it has
-# unrolled the loop over j) the step `lanes[j] = x[c * LANES + j] > lanes[j] ? ... : ...`
-# as a select; `arith.maximumf`'s NaN test (`a != a ? a : ...`) kept it scalar.
+# OpenCL's vectors of a row: `float16`.
 LANES = 16
+# The C max's flags: a NaN of the row may be dropped (the module docstring says why that is exact).
+NO_NANS = arith.FastMathFlagsAttr([FastMathFlag.NO_NANS])
 
 Along = Callable[[SSAValue], SSAValue]  # k -> the row's element at k
 
@@ -88,44 +94,32 @@ def store_row(e: GroupEmitter, op: relay.SoftmaxOp, row: list[SSAValue], out: SS
     def stored(k: SSAValue) -> SSAValue:
         return e.emit(memref.LoadOp.get(out, at(k)))
 
-    peak = lane_max(e, x, extent) if on_cpu and extent >= LANES else row_max(e, x, (e.index(0), e.index(extent)))
+    if on_cpu:  # a NaN may be dropped (module docstring): the loop is reordered, in vectors
+        peak = row_max(e, x, (e.index(0), e.index(extent)), flags=NO_NANS)
+    else:
+        peak = row_max(e, x, (e.index(0), e.index(extent)))
 
     def exp(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         return e.store(e.emit(mathd.ExpOp(e.emit(arith.SubfOp(x(ks[0]), peak)))), out, at(ks[0]))
 
     e.loops([extent], [], exp)
     (total,) = e.loops([extent], [e.f32(0.0)], lambda ks, accs: [e.emit(arith.AddfOp(accs[0], stored(ks[0])))])
-    e.loops([extent], [], lambda ks, _: e.store(e.emit(arith.DivfOp(stored(ks[0]), total)), out, at(ks[0])))
+    scale = e.emit(arith.DivfOp(e.f32(1.0), total))
+    e.loops([extent], [], lambda ks, _: e.store(e.emit(arith.MulfOp(stored(ks[0]), scale)), out, at(ks[0])))
 
 
-def row_max(e: GroupEmitter, x: Along, bounds: tuple[SSAValue, SSAValue], start: SSAValue | None = None) -> SSAValue:
+def row_max(
+    e: GroupEmitter,
+    x: Along,
+    bounds: tuple[SSAValue, SSAValue],
+    start: SSAValue | None = None,
+    flags: arith.FastMathFlagsAttr | None = None,
+) -> SSAValue:
     """The max of x[k] for k in `bounds`, from `start` (default: the first of them): one
-    loop carrying the max."""
+    loop carrying the max, its `arith.maximumf` with `flags`."""
     first = x(bounds[0]) if start is None else start
-    (peak,) = e.loops([bounds], [first], lambda ks, accs: [e.emit(arith.MaximumfOp(accs[0], x(ks[0])))])
+    (peak,) = e.loops([bounds], [first], lambda ks, accs: [e.emit(arith.MaximumfOp(accs[0], x(ks[0]), flags))])
     return peak
-
-
-def lane_max(e: GroupEmitter, x: Along, extent: int) -> SSAValue:
-    """The max of x[k] for k < extent (at least LANES): LANES running maxima in a scratch
-    row, lane j taking every LANES-th element from j; then the lanes folded, then the
-    elements past the last whole step. A NaN the steps meet may be dropped (the module
-    docstring says why that is exact)."""
-    lanes = e.emit(memref.AllocaOp.get(f32, shape=[LANES]))
-    e.loops([LANES], [], lambda js, _: e.store(x(js[0]), lanes, js))
-    steps = extent // LANES
-
-    def step(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        c, j = ivs
-        lane, value = e.emit(memref.LoadOp.get(lanes, [j])), x(e.add(e.mul_const(c, LANES), j))
-        larger = e.emit(arith.CmpfOp(value, lane, "ogt"))
-        return e.store(e.emit(arith.SelectOp(larger, value, lane)), lanes, [j])
-
-    e.loops([(e.index(1), e.index(steps)), LANES], [], step)
-    folded = row_max(e, lambda j: e.emit(memref.LoadOp.get(lanes, [j])), (e.index(0), e.index(LANES)))
-    if steps * LANES == extent:
-        return folded
-    return row_max(e, x, (e.index(steps * LANES), e.index(extent)), folded)
 
 
 def vector_row(e: GroupEmitter, row: list[SSAValue], extent: int, data: SSAValue, out: SSAValue) -> None:
@@ -154,8 +148,9 @@ def vector_row(e: GroupEmitter, row: list[SSAValue], extent: int, data: SSAValue
     e.loops([steps], [], exp)
     zeros = e.emit(vector.BroadcastOp(e.f32(0.0), lanes))
     (sums,) = e.loops([steps], [zeros], lambda cs, accs: [e.emit(arith.AddfOp(accs[0], load(out, cs[0])))])
-    total = e.emit(vector.BroadcastOp(e.emit(lane_reduction(arith.AddfOp, sums)), lanes))
-    e.loops([steps], [], lambda cs, _: store(e.emit(arith.DivfOp(load(out, cs[0]), total)), cs[0]))
+    scale = e.emit(arith.DivfOp(e.f32(1.0), e.emit(lane_reduction(arith.AddfOp, sums))))
+    scales = e.emit(vector.BroadcastOp(scale, lanes))
+    e.loops([steps], [], lambda cs, _: store(e.emit(arith.MulfOp(load(out, cs[0]), scales)), cs[0]))
 
 
 SCHEDULE = Schedule("softmax_row", matches, build)

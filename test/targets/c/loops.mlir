@@ -184,3 +184,59 @@ func.func @k_sum_cl(%in0: memref<3x8xf32>, %out0: memref<3xf32>) attributes {rel
 // CL-NOT: pragma
 // CL-LABEL: __kernel void k_sum_cl(
 // CL-NOT: pragma
+
+// -----
+
+// A max or min marked fastmath<nnan> (softmax_row's peak: a NaN makes the row NaN whatever the
+// peak) is one comparison, and a loop of them may be reordered: `reduction(max:...)` in C,
+// which gcc vectorises. Without the flag (k_reduction above) neither.
+
+func.func @k_no_nan(%in0: memref<3x8xf32>, %out0: memref<3x2xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %first = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c3, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %peak, %low = scf.for %j = %c0 to %c8 step %c1 iter_args(%m = %first, %l = %first) -> (f32, f32) {
+      %x = memref.load %in0[%i, %j] : memref<3x8xf32>
+      %n = arith.maximumf %m, %x fastmath<nnan> : f32
+      %k = arith.minimumf %l, %x fastmath<nnan> : f32
+      scf.yield %n, %k : f32, f32
+    }
+    memref.store %peak, %out0[%i, %c0] : memref<3x2xf32>
+    memref.store %low, %out0[%i, %c1] : memref<3x2xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+func.func @k_no_nan_cl(%in0: memref<3x8xf32>, %out0: memref<3xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %first = arith.constant 0.0 : f32
+  "scf.parallel"(%c0, %c3, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %peak = scf.for %j = %c0 to %c8 step %c1 iter_args(%m = %first) -> (f32) {
+      %x = memref.load %in0[%i, %j] : memref<3x8xf32>
+      %n = arith.maximumf %m, %x fastmath<nnan> : f32
+      scf.yield %n : f32
+    }
+    memref.store %peak, %out0[%i] : memref<3xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// C-LABEL: void k_no_nan(
+// C: #pragma omp simd reduction(max:[[PEAK:peak_[0-9]+]]) reduction(min:[[LOW:low_[0-9]+]])
+// C: float [[X:x_[0-9]+]] = in0[
+// C-NEXT: float [[N:n_[0-9]+]] = [[PEAK]] > [[X]] ? [[PEAK]] : [[X]];
+// C-NEXT: float [[K:k_[0-9]+]] = [[LOW]] < [[X]] ? [[LOW]] : [[X]];
+// C-NOT: k_no_nan_cl
+
+// CL-LABEL: __kernel void k_no_nan_cl(
+// CL-NOT: pragma
+// CL: float [[N:n_[0-9]+]] = [[PEAK:peak_[0-9]+]] > [[X:x_[0-9]+]] ? [[PEAK]] : [[X]];
