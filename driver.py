@@ -56,6 +56,7 @@ from xrelay.transforms.plan_devices import SCOPE_ATTR
 PIPELINE = (
     "fuse-layer-norm",
     "plan-devices",
+    "combine-parallel-dense",
     "fuse-ops",
     "convert-relay-to-loops",
     "dce",
