@@ -147,9 +147,7 @@ def level_combines(branches: Sequence[Branch], depth: int) -> bool:
     ops = [branch[depth] for branch in branches]
     first = ops[0]
     position = chain_position(branches[0], depth)
-    same_kind = all(
-        op.name == first.name and op.properties == first.properties and op.attributes == first.attributes for op in ops
-    )
+    same_kind = all(kind_of(op) == kind_of(first) for op in ops)
     if position is None or not same_kind or first.properties.get("se_scope") != group_scope(branches):
         return False
     if any(chain_position(branch, depth) != position for branch in branches):
@@ -157,6 +155,13 @@ def level_combines(branches: Sequence[Branch], depth: int) -> bool:
     return all(
         folded_operands(branches, depth, index) is not None for index in range(len(first.operands)) if index != position
     )
+
+
+def kind_of(op: Operation) -> tuple[str, dict[str, Attribute], dict[str, Attribute]]:
+    """What must agree across a level: the name and attributes (a bias_add's axis is the
+    last one already, however it is spelled)."""
+    properties = {k: v for k, v in op.properties.items() if not (isinstance(op, relay.BiasAddOp) and k == "axis")}
+    return op.name, properties, dict(op.attributes)
 
 
 def chain_position(branch: Branch, depth: int) -> int | None:
