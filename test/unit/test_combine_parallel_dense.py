@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 
 import xrelay
 from xrelay.dialects import relay
@@ -90,9 +90,11 @@ def random_arrays(text: str, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     main = xrelay.parse(text).ops.first
     assert isinstance(main, func.FuncOp)
-    return {
-        arg.name_hint or "": rng.standard_normal(tuple(arg.type.get_shape())).astype(np.float32) for arg in main.args
-    }  # type: ignore[attr-defined]
+    arrays: dict[str, np.ndarray] = {}
+    for arg in main.args:
+        assert isinstance(arg.type, TensorType) and arg.name_hint is not None
+        arrays[arg.name_hint] = rng.standard_normal(tuple(arg.type.get_shape())).astype(np.float32)
+    return arrays
 
 
 def split(arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
