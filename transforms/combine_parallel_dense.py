@@ -16,12 +16,13 @@ Three kernels of 17 MFLOP become one of 50: one launch (each costs tens of us on
 one OpenMP region (50-70 us of thread wake-up each at 2 threads), split over more blocks of
 columns. The weights and the followers' operands are concatenated here, at compile time, into
 new constants (packed_matmul_prepacked then packs the combined weight at build time as
-before): a relay.concatenate would copy them on every run. Measured on that transformer (C
-runs with and without the pass interleaved in one process, medians of 30 rounds, three runs,
-load 2.9-3.2 on 2 cores): at 2 threads 0.92x when the run had both cores (the three denses
-0.419 ms, the one 0.366), 1.00x when another job held one; at 1 thread 0.93-0.99x; OpenCL
-0.95-1.04x, no change beyond the noise. The slices' kernels take what the reshape +
-transpose kernels took before (0.033 against 0.034 ms for the three at 1 thread).
+before): a relay.concatenate would copy them on every run. Measured on that transformer (runs
+with and without the pass interleaved in one process, medians of 30 rounds, eight runs at
+load 1.9-3.2 on 2 cores): C at 2 threads 0.92-1.00x (median 0.94x, and 0.92-0.93x in the
+runs that had both cores; the three denses 0.42-0.49 ms, the one 0.37-0.40), at 1 thread
+0.93-1.01x (median 0.99x); OpenCL 0.95-1.04x (median 1.00x) at 1 and 2 threads. The kernels
+of the slices take what the reshape + transpose kernels took before (0.028-0.034 ms for the
+three in C).
 
 Words: a *group* is the denses of one function body that read the same data, run on the same
 se_scope, and have relay.constant weights; a *branch* is one of them and the chain of
