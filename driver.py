@@ -6,8 +6,9 @@ The compile driver, `xrelay.build`: a relay program in, an `xrelay.runtime.Execu
     out = exe.run(x=x)                 # numpy in, numpy out (one array, or a tuple)
 
 The pipeline, with the passes by their CLI names (`PIPELINE`): fuse-layer-norm (a layer
-normalisation written in primitive ops becomes one relay.nn.layer_norm), plan-devices, fuse-ops,
-convert-relay-to-loops, inline-calls (calls between relay functions are inlined into @main
+normalisation written in primitive ops becomes one relay.nn.layer_norm), plan-devices,
+combine-parallel-dense (denses of one data with constant weights become one dense and slices),
+fuse-ops, convert-relay-to-loops, inline-calls (calls between relay functions are inlined into @main
 after lowering, when every value already has its scope), plan-memory. Then the compiler's
 last step hands the runtime plain data: the executor graph (`-t graph-json`, whose `devices`
 list gives each canonical scope its `device_index`), the kernel sources with their device
@@ -56,6 +57,7 @@ from xrelay.transforms.plan_devices import SCOPE_ATTR
 PIPELINE = (
     "fuse-layer-norm",
     "plan-devices",
+    "combine-parallel-dense",
     "fuse-ops",
     "convert-relay-to-loops",
     "dce",

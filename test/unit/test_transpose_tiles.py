@@ -1,7 +1,8 @@
 """transpose_tiles: groups that only move data and transpose an input's last axis away,
 built for C in 8 x 8 tiles and for OpenCL (PoCL) in 16 x 16 and run against
 `xrelay.interpret`: the transformer's heads, sizes that are not a multiple of the tile (edge
-tiles), reshapes before and after the transpose, size-1 axes, squeeze and expand_dims, and NaN
+tiles), reshapes before and after the transpose, size-1 axes, squeeze, expand_dims and a
+strided_slice (the transformer's v heads cut from its combined q, k, v dense), and NaN
 and inf inputs; which groups take it."""
 
 from __future__ import annotations
@@ -52,7 +53,17 @@ def schedules(text: str, targets: tuple[str, ...] = ("c",), default_device: str 
 
 CASES = {
     "the transformer's v heads": ((128, 256), [reshape((128, 4, 64)), transpose((4, 64, 128), 1, 2, 0)]),
+    "v heads sliced from q, k, v": (
+        (128, 768),
+        [("strided_slice", (128, 256), "begin = array<i64: 0, 512>, end = array<i64: 128, 768>"),
+         reshape((128, 4, 64)), transpose((4, 64, 128), 1, 2, 0)],
+    ),
     "a matrix, edge tiles both ways": ((13, 21), [transpose((21, 13), 1, 0)]),
+    "a strided slice, edge tiles": (
+        (10, 30),
+        [("strided_slice", (8, 14), "begin = array<i64: 1, 3>, end = array<i64: 9, 30>, strides = array<i64: 1, 2>"),
+         transpose((14, 8), 1, 0)],
+    ),
     "rows of 2": ((2, 9), [transpose((9, 2), 1, 0)]),
     "a reshape after": ((6, 20), [transpose((20, 6), 1, 0), reshape((4, 5, 6))]),
     "size-1 axes": ((1, 10, 1, 12), [transpose((1, 12, 10, 1), 0, 3, 1, 2), reshape((12, 10))]),

@@ -1,6 +1,6 @@
 """
-transpose_tiles: a group that only moves data (reshapes, transposes, squeezes and
-expand_dims of one input) and transposes an input's last axis away from the last, a tile
+transpose_tiles: a group that only moves data (reshapes, transposes, squeezes, expand_dims
+and strided slices of one input) and transposes an input's last axis away from the last, a tile
 of TILE x TILE outputs per work item (OPENCL_TILE on opencl).
 
 The parallel nest spans the result's axes but the last two, and the tiles of those two
@@ -31,7 +31,7 @@ from xrelay.transforms.schedules import Schedule, group_root, result_shape
 TILE = 8
 OPENCL_TILE = 16
 
-MOVES = (relay.ReshapeOp, relay.TransposeOp, relay.SqueezeOp, relay.ExpandDimsOp)
+MOVES = (relay.ReshapeOp, relay.TransposeOp, relay.SqueezeOp, relay.ExpandDimsOp, relay.StridedSliceOp)
 
 
 def matches(group: relay.FusedOp) -> bool:
