@@ -37,7 +37,10 @@ Its phases:
    a. pack: the input rows the chunk reads, every channel, the columns apart by their
       remainder mod m, the padding as zeros: packed[p, c, i, g * pitch + q] is input row
       m (r0 + g) - top + i, column m (c0 + q) + p - left. Then input (i, j) of the tile at
-      `slot` is packed[j % m, c, i, slot + j // m]: one unit-stride row for every slot;
+      `slot` is packed[j % m, c, i, slot + j // m]: one unit-stride row for every slot.
+      Each packed row is written once per chunk, its zeros in loops of constant bounds
+      (`Plan.margins`): the CNN's second conv took 0.123 ms zeroing the whole chunk first,
+      then copying in clipped loops, 0.111 ms so;
    b. input transform: V[xi, c, slot] = (B^T d B)[xi] for every slot, a unit-stride loop
       that gcc vectorises, on opencl written in `float16` steps (the slot after each tile
       row's last, and those past the chunk's rows, read what is there: their products are
@@ -568,8 +571,9 @@ def pack(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk) -> None:
 
     Every loop that writes zeros has constant bounds: a row outside the input is zeros, a row
     inside has zeros in its first and last `Plan.margins` slots (the most any chunk's padding
-    takes), then the input's columns over them (a window per phase for the whole chunk). (A
-    zero loop of computed bounds became a `rep stos` or a memset call per row.)"""
+    takes), then the input's columns over them (a window per phase for the whole chunk). (gcc
+    12 makes a zero loop of computed bounds a `rep stos` or a memset call per row: the CNN's
+    second conv took 0.146 ms so, 0.111 ms this way.)"""
     f = plan.f
     op, m, pitch = plan.conv, f.m, plan.pitch
     height, width = shape_of(op.data)[2:]
