@@ -6,7 +6,8 @@ built with `xrelay.build` for C, and on opencl (PoCL), and checked against
 `xrelay.interpret` on random inputs:
 odd and even sizes, sizes that are not a multiple of the tile, rows wider than a chunk,
 blocks and chunks that overlap the one before, batch > 1, channels that are not a multiple
-of the register block or of the vector width, uneven padding, NaN and inf inputs, NaN and
+of the register block or of the vector width, uneven padding, left padding wider than a
+tile's column phase (the pack's margins), NaN and inf inputs, NaN and
 inf weights (on a tap that reads the padding too: the slow path), the epilogues, two
 threads, and AddressSanitizer. On opencl the cases run with OPENCL_MIN_WORK lowered to the
 cpu's MIN_WORK (most are smaller than what the schedule takes there), a work item per image.
@@ -85,6 +86,9 @@ CASES = {
     "no_padding": ((3, 16, 14, 14), (16, 16, 3, 3), "", (3, 16, 12, 12), ""),
     # 40 tiles per row: two chunks of 32 tile columns, the second starting at 8
     "wide_rows": ((1, 16, 6, 80), (16, 16, 3, 3), PAD1, (1, 16, 6, 80), "residual"),
+    # left padding 3 (the pack's first 2 slots of a row are zeros in the first chunk column,
+    # the input in the second) and 37 tiles per row: two chunk columns, the second at 5
+    "wide_padding": ((1, 16, 7, 70), (16, 16, 3, 3), "{padding = array<i64: 2, 3, 2, 3>}", (1, 16, 9, 74), "bias_relu"),
     # the CNN's second conv: chunks of 4 rows of 7 tiles (the second starting at row 3)
     "cnn_second_conv": ((8, 16, 14, 14), (32, 16, 3, 3), PAD1, (8, 32, 14, 14), "bias_relu"),
     # 128 channels: F4's U would not fit; two work items of 10 tile rows
@@ -95,6 +99,8 @@ CASES = {
     "f4_batch_edge_channels": ((2, 17, 32, 32), (20, 17, 3, 3), PAD1, (2, 20, 32, 32), "bias_relu"),
     # 38 tiles per row: two chunks of 32 tile columns; work items of 1 and 2 tile rows
     "f4_wide_rows": ((1, 16, 10, 150), (16, 16, 3, 3), PAD1, (1, 16, 10, 150), ""),
+    # left padding 3 over 36 tiles per row: two chunk columns, the second at 4
+    "f4_wide_padding": ((1, 16, 20, 140), (16, 16, 3, 3), "{padding = array<i64: 2, 3, 2, 3>}", (1, 16, 22, 144), ""),
     # 13 x 13 tiles of a 49 x 49 result (uneven padding): chunks of 2 tile rows (the last
     # starting at row 11), work items of 3 and 4 of them
     "f4_blocks": ((1, 16, 48, 48), (24, 16, 3, 3), "{padding = array<i64: 2, 0, 1, 3>}", (1, 24, 49, 49), "bias_relu"),
@@ -108,11 +114,13 @@ PLANS = {
     "uneven_padding": (2, 5, 2, 11, 3, 1),
     "no_padding": (2, 6, 4, 6, 2, 1),
     "wide_rows": (2, 3, 1, 32, 3, 1),
+    "wide_padding": (2, 5, 1, 32, 5, 1),
     "cnn_second_conv": (2, 7, 4, 7, 2, 1),
     "wide_channels": (2, 20, 1, 20, 20, 2),
     "f4_odd_residual": (4, 9, 3, 10, 3, 1),
     "f4_batch_edge_channels": (4, 8, 3, 8, 3, 1),
     "f4_wide_rows": (4, 3, 1, 32, 3, 2),
+    "f4_wide_padding": (4, 6, 1, 32, 6, 2),
     "f4_blocks": (4, 13, 2, 13, 7, 2),
 }
 
@@ -226,7 +234,7 @@ def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
 
 
 # The cases whose work items on opencl (OPENCL_MIN_ITEMS per batch) differ from the cpu's.
-OPENCL_BLOCKS = {"wide_channels": 3}
+OPENCL_BLOCKS = {"wide_channels": 3, "f4_wide_padding": 3}
 
 
 @pytest.mark.usefixtures("small_work_on_opencl")
@@ -247,6 +255,31 @@ def test_plans_of_the_cases(name: str) -> None:
         OPENCL_BLOCKS.get(name, plan.blocks),
     )
     assert (plan.transform_lanes, on_opencl.transform_lanes) == (1, 16)  # V in float16 steps on opencl
+
+
+# name: the pack's margins, the slots at the start and at the end of a packed row that some
+# chunk's padding takes (F2's columns 2 q + p - 3 for q = 0 are outside for p < 2 and inside
+# from q = 2; the other margins come from the last chunk column's right edge)
+MARGINS = {"wide_padding": (2, 2), "f4_wide_padding": (1, 2), "cnn_second_conv": (1, 1), "no_padding": (0, 0)}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pack_margins_hold_every_chunks_padding(name: str) -> None:
+    """`pack` writes zeros only in a packed row's first and last `Plan.margins` slots (then
+    the input over them): every column outside the input, of every chunk column and phase,
+    lies there, and the margins are no wider than some chunk needs."""
+    plan = winograd_conv.plan_of(group_of(case_text(name)))
+    assert plan is not None
+    front, back = plan.margins
+    width, left, m = CASES[name][0][3], plan.conv.padding_values[1], plan.f.m
+    starts = sorted({min(col, plan.tiles_w - plan.chunk_cols) for col in range(0, plan.tiles_w, plan.chunk_cols)})
+    outside = [
+        q for c0 in starts for p in range(m) for q in range(plan.pitch) if not 0 <= m * (c0 + q) + p - left < width
+    ]
+    assert all(q < front or q >= plan.pitch - back for q in outside)
+    assert (front == 0 or front - 1 in outside) and (back == 0 or plan.pitch - back in outside)
+    if name in MARGINS:
+        assert (front, back) == MARGINS[name]
 
 
 @pytest.mark.usefixtures("small_work_on_opencl")

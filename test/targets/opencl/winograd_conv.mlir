@@ -5,8 +5,9 @@
 // cpu: F(2x2, 3x3) here (12 x 12 tiles). One work item per image (too few tiles for two),
 // launched as a work group of its own (`relay.work_group_per_item`: PoCL spreads such
 // groups over its threads), its scratch as private arrays: U (4 blocks of 8
-// channels x 16 positions x 32 x 8), V, the packed chunk (2 x 32 channels x 4 rows x 33
-// slots), M, Y and the taps; the input transform V in `float16` vectors of 16 slots (2 per
+// channels x 16 positions x 32 x 8), V (16 positions x 33 channel rows, one more than the
+// channels, x 32 slots), the packed chunk (2 x 32 channels x 4 rows x 33 slots), M, Y and
+// the taps; the input transform V in `float16` vectors of 16 slots (2 per
 // channel); the products are the micro-kernel's broadcast-FMAs on `float16`s (2 vectors of
 // slots per channel of a block of 8), stored with vstore16; then the probe, and the
 // epilogue from Y when it is finite, else output by output.
@@ -18,7 +19,7 @@
 // CL:         if (gid0 >= 1) return;
 // CL-NEXT:    const long [[N:i[0-9]+]] = gid0;
 // CL-NEXT:    float [[U:buf[0-9]+]][16384];
-// CL-NEXT:    float [[V:buf[0-9]+]][16384];
+// CL-NEXT:    float [[V:buf[0-9]+]][16896];
 // CL-NEXT:    float [[PACKED:buf[0-9]+]][8448];
 // CL-NEXT:    float [[M:buf[0-9]+]][4096];
 // CL-NEXT:    float [[Y:buf[0-9]+]][1024];
@@ -28,8 +29,8 @@
 // CL:           vstore16({{v[0-9]+}}, 0, &[[V]][[[IC]] * 32 + [[SLOT]]]);
 // CL:         for (long [[XI:i[0-9]+]] = 0; [[XI]] < 16; [[XI]]++) {
 // CL:           for (long [[C:i[0-9]+]] = 0; [[C]] < 32; [[C]]++) {
-// CL-NEXT:        float16 [[V0:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1024 + [[C]] * 32]);
-// CL-NEXT:        float16 [[V1:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1024 + [[C]] * 32 + 16]);
+// CL-NEXT:        float16 [[V0:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1056 + [[C]] * 32]);
+// CL-NEXT:        float16 [[V1:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1056 + [[C]] * 32 + 16]);
 // CL-NEXT:        long {{v[0-9]+}} = [[C]] * 8;
 // CL-NEXT:        float [[W:v[0-9]+]] = [[U]][{{.*}}];
 // CL-NEXT:        float16 [[WV:v[0-9]+]] = (float16)([[W]]);

@@ -4,15 +4,16 @@
 // winograd_conv, F(2x2, 3x3) at 12x12: a work item per image and block of tile rows (here one: 6 x 6 tiles); the
 // weights' transform U (2 blocks of 8 channels x 16 positions x 16 x 8) from the taps copied
 // per block; per chunk (4 tile rows of 6 tiles, pitch 7) the packed input (even and odd
-// columns, 4 rows per tile row, 33 slots), its transform V, and per block of 8 channels the
-// 16 products by the micro-kernel (vector sums), the output transform Y, the probe; when it
-// is finite, the epilogue at each output column, else the block again output by output.
+// columns, 4 rows per tile row, 33 slots), its transform V (17 channel rows: one more than
+// the 16), and per block of 8 channels the 16 products by the micro-kernel (vector sums),
+// the output transform Y, the probe; when it is finite, the epilogue at each output column,
+// else the block again output by output.
 
 // CHECK-LABEL: func.func @fused_nn_conv2d_nn_bias_add_nn_relu(
 // CHECK-SAME:    attributes {relay.se_scope = {{.*}}, relay.schedule = "winograd_conv"}
 // CHECK:         "scf.parallel"
 // CHECK:           memref.alloca() : memref<2x16x128xf32>
-// CHECK:           memref.alloca() : memref<16x16x32xf32>
+// CHECK:           memref.alloca() : memref<16x17x32xf32>
 // CHECK:           memref.alloca() : memref<2x16x4x33xf32>
 // CHECK:           memref.alloca() : memref<16x8x32xf32>
 // CHECK:           memref.alloca() : memref<8x2x64xf32>
@@ -41,14 +42,14 @@ func.func @conv_bias_relu(%a: tensor<1x16x12x12xf32>, %w: tensor<16x16x3x3xf32>,
 // -----
 
 // At 32x32 (8 x 8 tiles of 4 x 4) it is F(4x4, 3x3): 36 products per tile; U (2 blocks x 36
-// positions x 16 x 8), V (36 x 16 x 32 slots), the input packed by column mod 4 (4 x 16 x 6
+// positions x 16 x 8), V (36 x 17 x 32 slots), the input packed by column mod 4 (4 x 16 x 6
 // rows x 33 slots), M (36 x 8 x 32) and Y (8 channels x 4 rows x 4 x 32 columns).
 
 // CHECK-LABEL: func.func @fused_nn_conv2d(
 // CHECK-SAME:    attributes {relay.se_scope = {{.*}}, relay.schedule = "winograd_conv"}
 // CHECK:         "scf.parallel"
 // CHECK:           memref.alloca() : memref<2x36x128xf32>
-// CHECK:           memref.alloca() : memref<36x16x32xf32>
+// CHECK:           memref.alloca() : memref<36x17x32xf32>
 // CHECK:           memref.alloca() : memref<4x16x6x33xf32>
 // CHECK:           memref.alloca() : memref<36x8x32xf32>
 // CHECK:           memref.alloca() : memref<8x4x128xf32>
