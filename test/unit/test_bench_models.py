@@ -8,20 +8,11 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bench_models import models
 
 import xrelay
-
-BENCH = Path(__file__).parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # models.py imports timing.py from there
-_spec = importlib.util.spec_from_file_location("bench_models", BENCH / "models.py")
-models = sys.modules["bench_models"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(models)
 
 TINY = {
     "mlp": {"batch": 3, "sizes": (12, 8, 8, 5)},

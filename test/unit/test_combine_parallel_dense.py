@@ -7,12 +7,9 @@ leaves, and which schedules the transformer's combined kernels get."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bench_models import models
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
@@ -21,13 +18,6 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.driver import bind_params, lower
 from xrelay.transforms.combine_parallel_dense import CombineParallelDensePass
-
-BENCH = Path(__file__).parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # models.py imports timing.py from there
-_spec = importlib.util.spec_from_file_location("bench_models", BENCH / "models.py")
-assert _spec is not None and _spec.loader is not None
-models = sys.modules["bench_models"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(models)  # bench/models.py: the transformer written op by op
 
 Shape = tuple[int, ...]
 TARGETS = {"c": {"targets": ("c",)}, "opencl": {"targets": ("c", "opencl"), "default_device": "opencl"}}

@@ -5,23 +5,13 @@ axes, rows of equal values, and rows with NaN, inf and -inf."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bench_models import models
 
 import xrelay
 from xrelay.dialects import relay
 from xrelay.transforms.fuse_layer_norm import FuseLayerNormPass
-
-BENCH = Path(__file__).parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # models.py imports timing.py from there
-_spec = importlib.util.spec_from_file_location("bench_models", BENCH / "models.py")
-assert _spec is not None and _spec.loader is not None
-models = sys.modules["bench_models"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(models)  # bench/models.py: the transformer written op by op
 
 Shape = tuple[int, ...]
 TARGETS = {"c": {"targets": ("c",)}, "opencl": {"targets": ("c", "opencl"), "default_device": "opencl"}}

@@ -23,9 +23,9 @@ import xrelay
 
 onnx = pytest.importorskip("onnx", reason="onnx is xrelay's dependency for from_onnx; install it with pip")
 
-BENCH = Path(__file__).parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # onnx_zoo.py imports models.py, models.py imports timing.py
-import models
+from bench_models import BENCH, models  # (puts bench/ on sys.path)
+
+# isort: split
 import onnx_zoo
 
 NAMES = list(onnx_zoo.MODELS)
