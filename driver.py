@@ -57,6 +57,7 @@ PIPELINE = (
     "fuse-layer-norm",
     "plan-devices",
     "fuse-ops",
+    "fuse-conv-pool",
     "convert-relay-to-loops",
     "dce",
     "licm",

@@ -10,6 +10,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "plan-devices": ("plan_devices", "PlanDevicesPass"),
     "fuse-ops": ("fuse_ops", "FuseOpsPass"),
     "fuse-layer-norm": ("fuse_layer_norm", "FuseLayerNormPass"),
+    "fuse-conv-pool": ("fuse_conv_pool", "FuseConvPoolPass"),
     "inline-calls": ("inline_calls", "InlineCallsPass"),
     "plan-memory": ("plan_memory", "PlanMemoryPass"),
     "convert-relay-to-loops": ("convert_relay_to_loops", "ConvertRelayToLoopsPass"),

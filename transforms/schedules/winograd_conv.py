@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import f32
@@ -226,9 +226,46 @@ OPENCL_BATCH_WORK = 1 << 24
 
 
 @dataclass(frozen=True)
+class Pooling:
+    """The max_pool2d a group yields over its conv's epilogue (a group of fuse-conv-pool):
+    size x size windows at stride size, without padding, so that a tile of m x m outputs
+    holds (m / size)^2 whole windows."""
+
+    op: relay.MaxPool2DOp
+    conv: relay.Conv2DOp
+    size: int
+
+
+def pooling_of(group: relay.FusedOp) -> Pooling | None:
+    """The group's pooling, when it yields a max_pool2d of square windows at their own size
+    as stride, without padding or dilation, over a value of one of its conv2d's shape; the
+    last row and column of an odd size are dropped (no `ceil_mode` window)."""
+    pool = group_root(group).owner
+    if not isinstance(pool, relay.MaxPool2DOp):
+        return None
+    size = pool.window[0]
+    if pool.window != (size, size) or pool.stride_values != pool.window or pool.dilation_values != (1, 1):
+        return None
+    height, width = shape_of(pool.data)[2:]
+    if any(pool.padding_values) or shape_of(pool.res)[2:] != (height // size, width // size):
+        return None
+    convs = (op for op in group.body.block.ops if isinstance(op, relay.Conv2DOp))
+    conv = next((op for op in convs if shape_of(op.res) == shape_of(pool.data)), None)
+    return Pooling(pool, conv, size) if conv is not None else None
+
+
+def pools_in_epilogue(group: relay.FusedOp) -> bool:
+    """Whether the schedule takes `group` and computes its pooled outputs from the conv's
+    blocks (fuse-conv-pool asks this of a group it would make)."""
+    plan = plan_of(group)
+    return plan is not None and plan.pool is not None
+
+
+@dataclass(frozen=True)
 class Plan:
     """The shapes of a Winograd conv: tiles per image, the tile rows and columns of a chunk,
-    and work items per image (each some runs of chunk rows)."""
+    and work items per image (each some runs of chunk rows); the pooling its stores compute,
+    if the group yields one."""
 
     conv: relay.Conv2DOp
     f: Transforms
@@ -238,6 +275,12 @@ class Plan:
     chunk_cols: int
     blocks: int
     device: str
+    pool: Pooling | None = None
+
+    @property
+    def window(self) -> int:
+        """Conv outputs per stored output along each axis (the pool's size, else 1)."""
+        return 1 if self.pool is None else self.pool.size
 
     @property
     def transform_lanes(self) -> int:
@@ -298,7 +341,15 @@ class Plan:
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
     """How the group's conv is computed as F(4x4, 3x3) or F(2x2, 3x3), or None if it is not."""
-    conv = anchor_of(group, relay.Conv2DOp)
+    pool = pooling_of(group)
+    if pool is not None:
+        plan = plan_of_conv(group, pool.conv)
+        return replace(plan, pool=pool) if plan is not None and plan.f.m % pool.size == 0 else None
+    return plan_of_conv(group, anchor_of(group, relay.Conv2DOp))
+
+
+def plan_of_conv(group: relay.FusedOp, conv: relay.Conv2DOp | None) -> Plan | None:
+    """The plan of the group's conv `conv`, or None."""
     scope = group.se_scope
     if conv is None or scope is None or scope.device not in DEVICES:
         return None
@@ -675,20 +726,21 @@ def store_outputs(
     y: SSAValue | None,
     out: SSAValue,
 ) -> list[SSAValue]:
-    """`root` at the chunk's outputs of channels k0 + o: output row m (r0 + g) + a (those
-    inside the result), columns m c0 .. m (c0 + chunk_cols) (those inside), a unit-stride
-    loop along each row. The conv is read from y[o, a, m g pitch + ow - m c0], or,
-    without it, computed output by output (`GroupEmitter.conv2d`)."""
-    out_h, out_w = shape_of(plan.conv.res)[2:]
-    m = plan.f.m
-    first_col = e.mul_const(chunk.c0, m)
-    columns = (first_col, e.min_index(e.index(out_w), e.add_const(first_col, m * plan.chunk_cols)))
+    """`root` at the chunk's results of channels k0 + o: the m / w result rows of each tile
+    row g (w = `plan.window`, the pool's size or 1; those rows inside the result), columns
+    (m / w) c0 .. (m / w)(c0 + chunk_cols) (those inside), a loop along each row. A result
+    reads the w x w conv outputs of its window from y (`remember_window`), or, without y,
+    computes them output by output (`GroupEmitter.conv2d`)."""
+    per_tile = plan.f.m // plan.window
+    out_h, out_w = shape_of(root)[2:]
+    first_col = e.mul_const(chunk.c0, per_tile)
+    columns = (first_col, e.min_index(e.index(out_w), e.add_const(first_col, per_tile * plan.chunk_cols)))
 
     def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         o, g = ivs
         n, tile_row = chunk.tile_row(e, plan, g)
-        top = e.mul_const(tile_row, m)
-        within: Extent = (e.index(0), e.min_index(e.index(m), e.sub(e.index(out_h), top)))
+        top = e.mul_const(tile_row, per_tile)
+        within: Extent = (e.index(0), e.min_index(e.index(per_tile), e.sub(e.index(out_h), top)))
         e.loops([within], [], lambda a, _: output_row(e, root, n, (k0, o, g, top, a[0]), y, columns, out, plan))
         return []
 
@@ -705,18 +757,43 @@ def output_row(
     out: SSAValue,
     plan: Plan,
 ) -> list[SSAValue]:
-    """One output row of the chunk: image n, channel k0 + o, row top + a (tile row g of the
+    """One result row of the chunk: image n, channel k0 + o, row top + a (tile row g of the
     chunk)."""
     k0, o, g, top, a = where
-    start = e.sub(e.mul_const(g, plan.f.m * plan.pitch), columns[0])  # y's column of output column 0
+    start = e.sub(
+        e.mul_const(g, plan.f.m * plan.pitch), e.mul_const(columns[0], plan.window)
+    )  # y's column of conv column 0
 
     def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         idx = [n, e.add(k0, o), e.add(top, a), ows[0]]
         if y is not None:
-            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(y, [o, a, e.add(start, ows[0])])))
+            remember_window(e, plan, y, idx, [o, a, start])
         return e.store(e.value_at(root, idx), out, idx)
 
     return e.loops([columns], [], output)
+
+
+def remember_window(e: GroupEmitter, plan: Plan, y: SSAValue, idx: list[SSAValue], at: list[SSAValue]) -> None:
+    """Hands over the conv outputs of result `idx`'s window, read from y: conv row w row + i
+    is y's row w a + i, conv column w col + j its column start + w col + j (`at` = [o, a,
+    start]). Under a pooling, the window's max of the pooled value too, taken tap after tap
+    as `GroupEmitter.pool2d` takes it (a NaN wins, as in `xrelay.interpret`)."""
+    n, k, row, col = idx
+    o, a, start = at
+    w = plan.window
+    taps: list[list[SSAValue]] = []
+    for i, j in itertools.product(range(w), range(w)):
+        tap = [n, k, e.add_const(e.mul_const(row, w), i), e.add_const(e.mul_const(col, w), j)]
+        y_at = [o, e.add_const(e.mul_const(a, w), i), e.add_const(e.add(start, e.mul_const(col, w)), j)]
+        e.remember(plan.conv.res, tap, e.emit(memref.LoadOp.get(y, y_at)))
+        taps.append(tap)
+    if plan.pool is None:
+        return
+    pooled = plan.pool.op.data
+    peak = e.value_at(pooled, taps[0])
+    for tap in taps[1:]:
+        peak = e.emit(arith.MaximumfOp(peak, e.value_at(pooled, tap)))
+    e.remember(plan.pool.op.res, idx, peak)
 
 
 SCHEDULE = Schedule("winograd_conv", matches, build)
