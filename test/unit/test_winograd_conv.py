@@ -31,6 +31,7 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.driver import lower
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
+from xrelay.transforms.fuse_conv_pool import FuseConvPoolPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
 from xrelay.transforms.schedules import winograd_conv
@@ -43,9 +44,10 @@ def t(shape: tuple[int, ...]) -> str:
 
 
 def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
-                 epilogue: str = "") -> str:  # fmt: skip
+                 epilogue: str = "", pool: int = 0) -> str:  # fmt: skip
     """@main(x, w[, b]) = conv2d(x, w), then for epilogue "bias_relu" + b and relu, for
-    "residual" + b, + x and relu (the ResNet block's second conv: the result has x's shape)."""
+    "residual" + b, + x and relu (the ResNet block's second conv: the result has x's shape);
+    with `pool`, a max_pool2d of pool x pool windows at stride pool last."""
     params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
     lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
     last = "%c"
@@ -59,6 +61,13 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
     if epilogue:
         lines.append(f"%r = relay.nn.relu {last} : {t(result)}")
         last = "%r"
+    if pool:
+        pooled = (*result[:2], result[2] // pool, result[3] // pool)
+        window = f"array<i64: {pool}, {pool}>"
+        lines.append(
+            f"%p = relay.nn.max_pool2d {last} {{pool_size = {window}, strides = {window}}} : ({t(result)}) -> {t(pooled)}"
+        )
+        last, result = "%p", pooled
     body = "\n  ".join(lines)
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
 
@@ -69,6 +78,7 @@ def schedules(text: str, targets: tuple[str, ...] = ("c",), device: str | None =
     ctx = xrelay.context()
     PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
+    FuseConvPoolPass().apply(ctx, module)
     return [pick_schedule(op).name for op in module.walk() if isinstance(op, relay.FusedOp)]
 
 
@@ -157,6 +167,7 @@ def group_of(text: str, targets: tuple[str, ...] = ("c",), device: str | None = 
     ctx = xrelay.context()
     PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
+    FuseConvPoolPass().apply(ctx, module)
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
     return group
 
@@ -402,3 +413,100 @@ def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels of every case, built with -fsanitize=address and run on arrays of exactly
     their sizes: the packed chunks, the last slots and the clamped blocks stay in bounds."""
     run_programs_under_asan(tmp_path, [case_text(name) for name in sorted(CASES)])
+
+
+# --- a conv and its max_pool2d in one group (fuse-conv-pool) ------------------------------------
+
+POOLED = {
+    # name: data, weight, attrs, conv result, epilogue, pool size
+    # the CNN's second conv and pool: F2, one work item over the batch, a tile per window
+    "cnn_second_conv_pool": ((8, 16, 14, 14), (32, 16, 3, 3), PAD1, (8, 32, 14, 14), "bias_relu", 2),
+    # batch 1, odd sizes (the last conv row and column are dropped), 17 -> 20 channels
+    "odd_pool": ((1, 17, 13, 15), (20, 17, 3, 3), PAD1, (1, 20, 13, 15), "bias_relu", 2),
+    # chunks of 32 tile columns, the second starting at 8: its windows pooled twice, alike
+    "wide_rows_pool": ((1, 16, 6, 80), (16, 16, 3, 3), PAD1, (1, 16, 6, 80), "residual", 2),
+    # F4: 2 x 2 windows per tile, odd sizes (35 x 37 -> 17 x 18)
+    "f4_odd_pool": ((1, 16, 35, 37), (16, 16, 3, 3), PAD1, (1, 16, 35, 37), "residual", 2),
+    # F4 at batch 8, over CPU_THREAD_WORK: a work item per image
+    "f4_batch_pool": ((8, 16, 32, 32), (16, 16, 3, 3), PAD1, (8, 16, 32, 32), "bias_relu", 2),
+    # F4 with 4 x 4 windows: one window per tile
+    "f4_pool4": ((2, 16, 34, 33), (24, 16, 3, 3), PAD1, (2, 24, 34, 33), "bias_relu", 4),
+}  # fmt: skip
+
+
+def pooled_text(name: str) -> str:
+    data, weight, attrs, result, epilogue, pool = POOLED[name]
+    return conv_program(data, weight, attrs, result, epilogue, pool)
+
+
+def pooled_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
+    return inputs(POOLED[name][:5], np.random.default_rng(seed))
+
+
+def check_pooled(name: str, arrays: dict[str, np.ndarray], device: str = "cpu", num_threads: int = 1) -> np.ndarray:
+    """The pooled case as one winograd_conv kernel that pools in its stores, against `interpret`."""
+    targets, default = (OPENCL, "opencl") if device == "opencl" else (("c",), None)
+    plan = winograd_conv.plan_of(group_of(pooled_text(name), targets, default))
+    assert plan is not None and plan.pool is not None and plan.window == POOLED[name][5]
+    return check(pooled_text(name), arrays, num_threads=num_threads, device=device)
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", sorted(POOLED))
+def test_pooled_group_agrees_with_interpret(name: str, device: str) -> None:
+    check_pooled(name, pooled_inputs(name, 0), device=device)
+
+
+@pytest.mark.parametrize("name", sorted(POOLED))
+def test_pooled_work_items_per_image_agree_with_interpret(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
+    check_pooled(name, pooled_inputs(name, 1), num_threads=2)
+
+
+def test_pooled_plans() -> None:
+    """F2's tile is one 2 x 2 window, F4's 2 x 2 of them or one 4 x 4; a 4 x 4 pool of an F2
+    conv (a window over two tiles) is not taken."""
+    plans = {name: winograd_conv.plan_of(group_of(pooled_text(name))) for name in POOLED}
+    assert {name: (p.f.m, p.window) for name, p in plans.items() if p is not None} == {
+        "cnn_second_conv_pool": (2, 2),
+        "odd_pool": (2, 2),
+        "wide_rows_pool": (2, 2),
+        "f4_odd_pool": (4, 2),
+        "f4_batch_pool": (4, 2),
+        "f4_pool4": (4, 4),
+    }
+    f2_pool4 = conv_program((1, 16, 16, 16), (16, 16, 3, 3), PAD1, (1, 16, 16, 16), "bias_relu", 4)
+    assert schedules(f2_pool4)[0] == "winograd_conv" and len(schedules(f2_pool4)) == 2  # the pool a kernel of its own
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", ["odd_pool", "f4_odd_pool"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_pooled_nonfinite_inputs_and_weights(name: str, bad: float, device: str) -> None:
+    """A non-finite input (one inside, one at the corner that the pool's last window reads
+    through the conv's kept row and column only), a non-finite weight on a tap that reads
+    the padding, and with NaN a NaN bias: the blocks whose Y is not finite are computed again
+    output by output and pooled as `interpret` pools (a NaN in a window wins)."""
+    arrays = pooled_inputs(name, 2)
+    _, _, height, width = POOLED[name][0]
+    arrays["x"][0, 3, 5, 6] = bad
+    arrays["x"][0, 1, height - 1, width - 1] = bad
+    arrays["w"][5, 2, 0, 0] = bad  # a tap on the padding of the top row and left column
+    arrays["b"][7] = np.nan if bad != bad else arrays["b"][7]
+    expected = check_pooled(name, arrays, device=device)
+    assert np.isfinite(np.delete(expected[0, :, 0, 0], [5, 7])).all()  # windows that read none of them
+    assert bad == -np.inf or not np.isfinite(expected).all()  # (relu may turn -inf into 0)
+
+
+def test_pooled_nan_bias_through_the_fast_path() -> None:
+    """Every Y finite, a NaN bias: its channel's pooled outputs are all NaN, the others finite."""
+    arrays = pooled_inputs("cnn_second_conv_pool", 3)
+    arrays["b"][4] = np.nan
+    expected = check_pooled("cnn_second_conv_pool", arrays)
+    assert np.isnan(expected[:, 4]).all() and np.isfinite(np.delete(expected, 4, axis=1)).all()
+
+
+def test_pooled_groups_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    run_programs_under_asan(tmp_path, [pooled_text(name) for name in sorted(POOLED)])
