@@ -476,6 +476,16 @@ def test_pooled_plans() -> None:
         "f4_batch_pool": (4, 2),
         "f4_pool4": (4, 4),
     }
+    # bias and relu commute with the max (the epilogue of each window's largest conv output);
+    # a residual add reads x at each tap (the epilogue at every tap, then the max)
+    assert {name: p.pool.before_epilogue for name, p in plans.items() if p is not None and p.pool is not None} == {
+        "cnn_second_conv_pool": True,
+        "odd_pool": True,
+        "wide_rows_pool": False,
+        "f4_odd_pool": False,
+        "f4_batch_pool": True,
+        "f4_pool4": True,
+    }
     f2_pool4 = conv_program((1, 16, 16, 16), (16, 16, 3, 3), PAD1, (1, 16, 16, 16), "bias_relu", 4)
     assert schedules(f2_pool4)[0] == "winograd_conv" and len(schedules(f2_pool4)) == 2  # the pool a kernel of its own
 
@@ -510,3 +520,44 @@ def test_pooled_nan_bias_through_the_fast_path() -> None:
 
 def test_pooled_groups_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     run_programs_under_asan(tmp_path, [pooled_text(name) for name in sorted(POOLED)])
+
+
+@pytest.mark.parametrize(
+    ("op", "operands", "other", "before"),
+    [
+        ("relay.add", "%c, %s", (16, 1, 1), True),
+        ("relay.add", "%s, %c", (16, 1, 1), True),
+        ("relay.subtract", "%c, %s", (16, 1, 1), True),
+        ("relay.maximum", "%c, %s", (1,), True),
+        ("relay.minimum", "%s, %c", (1, 16, 1, 1), True),
+        ("relay.subtract", "%s, %c", (16, 1, 1), False),  # decreasing in the conv's value
+        ("relay.multiply", "%c, %s", (16, 1, 1), False),  # decreasing where %s < 0
+        ("relay.add", "%c, %s", (1, 16, 14, 14), False),  # a value per tap
+    ],
+)
+def test_pool_before_epilogue_only_where_the_max_commutes(
+    op: str, operands: str, other: tuple[int, ...], before: bool
+) -> None:
+    """The epilogue of the window's largest conv output where each op is non-decreasing in
+    it and reads one value per window besides; else the epilogue at each tap. Either way the
+    result is `interpret`'s (NaN and inf in %s included)."""
+    data, weight, pooled = t((1, 16, 14, 14)), t((16, 16, 3, 3)), t((1, 16, 7, 7))
+    types = ", ".join(data if name == "%c" else t(other) for name in operands.split(", "))
+    window = "array<i64: 2, 2>"
+    text = f"""func.func @main(%x: {data}, %w: {weight}, %s: {t(other)}) -> {pooled} {{
+  %c = relay.nn.conv2d %x, %w {PAD1} : ({data}, {weight}) -> {data}
+  %e = {op} {operands} : ({types}) -> {data}
+  %p = relay.nn.max_pool2d %e {{pool_size = {window}, strides = {window}}} : ({data}) -> {pooled}
+  func.return %p : {pooled}
+}}"""
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and plan.pool is not None and plan.pool.before_epilogue == before
+    rng = np.random.default_rng(7)
+    arrays = {
+        "x": rng.standard_normal((1, 16, 14, 14)).astype(np.float32),
+        "w": rng.standard_normal((16, 16, 3, 3)).astype(np.float32),
+        "s": rng.standard_normal(other).astype(np.float32),
+    }
+    arrays["s"].flat[0] = np.nan
+    arrays["s"].flat[-1] = np.inf
+    check(text, arrays)
