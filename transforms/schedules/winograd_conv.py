@@ -1,7 +1,8 @@
 """
 winograd_conv: a 3x3 convolution as Winograd's F(4x4, 3x3) or F(2x2, 3x3) (Lavin & Gray;
 TVM's conv2d_winograd), for a cpu or opencl group whose anchor is a conv2d of the result's
-shape (or of the shape a final max_pool2d pools: phase 2e) with a 3x3 kernel, stride 1, dilation 1, one group, and enough channels and tiles that
+shape (or of the shape a final max_pool2d pools: phase 2e) with a 3x3 kernel, stride 1,
+dilation 1, one group, and enough channels and tiles that
 the transforms pay (MIN_IN_CHANNELS, MIN_OUT_CHANNELS, MIN_TILES, MIN_WORK; F4 where the
 image has F4_MIN_TILES tiles of 4 x 4 and its scratch fits, else F2). On opencl the kernel
 is the same code (the micro-kernel's vectors print as `float16`, the scratch as private
