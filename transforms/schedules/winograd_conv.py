@@ -84,13 +84,14 @@ from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import f32
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, result_shape
 from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.conv_pooling import Pooling, pooling_of, remember_pooled
 
 
 @dataclass(frozen=True)
@@ -235,77 +236,6 @@ OPENCL_MIN_WORK = 1 << 21
 # 6-8): PoCL on 1 thread 1.14x (packed_conv 1.36x, a work item per image 1.56x), on 2 threads
 # 1.24x (packed_conv 1.40x). (Not measured above 7.2M: the bound is the cpu's.)
 OPENCL_BATCH_WORK = 1 << 24
-
-
-@dataclass(frozen=True)
-class Pooling:
-    """The max_pool2d a group yields over its conv's epilogue (a group of fuse-conv-pool):
-    size x size windows at stride size, without padding, so that a tile of m x m outputs
-    holds (m / size)^2 whole windows."""
-
-    op: relay.MaxPool2DOp
-    conv: relay.Conv2DOp
-    size: int
-
-    @property
-    def before_epilogue(self) -> bool:
-        """Whether every op from the conv to the pool is non-decreasing in the conv's value
-        and reads nothing else that varies within a window (`window_step`): then the pooled
-        value is the epilogue of the window's largest conv output, exactly (for f
-        non-decreasing, max(f(a), f(b)) = f(max(a, b))), and the epilogue is computed once
-        per window instead of once per tap."""
-        value = self.op.data
-        while value != self.conv.res:
-            step = window_step(value.owner) if isinstance(value.owner, relay.RelayOp) else None
-            if step is None:
-                return False
-            value = step
-        return True
-
-
-def window_step(op: relay.RelayOp) -> SSAValue | None:
-    """The operand of `op` that carries the conv's value, if `op` is non-decreasing in it and
-    its other operand is one value per window (a group input or a constant of size 1 along
-    H and W): relu, clip, bias_add along channels, add, maximum and minimum (either operand),
-    subtract (of the conv's value)."""
-    if isinstance(op, (relay.ReluOp, relay.ClipOp)):
-        return op.operands[0]
-    if isinstance(op, relay.BiasAddOp):  # one value per channel
-        return op.data if op.axis_value == 1 and from_outside(op.bias) else None
-    pairs = ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0]))
-    if isinstance(op, relay.SubtractOp):
-        pairs = pairs[:1]
-    elif not isinstance(op, (relay.AddOp, relay.MaximumOp, relay.MinimumOp)):
-        return None
-    return next((value for value, other in pairs if uniform_in_window(other)), None)
-
-
-def uniform_in_window(value: SSAValue) -> bool:
-    """A group input or a constant that broadcasts along H and W (size 1 there, or absent)."""
-    return from_outside(value) and all(d == 1 for d in shape_of(value)[-2:])
-
-
-def from_outside(value: SSAValue) -> bool:
-    """A group input or a constant: nothing computed from the conv."""
-    return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
-
-
-def pooling_of(group: relay.FusedOp) -> Pooling | None:
-    """The group's pooling, when it yields a max_pool2d of square windows at their own size
-    as stride, without padding or dilation, over a value of one of its conv2d's shape; the
-    last row and column of an odd size are dropped (no `ceil_mode` window)."""
-    pool = group_root(group).owner
-    if not isinstance(pool, relay.MaxPool2DOp):
-        return None
-    size = pool.window[0]
-    if pool.window != (size, size) or pool.stride_values != pool.window or pool.dilation_values != (1, 1):
-        return None
-    height, width = shape_of(pool.data)[2:]
-    if any(pool.padding_values) or shape_of(pool.res)[2:] != (height // size, width // size):
-        return None
-    convs = (op for op in group.body.block.ops if isinstance(op, relay.Conv2DOp))
-    conv = next((op for op in convs if shape_of(op.res) == shape_of(pool.data)), None)
-    return Pooling(pool, conv, size) if conv is not None else None
 
 
 def pools_in_epilogue(group: relay.FusedOp) -> bool:
@@ -830,10 +760,8 @@ def output_row(
 def remember_window(e: GroupEmitter, plan: Plan, y: SSAValue, idx: list[SSAValue], at: list[SSAValue]) -> None:
     """Hands over the conv outputs of result `idx`'s window, read from y: conv row w row + i
     is y's row w a + i, conv column w col + j its column start + w col + j (`at` = [o, a,
-    start]). Under a pooling, the window's max of the pooled value too: of the epilogue at
-    each tap, tap after tap as `GroupEmitter.pool2d` takes it (a NaN wins, as in
-    `xrelay.interpret`), or, where the epilogue commutes with the max (`before_epilogue`),
-    the epilogue of the largest conv output (y's values are finite here)."""
+    start]); under a pooling, the pooled value (`conv_pooling.remember_pooled`, y's values
+    being finite here)."""
     n, k, row, col = idx
     o, a, start = at
     w = plan.window
@@ -842,35 +770,11 @@ def remember_window(e: GroupEmitter, plan: Plan, y: SSAValue, idx: list[SSAValue
         tap = [n, k, e.add_const(e.mul_const(row, w), i), e.add_const(e.mul_const(col, w), j)]
         y_at = [o, e.add_const(e.mul_const(a, w), i), e.add_const(e.add(start, e.mul_const(col, w)), j)]
         taps.append((tap, e.emit(memref.LoadOp.get(y, y_at))))
-    pool = plan.pool
-    if pool is None or not pool.before_epilogue:
-        for tap, conv in taps:
-            e.remember(plan.conv.res, tap, conv)
-    if pool is None:
+    if plan.pool is not None:
+        remember_pooled(e, plan.pool, idx, taps, finite=True)
         return
-    if pool.before_epilogue:
-        # The first tap's conv output stands for the window's largest (only the pool reads it).
-        e.remember(plan.conv.res, taps[0][0], finite_maximum(e, [conv for _, conv in taps]))
-        e.remember(pool.op.res, idx, e.value_at(pool.op.data, taps[0][0]))
-        return
-    e.remember(pool.op.res, idx, maximum(e, [e.value_at(pool.op.data, tap) for tap, _ in taps]))
-
-
-def finite_maximum(e: GroupEmitter, values: list[SSAValue]) -> SSAValue:
-    """The largest of finite `values`: a compare and a select each (no NaN to let win)."""
-    peak = values[0]
-    for value in values[1:]:
-        larger = e.emit(arith.CmpfOp(value, peak, "ogt"))
-        peak = e.emit(arith.SelectOp(larger, value, peak))
-    return peak
-
-
-def maximum(e: GroupEmitter, values: list[SSAValue]) -> SSAValue:
-    """The largest of `values`, left to right, a NaN winning (`arith.maximumf`)."""
-    peak = values[0]
-    for value in values[1:]:
-        peak = e.emit(arith.MaximumfOp(peak, value))
-    return peak
+    ((tap, conv),) = taps
+    e.remember(plan.conv.res, tap, conv)
 
 
 SCHEDULE = Schedule("winograd_conv", matches, build)
