@@ -1,6 +1,6 @@
 """
-conv_pooling: a conv2d group that ends in a max_pool2d (made by fuse-conv-pool), for the
-schedules that pool in their stores (winograd_conv, conv_taps).
+conv_pooling: a conv2d group that ends in a max_pool2d (made by fuse-conv-pool), for a
+schedule that pools in its stores (winograd_conv).
 
 `pooling_of(group)` finds the pool (`Pooling`): square windows at their own size as stride,
 no padding or dilation, over a value of the conv's shape; an odd last row or column of the
