@@ -35,8 +35,8 @@ from xrelay.transforms.schedules import group_root
 @dataclass(frozen=True)
 class Pooling:
     """The max_pool2d a group yields over its conv's epilogue (a group of fuse-conv-pool):
-    size x size windows at stride size, without padding, so that a tile of m x m outputs
-    holds (m / size)^2 whole windows."""
+    size x size windows at stride size, without padding, so that each conv output is in one
+    window at most."""
 
     op: relay.MaxPool2DOp
     conv: relay.Conv2DOp
