@@ -138,3 +138,17 @@ func.func @average_pool(%x: tensor<1x16x14x14xf32>, %w: tensor<32x16x3x3xf32>) -
   %p = relay.nn.avg_pool2d %c {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32>
   func.return %p : tensor<1x32x7x7xf32>
 }
+
+// -----
+
+// A pool group with an op after the pool (not merged yet): two groups.
+
+// CHECK-LABEL: func.func @pool_then_exp
+// CHECK-COUNT-2: relay.fused
+// CHECK-NOT:     relay.fused
+func.func @pool_then_exp(%x: tensor<1x16x14x14xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1x32x7x7xf32> {
+  %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, se_scope = #relay.se_scope<device = cpu>} : (tensor<1x16x14x14xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x14x14xf32>
+  %p = relay.nn.max_pool2d %c {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32>
+  %e = relay.exp %p {se_scope = #relay.se_scope<device = cpu>} : tensor<1x32x7x7xf32>
+  func.return %e : tensor<1x32x7x7xf32>
+}
