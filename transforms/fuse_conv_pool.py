@@ -11,14 +11,17 @@ stores it: this pass makes those groups, and leaves the others alone.
 
 Words: a *conv group* is a `relay.fused` whose first op is a conv2d of the group's result
 shape, followed by elementwise and broadcast ops only (its epilogue: bias, relu, ...); a
-*pool group* is a `relay.fused` of one `relay.nn.max_pool2d`. The input is fuse-ops output.
+*pool group* is a `relay.fused` whose first op is a `relay.nn.max_pool2d` of one of its
+inputs, used by the pool alone, followed by elementwise and broadcast ops only (a relu
+after the pool, as `relu(max_pool2d(conv(x)))` writes it). The input is fuse-ops output.
 
-Phase 1, match: each pool group whose input is the result of a conv group that nothing
-  else uses, both with the same se_scope (or both without).
-Phase 2, merge: a new `relay.fused` of the conv group's inputs holding a copy of its ops,
-  then of the pool (reading the value the conv group yielded), yielding the pool's result;
-  the pair's se_scope; `kernel_name` named as fuse-ops names groups (`fused_` and the op
-  names), unique in the module.
+Phase 1, match: each pool group whose pooled input is the result of a conv group that
+  nothing else uses, both with the same se_scope (or both without).
+Phase 2, merge: a new `relay.fused` of the conv group's inputs and the pool group's others
+  (each value once), holding a copy of the conv group's ops, then of the pool group's (the
+  pool reading the value the conv group yielded), yielding what the pool group yielded; the
+  pair's se_scope; `kernel_name` named as fuse-ops names groups (`fused_` and the op names),
+  unique in the module.
 Phase 3, decide: the merged group replaces the two only where convert-relay-to-loops would
   lower it with a schedule that pools in the conv's epilogue (`POOLING`: the schedules that
   take such a group and compute each pooled output from the conv outputs of their block,
@@ -29,8 +32,7 @@ The result is the same values as the two kernels': the conv outputs are the sche
 max is taken tap after tap as the pool's kernel takes it, NaN winning (see
 winograd_conv.py's store step). Running the pass twice changes nothing (a merged group
 yields a pool, so it is no conv group). Not yet: avg_pool2d, pools with padding or
-`ceil_mode` windows past the conv's result, a pool group with ops after the pool, and
-pooling in the schedules of the CNN's first conv (conv_taps) and of packed_conv. (conv_taps
+`ceil_mode` windows past the conv's result, and pooling in the schedules of the CNN's first conv (conv_taps) and of packed_conv. (conv_taps
 pooling two output rows' sums through a scratch, its pooled rows in loops gcc vectorised,
 took 0.040 ms for the CNN's first conv and pool against 0.037 ms as two kernels, C at 1
 thread, per-node medians: the pool's kernel is cheap there and the epilogue's stores were
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -89,7 +92,7 @@ def matches(module: ModuleOp) -> list[tuple[relay.FusedOp, relay.FusedOp]]:
     for pool_group in [op for op in module.walk() if isinstance(op, relay.FusedOp)]:
         if not is_pool_group(pool_group):
             continue
-        conv_group = pool_group.inputs[0].owner
+        conv_group = pooled_input(pool_group).owner
         if not isinstance(conv_group, relay.FusedOp) or not is_conv_group(conv_group):
             continue
         if conv_group.res.has_one_use() and conv_group.se_scope == pool_group.se_scope:
@@ -98,9 +101,23 @@ def matches(module: ModuleOp) -> list[tuple[relay.FusedOp, relay.FusedOp]]:
 
 
 def is_pool_group(group: relay.FusedOp) -> bool:
-    """A group of one relay.nn.max_pool2d."""
-    ops = list(group.body.block.ops)
-    return len(ops) == 2 and isinstance(ops[0], relay.MaxPool2DOp)
+    """A max_pool2d of a group input that nothing else in the group reads, then elementwise
+    and broadcast ops only."""
+    pool, *tail = list(group.body.block.ops)[:-1]
+    if not isinstance(pool, relay.MaxPool2DOp) or not isinstance(pool.data, BlockArgument):
+        return False
+    return pool.data.has_one_use() and all(is_elementwise(op) for op in tail)
+
+
+def pooled_input(group: relay.FusedOp) -> SSAValue:
+    """The input a pool group pools."""
+    pool = group.body.block.first_op
+    assert isinstance(pool, relay.MaxPool2DOp) and isinstance(pool.data, BlockArgument)
+    return group.inputs[pool.data.index]
+
+
+def is_elementwise(op: Operation) -> bool:
+    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
 
 
 def is_conv_group(group: relay.FusedOp) -> bool:
@@ -108,7 +125,7 @@ def is_conv_group(group: relay.FusedOp) -> bool:
     first, *epilogue = list(group.body.block.ops)[:-1]
     if not isinstance(first, relay.Conv2DOp) or shape_of(first.res) != shape_of(group.res):
         return False
-    return all(isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST for op in epilogue)
+    return all(is_elementwise(op) for op in epilogue)
 
 
 # --- Phase 2: merge -----------------------------------------------------------------------------
@@ -116,19 +133,27 @@ def is_conv_group(group: relay.FusedOp) -> bool:
 
 def merge(conv_group: relay.FusedOp, pool_group: relay.FusedOp) -> relay.FusedOp:
     """A new group (not yet in the module, named after its ops once it is kept) of the conv
-    group's inputs and a copy of its ops, then of the pool, yielding the pool's result."""
+    group's inputs and the pool group's others, holding a copy of the conv group's ops, then
+    of the pool group's, yielding what the pool group yields."""
     body = conv_group.body.clone()
     block = body.block
     yielded = block.last_op
     assert isinstance(yielded, relay.YieldOp)
-    conv_result = yielded.operands[0]
+    inputs = list(conv_group.inputs)
+    mapping: dict[SSAValue, SSAValue] = {}
+    for arg, value in zip(pool_group.body.block.args, pool_group.inputs, strict=True):
+        if value is conv_group.res:
+            mapping[arg] = yielded.operands[0]
+        elif value in inputs:
+            mapping[arg] = block.args[inputs.index(value)]
+        else:
+            mapping[arg] = block.insert_arg(value.type, len(block.args))
+            inputs.append(value)
     block.erase_op(yielded)
-    pool = pool_group.body.block.first_op
-    assert isinstance(pool, relay.MaxPool2DOp)
-    pooled = pool.clone(value_mapper={pool.data: conv_result})
-    block.add_ops([pooled, relay.YieldOp.create(operands=[pooled.res])])
+    for op in pool_group.body.block.ops:
+        block.add_op(op.clone(value_mapper=mapping))
     merged = relay.FusedOp.create(
-        operands=list(conv_group.inputs),
+        operands=inputs,
         result_types=[pool_group.res.type],
         properties=group_properties(conv_group.se_scope, kernel_name(list(block.ops)[:-1])),
         regions=[body],

@@ -561,3 +561,44 @@ def test_pool_before_epilogue_only_where_the_max_commutes(
     arrays["s"].flat[0] = np.nan
     arrays["s"].flat[-1] = np.inf
     check(text, arrays)
+
+
+def after_pool_program(data: tuple[int, ...], out_c: int) -> str:
+    """relu(max_pool2d(conv(x, w) + b) + s), `relu(max_pool2d(conv(x)))` as a model may write
+    it, with an input %s read after the pool."""
+    batch, in_c, height, width = data
+    conv, pooled = t((batch, out_c, height, width)), t((batch, out_c, height // 2, width // 2))
+    window = "array<i64: 2, 2>"
+    return f"""func.func @main(%x: {t(data)}, %w: {t((out_c, in_c, 3, 3))}, %b: {t((out_c,))}, %s: {pooled}) -> {pooled} {{
+  %c = relay.nn.conv2d %x, %w {PAD1} : ({t(data)}, {t((out_c, in_c, 3, 3))}) -> {conv}
+  %d = relay.nn.bias_add %c, %b : ({conv}, {t((out_c,))}) -> {conv}
+  %p = relay.nn.max_pool2d %d {{pool_size = {window}, strides = {window}}} : ({conv}) -> {pooled}
+  %a = relay.add %p, %s : ({pooled}, {pooled}) -> {pooled}
+  %r = relay.nn.relu %a : {pooled}
+  func.return %r : {pooled}
+}}"""
+
+
+AFTER_POOL = {"f2": ((2, 16, 13, 15), 20), "f4": ((1, 16, 33, 34), 16)}
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", sorted(AFTER_POOL))
+def test_ops_after_the_pool(name: str, device: str) -> None:
+    """A relu and an add of another input after the pool: one kernel, the ops after the
+    pool applied to each pooled value; NaN and inf in %x and %s where `interpret` has them."""
+    data, out_c = AFTER_POOL[name]
+    text = after_pool_program(data, out_c)
+    targets, default = (OPENCL, "opencl") if device == "opencl" else (("c",), None)
+    plan = winograd_conv.plan_of(group_of(text, targets, default))
+    assert plan is not None and plan.pool is not None and plan.pool.before_epilogue
+    rng = np.random.default_rng(9)
+    arrays = {a.name_hint: rng.standard_normal(a.type.get_shape()).astype(np.float32) for a in xrelay.parse(text).ops.first.args}  # fmt: skip
+    arrays["x"][0, 2, 3, 4] = np.nan
+    arrays["s"][0, 1, 2, 2] = np.inf
+    check(text, arrays, device=device)
+
+
+def test_ops_after_the_pool_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    run_programs_under_asan(tmp_path, [after_pool_program(*AFTER_POOL[name]) for name in sorted(AFTER_POOL)])

@@ -3,8 +3,9 @@ conv_pooling: a conv2d group that ends in a max_pool2d (made by fuse-conv-pool),
 schedule that pools in its stores (winograd_conv).
 
 `pooling_of(group)` finds the pool (`Pooling`): square windows at their own size as stride,
-no padding or dilation, over a value of the conv's shape; an odd last row or column of the
-conv's result is dropped. A schedule that has a window's conv outputs at hand (in a scratch
+no padding or dilation, over a value of the conv's shape, the pool's result the group's or
+what its last ops (a relu, say) compute from; an odd last row or column of the conv's result
+is dropped. A schedule that has a window's conv outputs at hand (in a scratch
 block, or in registers) hands them over with `remember_pooled`, which gives the pooled value
 for `GroupEmitter.value_at` to find:
 
@@ -29,7 +30,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import group_root
+from xrelay.transforms.schedules import anchor_of
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,12 @@ def from_outside(value: SSAValue) -> bool:
 
 
 def pooling_of(group: relay.FusedOp) -> Pooling | None:
-    """The group's pooling, when it yields a max_pool2d of square windows at their own size
-    as stride, without padding or dilation, over a value of one of its conv2d's shape; the
-    last row and column of an odd size are dropped (no `ceil_mode` window)."""
-    pool = group_root(group).owner
-    if not isinstance(pool, relay.MaxPool2DOp):
+    """The group's pooling, when its anchor is a max_pool2d (of the result's shape; ops after
+    it compute the result from it, a relu say) of square windows at their own size as
+    stride, without padding or dilation, over a value of one of its conv2d's shape; the last
+    row and column of an odd size are dropped (no `ceil_mode` window)."""
+    pool = anchor_of(group, relay.MaxPool2DOp)
+    if pool is None:
         return None
     size = pool.window[0]
     if pool.window != (size, size) or pool.stride_values != pool.window or pool.dilation_values != (1, 1):

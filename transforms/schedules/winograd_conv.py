@@ -58,8 +58,8 @@ Its phases:
       padded tap with a NaN weight, or a NaN input spreading over its tile, never reaches
       the result. Outputs of a tile past the edge (odd sizes) are computed from zeros and
       not stored.
-   e. pooled (a group of fuse-conv-pool, yielding a max_pool2d of w x w windows at stride
-      w, no padding, w dividing m: `Pooling`): the store step iterates over the pooled
+   e. pooled (a group of fuse-conv-pool: a max_pool2d of w x w windows at stride w, no
+      padding, w dividing m, and maybe elementwise ops after it: `Pooling`): the store step iterates over the pooled
       outputs of the chunk's tiles ((m / w)^2 whole windows per tile: chunks start at whole
       tiles, so no window straddles two), each reading its window's conv outputs from Y;
       the pool drops an odd last conv row or column. Where the epilogue commutes with the

@@ -141,14 +141,29 @@ func.func @average_pool(%x: tensor<1x16x14x14xf32>, %w: tensor<32x16x3x3xf32>) -
 
 // -----
 
-// A pool group with an op after the pool (not merged yet): two groups.
+// Ops after the pool (`relu(max_pool2d(conv(x)))`, here with a bias read on both sides of
+// the pool and another input after it): one group, the pool group's inputs after the conv
+// group's, each value once.
 
-// CHECK-LABEL: func.func @pool_then_exp
-// CHECK-COUNT-2: relay.fused
-// CHECK-NOT:     relay.fused
-func.func @pool_then_exp(%x: tensor<1x16x14x14xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1x32x7x7xf32> {
+// CHECK-LABEL: func.func @ops_after_the_pool
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x16x14x14xf32>, %[[W:.*]]: tensor<32x16x3x3xf32>, %[[B:.*]]: tensor<32xf32>, %[[S:.*]]: tensor<1x32x7x7xf32>)
+// CHECK:         %[[G:.*]] = relay.fused(%[[X]], %[[W]], %[[B]], %[[S]]) {se_scope = #relay.se_scope<device = cpu>, kernel_name = "fused_nn_conv2d_nn_bias_add_nn_max_pool2d_nn_bias_add_add_nn_relu"}
+// CHECK-NEXT:    ^{{.*}}(%[[BX:.*]]: tensor<1x16x14x14xf32>, %[[BW:.*]]: tensor<32x16x3x3xf32>, %[[BB:.*]]: tensor<32xf32>, %[[BS:.*]]: tensor<1x32x7x7xf32>):
+// CHECK-NEXT:      %[[C:.*]] = relay.nn.conv2d %[[BX]], %[[BW]]
+// CHECK-NEXT:      %[[D:.*]] = relay.nn.bias_add %[[C]], %[[BB]]
+// CHECK-NEXT:      %[[P:.*]] = relay.nn.max_pool2d %[[D]]
+// CHECK-NEXT:      %[[E:.*]] = relay.nn.bias_add %[[P]], %[[BB]]
+// CHECK-NEXT:      %[[A:.*]] = relay.add %[[E]], %[[BS]]
+// CHECK-NEXT:      %[[R:.*]] = relay.nn.relu %[[A]]
+// CHECK-NEXT:      relay.yield %[[R]] : tensor<1x32x7x7xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[G]]
+func.func @ops_after_the_pool(%x: tensor<1x16x14x14xf32>, %w: tensor<32x16x3x3xf32>, %b: tensor<32xf32>, %s: tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32> {
   %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, se_scope = #relay.se_scope<device = cpu>} : (tensor<1x16x14x14xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x14x14xf32>
-  %p = relay.nn.max_pool2d %c {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32>
-  %e = relay.exp %p {se_scope = #relay.se_scope<device = cpu>} : tensor<1x32x7x7xf32>
-  func.return %e : tensor<1x32x7x7xf32>
+  %d = relay.nn.bias_add %c, %b {se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x14x14xf32>, tensor<32xf32>) -> tensor<1x32x14x14xf32>
+  %p = relay.nn.max_pool2d %d {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32>
+  %e = relay.nn.bias_add %p, %b {se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x7x7xf32>, tensor<32xf32>) -> tensor<1x32x7x7xf32>
+  %a = relay.add %e, %s {se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
+  %r = relay.nn.relu %a {se_scope = #relay.se_scope<device = cpu>} : tensor<1x32x7x7xf32>
+  func.return %r : tensor<1x32x7x7xf32>
 }
