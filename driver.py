@@ -8,11 +8,12 @@ The compile driver, `xrelay.build`: a relay program in, an `xrelay.runtime.Execu
 The pipeline, with the passes by their CLI names (`PIPELINE`): fuse-layer-norm (a layer
 normalisation written in primitive ops becomes one relay.nn.layer_norm), plan-devices,
 combine-parallel-dense (denses of one data with constant weights become one dense and slices),
-fuse-ops, convert-relay-to-loops, inline-calls (calls between relay functions are inlined into @main
-after lowering, when every value already has its scope), plan-memory. Then the compiler's
-last step hands the runtime plain data: the executor graph (`-t graph-json`, whose `devices`
-list gives each canonical scope its `device_index`), the kernel sources with their device
-index, and the constants as params. The runtime builds the kernels on its devices.
+fuse-ops, fuse-conv-pool (a conv group and the max_pool2d group after it become one where the
+conv's schedule pools in its stores), convert-relay-to-loops, inline-calls (calls between relay
+functions are inlined into @main after lowering, when every value already has its scope),
+plan-memory. Then the compiler's last step hands the runtime plain data: the executor graph
+(`-t graph-json`, whose `devices` list gives each canonical scope its `device_index`), the
+kernel sources with their device index, and the constants as params. The runtime builds the kernels on its devices.
 
 Devices: each entry of the graph's `devices` runs on a physical device chosen by the table
 `devices` (see `xrelay.runtime.device`): by default `cpu:N` on the host and `opencl:N` on the
@@ -59,6 +60,7 @@ PIPELINE = (
     "plan-devices",
     "combine-parallel-dense",
     "fuse-ops",
+    "fuse-conv-pool",
     "convert-relay-to-loops",
     "dce",
     "licm",

@@ -32,6 +32,7 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.driver import lower
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
+from xrelay.transforms.fuse_conv_pool import FuseConvPoolPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
 from xrelay.transforms.schedules import winograd_conv
@@ -44,9 +45,10 @@ def t(shape: tuple[int, ...]) -> str:
 
 
 def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
-                 epilogue: str = "") -> str:  # fmt: skip
+                 epilogue: str = "", pool: int = 0) -> str:  # fmt: skip
     """@main(x, w[, b]) = conv2d(x, w), then for epilogue "bias_relu" + b and relu, for
-    "residual" + b, + x and relu (the ResNet block's second conv: the result has x's shape)."""
+    "residual" + b, + x and relu (the ResNet block's second conv: the result has x's shape);
+    with `pool`, a max_pool2d of pool x pool windows at stride pool last."""
     params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
     lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
     last = "%c"
@@ -60,6 +62,13 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
     if epilogue:
         lines.append(f"%r = relay.nn.relu {last} : {t(result)}")
         last = "%r"
+    if pool:
+        pooled = (*result[:2], result[2] // pool, result[3] // pool)
+        window = f"array<i64: {pool}, {pool}>"
+        lines.append(
+            f"%p = relay.nn.max_pool2d {last} {{pool_size = {window}, strides = {window}}} : ({t(result)}) -> {t(pooled)}"
+        )
+        last, result = "%p", pooled
     body = "\n  ".join(lines)
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
 
@@ -70,6 +79,7 @@ def schedules(text: str, targets: tuple[str, ...] = ("c",), device: str | None =
     ctx = xrelay.context()
     PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
+    FuseConvPoolPass().apply(ctx, module)
     return [pick_schedule(op).name for op in module.walk() if isinstance(op, relay.FusedOp)]
 
 
@@ -165,6 +175,7 @@ def group_of(text: str, targets: tuple[str, ...] = ("c",), device: str | None = 
     ctx = xrelay.context()
     PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
+    FuseConvPoolPass().apply(ctx, module)
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
     return group
 
@@ -435,3 +446,192 @@ def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels of every case, built with -fsanitize=address and run on arrays of exactly
     their sizes: the packed chunks, the last slots and the clamped blocks stay in bounds."""
     run_programs_under_asan(tmp_path, [case_text(name) for name in sorted(CASES)])
+
+
+# --- a conv and its max_pool2d in one group (fuse-conv-pool) ------------------------------------
+
+POOLED = {
+    # name: data, weight, attrs, conv result, epilogue, pool size
+    # the CNN's second conv and pool: F2, one work item over the batch, a tile per window
+    "cnn_second_conv_pool": ((8, 16, 14, 14), (32, 16, 3, 3), PAD1, (8, 32, 14, 14), "bias_relu", 2),
+    # batch 1, odd sizes (the last conv row and column are dropped), 17 -> 20 channels
+    "odd_pool": ((1, 17, 13, 15), (20, 17, 3, 3), PAD1, (1, 20, 13, 15), "bias_relu", 2),
+    # chunks of 32 tile columns, the second starting at 8: its windows pooled twice, alike
+    "wide_rows_pool": ((1, 16, 6, 80), (16, 16, 3, 3), PAD1, (1, 16, 6, 80), "residual", 2),
+    # F4: 2 x 2 windows per tile, odd sizes (35 x 37 -> 17 x 18)
+    "f4_odd_pool": ((1, 16, 35, 37), (16, 16, 3, 3), PAD1, (1, 16, 35, 37), "residual", 2),
+    # F4 at batch 8, over CPU_THREAD_WORK: a work item per image
+    "f4_batch_pool": ((8, 16, 32, 32), (16, 16, 3, 3), PAD1, (8, 16, 32, 32), "bias_relu", 2),
+    # F4 with 4 x 4 windows: one window per tile
+    "f4_pool4": ((2, 16, 34, 33), (24, 16, 3, 3), PAD1, (2, 24, 34, 33), "bias_relu", 4),
+}  # fmt: skip
+
+
+def pooled_text(name: str) -> str:
+    data, weight, attrs, result, epilogue, pool = POOLED[name]
+    return conv_program(data, weight, attrs, result, epilogue, pool)
+
+
+def pooled_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
+    return inputs(POOLED[name][:5], np.random.default_rng(seed))
+
+
+def check_pooled(name: str, arrays: dict[str, np.ndarray], device: str = "cpu", num_threads: int = 1) -> np.ndarray:
+    """The pooled case as one winograd_conv kernel that pools in its stores, against `interpret`."""
+    targets, default = (OPENCL, "opencl") if device == "opencl" else (("c",), None)
+    plan = winograd_conv.plan_of(group_of(pooled_text(name), targets, default))
+    assert plan is not None and plan.pool is not None and plan.window == POOLED[name][5]
+    return check(pooled_text(name), arrays, num_threads=num_threads, device=device)
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", sorted(POOLED))
+def test_pooled_group_agrees_with_interpret(name: str, device: str) -> None:
+    check_pooled(name, pooled_inputs(name, 0), device=device)
+
+
+@pytest.mark.parametrize("name", sorted(POOLED))
+def test_pooled_work_items_per_image_agree_with_interpret(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
+    check_pooled(name, pooled_inputs(name, 1), num_threads=2)
+
+
+def test_pooled_plans() -> None:
+    """F2's tile is one 2 x 2 window, F4's 2 x 2 of them or one 4 x 4; a 4 x 4 pool of an F2
+    conv (a window over two tiles) is not taken."""
+    plans = {name: winograd_conv.plan_of(group_of(pooled_text(name))) for name in POOLED}
+    assert {name: (p.f.m, p.window) for name, p in plans.items() if p is not None} == {
+        "cnn_second_conv_pool": (2, 2),
+        "odd_pool": (2, 2),
+        "wide_rows_pool": (2, 2),
+        "f4_odd_pool": (4, 2),
+        "f4_batch_pool": (4, 2),
+        "f4_pool4": (4, 4),
+    }
+    # bias and relu commute with the max (the epilogue of each window's largest conv output);
+    # a residual add reads x at each tap (the epilogue at every tap, then the max)
+    assert {name: p.pool.before_epilogue for name, p in plans.items() if p is not None and p.pool is not None} == {
+        "cnn_second_conv_pool": True,
+        "odd_pool": True,
+        "wide_rows_pool": False,
+        "f4_odd_pool": False,
+        "f4_batch_pool": True,
+        "f4_pool4": True,
+    }
+    f2_pool4 = conv_program((1, 16, 16, 16), (16, 16, 3, 3), PAD1, (1, 16, 16, 16), "bias_relu", 4)
+    assert schedules(f2_pool4)[0] == "winograd_conv" and len(schedules(f2_pool4)) == 2  # the pool a kernel of its own
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", ["odd_pool", "f4_odd_pool"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_pooled_nonfinite_inputs_and_weights(name: str, bad: float, device: str) -> None:
+    """A non-finite input (one inside, one at the corner that the pool's last window reads
+    through the conv's kept row and column only), a non-finite weight on a tap that reads
+    the padding, and with NaN a NaN bias: the blocks whose Y is not finite are computed again
+    output by output and pooled as `interpret` pools (a NaN in a window wins)."""
+    arrays = pooled_inputs(name, 2)
+    _, _, height, width = POOLED[name][0]
+    arrays["x"][0, 3, 5, 6] = bad
+    arrays["x"][0, 1, height - 1, width - 1] = bad
+    arrays["w"][5, 2, 0, 0] = bad  # a tap on the padding of the top row and left column
+    arrays["b"][7] = np.nan if bad != bad else arrays["b"][7]
+    expected = check_pooled(name, arrays, device=device)
+    assert np.isfinite(np.delete(expected[0, :, 0, 0], [5, 7])).all()  # windows that read none of them
+    assert bad == -np.inf or not np.isfinite(expected).all()  # (relu may turn -inf into 0)
+
+
+def test_pooled_nan_bias_through_the_fast_path() -> None:
+    """Every Y finite, a NaN bias: its channel's pooled outputs are all NaN, the others finite."""
+    arrays = pooled_inputs("cnn_second_conv_pool", 3)
+    arrays["b"][4] = np.nan
+    expected = check_pooled("cnn_second_conv_pool", arrays)
+    assert np.isnan(expected[:, 4]).all() and np.isfinite(np.delete(expected, 4, axis=1)).all()
+
+
+def test_pooled_groups_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    run_programs_under_asan(tmp_path, [pooled_text(name) for name in sorted(POOLED)])
+
+
+@pytest.mark.parametrize(
+    ("op", "operands", "other", "before"),
+    [
+        ("relay.add", "%c, %s", (16, 1, 1), True),
+        ("relay.add", "%s, %c", (16, 1, 1), True),
+        ("relay.subtract", "%c, %s", (16, 1, 1), True),
+        ("relay.maximum", "%c, %s", (1,), True),
+        ("relay.minimum", "%s, %c", (1, 16, 1, 1), True),
+        ("relay.subtract", "%s, %c", (16, 1, 1), False),  # decreasing in the conv's value
+        ("relay.multiply", "%c, %s", (16, 1, 1), False),  # decreasing where %s < 0
+        ("relay.add", "%c, %s", (1, 16, 14, 14), False),  # a value per tap
+    ],
+)
+def test_pool_before_epilogue_only_where_the_max_commutes(
+    op: str, operands: str, other: tuple[int, ...], before: bool
+) -> None:
+    """The epilogue of the window's largest conv output where each op is non-decreasing in
+    it and reads one value per window besides; else the epilogue at each tap. Either way the
+    result is `interpret`'s (NaN and inf in %s included)."""
+    data, weight, pooled = t((1, 16, 14, 14)), t((16, 16, 3, 3)), t((1, 16, 7, 7))
+    types = ", ".join(data if name == "%c" else t(other) for name in operands.split(", "))
+    window = "array<i64: 2, 2>"
+    text = f"""func.func @main(%x: {data}, %w: {weight}, %s: {t(other)}) -> {pooled} {{
+  %c = relay.nn.conv2d %x, %w {PAD1} : ({data}, {weight}) -> {data}
+  %e = {op} {operands} : ({types}) -> {data}
+  %p = relay.nn.max_pool2d %e {{pool_size = {window}, strides = {window}}} : ({data}) -> {pooled}
+  func.return %p : {pooled}
+}}"""
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and plan.pool is not None and plan.pool.before_epilogue == before
+    rng = np.random.default_rng(7)
+    arrays = {
+        "x": rng.standard_normal((1, 16, 14, 14)).astype(np.float32),
+        "w": rng.standard_normal((16, 16, 3, 3)).astype(np.float32),
+        "s": rng.standard_normal(other).astype(np.float32),
+    }
+    arrays["s"].flat[0] = np.nan
+    arrays["s"].flat[-1] = np.inf
+    check(text, arrays)
+
+
+def after_pool_program(data: tuple[int, ...], out_c: int) -> str:
+    """relu(max_pool2d(conv(x, w) + b) + s), `relu(max_pool2d(conv(x)))` as a model may write
+    it, with an input %s read after the pool."""
+    batch, in_c, height, width = data
+    conv, pooled = t((batch, out_c, height, width)), t((batch, out_c, height // 2, width // 2))
+    window = "array<i64: 2, 2>"
+    return f"""func.func @main(%x: {t(data)}, %w: {t((out_c, in_c, 3, 3))}, %b: {t((out_c,))}, %s: {pooled}) -> {pooled} {{
+  %c = relay.nn.conv2d %x, %w {PAD1} : ({t(data)}, {t((out_c, in_c, 3, 3))}) -> {conv}
+  %d = relay.nn.bias_add %c, %b : ({conv}, {t((out_c,))}) -> {conv}
+  %p = relay.nn.max_pool2d %d {{pool_size = {window}, strides = {window}}} : ({conv}) -> {pooled}
+  %a = relay.add %p, %s : ({pooled}, {pooled}) -> {pooled}
+  %r = relay.nn.relu %a : {pooled}
+  func.return %r : {pooled}
+}}"""
+
+
+AFTER_POOL = {"f2": ((2, 16, 13, 15), 20), "f4": ((1, 16, 33, 34), 16)}
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("name", sorted(AFTER_POOL))
+def test_ops_after_the_pool(name: str, device: str) -> None:
+    """A relu and an add of another input after the pool: one kernel, the ops after the
+    pool applied to each pooled value; NaN and inf in %x and %s where `interpret` has them."""
+    data, out_c = AFTER_POOL[name]
+    text = after_pool_program(data, out_c)
+    targets, default = (OPENCL, "opencl") if device == "opencl" else (("c",), None)
+    plan = winograd_conv.plan_of(group_of(text, targets, default))
+    assert plan is not None and plan.pool is not None and plan.pool.before_epilogue
+    rng = np.random.default_rng(9)
+    arrays = {a.name_hint: rng.standard_normal(a.type.get_shape()).astype(np.float32) for a in xrelay.parse(text).ops.first.args}  # fmt: skip
+    arrays["x"][0, 2, 3, 4] = np.nan
+    arrays["s"][0, 1, 2, 2] = np.inf
+    check(text, arrays, device=device)
+
+
+def test_ops_after_the_pool_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    run_programs_under_asan(tmp_path, [after_pool_program(*AFTER_POOL[name]) for name in sorted(AFTER_POOL)])
