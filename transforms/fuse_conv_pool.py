@@ -32,11 +32,12 @@ The result is the same values as the two kernels': the conv outputs are the sche
 max is taken tap after tap as the pool's kernel takes it, NaN winning (see
 winograd_conv.py's store step). Running the pass twice changes nothing (a merged group
 yields a pool, so it is no conv group). Not yet: avg_pool2d, pools with padding or
-`ceil_mode` windows past the conv's result, and pooling in the schedules of the CNN's first conv (conv_taps) and of packed_conv. (conv_taps
-pooling two output rows' sums through a scratch, its pooled rows in loops gcc vectorised,
-took 0.040 ms for the CNN's first conv and pool against 0.037 ms as two kernels, C at 1
-thread, per-node medians: the pool's kernel is cheap there and the epilogue's stores were
-already vectors; the C emitter has no vector select or shuffle to pool in registers.)
+`ceil_mode` windows past the conv's result, and pooling in the schedules of the CNN's first
+conv (conv_taps) and of packed_conv. (conv_taps pooling two output rows' sums through a
+scratch, its pooled rows in loops gcc vectorised, took 0.040 ms for the CNN's first conv and
+pool against 0.037 ms as two kernels, C at 1 thread, per-node medians: the pool's kernel is
+cheap there and the epilogue's stores were already vectors; the C emitter has no vector
+select or shuffle to pool in registers.)
 
 The CNN of bench/models.py (batch 8), its second conv and pool in one kernel: C 0.119 ms
 against 0.123 + 0.007 ms, OpenCL (PoCL) 0.150 against 0.165 + 0.024 ms (1 thread, per-node
