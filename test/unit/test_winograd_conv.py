@@ -340,6 +340,23 @@ def test_inf_weight_reaches_its_channel_only() -> None:
     assert np.isfinite(np.delete(expected, 7, axis=1)).all()
 
 
+def test_probe_finds_a_nonfinite_output_in_every_channel_of_a_block() -> None:
+    """The probe sums 0 x y in one chain per channel of the register block: a NaN weight on
+    a padding tap of any one channel o (each block's, then the second block's channels 8 +
+    o) sends its block down the slow path, so the border outputs that tap would reach stay
+    finite, as in `interpret`."""
+    text = case_text("odd_residual")
+    built = xrelay.build(text, targets=("c",))
+    base = inputs(CASES["odd_residual"], np.random.default_rng(4))
+    for channel in range(16):
+        arrays = {**base, "w": base["w"].copy()}
+        arrays["w"][channel, 2, 0, 0] = np.nan  # reads input row oh - 1, column ow - 1
+        expected = xrelay.interpret(xrelay.parse(text), arrays)
+        got = built.run(**arrays)
+        assert_close(got, expected)
+        assert np.isfinite(got[0, channel, 0, :]).all() and np.isfinite(got[0, channel, :, 0]).all()
+
+
 def test_resnet_block_conv_on_two_threads() -> None:
     """Work items (image, block of tile rows) split across two OpenMP threads, each with its
     own scratch (F4's, 1.2 MiB of stack); the result is the one thread's, bit for bit."""
