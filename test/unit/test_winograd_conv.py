@@ -475,6 +475,9 @@ POOLED = {
     "odd_pool": ((1, 17, 13, 15), (20, 17, 3, 3), PAD1, (1, 20, 13, 15), "bias_relu", 2),
     # chunks of 32 tile columns, the second starting at 8: its windows pooled twice, alike
     "wide_rows_pool": ((1, 16, 6, 80), (16, 16, 3, 3), PAD1, (1, 16, 6, 80), "residual", 2),
+    # the same with bias and relu: the windows' maxima first (`pool_block`), the second chunk's
+    # from its first tile column 9 (41 tile columns), odd sizes
+    "wide_rows_pool_bias": ((1, 16, 7, 81), (16, 16, 3, 3), PAD1, (1, 16, 7, 81), "bias_relu", 2),
     # F4: 2 x 2 windows per tile, odd sizes (35 x 37 -> 17 x 18)
     "f4_odd_pool": ((1, 16, 35, 37), (16, 16, 3, 3), PAD1, (1, 16, 35, 37), "residual", 2),
     # F4 at batch 8, over CPU_THREAD_WORK: a work item per image
@@ -522,16 +525,20 @@ def test_pooled_plans() -> None:
         "cnn_second_conv_pool": (2, 2),
         "odd_pool": (2, 2),
         "wide_rows_pool": (2, 2),
+        "wide_rows_pool_bias": (2, 2),
         "f4_odd_pool": (4, 2),
         "f4_batch_pool": (4, 2),
         "f4_pool4": (4, 4),
     }
     # bias and relu commute with the max (the epilogue of each window's largest conv output);
-    # a residual add reads x at each tap (the epilogue at every tap, then the max)
+    # a residual add reads x at each tap (the epilogue at every tap, then the max); the
+    # stores take the windows' maxima of a block first where the max comes first
+    assert all(p.peaks_first == p.pool.before_epilogue for p in plans.values() if p is not None and p.pool is not None)
     assert {name: p.pool.before_epilogue for name, p in plans.items() if p is not None and p.pool is not None} == {
         "cnn_second_conv_pool": True,
         "odd_pool": True,
         "wide_rows_pool": False,
+        "wide_rows_pool_bias": True,
         "f4_odd_pool": False,
         "f4_batch_pool": True,
         "f4_pool4": True,

@@ -7,7 +7,8 @@ no padding or dilation, over a value of the conv's shape, the pool's result the 
 what its last ops (a relu, say) compute from; an odd last row or column of the conv's result
 is dropped. A schedule that has a window's conv outputs at hand (in a scratch
 block, or in registers) hands them over with `remember_pooled`, which gives the pooled value
-for `GroupEmitter.value_at` to find:
+for `GroupEmitter.value_at` to find (or, having taken their max itself, hands that over with
+`remember_peak`):
 
 - where every op from the conv to the pool is non-decreasing in the conv's value and reads
   nothing else that varies within a window (`Pooling.before_epilogue`: bias, relu, clip,
@@ -112,13 +113,22 @@ def remember_pooled(
     each one's index and value, row by row; `finite`: the schedule knows them finite)."""
     values = [value for _, value in taps]
     if pool.before_epilogue:
-        # The first tap's conv output stands for the window's largest (only the pool reads it).
-        e.remember(pool.conv.res, taps[0][0], finite_maximum(e, values) if finite else maximum(e, values))
-        e.remember(pool.op.res, idx, e.value_at(pool.op.data, taps[0][0]))
+        peak = finite_maximum(e, values) if finite else maximum(e, values)
+        remember_peak(e, pool, idx, taps[0][0], peak)
         return
     for tap, value in taps:
         e.remember(pool.conv.res, tap, value)
     e.remember(pool.op.res, idx, maximum(e, [e.value_at(pool.op.data, tap) for tap, _ in taps]))
+
+
+def remember_peak(e: GroupEmitter, pool: Pooling, idx: list[SSAValue], tap: list[SSAValue], peak: SSAValue) -> None:
+    """Makes the pool's value at `idx` known from `peak`, the largest conv output of its
+    window (`tap`: the index of the window's first), where `Pooling.before_epilogue`: the
+    first tap's conv output stands for the window's largest (only the pool reads it), and the
+    epilogue up to the pool is computed once, from it."""
+    assert pool.before_epilogue
+    e.remember(pool.conv.res, tap, peak)
+    e.remember(pool.op.res, idx, e.value_at(pool.op.data, tap))
 
 
 def finite_maximum(e: GroupEmitter, values: list[SSAValue]) -> SSAValue:

@@ -67,7 +67,9 @@ Its phases:
       tiles, so no window straddles two), each reading its window's conv outputs from Y;
       the pool drops an odd last conv row or column. Where the epilogue commutes with the
       max (bias, relu, ...: `Pooling.before_epilogue`) it is applied once, to the window's
-      largest conv output (Y is finite there); else at every tap, then the max, NaN winning
+      largest conv output (Y is finite there), the block's maxima taken first in a loop of
+      constant bounds over Y's rows (`pool_block`: gcc vectorises it at full width, where a
+      row of stores is a few results long); else at every tap, then the max, NaN winning
       as in `xrelay.interpret`. The non-finite path computes the pool output by output
       (`GroupEmitter.pool2d` over `conv2d`). The CNN's second conv and pool (8 x 16 x 14 x
       14 -> 32, bias, relu, 2 x 2): one kernel of 0.119 ms against 0.123 + 0.007 ms for the
@@ -94,7 +96,7 @@ from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, result_shape
 from xrelay.transforms.schedules import micro_kernel as mk
-from xrelay.transforms.schedules.conv_pooling import Pooling, pooling_of, remember_pooled
+from xrelay.transforms.schedules.conv_pooling import Pooling, finite_maximum, pooling_of, remember_peak, remember_pooled
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,12 @@ class Plan:
         return 1 if self.pool is None else self.pool.size
 
     @property
+    def peaks_first(self) -> bool:
+        """Whether the finite stores take each window's max of a block first (`pool_block`):
+        under a pooling whose epilogue commutes with the max (`Pooling.before_epilogue`)."""
+        return self.pool is not None and self.pool.before_epilogue
+
+    @property
     def transform_lanes(self) -> int:
         """Slots per step of the input transform: on opencl a vector (LANES), else 1 (see
         `input_transform`)."""
@@ -346,6 +354,8 @@ class Plan:
     @property
     def scratch_floats(self) -> int:
         products = (self.f.xi + self.f.m * self.f.m) * CHANNELS * SLOTS + mk.LANES  # M, Y, the probe's lanes
+        if self.peaks_first:
+            products += self.f.m * self.f.m * CHANNELS * SLOTS // (self.window * self.window)
         return self.u_floats + 9 * self.in_c * CHANNELS + self.v_floats + self.pack_floats + products
 
 
@@ -782,48 +792,97 @@ def store_outputs(
     """`root` at the chunk's results of channels k0 + o: the m / w result rows of each tile
     row g (w = `plan.window`, the pool's size or 1; those rows inside the result), columns
     (m / w) c0 .. (m / w)(c0 + chunk_cols) (those inside), a loop along each row. A result
-    reads the w x w conv outputs of its window from y (`remember_window`), or, without y,
-    computes them output by output (`GroupEmitter.conv2d`)."""
+    reads the w x w conv outputs of its window from y (`remember_window`), or their max from
+    the block's peaks (`pool_block`, where `Plan.peaks_first`), or, without y, computes them
+    output by output (`GroupEmitter.conv2d`). Where the chunk spans every tile column, or
+    every tile row's results lie inside the result, those loops have constant bounds (gcc
+    vectorises a row of a known length without a loop)."""
     per_tile = plan.f.m // plan.window
     out_h, out_w = shape_of(root)[2:]
+    peaks = pool_block(e, plan, y) if y is not None and plan.peaks_first else None
     first_col = e.mul_const(chunk.c0, per_tile)
-    columns = (first_col, e.min_index(e.index(out_w), e.add_const(first_col, per_tile * plan.chunk_cols)))
+    columns: Extent = (first_col, e.min_index(e.index(out_w), e.add_const(first_col, per_tile * plan.chunk_cols)))
+    if plan.chunk_cols == plan.tiles_w:  # c0 = 0
+        first_col, columns = e.index(0), min(out_w, per_tile * plan.chunk_cols)
 
     def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         o, g = ivs
         n, tile_row = chunk.tile_row(e, plan, g)
         top = e.mul_const(tile_row, per_tile)
         within: Extent = (e.index(0), e.min_index(e.index(per_tile), e.sub(e.index(out_h), top)))
-        e.loops([within], [], lambda a, _: output_row(e, root, n, (k0, o, g, top, a[0]), y, columns, out, plan))
+        if per_tile * plan.tiles_h <= out_h:
+            within = per_tile
+        at = Row(n, k0, o, g, top, first_col)
+        e.loops([within], [], lambda a, _: output_row(e, plan, root, at, a[0], (y, peaks), columns, out))
         return []
 
     return e.loops([CHANNELS, plan.chunk_rows], [], row)
 
 
+@dataclass(frozen=True)
+class Row:
+    """Where the results of output channel k0 + o and tile row g of a chunk go: image n, the
+    tile row's first result row `top`, the chunk's first result column `first_col`."""
+
+    n: SSAValue
+    k0: SSAValue
+    o: SSAValue
+    g: SSAValue
+    top: SSAValue
+    first_col: SSAValue
+
+
 def output_row(
     e: GroupEmitter,
-    root: SSAValue,
-    n: SSAValue,
-    where: tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue],
-    y: SSAValue | None,
-    columns: tuple[SSAValue, SSAValue],
-    out: SSAValue,
     plan: Plan,
+    root: SSAValue,
+    at: Row,
+    a: SSAValue,
+    sources: tuple[SSAValue | None, SSAValue | None],
+    columns: Extent,
+    out: SSAValue,
 ) -> list[SSAValue]:
-    """One result row of the chunk: image n, channel k0 + o, row top + a (tile row g of the
-    chunk)."""
-    k0, o, g, top, a = where
-    start = e.sub(
-        e.mul_const(g, plan.f.m * plan.pitch), e.mul_const(columns[0], plan.window)
-    )  # y's column of conv column 0
+    """One result row of the chunk: row top + a of `at`, its results read from y or from the
+    block's peaks (`sources`), or computed output by output (neither)."""
+    y, peaks = sources
+    w, per_tile = plan.window, plan.f.m // plan.window
+    # y's column of conv column 0, and the peaks' column of result column 0
+    start = e.sub(e.mul_const(at.g, plan.f.m * plan.pitch), e.mul_const(at.first_col, w))
+    peak_start = e.sub(e.mul_const(at.g, per_tile * plan.pitch), at.first_col)
 
     def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        idx = [n, e.add(k0, o), e.add(top, a), ows[0]]
-        if y is not None:
-            remember_window(e, plan, y, idx, [o, a, start])
+        idx = [at.n, e.add(at.k0, at.o), e.add(at.top, a), ows[0]]
+        if peaks is not None:
+            assert plan.pool is not None
+            peak = e.emit(memref.LoadOp.get(peaks, [at.o, a, e.add(peak_start, ows[0])]))
+            tap = [at.n, idx[1], e.mul_const(idx[2], w), e.mul_const(ows[0], w)]
+            remember_peak(e, plan.pool, idx, tap, peak)
+        elif y is not None:
+            remember_window(e, plan, y, idx, [at.o, a, start])
         return e.store(e.value_at(root, idx), out, idx)
 
     return e.loops([columns], [], output)
+
+
+def pool_block(e: GroupEmitter, plan: Plan, y: SSAValue) -> SSAValue:
+    """peaks[o, a, q] = the largest of y's w x w window at rows w a .., columns w q .. (y's
+    values being finite: a compare and a select each), over every slot of the block (those
+    past the chunk's tiles too, never stored): a loop of constant bounds along y's rows that
+    gcc vectorises at full width, where the stores' rows are a few results long (the CNN's
+    second conv: 7, in 16- and 8-byte vectors)."""
+    w, m = plan.window, plan.f.m
+    peaks = e.emit(memref.AllocaOp.get(f32, shape=[CHANNELS, m // w, m * SLOTS // w]))
+
+    def peak(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, a, q = ivs
+        values = [
+            e.emit(memref.LoadOp.get(y, [o, e.add_const(e.mul_const(a, w), i), e.add_const(e.mul_const(q, w), j)]))
+            for i, j in itertools.product(range(w), range(w))
+        ]
+        return e.store(finite_maximum(e, values), peaks, ivs)
+
+    e.loops([CHANNELS, m // w, m * SLOTS // w], [], peak)
+    return peaks
 
 
 def remember_window(e: GroupEmitter, plan: Plan, y: SSAValue, idx: list[SSAValue], at: list[SSAValue]) -> None:
