@@ -534,6 +534,10 @@ def test_pooled_plans() -> None:
     # a residual add reads x at each tap (the epilogue at every tap, then the max); the
     # stores take the windows' maxima of a block first where the max comes first
     assert all(p.peaks_first == p.pool.before_epilogue for p in plans.values() if p is not None and p.pool is not None)
+    # bias and relu read one value per channel: the peaks go through them before the stores
+    assert all(
+        p.pool.per_channel == p.pool.before_epilogue for p in plans.values() if p is not None and p.pool is not None
+    )
     assert {name: p.pool.before_epilogue for name, p in plans.items() if p is not None and p.pool is not None} == {
         "cnn_second_conv_pool": True,
         "odd_pool": True,
@@ -617,6 +621,32 @@ def test_pool_before_epilogue_only_where_the_max_commutes(
     }
     arrays["s"].flat[0] = np.nan
     arrays["s"].flat[-1] = np.inf
+    check(text, arrays)
+
+
+def test_an_add_per_image_and_channel_before_the_pool() -> None:
+    """An add of a value per image and channel (2 x 16 x 1 x 1) commutes with the max but
+    varies along the batch: the peaks are taken first, and the add applied to each in the
+    stores, at its image (not `Pooling.per_channel`); NaN and inf in it where `interpret` has
+    them."""
+    data, weight, pooled, other = t((2, 16, 14, 14)), t((16, 16, 3, 3)), t((2, 16, 7, 7)), t((2, 16, 1, 1))
+    window = "array<i64: 2, 2>"
+    text = f"""func.func @main(%x: {data}, %w: {weight}, %s: {other}) -> {pooled} {{
+  %c = relay.nn.conv2d %x, %w {PAD1} : ({data}, {weight}) -> {data}
+  %e = relay.add %c, %s : ({data}, {other}) -> {data}
+  %p = relay.nn.max_pool2d %e {{pool_size = {window}, strides = {window}}} : ({data}) -> {pooled}
+  func.return %p : {pooled}
+}}"""
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and plan.pool is not None and plan.peaks_first and not plan.pool.per_channel
+    rng = np.random.default_rng(8)
+    arrays = {
+        "x": rng.standard_normal((2, 16, 14, 14)).astype(np.float32),
+        "w": rng.standard_normal((16, 16, 3, 3)).astype(np.float32),
+        "s": rng.standard_normal((2, 16, 1, 1)).astype(np.float32) * 10,
+    }
+    arrays["s"][1, 3] = np.nan
+    arrays["s"][0, 5] = -np.inf
     check(text, arrays)
 
 

@@ -14,7 +14,9 @@ for `GroupEmitter.value_at` to find (or, having taken their max itself, hands th
   nothing else that varies within a window (`Pooling.before_epilogue`: bias, relu, clip,
   adds of one value per channel), the epilogue of the window's largest conv output, exact
   since max(f(a), f(b)) = f(max(a, b)) for f non-decreasing (and a NaN stays a NaN through
-  each of those ops): the epilogue once per window, not once per tap;
+  each of those ops): the epilogue once per window, not once per tap; where those ops read
+  nothing that varies along the batch either (`Pooling.per_channel`), a schedule may compute
+  them with the max, at any index of the channel;
 - else the epilogue at every tap, then their max.
 
 The max is `arith.maximumf` (a NaN wins, as `xrelay.interpret`'s np.max lets it), or where
@@ -56,6 +58,26 @@ class Pooling:
             step = window_step(value.owner) if isinstance(value.owner, relay.RelayOp) else None
             if step is None:
                 return False
+            value = step
+        return True
+
+    @property
+    def per_channel(self) -> bool:
+        """Whether, besides `before_epilogue`, every op from the conv to the pool reads
+        nothing else that varies along the batch either (a bias, a constant): the pool's
+        input at a window's largest conv output is then a function of that output and the
+        channel alone, which a schedule may compute at any index of the channel."""
+        if not self.before_epilogue:
+            return False
+        value = self.op.data
+        while value != self.conv.res:
+            op = value.owner
+            assert isinstance(op, relay.RelayOp)
+            step = window_step(op)
+            others = [v for v in op.operands if v is not step]
+            if any(len(shape_of(v)) == 4 and shape_of(v)[0] != 1 for v in others):
+                return False
+            assert step is not None
             value = step
         return True
 
