@@ -795,8 +795,8 @@ def store_outputs(
     reads the w x w conv outputs of its window from y (`remember_window`), or their max from
     the block's peaks (`pool_block`, where `Plan.peaks_first`), or, without y, computes them
     output by output (`GroupEmitter.conv2d`). Where the chunk spans every tile column, or
-    every tile row's results lie inside the result, those loops have constant bounds (gcc
-    vectorises a row of a known length without a loop)."""
+    every tile row's results lie inside the result, those loops have constant bounds (no
+    min per row; gcc sees a row's length)."""
     per_tile = plan.f.m // plan.window
     out_h, out_w = shape_of(root)[2:]
     peaks = pool_block(e, plan, y, k0) if y is not None and plan.peaks_first else None
