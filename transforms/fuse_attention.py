@@ -20,6 +20,8 @@ fuse-ops output.
 Phase 1, match: each softmax group whose input is the result of a scores group that nothing
   else uses, and whose result only an output group reads (as its batch_matmul's lhs), the
   three with the same se_scope (or all without).
+  Where one chain's output group is the next one's scores group (an attention of an
+  attention's result), the first chain merged takes it and the other stays as it was.
 Phase 2, merge: a new `relay.fused` of the three groups' inputs (each value once), holding a
   copy of the scores group's ops, then of the softmax group's, then of the output group's
   (each reading the value the one before yielded), yielding what the output group yielded;
@@ -57,13 +59,17 @@ class FuseAttentionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = KernelNames(taken=existing_symbols(op))
+        merged_groups: set[relay.FusedOp] = set()
         for chain in matches(op):
+            if merged_groups.intersection(chain):  # an output group that was also a scores group
+                continue
             merged = merge(chain)
             if pick_schedule(merged).name != attention_rows.SCHEDULE.name:
                 merged.erase()
                 continue
             merged.kernel_name = StringAttr(names.claim(kernel_name(list(merged.body.block.ops)[:-1])))
             replace(chain, merged)
+            merged_groups.update(chain)
 
 
 Chain = tuple[relay.FusedOp, relay.FusedOp, relay.FusedOp]  # scores, softmax, output groups

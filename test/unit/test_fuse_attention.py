@@ -78,6 +78,28 @@ def test_merged_only_where_attention_rows_takes_it(text: str, merged: bool) -> N
         assert len(kernels) == 3
 
 
+def test_an_attention_of_an_attention_merges_the_first() -> None:
+    """The first attention's output group is the second's scores group: the first three
+    groups merge, the second softmax and product stay two groups; built, as `interpret`."""
+    s3, p3, o3 = "tensor<1x32x32xf32>", "tensor<1x32x16xf32>", "tensor<1x16x32xf32>"
+    text = f"""func.func @main(%q: {p3}, %k: {p3}, %v: {o3}, %w: {p3}) -> {p3} {{
+  %a = relay.nn.batch_matmul %q, %k : ({p3}, {p3}) -> {s3}
+  %p = relay.nn.softmax %a : ({s3}) -> {s3}
+  %o = relay.nn.batch_matmul %p, %v : ({s3}, {o3}) -> {p3}
+  %p2 = relay.nn.softmax %o : ({p3}) -> {p3}
+  %o2 = relay.nn.batch_matmul %p2, %w : ({p3}, {p3}) -> {s3}
+  func.return %o2 : {s3}
+}}""".replace(f"-> {p3} {{", f"-> {s3} {{")
+    assert names(text) == [
+        "fused_nn_batch_matmul_nn_softmax_nn_batch_matmul",
+        "fused_nn_softmax_1",
+        "fused_nn_batch_matmul_2",
+    ]
+    arrays = inputs(text, seed=6)
+    got = xrelay.build(text, targets=("c",)).run(**arrays)
+    np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-5)
+
+
 def test_a_mask_of_every_score_is_declined() -> None:
     """An add of a [b, m, n] mask before the softmax is no scale of one value per row or a
     scalar (attention_rows' test): the groups stay."""
