@@ -46,7 +46,12 @@ from xrelay.transforms.schedules import Schedule, group_root
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.softmax_row import NO_NANS, row_max
 
-# The micro-kernel's tile (packed_matmul's) and a work item's query rows.
+# The micro-kernel's tile (packed_matmul's) and a work item's query rows. The transformer's
+# attention (4 x 128 x 128 scores, d = 64), C at 1 thread, the kernel's time against the three
+# kernels it replaces (per-node medians of 15 profiled runs, interleaved in one process, load
+# 0.6-0.9): ROWS 32 1.02x, 64 0.93x, 128 0.94x (each work item packs k and v again: 2 x 32
+# KiB per 32 rows). The two products are 524K vector multiply-adds, about 0.18 ms at one a
+# cycle: the kernel (0.20-0.21 ms) is near that, with the softmax's 64K exponentials.
 TILE = mk.Tile(rows=16, vectors=1)
 ROWS = 64
 # A work item's scratch (scores, sums, the two packs) stays within packed_matmul's 320 KiB
