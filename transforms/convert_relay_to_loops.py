@@ -11,7 +11,7 @@ errors that name the pass to run first (splat constants are inlined).
 Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matches it
 (`transforms/schedules/`, one module each, with its tile constants):
 
-    attention_rows    a cpu batch_matmul, scale, softmax, batch_matmul (fuse-attention's
+    attention_rows    a cpu or opencl batch_matmul, scale, softmax, batch_matmul (fuse-attention's
                       group): a block of query rows per work item, the scores, their softmax
                       and the product with v by the micro-kernel, the scores in scratch
     softmax_row       a softmax result: a work item per row (max, exp stored, sum, scale)

@@ -29,8 +29,8 @@ Phase 2, merge: a new `relay.fused` of the three groups' inputs (each value once
 Phase 3, decide: the merged group replaces the three only where convert-relay-to-loops would
   lower it with attention_rows (`pick_schedule`), which checks the ops between the scores
   and the softmax are of a scalar or one value per row, and that its scratch is small
-  enough; it takes cpu groups only. Elsewhere the merged group is dropped: another
-  schedule would compute every score again for each output that reads it.
+  enough (cpu and opencl). Elsewhere the merged group is dropped: another schedule would
+  compute every score again for each output that reads it.
 
 Running the pass twice changes nothing (a merged group holds a softmax among other ops, so
 it is no softmax group).

@@ -1,9 +1,8 @@
-"""attention_rows: fuse-attention's group (q . k^T, a scale, softmax, . v) in one cpu kernel,
-built for C and run against `xrelay.interpret`: the transformer's shapes, shapes that are not
-multiples of the tile or the block of rows, one head, broadcast batches, ops after the scale
-and after the product, NaN and inf in q, k and v, rows of -inf, and ASan. (On opencl the
-schedule does not take the group: fuse-attention leaves it three groups,
-test_fuse_attention.py.)"""
+"""attention_rows: fuse-attention's group (q . k^T, a scale, softmax, . v) in one kernel,
+built for C and for OpenCL and run against `xrelay.interpret`: the transformer's shapes,
+shapes that are not multiples of the tile or the block of rows, one head, broadcast batches,
+ops after the scale and after the product, NaN and inf in q, k and v (with keys a multiple
+of 16 too: OpenCL's softmax in float16s), rows of -inf, and ASan (C)."""
 
 from __future__ import annotations
 
@@ -18,6 +17,8 @@ import xrelay
 from xrelay.driver import lower
 
 SCHEDULE_ATTR = "relay.schedule"
+OPENCL = ("c", "opencl")
+DEVICES = ["cpu", "opencl"]
 
 
 def t(shape: tuple[int, ...]) -> str:
@@ -73,18 +74,25 @@ def inputs(text: str, seed: int = 0) -> dict[str, np.ndarray]:
     return arrays
 
 
-def schedules(text: str) -> list[str]:
+def schedules(text: str, device: str = "cpu") -> list[str]:
     module = xrelay.parse(text)
-    lower(module, ("c",), None, "c")
+    if device == "cpu":
+        lower(module, ("c",), None, "c")
+    else:
+        lower(module, OPENCL, device, "c")
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]
     return [str(op.attributes[SCHEDULE_ATTR]).strip('"') for op in kernels]
 
 
-def check(text: str, arrays: dict[str, np.ndarray], fused: bool = True) -> None:
-    """Built for C, `text` computes what the interpreter does (NaN where it has NaN), in one
-    attention_rows kernel where `fused`."""
-    assert (schedules(text) == ["attention_rows"]) == fused, schedules(text)
-    got = xrelay.build(text, targets=("c",)).run(**arrays)
+def check(text: str, arrays: dict[str, np.ndarray], device: str = "cpu", fused: bool = True) -> None:
+    """Built for C (device "cpu") or OpenCL ("opencl"), `text` computes what the interpreter
+    does (NaN where it has NaN), in one attention_rows kernel where `fused`."""
+    assert (schedules(text, device) == ["attention_rows"]) == fused, schedules(text, device)
+    if device == "cpu":
+        built = xrelay.build(text, targets=("c",))
+    else:
+        built = xrelay.build(text, targets=OPENCL, default_device=device)
+    got = built.run(**arrays)
     want = xrelay.interpret(xrelay.parse(text), arrays)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
 
@@ -102,15 +110,19 @@ def check(text: str, arrays: dict[str, np.ndarray], fused: bool = True) -> None:
         ((3, 24, 8), (3, 40, 8), (1, 16, 40)),  # v's batch broadcast
     ],
 )
-def test_against_interpret(q: tuple[int, int, int], k: tuple[int, int, int], v: tuple[int, int, int]) -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_against_interpret(
+    q: tuple[int, int, int], k: tuple[int, int, int], v: tuple[int, int, int], device: str
+) -> None:
     text = attention(q, k, v)
-    check(text, inputs(text))
+    check(text, inputs(text), device)
 
 
 @pytest.mark.parametrize(("scale", "tail"), [("constant", ""), ("row", "bias_relu"), ("none", "bias_relu")])
-def test_ops_before_the_softmax_and_after_the_product(scale: str, tail: str) -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_ops_before_the_softmax_and_after_the_product(scale: str, tail: str, device: str) -> None:
     text = attention((2, 40, 24), (2, 50, 24), (2, 20, 50), scale, tail)
-    check(text, inputs(text, seed=1))
+    check(text, inputs(text, seed=1), device)
 
 
 def test_scores_broadcast_by_v_stay_three_kernels() -> None:
@@ -119,10 +131,12 @@ def test_scores_broadcast_by_v_stay_three_kernels() -> None:
     check(text, inputs(text), fused=False)
 
 
-def test_nan_and_inf() -> None:
+@pytest.mark.parametrize("keys", [48, 64])
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_and_inf(keys: int, device: str) -> None:
     """NaN in q (its row NaN), inf in k (NaN rows, or 0 and 1 weights), NaN and inf in v (its
     column), a row of -inf scores (NaN, as numpy's exp(-inf - -inf)): as the interpreter."""
-    text = attention((2, 40, 16), (2, 48, 16), (2, 20, 48), "row", "")
+    text = attention((2, 40, 16), (2, keys, 16), (2, 20, keys), "row", "")
     arrays = inputs(text, seed=2)
     arrays["q"][0, 3, 5] = np.nan
     arrays["k"][1, 7, 2] = np.inf
@@ -131,7 +145,7 @@ def test_nan_and_inf() -> None:
     arrays["v"][1, 6, 11] = np.inf
     arrays["s"][0, 10, 0] = -np.inf
     arrays["s"][0, 20, 0] = np.inf
-    check(text, arrays)
+    check(text, arrays, device)
     want = xrelay.interpret(xrelay.parse(text), arrays)
     assert np.isnan(want[:, 10]).all() and np.isnan(want[0, 3]).all()  # the cases happen
 
