@@ -37,11 +37,12 @@ it is no softmax group).
 
 The transformer block of bench/models.py (4 heads, 128 x 128 scores), its attention as one
 kernel against the three, built both ways in one process and interleaved (medians of 25
-rounds, load 2.8-3.1: a second core busy with other work): C at 1 thread 0.203 against
-0.210 ms of profiled node time (0.96-0.97x), the whole block 0.99x; at 2 threads 1.01-1.02x
-and 1.00x, with both builds slower at 2 threads than at 1 on that loaded machine, so the
-parallel regions this saves (two of three) are not measured yet. OpenCL (PoCL, 1 thread)
-0.92x (attention_rows' docstring).
+rounds of profiled node times and of whole runs): C at 1 thread 0.203-0.204 against
+0.210-0.214 ms (0.96-0.97x), the whole block 0.99x (load 1.1 and 2.8-3.1 alike); at 2
+threads 0.155-0.159 against 0.216-0.236 ms (0.69-0.72x: one parallel region's wake-up
+instead of three), the whole block 0.95-0.96x (two runs, load 1.1; with the second core
+busy, load 2.8-3.1, both builds were slower at 2 threads than at 1 and the ratio 1.0).
+OpenCL (PoCL, 1 thread) 0.92x (attention_rows' docstring).
 """
 
 from __future__ import annotations
