@@ -86,8 +86,8 @@ PLAN_IT = "run plan-devices first, or give xrelay.render targets=... to plan and
 def planned_and_fused(
     module: ModuleOp, targets: str | Sequence[str], default_device: str | None, host_target: str
 ) -> ModuleOp:
-    """A copy of `module` after fuse-layer-norm, plan-devices, combine-parallel-dense, fuse-ops
-    and fuse-conv-pool, with build's options."""
+    """A copy of `module` after fuse-layer-norm, plan-devices, combine-parallel-dense, fuse-ops,
+    fuse-conv-pool and fuse-attention, with build's options."""
     names = tuple(t.strip() for t in targets.split(",")) if isinstance(targets, str) else tuple(targets)
     options = {"targets": names, "default_device": default_device, "host_target": host_target}
     module, passes = module.clone(), get_all_passes()
@@ -96,6 +96,7 @@ def planned_and_fused(
     passes["combine-parallel-dense"]()().apply(context(), module)
     passes["fuse-ops"]()().apply(context(), module)
     passes["fuse-conv-pool"]()().apply(context(), module)
+    passes["fuse-attention"]()().apply(context(), module)
     return module
 
 

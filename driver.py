@@ -9,7 +9,8 @@ The pipeline, with the passes by their CLI names (`PIPELINE`): fuse-layer-norm (
 normalisation written in primitive ops becomes one relay.nn.layer_norm), plan-devices,
 combine-parallel-dense (denses of one data with constant weights become one dense and slices),
 fuse-ops, fuse-conv-pool (a conv group and the max_pool2d group after it become one where the
-conv's schedule pools in its stores), convert-relay-to-loops, inline-calls (calls between relay
+conv's schedule pools in its stores), fuse-attention (attention's scores, softmax and product
+with v become one group where attention_rows lowers it), convert-relay-to-loops, inline-calls (calls between relay
 functions are inlined into @main after lowering, when every value already has its scope),
 plan-memory. Then the compiler's last step hands the runtime plain data: the executor graph
 (`-t graph-json`, whose `devices` list gives each canonical scope its `device_index`), the
@@ -61,6 +62,7 @@ PIPELINE = (
     "combine-parallel-dense",
     "fuse-ops",
     "fuse-conv-pool",
+    "fuse-attention",
     "convert-relay-to-loops",
     "dce",
     "licm",

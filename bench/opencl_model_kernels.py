@@ -60,7 +60,7 @@ def kernels(text: str, target: str) -> dict[str, Kernel]:
     weights = random_inputs(text)
     weights.pop("x")
     bind_params(module, weights)
-    spec = f"fuse-layer-norm,plan-devices{{targets={target}}},combine-parallel-dense,fuse-ops,fuse-conv-pool,{LOWERING}"
+    spec = f"fuse-layer-norm,plan-devices{{targets={target}}},combine-parallel-dense,fuse-ops,fuse-conv-pool,fuse-attention,{LOWERING}"
     PassPipeline.parse_spec(all_passes(), spec).apply(xrelay.context(), module)
     constants = launch_constants(module)
     return {

@@ -12,6 +12,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "fuse-layer-norm": ("fuse_layer_norm", "FuseLayerNormPass"),
     "combine-parallel-dense": ("combine_parallel_dense", "CombineParallelDensePass"),
     "fuse-conv-pool": ("fuse_conv_pool", "FuseConvPoolPass"),
+    "fuse-attention": ("fuse_attention", "FuseAttentionPass"),
     "inline-calls": ("inline_calls", "InlineCallsPass"),
     "plan-memory": ("plan_memory", "PlanMemoryPass"),
     "convert-relay-to-loops": ("convert_relay_to_loops", "ConvertRelayToLoopsPass"),

@@ -11,6 +11,9 @@ errors that name the pass to run first (splat constants are inlined).
 Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matches it
 (`transforms/schedules/`, one module each, with its tile constants):
 
+    attention_rows    a cpu or opencl batch_matmul, scale, softmax, batch_matmul (fuse-attention's
+                      group): a block of query rows per work item, the scores, their softmax
+                      and the product with v by the micro-kernel, the scores in scratch
     softmax_row       a softmax result: a work item per row (max, exp stored, sum, scale)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     winograd_conv     a cpu or opencl 3x3 conv2d anchor of stride 1, dilation 1, one group,
@@ -121,6 +124,7 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     WORK_GROUP_PER_ITEM_ATTR,
     Schedule,
+    attention_rows,
     conv_rows,
     conv_taps,
     conv_vectors,
@@ -226,6 +230,7 @@ def check_grouped_op(op: Operation) -> None:
 
 # First match wins; the elementwise nest matches every group.
 SCHEDULES: tuple[Schedule, ...] = (
+    attention_rows.SCHEDULE,
     softmax_row.SCHEDULE,
     layer_norm_rows.SCHEDULE,
     winograd_conv.SCHEDULE,

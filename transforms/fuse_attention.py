@@ -1,0 +1,187 @@
+"""
+fuse-attention: the scores' batch_matmul group, the softmax group after it and the batch_matmul
+group that multiplies the softmax by v become one group, whose kernel keeps the scores in
+scratch.
+
+fuse-ops leaves attention's `batch_matmul(softmax(batch_matmul(q, k) * scale), v)` in three
+groups: batch_matmul is OutEWiseFusable and softmax Opaque (DESIGN.md's table), so the scores
+([b, m, n]) go through memory twice, and each group is a kernel (at 2 threads a parallel
+region paying its threads' wake-up). A schedule that computes the scores a block of query
+rows at a time can take their softmax and the product with v before the next block
+(schedules/attention_rows.py): this pass makes those groups, and leaves the others alone.
+
+Words: a *scores group* is a `relay.fused` whose first op is a batch_matmul of the group's
+result shape, followed by elementwise and broadcast ops only (the scale); a *softmax group*
+is a `relay.fused` holding one softmax along the last axis of its input; an *output group*
+is a `relay.fused` whose first op is a batch_matmul whose lhs is a group input that nothing
+else in the group reads, followed by elementwise and broadcast ops only. The input is
+fuse-ops output.
+
+Phase 1, match: each softmax group whose input is the result of a scores group that nothing
+  else uses, and whose result only an output group reads (as its batch_matmul's lhs), the
+  three with the same se_scope (or all without).
+  Where one chain's output group is the next one's scores group (an attention of an
+  attention's result), the first chain merged takes it and the other stays as it was.
+Phase 2, merge: a new `relay.fused` of the three groups' inputs (each value once), holding a
+  copy of the scores group's ops, then of the softmax group's, then of the output group's
+  (each reading the value the one before yielded), yielding what the output group yielded;
+  their se_scope; `kernel_name` named as fuse-ops names groups, unique in the module.
+Phase 3, decide: the merged group replaces the three only where convert-relay-to-loops would
+  lower it with attention_rows (`pick_schedule`), which checks the ops between the scores
+  and the softmax are of a scalar or one value per row, and that its scratch is small
+  enough (cpu and opencl). Elsewhere the merged group is dropped: another schedule would
+  compute every score again for each output that reads it.
+
+Running the pass twice changes nothing (a merged group holds a softmax among other ops, so
+it is no softmax group).
+
+The transformer block of bench/models.py (4 heads, 128 x 128 scores), its attention as one
+kernel against the three, built both ways in one process and interleaved (medians of 25
+rounds of profiled node times and of whole runs): C at 1 thread 0.203-0.204 against
+0.210-0.214 ms (0.96-0.97x), the whole block 0.99x (load 1.1 and 2.8-3.1 alike); at 2
+threads 0.155-0.159 against 0.216-0.236 ms (0.69-0.72x: one parallel region's wake-up
+instead of three), the whole block 0.95-0.96x (two runs, load 1.1; with the second core
+busy, load 2.8-3.1, both builds were slower at 2 threads than at 1 and the ratio 1.0).
+OpenCL (PoCL, 1 thread) 0.92x (attention_rows' docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from xrelay.dialects import relay
+from xrelay.transforms.convert_relay_to_loops import pick_schedule
+from xrelay.transforms.fuse_ops import KernelNames, existing_symbols, group_properties, kernel_name
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.schedules import attention_rows
+
+
+@dataclass(frozen=True)
+class FuseAttentionPass(ModulePass):
+    name = "fuse-attention"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        names = KernelNames(taken=existing_symbols(op))
+        merged_groups: set[relay.FusedOp] = set()
+        for chain in matches(op):
+            if merged_groups.intersection(chain):  # an output group that was also a scores group
+                continue
+            merged = merge(chain)
+            if pick_schedule(merged).name != attention_rows.SCHEDULE.name:
+                merged.erase()
+                continue
+            merged.kernel_name = StringAttr(names.claim(kernel_name(list(merged.body.block.ops)[:-1])))
+            replace(chain, merged)
+            merged_groups.update(chain)
+
+
+Chain = tuple[relay.FusedOp, relay.FusedOp, relay.FusedOp]  # scores, softmax, output groups
+
+
+# --- Phase 1: match -----------------------------------------------------------------------------
+
+
+def matches(module: ModuleOp) -> list[Chain]:
+    """(scores group, softmax group, output group) for each softmax group between the two, on
+    one scope, nothing else using the scores or the softmax."""
+    found: list[Chain] = []
+    for softmax_group in [op for op in module.walk() if isinstance(op, relay.FusedOp)]:
+        if not is_softmax_group(softmax_group) or not softmax_group.res.has_one_use():
+            continue
+        scores_group = softmax_group.inputs[0].owner
+        output_group = next(iter(softmax_group.res.uses)).operation
+        if not isinstance(scores_group, relay.FusedOp) or not isinstance(output_group, relay.FusedOp):
+            continue
+        if not (is_scores_group(scores_group) and scores_group.res.has_one_use()):
+            continue
+        if not reads_as_lhs(output_group, softmax_group.res):
+            continue
+        if scores_group.se_scope == softmax_group.se_scope == output_group.se_scope:
+            found.append((scores_group, softmax_group, output_group))
+    return found
+
+
+def is_softmax_group(group: relay.FusedOp) -> bool:
+    """One softmax, along the last axis of the group's one input."""
+    ops = list(group.body.block.ops)[:-1]
+    if len(ops) != 1 or not isinstance(ops[0], relay.SoftmaxOp) or len(group.inputs) != 1:
+        return False
+    softmax = ops[0]
+    return isinstance(softmax.data, BlockArgument) and softmax.axis_value == len(shape_of(softmax.res)) - 1
+
+
+def is_elementwise(op: Operation) -> bool:
+    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
+
+
+def is_scores_group(group: relay.FusedOp) -> bool:
+    """A batch_matmul of the group's result shape, then elementwise and broadcast ops only."""
+    first, *tail = list(group.body.block.ops)[:-1]
+    if not isinstance(first, relay.BatchMatmulOp) or shape_of(first.res) != shape_of(group.res):
+        return False
+    return all(is_elementwise(op) for op in tail)
+
+
+def reads_as_lhs(group: relay.FusedOp, value: SSAValue) -> bool:
+    """Whether `group` is an output group whose batch_matmul's lhs is `value` (one input of
+    the group, read by nothing else in it)."""
+    first, *tail = list(group.body.block.ops)[:-1]
+    if not isinstance(first, relay.BatchMatmulOp) or not all(is_elementwise(op) for op in tail):
+        return False
+    args = [arg for arg, input in zip(group.body.block.args, group.inputs, strict=True) if input == value]
+    return len(args) == 1 and args[0] == first.lhs and args[0].has_one_use()
+
+
+# --- Phase 2: merge -----------------------------------------------------------------------------
+
+
+def merge(chain: Chain) -> relay.FusedOp:
+    """A new group (not yet in the module, named after its ops once it is kept) of the three
+    groups' inputs, holding a copy of their ops in order, yielding what the last yields."""
+    first, *rest = chain
+    body = first.body.clone()
+    block = body.block
+    inputs = list(first.inputs)
+    produced = {first.res}
+    for group in rest:
+        yielded = block.last_op
+        assert isinstance(yielded, relay.YieldOp)
+        mapping: dict[SSAValue, SSAValue] = {}
+        for arg, value in zip(group.body.block.args, group.inputs, strict=True):
+            if value in produced:
+                mapping[arg] = yielded.operands[0]
+            elif value in inputs:
+                mapping[arg] = block.args[inputs.index(value)]
+            else:
+                mapping[arg] = block.insert_arg(value.type, len(block.args))
+                inputs.append(value)
+        block.erase_op(yielded)
+        for op in group.body.block.ops:
+            block.add_op(op.clone(value_mapper=mapping))
+        produced = {group.res}
+    merged = relay.FusedOp.create(
+        operands=inputs,
+        result_types=[chain[-1].res.type],
+        properties=group_properties(first.se_scope, kernel_name(list(block.ops)[:-1])),
+        regions=[body],
+    )
+    merged.location = chain[-1].location
+    return merged
+
+
+# --- Phase 3: decide ----------------------------------------------------------------------------
+
+
+def replace(chain: Chain, merged: relay.FusedOp) -> None:
+    """`merged` where the output group stood; the three groups go."""
+    scores_group, softmax_group, output_group = chain
+    Rewriter.insert_op(merged, InsertPoint.before(output_group))
+    output_group.res.replace_all_uses_with(merged.res)
+    for group in (output_group, softmax_group, scores_group):
+        Rewriter.erase_op(group)

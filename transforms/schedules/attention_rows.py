@@ -1,0 +1,289 @@
+"""
+attention_rows: a cpu or opencl group computing
+`batch_matmul(softmax(batch_matmul(q, k) * scale), v)` (made by fuse-attention), a block of
+query rows per work item, the scores never stored.
+
+The group's ops (`attention_of`): a batch_matmul of the scores ([b, m, n] from q [b, m, d]
+and k [b, n, d]), elementwise ops with a scalar or one value per row (the scale: `multiply`
+by a tensor<f32>), a softmax along the last axis, a batch_matmul of the softmax (lhs) and v
+([b, e, n], batch_matmul's transposed rhs), then elementwise ops of the result's shape.
+
+The nest spans the batch and the query rows in blocks of ROWS (fewer where m is smaller; the
+last block may be partial: its rows past m read row m - 1, computed, never stored). A work
+item:
+
+1. packs k's rows into micro-kernel panels (`micro_kernel.pack_panel`: [n / 16, d, 16]),
+   the keys past n repeating the last;
+2. computes the block's scores, ROWS x n rounded up to whole vectors, tile by tile with the
+   micro-kernel (q's rows read where they lie), into a scratch `scores`;
+3. per row of the block: the ops up to the softmax at every score (`value_at`, the score
+   `remember`ed), stored back; then the softmax as softmax_row makes it (max, exp stored,
+   sum, times 1 / sum), in the scratch: the same NaN and inf semantics (its docstring: on
+   the cpu the max is `fastmath<nnan>`, which a NaN of the row makes unspecified and every
+   element of the row NaN anyway; a row of -inf gives NaN, as numpy); on opencl, a row of
+   whole vectors in `float16`s (softmax_row.vector_row: PoCL's exp of a vector);
+4. packs v's rows into panels ([e / 16, n, 16]) and computes P . V tile by tile with the
+   micro-kernel (P's rows from `scores`), into a scratch `sums`;
+5. the epilogue: the group's result at every valid output of the block, the product
+   `remember`ed.
+
+k and v are packed again by each of the m / ROWS work items of a batch: 2 n d floats each,
+against 2 ROWS n d multiply-adds per matmul.
+
+On opencl each work item is a work group of its own (`one_group_per_item`), its scratch (112
+KiB at the transformer's shapes) private, as packed_matmul_opencl's. The transformer's
+attention on PoCL at 1 thread, against the three kernels it replaces (per-node medians of 15
+profiled runs, interleaved in one process, load 2.5-2.7): 0.996x the time with the softmax
+in scalar loops, 0.92x (0.300 against 0.322 ms) with it in `float16`s; the C kernel takes
+0.20 ms: PoCL's packs of k and v are strided gathers (packed_matmul_opencl's docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import f32
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import Schedule, group_root, one_group_per_item, softmax_row
+from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.softmax_row import NO_NANS, row_max
+
+# The micro-kernel's tile (packed_matmul's) and a work item's query rows. The transformer's
+# attention (4 x 128 x 128 scores, d = 64), C at 1 thread, the kernel's time against the three
+# kernels it replaces (per-node medians of 15 profiled runs, interleaved in one process, load
+# 0.6-0.9): ROWS 32 1.02x, 64 0.93x, 128 0.94x (each work item packs k and v again: 2 x 32
+# KiB per 32 rows). The two products are 524K vector multiply-adds, about 0.18 ms at one a
+# cycle: the kernel (0.20-0.21 ms) is near that, with the softmax's 64K exponentials.
+TILE = mk.Tile(rows=16, vectors=1)
+ROWS = 64
+# A work item's scratch (scores, sums, the two packs) stays within packed_matmul's 320 KiB
+# (stack scratch, also on OpenMP's threads); larger attentions stay three kernels.
+SCRATCH_MAX_BYTES = 320 << 10
+
+LhsAt = Callable[[SSAValue, SSAValue], SSAValue]  # (row of the block, k) -> the lhs there
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The ops of an attention group: the scores' batch_matmul, the softmax, the output's
+    batch_matmul."""
+
+    scores: relay.BatchMatmulOp
+    softmax: relay.SoftmaxOp
+    output: relay.BatchMatmulOp
+
+
+def attention_of(group: relay.FusedOp) -> Attention | None:
+    """The group's attention, when its ops are exactly those of the module docstring."""
+    ops = list(group.body.block.ops)[:-1]
+    softmaxes = [i for i, op in enumerate(ops) if isinstance(op, relay.SoftmaxOp)]
+    if len(softmaxes) != 1 or softmaxes[0] + 1 >= len(ops):
+        return None
+    s = softmaxes[0]
+    scores, softmax, output = ops[0], ops[s], ops[s + 1]
+    if not isinstance(scores, relay.BatchMatmulOp) or not isinstance(output, relay.BatchMatmulOp):
+        return None
+    assert isinstance(softmax, relay.SoftmaxOp)
+    if not (from_outside(scores.lhs) and from_outside(scores.rhs) and from_outside(output.rhs)):
+        return None
+    if not chain(ops[: s + 1], per_row_only=True) or softmax.axis_value != 2:
+        return None
+    if output.lhs != softmax.res or not softmax.res.has_one_use() or not chain(ops[s + 1 :], per_row_only=False):
+        return None
+    if shape_of(output.res)[0] != shape_of(scores.res)[0]:  # v's batch broadcasting the scores'
+        return None
+    return Attention(scores, softmax, output)
+
+
+def chain(ops: list[Operation], per_row_only: bool) -> bool:
+    """Whether each op after the first reads the one before (its only user) and values from
+    outside the group (with `per_row_only`, of one value per row or a scalar), is elementwise
+    or broadcast (but a last softmax, with `per_row_only`), and keeps the first's shape."""
+    shape = shape_of(ops[0].results[0])
+    for before, op in zip(ops, ops[1:]):
+        if not before.results[0].has_one_use() or shape_of(op.results[0]) != shape:
+            return False
+        if not (isinstance(op, relay.SoftmaxOp) and per_row_only) and not is_elementwise(op):
+            return False
+        others = [value for value in op.operands if value != before.results[0]]
+        if not all(from_outside(v) and (not per_row_only or shape_of(v)[-1:] in ((), (1,))) for v in others):
+            return False
+    return True
+
+
+def is_elementwise(op: Operation) -> bool:
+    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
+
+
+def from_outside(value: SSAValue) -> bool:
+    """A group input or a constant."""
+    return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
+
+
+def matches(group: relay.FusedOp) -> bool:
+    scope = group.se_scope
+    found = attention_of(group)
+    if scope is None or scope.device not in ("cpu", "opencl") or found is None:
+        return False
+    (_, m, n), d, e = shape_of(found.scores.res), shape_of(found.scores.lhs)[-1], shape_of(found.output.res)[-1]
+    if 0 in (m, n, d, e):
+        return False
+    rows, keys, values = block_rows(m), round_up(n, TILE.columns), round_up(e, TILE.columns)
+    floats = rows * keys + rows * values + keys * d + values * n
+    return floats * 4 <= SCRATCH_MAX_BYTES
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    found = attention_of(group)
+    assert found is not None
+    batch, m, _ = shape_of(found.scores.res)
+    root = group_root(group)
+    blocks = (batch, -(-m // block_rows(m)))
+    on_cpu = group.se_scope is not None and group.se_scope.device == "cpu"
+    nest = emitter.parallel_nest(blocks, lambda item: Rows(emitter, found, item, on_cpu).emit(root, out))
+    return nest if on_cpu else one_group_per_item(nest)
+
+
+class Rows:
+    """One work item: the block of query rows `item[1]` of batch `item[0]`."""
+
+    def __init__(self, e: GroupEmitter, attention: Attention, item: list[SSAValue], on_cpu: bool):
+        self.e, self.a, self.on_cpu = e, attention, on_cpu
+        self.batch = item[0]
+        _, self.m, self.n = shape_of(attention.scores.res)
+        self.d = shape_of(attention.scores.lhs)[-1]
+        self.values = shape_of(attention.output.res)[-1]
+        self.rows = block_rows(self.m)
+        self.row0 = e.mul_const(item[1], self.rows)
+        self.keys = round_up(self.n, TILE.columns)  # the scores' columns, whole vectors
+
+    def emit(self, root: SSAValue, out: SSAValue) -> None:
+        e = self.e
+        scores = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, self.keys]))
+        keys = e.emit(memref.AllocaOp.get(f32, shape=[self.keys // TILE.columns, self.d, TILE.columns]))
+        mk.pack_panel(e, TILE, keys, self.keys // TILE.columns, self.d, lambda j, k: self.key(j, k))
+        self.products(keys, self.keys, self.d, lambda r, k: self.query(r, k), scores)
+        e.loops([self.rows], [], lambda ivs, _: self.softmax_row(scores, ivs[0]))
+        columns = round_up(self.values, TILE.columns)
+        values = e.emit(memref.AllocaOp.get(f32, shape=[columns // TILE.columns, self.n, TILE.columns]))
+        mk.pack_panel(e, TILE, values, columns // TILE.columns, self.n, lambda c, j: self.value(c, j))
+        sums = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, columns]))
+        self.products(values, columns, self.n, lambda r, j: e.emit(memref.LoadOp.get(scores, [r, j])), sums)
+        self.epilogue(root, sums, out)
+
+    # the operands, clamped to their edges
+
+    def clamp(self, i: SSAValue, extent: int, block: int) -> SSAValue:
+        """`i`, or the last index of the axis where blocks of `block` overrun it."""
+        return i if extent % block == 0 else self.e.min_index(i, self.e.index(extent - 1))
+
+    def batch_of(self, operand: SSAValue) -> SSAValue:
+        """The work item's batch in `operand` (0 where its batch broadcasts)."""
+        return self.e.index(0) if shape_of(operand)[0] == 1 else self.batch
+
+    def row(self, r: SSAValue) -> SSAValue:
+        """The query row of the block's row `r` (the last where the block overruns m)."""
+        return self.clamp(self.e.add(self.row0, r), self.m, self.rows)
+
+    def query(self, r: SSAValue, k: SSAValue) -> SSAValue:
+        q = self.a.scores.lhs
+        return self.e.value_at(q, [self.batch_of(q), self.row(r), k])
+
+    def key(self, j: SSAValue, k: SSAValue) -> SSAValue:
+        keys = self.a.scores.rhs
+        return self.e.value_at(keys, [self.batch_of(keys), self.clamp(j, self.n, TILE.columns), k])
+
+    def value(self, c: SSAValue, j: SSAValue) -> SSAValue:
+        v = self.a.output.rhs
+        return self.e.value_at(v, [self.batch_of(v), self.clamp(c, self.values, TILE.columns), j])
+
+    # the block's products
+
+    def products(self, panels: SSAValue, columns: int, depth: int, lhs_at: LhsAt, sums: SSAValue) -> None:
+        """`sums[r, c]` = the sum over k < `depth` of `lhs_at(r, k)` times panel element
+        (c, k), for every row of the block and each of the panels' `columns`: tile by tile."""
+        e = self.e
+        count = columns // TILE.columns
+
+        def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            tr, p = e.mul_const(ivs[0], TILE.rows), ivs[1]
+            tc = e.mul_const(p, TILE.columns)
+
+            def at(r: int, v: int) -> list[SSAValue]:
+                return [e.add_const(tr, r), e.add_const(tc, v * mk.LANES)]
+
+            accs = mk.accumulate(
+                e,
+                TILE,
+                [depth],
+                mk.zeros(e, TILE),
+                lambda ks, r: lhs_at(e.add_const(tr, r), ks[0]),
+                lambda ks, v: mk.load(e, panels, [p, ks[0], e.index(v * mk.LANES)]),
+            )
+            mk.store_block(e, TILE, accs, sums, at)
+            return []
+
+        e.loops([self.rows // TILE.rows, count], [], tile_sums)
+
+    def softmax_row(self, scores: SSAValue, r: SSAValue) -> list[SSAValue]:
+        """Row `r` of the block's scores through the ops up to the softmax, then the softmax,
+        in place: the ops, max, exp, sum, scale (softmax_row's passes)."""
+        e, a = self.e, self.a
+        row = self.row(r)
+
+        def score(j: SSAValue) -> SSAValue:
+            return e.emit(memref.LoadOp.get(scores, [r, j]))
+
+        def prologue(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            idx = [self.batch, row, ks[0]]
+            e.remember(a.scores.res, idx, score(ks[0]))
+            return e.store(e.value_at(a.softmax.data, idx), scores, [r, ks[0]])
+
+        e.loops([self.n], [], prologue)
+        if not self.on_cpu and self.n % softmax_row.LANES == 0:  # PoCL: exp of a float16
+            softmax_row.vector_row(e, [r], self.n, scores, scores)
+            return []
+        peak = row_max(e, score, (e.index(0), e.index(self.n)), flags=NO_NANS if self.on_cpu else None)
+
+        def exp(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            return e.store(e.emit(mathd.ExpOp(e.emit(arith.SubfOp(score(ks[0]), peak)))), scores, [r, ks[0]])
+
+        e.loops([self.n], [], exp)
+        (total,) = e.loops([self.n], [e.f32(0.0)], lambda ks, accs: [e.emit(arith.AddfOp(accs[0], score(ks[0])))])
+        scale = e.emit(arith.DivfOp(e.f32(1.0), total))
+        e.loops([self.n], [], lambda ks, _: e.store(e.emit(arith.MulfOp(score(ks[0]), scale)), scores, [r, ks[0]]))
+        return []
+
+    def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
+        """The group's result at every output of the block inside the result."""
+        e = self.e
+        rows: int | tuple[SSAValue, SSAValue] = self.rows
+        if self.m % self.rows:
+            rows = (e.index(0), e.min_index(e.index(self.rows), e.sub(e.index(self.m), self.row0)))
+
+        def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, j = ivs
+            idx = [self.batch, e.add(self.row0, i), j]
+            e.remember(self.a.output.res, idx, e.emit(memref.LoadOp.get(sums, [i, j])))
+            return e.store(e.value_at(root, idx), out, idx)
+
+        e.loops([rows, self.values], [], body)
+
+
+def block_rows(m: int) -> int:
+    """A work item's query rows: ROWS, or m rounded up to whole tiles."""
+    return min(ROWS, round_up(m, TILE.rows))
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+SCHEDULE = Schedule("attention_rows", matches, build)
