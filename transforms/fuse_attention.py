@@ -22,10 +22,11 @@ Phase 1, match: each softmax group whose input is the result of a scores group t
   three with the same se_scope (or all without).
   Where one chain's output group is the next one's scores group (an attention of an
   attention's result), the first chain merged takes it and the other stays as it was.
-Phase 2, merge: a new `relay.fused` of the three groups' inputs (each value once), holding a
-  copy of the scores group's ops, then of the softmax group's, then of the output group's
-  (each reading the value the one before yielded), yielding what the output group yielded;
-  their se_scope; `kernel_name` named as fuse-ops names groups, unique in the module.
+Phase 2, merge (`group_chains.merge_where`, as fuse-conv-pool merges): a new `relay.fused` of
+  the three groups' inputs (each value once), holding a copy of the scores group's ops, then
+  of the softmax group's, then of the output group's (each reading the value the one before
+  yielded), yielding what the output group yielded; their se_scope; `kernel_name` named as
+  fuse-ops names groups, unique in the module.
 Phase 3, decide: the merged group replaces the three only where convert-relay-to-loops would
   lower it with attention_rows (`pick_schedule`), which checks the ops between the scores
   and the softmax are of a scalar or one value per row, and that its scratch is small
@@ -50,14 +51,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
-from xrelay.transforms.fuse_ops import KernelNames, existing_symbols, group_properties, kernel_name
+from xrelay.transforms.fuse_ops import KernelNames, existing_symbols
+from xrelay.transforms.group_chains import anchored, is_elementwise, merge_where
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.schedules import attention_rows
 
@@ -72,13 +73,8 @@ class FuseAttentionPass(ModulePass):
         for chain in matches(op):
             if merged_groups.intersection(chain):  # an output group that was also a scores group
                 continue
-            merged = merge(chain)
-            if pick_schedule(merged).name != attention_rows.SCHEDULE.name:
-                merged.erase()
-                continue
-            merged.kernel_name = StringAttr(names.claim(kernel_name(list(merged.body.block.ops)[:-1])))
-            replace(chain, merged)
-            merged_groups.update(chain)
+            if merge_where(chain, names, lowered_by_attention_rows):
+                merged_groups.update(chain)
 
 
 Chain = tuple[relay.FusedOp, relay.FusedOp, relay.FusedOp]  # scores, softmax, output groups
@@ -98,7 +94,7 @@ def matches(module: ModuleOp) -> list[Chain]:
         output_group = next(iter(softmax_group.res.uses)).operation
         if not isinstance(scores_group, relay.FusedOp) or not isinstance(output_group, relay.FusedOp):
             continue
-        if not (is_scores_group(scores_group) and scores_group.res.has_one_use()):
+        if anchored(scores_group, relay.BatchMatmulOp) is None or not scores_group.res.has_one_use():
             continue
         if not reads_as_lhs(output_group, softmax_group.res):
             continue
@@ -116,18 +112,6 @@ def is_softmax_group(group: relay.FusedOp) -> bool:
     return isinstance(softmax.data, BlockArgument) and softmax.axis_value == len(shape_of(softmax.res)) - 1
 
 
-def is_elementwise(op: Operation) -> bool:
-    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
-
-
-def is_scores_group(group: relay.FusedOp) -> bool:
-    """A batch_matmul of the group's result shape, then elementwise and broadcast ops only."""
-    first, *tail = list(group.body.block.ops)[:-1]
-    if not isinstance(first, relay.BatchMatmulOp) or shape_of(first.res) != shape_of(group.res):
-        return False
-    return all(is_elementwise(op) for op in tail)
-
-
 def reads_as_lhs(group: relay.FusedOp, value: SSAValue) -> bool:
     """Whether `group` is an output group whose batch_matmul's lhs is `value` (one input of
     the group, read by nothing else in it)."""
@@ -138,50 +122,8 @@ def reads_as_lhs(group: relay.FusedOp, value: SSAValue) -> bool:
     return len(args) == 1 and args[0] == first.lhs and args[0].has_one_use()
 
 
-# --- Phase 2: merge -----------------------------------------------------------------------------
-
-
-def merge(chain: Chain) -> relay.FusedOp:
-    """A new group (not yet in the module, named after its ops once it is kept) of the three
-    groups' inputs, holding a copy of their ops in order, yielding what the last yields."""
-    first, *rest = chain
-    body = first.body.clone()
-    block = body.block
-    inputs = list(first.inputs)
-    produced = {first.res}
-    for group in rest:
-        yielded = block.last_op
-        assert isinstance(yielded, relay.YieldOp)
-        mapping: dict[SSAValue, SSAValue] = {}
-        for arg, value in zip(group.body.block.args, group.inputs, strict=True):
-            if value in produced:
-                mapping[arg] = yielded.operands[0]
-            elif value in inputs:
-                mapping[arg] = block.args[inputs.index(value)]
-            else:
-                mapping[arg] = block.insert_arg(value.type, len(block.args))
-                inputs.append(value)
-        block.erase_op(yielded)
-        for op in group.body.block.ops:
-            block.add_op(op.clone(value_mapper=mapping))
-        produced = {group.res}
-    merged = relay.FusedOp.create(
-        operands=inputs,
-        result_types=[chain[-1].res.type],
-        properties=group_properties(first.se_scope, kernel_name(list(block.ops)[:-1])),
-        regions=[body],
-    )
-    merged.location = chain[-1].location
-    return merged
-
-
 # --- Phase 3: decide ----------------------------------------------------------------------------
 
 
-def replace(chain: Chain, merged: relay.FusedOp) -> None:
-    """`merged` where the output group stood; the three groups go."""
-    scores_group, softmax_group, output_group = chain
-    Rewriter.insert_op(merged, InsertPoint.before(output_group))
-    output_group.res.replace_all_uses_with(merged.res)
-    for group in (output_group, softmax_group, scores_group):
-        Rewriter.erase_op(group)
+def lowered_by_attention_rows(merged: relay.FusedOp) -> bool:
+    return pick_schedule(merged).name == attention_rows.SCHEDULE.name

@@ -17,11 +17,11 @@ after the pool, as `relu(max_pool2d(conv(x)))` writes it). The input is fuse-ops
 
 Phase 1, match: each pool group whose pooled input is the result of a conv group that
   nothing else uses, both with the same se_scope (or both without).
-Phase 2, merge: a new `relay.fused` of the conv group's inputs and the pool group's others
-  (each value once), holding a copy of the conv group's ops, then of the pool group's (the
-  pool reading the value the conv group yielded), yielding what the pool group yielded; the
-  pair's se_scope; `kernel_name` named as fuse-ops names groups (`fused_` and the op names),
-  unique in the module.
+Phase 2, merge (`group_chains.merge_where`, as fuse-attention merges): a new `relay.fused`
+  of the conv group's inputs and the pool group's others (each value once), holding a copy of
+  the conv group's ops, then of the pool group's (the pool reading the value the conv group
+  yielded), yielding what the pool group yielded; the pair's se_scope; `kernel_name` named as
+  fuse-ops names groups (`fused_` and the op names), unique in the module.
 Phase 3, decide: the merged group replaces the two only where convert-relay-to-loops would
   lower it with a schedule that pools in the conv's epilogue (`POOLING`: the schedules that
   take such a group and compute each pooled output from the conv outputs of their block,
@@ -50,15 +50,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import relay
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
-from xrelay.transforms.fuse_ops import KernelNames, existing_symbols, group_properties, kernel_name
-from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.fuse_ops import KernelNames, existing_symbols
+from xrelay.transforms.group_chains import anchored, is_elementwise, merge_where
 from xrelay.transforms.schedules import winograd_conv
 
 # The schedules that pool in a conv's epilogue, by name, each with its test of a merged
@@ -74,13 +73,8 @@ class FuseConvPoolPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = KernelNames(taken=existing_symbols(op))
-        for conv_group, pool_group in matches(op):
-            merged = merge(conv_group, pool_group)
-            if not pools_in_epilogue(merged):
-                merged.erase()
-                continue
-            merged.kernel_name = StringAttr(names.claim(kernel_name(list(merged.body.block.ops)[:-1])))
-            replace(conv_group, pool_group, merged)
+        for pair in matches(op):
+            merge_where(pair, names, pools_in_epilogue)
 
 
 # --- Phase 1: match -----------------------------------------------------------------------------
@@ -94,7 +88,7 @@ def matches(module: ModuleOp) -> list[tuple[relay.FusedOp, relay.FusedOp]]:
         if not is_pool_group(pool_group):
             continue
         conv_group = pooled_input(pool_group).owner
-        if not isinstance(conv_group, relay.FusedOp) or not is_conv_group(conv_group):
+        if not isinstance(conv_group, relay.FusedOp) or anchored(conv_group, relay.Conv2DOp) is None:
             continue
         if conv_group.res.has_one_use() and conv_group.se_scope == pool_group.se_scope:
             found.append((conv_group, pool_group))
@@ -117,52 +111,6 @@ def pooled_input(group: relay.FusedOp) -> SSAValue:
     return group.inputs[pool.data.index]
 
 
-def is_elementwise(op: Operation) -> bool:
-    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
-
-
-def is_conv_group(group: relay.FusedOp) -> bool:
-    """A conv2d of the group's result shape, then elementwise and broadcast ops only."""
-    first, *epilogue = list(group.body.block.ops)[:-1]
-    if not isinstance(first, relay.Conv2DOp) or shape_of(first.res) != shape_of(group.res):
-        return False
-    return all(is_elementwise(op) for op in epilogue)
-
-
-# --- Phase 2: merge -----------------------------------------------------------------------------
-
-
-def merge(conv_group: relay.FusedOp, pool_group: relay.FusedOp) -> relay.FusedOp:
-    """A new group (not yet in the module, named after its ops once it is kept) of the conv
-    group's inputs and the pool group's others, holding a copy of the conv group's ops, then
-    of the pool group's, yielding what the pool group yields."""
-    body = conv_group.body.clone()
-    block = body.block
-    yielded = block.last_op
-    assert isinstance(yielded, relay.YieldOp)
-    inputs = list(conv_group.inputs)
-    mapping: dict[SSAValue, SSAValue] = {}
-    for arg, value in zip(pool_group.body.block.args, pool_group.inputs, strict=True):
-        if value is conv_group.res:
-            mapping[arg] = yielded.operands[0]
-        elif value in inputs:
-            mapping[arg] = block.args[inputs.index(value)]
-        else:
-            mapping[arg] = block.insert_arg(value.type, len(block.args))
-            inputs.append(value)
-    block.erase_op(yielded)
-    for op in pool_group.body.block.ops:
-        block.add_op(op.clone(value_mapper=mapping))
-    merged = relay.FusedOp.create(
-        operands=inputs,
-        result_types=[pool_group.res.type],
-        properties=group_properties(conv_group.se_scope, kernel_name(list(block.ops)[:-1])),
-        regions=[body],
-    )
-    merged.location = pool_group.location
-    return merged
-
-
 # --- Phase 3: decide ----------------------------------------------------------------------------
 
 
@@ -171,11 +119,3 @@ def pools_in_epilogue(merged: relay.FusedOp) -> bool:
     epilogue."""
     test = POOLING.get(pick_schedule(merged).name)
     return test is not None and test(merged)
-
-
-def replace(conv_group: relay.FusedOp, pool_group: relay.FusedOp, merged: relay.FusedOp) -> None:
-    """`merged` where the pool group stood; the two groups go."""
-    Rewriter.insert_op(merged, InsertPoint.before(pool_group))
-    pool_group.res.replace_all_uses_with(merged.res)
-    Rewriter.erase_op(pool_group)
-    Rewriter.erase_op(conv_group)
