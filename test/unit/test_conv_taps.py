@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_programs_under_asan
+from test_packed_conv import check_everywhere, inputs
 from test_winograd_conv import group_of
 
 import xrelay
@@ -66,22 +67,6 @@ CASES = {
 
 def case_text(name: str) -> str:
     return conv_program(*CASES[name])
-
-
-def inputs(case: tuple, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    data, weight, _, result, epilogue = case
-    arrays = {"x": rng.standard_normal(data).astype(np.float32), "w": rng.standard_normal(weight).astype(np.float32)}
-    if epilogue:
-        arrays["b"] = rng.standard_normal(result[1:2]).astype(np.float32)
-    return arrays
-
-
-def check_everywhere(text: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
-    expected = xrelay.interpret(xrelay.parse(text), arrays)
-    for targets, device in ((("c",), "cpu"), (OPENCL, "opencl")):
-        got = xrelay.build(text, targets=targets, default_device=device).run(**arrays)
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)  # NaN where NaN
-    return expected
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
