@@ -266,11 +266,11 @@ def _default(f: dataclasses.Field[Any]) -> str:
 
 
 def summary(cls: type) -> str:
-    """What a pass or target does, in one line: the first line of its module's docstring
-    without the leading `name:` (`-t name`:), else of the class docstring."""
+    """What a pass or target does: the first paragraph of its module's docstring (else of the
+    class docstring) as one line, without the leading `name:` (`-t name`:)."""
     doc = sys.modules[cls.__module__].__doc__ or cls.__doc__ or ""
-    first = next((line.strip() for line in doc.strip().splitlines() if line.strip()), "")
-    return _NAME_PREFIX.sub("", first)
+    first = doc.strip().split("\n\n")[0]
+    return _NAME_PREFIX.sub("", " ".join(first.split()))
 
 
 _NAME_PREFIX = re.compile(r"^`?(-t )?[\w-]+`?: ")

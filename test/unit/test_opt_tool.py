@@ -101,6 +101,17 @@ def test_help_gives_each_pass_its_options_defaults_and_a_line(capsys):
     assert out.index("xrelay passes (-p") < out.index("Available passes are:")
 
 
+def test_help_gives_a_pass_its_whole_first_paragraph(capsys):
+    """A module docstring's first paragraph over several lines is given whole, wrapped: not
+    cut after its first line."""
+    _, out, _ = run_main(capsys, "--help")
+    section = " ".join(out[out.index("  fuse-conv-pool\n") : out.index("  fuse-attention")].split())
+    assert section == (
+        "fuse-conv-pool a conv2d group and the max_pool2d group that reads it become one group, "
+        "whose kernel stores the pooled result."
+    )
+
+
 def test_list_targets(capsys):
     code, out, _ = run_main(capsys, "--list-targets")
     assert code == 0
