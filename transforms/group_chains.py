@@ -29,13 +29,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.dialects import relay
 from xrelay.transforms.fuse_ops import KernelNames, group_properties, kernel_name
 from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.schedules import is_elementwise
 
 T = TypeVar("T", bound=Operation)
-
-
-def is_elementwise(op: Operation) -> bool:
-    """An elementwise or broadcast relay op (an epilogue's: bias, relu, a scale)."""
-    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
 
 
 def anchored(group: relay.FusedOp, kind: type[T]) -> T | None:

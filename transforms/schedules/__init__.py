@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
@@ -81,6 +81,20 @@ def anchor_of(group: relay.FusedOp, kind: type[T]) -> T | None:
         if isinstance(op, kind) and shape_of(op.results[0]) == shape:
             return op
     return None
+
+
+def is_elementwise(op: Operation) -> bool:
+    """An elementwise or broadcast relay op (an epilogue's: bias, relu, a scale)."""
+    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
+
+
+def from_outside(value: SSAValue) -> bool:
+    """A group input or a constant: nothing the group computes."""
+    return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
 
 
 def largest_power_of_two_dividing(extent: int, most: int) -> int:

@@ -43,17 +43,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, memref, scf
-from xdsl.dialects import math as mathd
+from xdsl.dialects import memref, scf
 from xdsl.dialects.builtin import f32
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, one_group_per_item, softmax_row
+from xrelay.transforms.schedules import (
+    Schedule,
+    from_outside,
+    group_root,
+    is_elementwise,
+    one_group_per_item,
+    round_up,
+    softmax_row,
+)
 from xrelay.transforms.schedules import micro_kernel as mk
-from xrelay.transforms.schedules.softmax_row import NO_NANS, row_max
 
 # The micro-kernel's tile (packed_matmul's) and a work item's query rows. The transformer's
 # attention (4 x 128 x 128 scores, d = 64), C at 1 thread, the kernel's time against the three
@@ -116,15 +122,6 @@ def chain(ops: list[Operation], per_row_only: bool) -> bool:
         if not all(from_outside(v) and (not per_row_only or shape_of(v)[-1:] in ((), (1,))) for v in others):
             return False
     return True
-
-
-def is_elementwise(op: Operation) -> bool:
-    return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST
-
-
-def from_outside(value: SSAValue) -> bool:
-    """A group input or a constant."""
-    return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -250,15 +247,7 @@ class Rows:
         if not self.on_cpu and self.n % softmax_row.LANES == 0:  # PoCL: exp of a float16
             softmax_row.vector_row(e, [r], self.n, scores, scores)
             return []
-        peak = row_max(e, score, (e.index(0), e.index(self.n)), flags=NO_NANS if self.on_cpu else None)
-
-        def exp(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            return e.store(e.emit(mathd.ExpOp(e.emit(arith.SubfOp(score(ks[0]), peak)))), scores, [r, ks[0]])
-
-        e.loops([self.n], [], exp)
-        (total,) = e.loops([self.n], [e.f32(0.0)], lambda ks, accs: [e.emit(arith.AddfOp(accs[0], score(ks[0])))])
-        scale = e.emit(arith.DivfOp(e.f32(1.0), total))
-        e.loops([self.n], [], lambda ks, _: e.store(e.emit(arith.MulfOp(score(ks[0]), scale)), scores, [r, ks[0]]))
+        softmax_row.row_passes(e, self.n, score, score, lambda value, k: e.store(value, scores, [r, k]), self.on_cpu)
         return []
 
     def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
@@ -280,10 +269,6 @@ class Rows:
 def block_rows(m: int) -> int:
     """A work item's query rows: ROWS, or m rounded up to whole tiles."""
     return min(ROWS, round_up(m, TILE.rows))
-
-
-def round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
 
 
 SCHEDULE = Schedule("attention_rows", matches, build)

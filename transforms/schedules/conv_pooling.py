@@ -28,12 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import anchor_of
+from xrelay.transforms.schedules import anchor_of, from_outside
 
 
 @dataclass(frozen=True)
@@ -102,11 +102,6 @@ def window_step(op: relay.RelayOp) -> SSAValue | None:
 def uniform_in_window(value: SSAValue) -> bool:
     """A group input or a constant that broadcasts along H and W (size 1 there, or absent)."""
     return from_outside(value) and all(d == 1 for d in shape_of(value)[-2:])
-
-
-def from_outside(value: SSAValue) -> bool:
-    """A group input or a constant: nothing computed from the conv."""
-    return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
 
 
 def pooling_of(group: relay.FusedOp) -> Pooling | None:

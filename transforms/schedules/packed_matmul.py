@@ -55,7 +55,7 @@ from xrelay.dialects import cpu, relay
 from xrelay.interpreter import constant_value
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, result_shape
+from xrelay.transforms.schedules import Schedule, group_root, result_shape, round_up
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
 
@@ -362,10 +362,6 @@ def rows_spread(k: int) -> bool:
     each hold at most L1_WAYS of them (see L1_SETS)."""
     sets = [(r * k // LINE_FLOATS) % L1_SETS for r in range(TILE.rows)]
     return max(sets.count(s) for s in sets) <= L1_WAYS
-
-
-def round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
 
 
 def block_columns(n: int) -> int:

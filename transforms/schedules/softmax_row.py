@@ -54,6 +54,7 @@ LANES = 16
 NO_NANS = arith.FastMathFlagsAttr([FastMathFlag.NO_NANS])
 
 Along = Callable[[SSAValue], SSAValue]  # k -> the row's element at k
+Store = Callable[[SSAValue, SSAValue], list[SSAValue]]  # (value, k) -> stores it at the row's k
 
 
 def softmax_result(group: relay.FusedOp) -> relay.SoftmaxOp | None:
@@ -94,18 +95,23 @@ def store_row(e: GroupEmitter, op: relay.SoftmaxOp, row: list[SSAValue], out: SS
     def stored(k: SSAValue) -> SSAValue:
         return e.emit(memref.LoadOp.get(out, at(k)))
 
-    if on_cpu:  # a NaN may be dropped (module docstring): the loop is reordered, in vectors
-        peak = row_max(e, x, (e.index(0), e.index(extent)), flags=NO_NANS)
-    else:
-        peak = row_max(e, x, (e.index(0), e.index(extent)))
+    row_passes(e, extent, x, stored, lambda value, k: e.store(value, out, at(k)), on_cpu)
+
+
+def row_passes(e: GroupEmitter, extent: int, x: Along, stored: Along, store: Store, on_cpu: bool) -> None:
+    """The four passes over a row of `extent` elements in scalar loops: its max of `x` (on
+    the cpu `fastmath<nnan>`: a NaN may be dropped, the loop reordered, in vectors), the
+    exponentials `store`d, their sum from what is `stored`, then each times the sum's
+    reciprocal (also attention_rows' softmax, in its scratch)."""
+    peak = row_max(e, x, (e.index(0), e.index(extent)), flags=NO_NANS if on_cpu else None)
 
     def exp(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        return e.store(e.emit(mathd.ExpOp(e.emit(arith.SubfOp(x(ks[0]), peak)))), out, at(ks[0]))
+        return store(e.emit(mathd.ExpOp(e.emit(arith.SubfOp(x(ks[0]), peak)))), ks[0])
 
     e.loops([extent], [], exp)
     (total,) = e.loops([extent], [e.f32(0.0)], lambda ks, accs: [e.emit(arith.AddfOp(accs[0], stored(ks[0])))])
     scale = e.emit(arith.DivfOp(e.f32(1.0), total))
-    e.loops([extent], [], lambda ks, _: e.store(e.emit(arith.MulfOp(stored(ks[0]), scale)), out, at(ks[0])))
+    e.loops([extent], [], lambda ks, _: store(e.emit(arith.MulfOp(stored(ks[0]), scale)), ks[0]))
 
 
 def row_max(
