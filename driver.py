@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseIntOrFPElementsAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
@@ -184,8 +184,7 @@ def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
             arg = main.args[index]
             value = check_input(names[index], arg.type, params[names[index]], what="param")
             scope = arg_attrs[index].data.get(SCOPE_ATTR)
-            dense = DenseIntOrFPElementsAttr(arg.type, BytesAttr(value.astype("<f4").tobytes()))
-            constant = relay.ConstantOp(dense, scope if isinstance(scope, SEScopeAttr) else None)
+            constant = relay.ConstantOp(relay.f32_elements(value), scope if isinstance(scope, SEScopeAttr) else None)
             constant.results[0].name_hint = names[index]
             Rewriter.insert_op(constant, InsertPoint.at_start(block))
             arg.replace_all_uses_with(constant.results[0])

@@ -24,10 +24,12 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import ClassVar, cast, overload
 
+import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
     BoolAttr,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -1085,6 +1087,13 @@ class ConstantOp(RelayOp):
                 f"expected the value's type {self.value.type} to equal the result type {self.res.type}"
             )
         return _shape(self.res, "the result")
+
+
+def f32_elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """`array` as a constant's value: its elements as f32 in a tensor of its shape (from the
+    raw bytes, as `xrelay.interpreter.constant_value` reads them back: fast for weights)."""
+    values = np.ascontiguousarray(array, dtype="<f4")
+    return DenseIntOrFPElementsAttr(TensorType(f32, values.shape), BytesAttr(values.tobytes()))
 
 
 # --- placement ------------------------------------------------------------------------------

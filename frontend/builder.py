@@ -148,10 +148,7 @@ class Builder:
 
     def const(self, value: Any, name: str | None = None) -> SSAValue:
         """A `relay.constant` of `value` (anything numpy turns into an array), as f32."""
-        array = np.array(value, dtype=np.float32, order="C")
-        ty = TensorType(f32, array.shape)
-        dense = DenseIntOrFPElementsAttr(ty, BytesAttr(array.astype("<f4").tobytes()))
-        result = self.append(relay.ConstantOp(dense))
+        result = self.append(relay.ConstantOp(relay.f32_elements(np.asarray(value, dtype=np.float32))))
         if name is not None:
             result.name_hint = value_name(name)
         return result

@@ -62,9 +62,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    BytesAttr,
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
     Float32Type,
     ModuleOp,
     TensorType,
@@ -301,9 +299,7 @@ def new_constant(
     values: np.ndarray, scope: Attribute | None, originals: Sequence[SSAValue], point: InsertPoint
 ) -> SSAValue:
     """A relay.constant of `values` at `point`, named after the constants it joins."""
-    ty = TensorType(f32, values.shape)
-    dense = DenseIntOrFPElementsAttr(ty, BytesAttr(np.ascontiguousarray(values, dtype="<f4").tobytes()))
-    constant = relay.ConstantOp(dense, scope if isinstance(scope, SEScopeAttr) else None)
+    constant = relay.ConstantOp(relay.f32_elements(values), scope if isinstance(scope, SEScopeAttr) else None)
     insert(constant, point)
     names = [value.name_hint for value in originals]
     if all(names):

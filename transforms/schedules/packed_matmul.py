@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects import memref, scf
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, StringAttr, TensorType, f32
+from xdsl.dialects.builtin import StringAttr, f32
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -427,8 +427,7 @@ def packed_constant(rhs: relay.ConstantOp, kind: type[Matmul]) -> relay.Constant
     """The packed form of `rhs`, read by a `kind` anchor: a new `relay.constant` after it, or
     the one an earlier group made."""
     values = pack_weight(constant_value(rhs), RHS_LAYOUT[kind])
-    ty = TensorType(f32, values.shape)
-    value = DenseIntOrFPElementsAttr(ty, BytesAttr(values.astype("<f4").tobytes()))
+    value = relay.f32_elements(values)
     after = rhs.next_op
     while isinstance(after, relay.ConstantOp) and PACKED_FROM_ATTR in after.attributes:
         if after.value == value:
