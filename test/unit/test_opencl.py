@@ -1,10 +1,13 @@
 """The runtime's OpenCL device and builder (`runtime/opencl.py`): one kernel object per build,
-argument checks, the build log in errors, and what a missing platform or pyopencl says."""
+argument checks, the build log in errors, what a missing platform or pyopencl says, and the
+host's wait for a run."""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,13 @@ from kernel_cases import ELEMENTWISE, LOOP_KERNELS, kernel_sources_of, random_in
 
 from xrelay.errors import CompileError, DeviceError
 from xrelay.runtime.kernels import KernelSource
-from xrelay.runtime.opencl import OpenCLDevice, build_opencl, default_opencl_context, run_opencl_kernel
+from xrelay.runtime.opencl import (
+    OpenCLDevice,
+    build_opencl,
+    default_opencl_context,
+    poll_then_wait,
+    run_opencl_kernel,
+)
 
 # --- OpenCL ---------------------------------------------------------------------------------
 
@@ -111,3 +120,28 @@ def test_without_a_local_size_the_manifest_has_none() -> None:
     source = groups_probe(None)
     assert "local_size" not in source.to_json()
     assert KernelSource.from_json(source.to_json(), source.source) == source
+
+
+@pytest.mark.parametrize("seconds", [0.0, 1e-3, 1.0])
+def test_poll_then_wait_returns_once_the_event_completes(cl_context, seconds: float) -> None:
+    """Whether the event completes within the poll (1 s), after it (0 and 1 ms), the wait
+    returns only then."""
+    import pyopencl as cl
+
+    event = cl.UserEvent(cl_context)
+    timer = threading.Timer(0.02, event.set_status, [cl.command_execution_status.COMPLETE])
+    timer.start()
+    start = time.perf_counter()
+    poll_then_wait(event, seconds)
+    assert event.command_execution_status == cl.command_execution_status.COMPLETE
+    assert time.perf_counter() - start >= 0.015
+    timer.join()
+
+
+def test_poll_then_wait_raises_when_the_command_failed(cl_context) -> None:
+    import pyopencl as cl
+
+    event = cl.UserEvent(cl_context)
+    event.set_status(-1)
+    with pytest.raises(cl.Error):
+        poll_then_wait(event)
