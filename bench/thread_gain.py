@@ -6,7 +6,7 @@ The model (bench/models.py's relay text, its weights bound) is built three times
 process at --threads N: with every top-level nest the C target can share across threads
 shared (PARALLEL_WORK = 0), with none shared (a 1-thread kernel), and as the C target
 chooses. The three are profiled in one interleaved run (`exe.profile` once each per round,
-rotated, --rounds rounds), and each node's median is reported: its time on one thread, shared,
+in a shuffled order, --rounds rounds), and each node's median is reported: its time on one thread, shared,
 their ratio, and the chosen build's. The kernel's estimated work is `parallel_work` of its
 top-level nest ("-" where threads cannot share it: one iteration, or a reduction across
 them). A kernel gains from threads where its ratio is well under 1; the rule should share it
@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 from models import MODELS, random_inputs
+from timing import round_orders
 from xdsl.dialects import scf
 
 import xrelay
@@ -72,9 +73,8 @@ def node_medians(exes: dict[str, Any], x: np.ndarray, rounds: int) -> dict[str, 
     names = list(exes)
     for name in names:
         exes[name].profile(x)  # warm up
-    for round_ in range(rounds):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
+    for order in round_orders(names, rounds):
+        for name in order:
             profile = exes[name].profile(x)
             for node, _, seconds in profile.nodes:
                 samples[name].setdefault(node, []).append(seconds)

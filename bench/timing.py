@@ -1,8 +1,9 @@
 """The timing helpers the benchmarks share (imported by them; running it does nothing)."""
 
+import random
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 
 def median_seconds(fn: Callable[[], object], runs: int, warmup: bool = True) -> float:
@@ -17,18 +18,30 @@ def median_seconds(fn: Callable[[], object], runs: int, warmup: bool = True) -> 
     return statistics.median(times)
 
 
+def round_orders(names: Sequence[str], rounds: int) -> Iterator[list[str]]:
+    """`names` in a new order for each of `rounds` rounds, shuffled with a fixed seed (the same
+    orders every run), so that each follows every other about as often. A call's time depends
+    on what ran just before it (what that left in the caches, the threads of a pool it left
+    asleep or still spinning): in an order only rotated each round, the same one came before
+    it in most rounds (bench/models.py's C build after numpy, PoCL after the C build,
+    onnxruntime after PoCL)."""
+    orders = random.Random(0)
+    for _ in range(rounds):
+        order = list(names)
+        orders.shuffle(order)
+        yield order
+
+
 def interleaved_medians(fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True) -> dict[str, float]:
     """The median wall time of each of `fns`, measured in `rounds` rounds that call every one
-    of them once, in an order rotated by one each round. A slow spell of a shared machine then
+    of them once, in a shuffled order (`round_orders`). A slow spell of a shared machine then
     falls on all of them alike, so their ratios hold even when the absolute times swing."""
-    names = list(fns)
     if warmup:
-        for name in names:
-            fns[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(rounds):
-        shift = round_ % len(names) if names else 0
-        for name in names[shift:] + names[:shift]:
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for order in round_orders(list(fns), rounds):
+        for name in order:
             start = time.perf_counter()
             fns[name]()
             times[name].append(time.perf_counter() - start)

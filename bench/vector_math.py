@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from timing import interleaved_medians
+from timing import interleaved_medians, round_orders
 from xdsl.passes import PassPipeline
 
 import xrelay
@@ -211,14 +211,12 @@ def interleaved_kernel_medians(
     cases: dict[str, tuple[xrelay.runtime.Executable, dict[str, np.ndarray]]], rounds: int
 ) -> dict[str, float]:
     """Like `timing.interleaved_medians`, of `kernel_seconds` of each case."""
-    names = list(cases)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(rounds + 1):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
-            seconds = kernel_seconds(*cases[name])
-            if round_:  # the first round warms up
-                times[name].append(seconds)
+    for case in cases.values():
+        kernel_seconds(*case)  # warms up
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for order in round_orders(list(cases), rounds):
+        for name in order:
+            times[name].append(kernel_seconds(*cases[name]))
     return {name: float(np.median(samples)) for name, samples in times.items()}
 
 

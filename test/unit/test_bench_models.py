@@ -66,3 +66,18 @@ def test_the_numpy_layers() -> None:
     np.testing.assert_allclose(models.conv3x3_numpy(x, w, b), loops)
     pooled = models.max_pool2_numpy(x[:, :, :, :4])
     assert pooled[1, 2, 1, 0] == x[1, 2, 2:4, 0:2].max()
+
+
+def test_each_runtime_follows_every_other_in_the_interleaved_rounds() -> None:
+    """`timing.round_orders` calls each once a round, the same orders every run, and puts
+    every other before each one in some rounds (a rotated order kept the C build after
+    numpy and onnxruntime after PoCL)."""
+    import timing
+
+    names = ["numpy", "c", "opencl", "ort"]
+    orders = list(timing.round_orders(names, 20))
+    assert all(sorted(order) == sorted(names) for order in orders)
+    assert orders == list(timing.round_orders(names, 20))
+    calls = [name for order in orders for name in order]
+    follows = {(before, after) for before, after in zip(calls, calls[1:])}
+    assert {(a, b) for a in names for b in names if a != b} <= follows
