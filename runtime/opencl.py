@@ -29,6 +29,15 @@ onnxruntime (25 rounds, the variants in a shuffled order): 0.38-0.39 -> 0.34-0.3
 ResNet block and the transformer (2-3 ms, past the poll) the same within 2%; with the other
 core busy, the CNN the same (0.312 / 0.316 ms). Without the hold the CNN took 0.28 ms on the
 idle machine but 0.39 ms with the other core busy (0.32 held): the hold stays.
+
+PoCL's worker threads are pinned one to a core (`pin_pocl_workers`, POCL_AFFINITY=1) where
+there are two or more. Unpinned, after other programs had used both cores, its two workers
+often ran on one core: the ResNet block's two kernels took 2.2-2.7 ms of device time after
+numpy, the C build or onnxruntime, as at one thread, against 1.3-1.8 ms pinned. bench/models.py
+(20 rounds, one run each way, then once more pinned), OpenCL over C at 2 threads: ResNet block
+1.90 -> 1.25-1.28x, transformer 1.77 -> 1.10-1.12x, MLP 1.14 -> 1.16-1.20x, and the CNN 1.84
+-> 2.09-2.17x (its largest kernel is one work item; why pinning slows it is not known). At one
+thread pinning measured within the noise either way (1.21-1.46x), so one worker is left free.
 """
 
 from __future__ import annotations
@@ -65,11 +74,28 @@ OTHER_DEVICE_HINT = (
 
 
 def import_pyopencl() -> Any:
+    pin_pocl_workers()
     try:
         import pyopencl
     except ImportError as e:
         raise DeviceError(f"no OpenCL: pyopencl cannot be imported ({e}); {OPENCL_INSTALL_HINT}") from None
     return pyopencl
+
+
+def pin_pocl_workers() -> None:
+    """Asks PoCL's pthread device to pin its worker threads one to a core (POCL_AFFINITY=1)
+    where it runs two or more (POCL_MAX_PTHREAD_COUNT, else one per core this process may
+    use) and the environment does not say otherwise. Only where the process may use cores 0
+    to n - 1 and there are no more workers than that: PoCL pins worker i to core i and aborts
+    the process when it cannot (4 workers on 2 cores). PoCL reads the variable when the
+    platform starts, so this runs before pyopencl is first used (see the module docstring)."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    try:
+        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(allowed))
+    except ValueError:
+        return  # PoCL's own problem to report
+    if 1 < workers <= len(allowed) and allowed == set(range(len(allowed))):
+        os.environ.setdefault("POCL_AFFINITY", "1")
 
 
 def opencl_platforms() -> list[Any]:
@@ -186,11 +212,11 @@ def _host(a: np.ndarray) -> np.ndarray:
 # --- the device ----------------------------------------------------------------------------
 
 
-def poll_then_wait(event: Any, seconds: float = POLL_SECONDS) -> None:
+def poll_then_wait(event: Any, seconds: float | None = None) -> None:
     """Returns when `event` (a pyopencl event) has completed: polls its status for up to
-    `seconds`, yielding the core between polls, then waits in `event.wait()` (which raises if
-    the command failed)."""
-    deadline = time.perf_counter() + seconds
+    `seconds` (POLL_SECONDS), yielding the core between polls, then waits in `event.wait()`
+    (which raises if the command failed)."""
+    deadline = time.perf_counter() + (POLL_SECONDS if seconds is None else seconds)
     while event.command_execution_status > 0 and time.perf_counter() < deadline:  # 0: complete; < 0: failed
         yield_core()
     event.wait()

@@ -145,3 +145,25 @@ def test_poll_then_wait_raises_when_the_command_failed(cl_context) -> None:
     event.set_status(-1)
     with pytest.raises(cl.Error):
         poll_then_wait(event)
+
+
+@pytest.mark.parametrize(
+    ("workers", "before", "after"),
+    [("2", None, "1"), ("1", None, None), ("2", "0", "0"), ("3", None, None)],
+)
+def test_pocl_workers_are_pinned_when_there_are_several(
+    monkeypatch: pytest.MonkeyPatch, workers: str, before: str | None, after: str | None
+) -> None:
+    """POCL_AFFINITY=1 with two or more PoCL workers, unless the environment sets it; not with
+    more workers than cores (PoCL aborts then): cores 0 and 1 here."""
+    import os
+
+    from xrelay.runtime.opencl import pin_pocl_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setenv("POCL_MAX_PTHREAD_COUNT", workers)
+    monkeypatch.setenv("POCL_AFFINITY", before or "")  # restored after the test, as it was
+    if before is None:
+        monkeypatch.delenv("POCL_AFFINITY")
+    pin_pocl_workers()
+    assert os.environ.get("POCL_AFFINITY") == after
