@@ -23,21 +23,27 @@ by events, never by a `finish`.
 
 The host waits for a run's results (`start_read`'s wait, `poll_then_wait`) by polling the last
 copy's event, yielding its core between polls, for up to POLL_SECONDS, and only then sleeps in
-`clWaitForEvents`: a run that ends within the poll does not wait for the host to be woken. The
-CNN of bench/models.py at 1 and 2 PoCL threads, each run after numpy, the C build and
+`clWaitForEvents`: a run that ends within the poll does not wait for the host to be woken. It
+polls only where the device's worker threads leave it a core (`host_poll_seconds`): PoCL on
+one thread of two cores, the CNN of bench/models.py, each run after numpy, the C build and
 onnxruntime (25 rounds, the variants in a shuffled order): 0.38-0.39 -> 0.34-0.35 ms; the
 ResNet block and the transformer (2-3 ms, past the poll) the same within 2%; with the other
-core busy, the CNN the same (0.312 / 0.316 ms). Without the hold the CNN took 0.28 ms on the
-idle machine but 0.39 ms with the other core busy (0.32 held): the hold stays.
+core busy, the CNN the same (0.312 / 0.316 ms). With as many workers as cores, the polling
+host took a core from one of them (the CNN at 2 pinned threads, 0.29 ms at one thread: 0.52
+ms). Without the hold the CNN took 0.28 ms on the idle machine but 0.39 ms with the other core
+busy (0.32 held): the hold stays.
 
 PoCL's worker threads are pinned one to a core (`pin_pocl_workers`, POCL_AFFINITY=1) where
-there are two or more. Unpinned, after other programs had used both cores, its two workers
-often ran on one core: the ResNet block's two kernels took 2.2-2.7 ms of device time after
-numpy, the C build or onnxruntime, as at one thread, against 1.3-1.8 ms pinned. bench/models.py
-(20 rounds, one run each way, then once more pinned), OpenCL over C at 2 threads: ResNet block
-1.90 -> 1.25-1.28x, transformer 1.77 -> 1.10-1.12x, MLP 1.14 -> 1.16-1.20x, and the CNN 1.84
--> 2.09-2.17x (its largest kernel is one work item; why pinning slows it is not known). At one
-thread pinning measured within the noise either way (1.21-1.46x), so one worker is left free.
+there are two or more. Unpinned, its two workers ran on one core: a kernel of two work groups
+of 2.2 ms each took 4.5 ms on 2 workers as on 1, and 2.3 ms pinned; two such kernels on the
+two devices of "pthread pthread" at once 6.7 ms, pinned 4.5. Unpinned, the ResNet block's two
+kernels took 2.2-2.7 ms of device time at 2 threads after numpy, the C build or onnxruntime,
+as at one thread, against 1.3-1.8 ms pinned; bench/models.py (20 rounds, one run each way,
+then once more pinned), OpenCL over C at 2 threads: ResNet block 1.90 -> 1.25-1.28x,
+transformer 1.77 -> 1.10-1.12x, MLP 1.14 -> 1.16-1.20x, and the CNN 1.84 -> 2.09-2.17x (its
+largest kernel is one work item). (With POCL_DEVICES="pthread pthread" and no
+POCL_MAX_PTHREAD_COUNT, PoCL 3.1 gives each device one worker of a 2-core machine, and kernels
+on the two devices ran one after the other: 9.0 ms.)
 """
 
 from __future__ import annotations
@@ -82,20 +88,36 @@ def import_pyopencl() -> Any:
     return pyopencl
 
 
+def usable_cores() -> set[int]:
+    """The cores this process may run on."""
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
 def pin_pocl_workers() -> None:
     """Asks PoCL's pthread device to pin its worker threads one to a core (POCL_AFFINITY=1)
-    where it runs two or more (POCL_MAX_PTHREAD_COUNT, else one per core this process may
-    use) and the environment does not say otherwise. Only where the process may use cores 0
-    to n - 1 and there are no more workers than that: PoCL pins worker i to core i and aborts
-    the process when it cannot (4 workers on 2 cores). PoCL reads the variable when the
-    platform starts, so this runs before pyopencl is first used (see the module docstring)."""
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    where it runs two or more and the environment does not say otherwise. Its workers are
+    POCL_MAX_PTHREAD_COUNT, else (as PoCL 3.1 counts them here) the usable cores shared among
+    the pthread devices of POCL_DEVICES: one each for "pthread pthread" on 2 cores. Only where
+    the process may use cores 0 to n - 1 and there are no more workers than that: PoCL pins
+    worker i to core i and aborts the process when it cannot (4 workers on 2 cores). PoCL reads
+    the variable when the platform starts, so this runs before pyopencl is first used (see
+    the module docstring)."""
+    cores = usable_cores()
+    devices = max(1, os.environ.get("POCL_DEVICES", "pthread").split().count("pthread"))
     try:
-        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(allowed))
+        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(cores) // devices)
     except ValueError:
         return  # PoCL's own problem to report
-    if 1 < workers <= len(allowed) and allowed == set(range(len(allowed))):
+    if 1 < workers <= len(cores) and cores == set(range(len(cores))):
         os.environ.setdefault("POCL_AFFINITY", "1")
+
+
+def host_poll_seconds(device: Any) -> float:
+    """How long the host polls for a run's results on `device` before it sleeps (see the
+    module docstring): POLL_SECONDS unless the device is the CPU and its worker threads take
+    every core the host could poll from."""
+    cpu = device.type & import_pyopencl().device_type.CPU
+    return 0.0 if cpu and device.max_compute_units >= len(usable_cores()) else POLL_SECONDS
 
 
 def opencl_platforms() -> list[Any]:
@@ -212,11 +234,11 @@ def _host(a: np.ndarray) -> np.ndarray:
 # --- the device ----------------------------------------------------------------------------
 
 
-def poll_then_wait(event: Any, seconds: float | None = None) -> None:
+def poll_then_wait(event: Any, seconds: float) -> None:
     """Returns when `event` (a pyopencl event) has completed: polls its status for up to
-    `seconds` (POLL_SECONDS), yielding the core between polls, then waits in `event.wait()`
-    (which raises if the command failed)."""
-    deadline = time.perf_counter() + (POLL_SECONDS if seconds is None else seconds)
+    `seconds`, yielding the core between polls, then waits in `event.wait()` (which raises if
+    the command failed)."""
+    deadline = time.perf_counter() + seconds
     while event.command_execution_status > 0 and time.perf_counter() < deadline:  # 0: complete; < 0: failed
         yield_core()
     event.wait()
@@ -252,6 +274,7 @@ class OpenCLDevice(Device):
             )
         self.device = devices[index]
         self.queue = self.cl.CommandQueue(self.context, self.device)
+        self.poll_seconds = host_poll_seconds(self.device)
 
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(nbytes, 4))
@@ -277,7 +300,8 @@ class OpenCLDevice(Device):
     def start_read(self, src: CLTensor, dst: np.ndarray) -> Wait:
         if not src.nbytes:
             return done
-        return partial(poll_then_wait, self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False))
+        event = self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False)
+        return partial(poll_then_wait, event, self.poll_seconds)
 
     def hold(self) -> Wait:
         # A marker ahead of the gate wakes PoCL's sleeping workers while the host queues the

@@ -144,26 +144,47 @@ def test_poll_then_wait_raises_when_the_command_failed(cl_context) -> None:
     event = cl.UserEvent(cl_context)
     event.set_status(-1)
     with pytest.raises(cl.Error):
-        poll_then_wait(event)
+        poll_then_wait(event, 1e-3)
 
 
 @pytest.mark.parametrize(
-    ("workers", "before", "after"),
-    [("2", None, "1"), ("1", None, None), ("2", "0", "0"), ("3", None, None)],
+    ("workers", "devices", "before", "after"),
+    [
+        ("2", "pthread pthread", None, "1"),
+        ("1", "pthread", None, None),
+        ("2", "pthread", "0", "0"),
+        ("3", "pthread", None, None),  # more workers than cores: PoCL would abort
+        ("", "pthread", None, "1"),  # PoCL's own count: 2 cores
+        ("", "pthread pthread", None, None),  # 2 cores shared by 2 devices: one worker each
+    ],
 )
 def test_pocl_workers_are_pinned_when_there_are_several(
-    monkeypatch: pytest.MonkeyPatch, workers: str, before: str | None, after: str | None
+    monkeypatch: pytest.MonkeyPatch, workers: str, devices: str, before: str | None, after: str | None
 ) -> None:
-    """POCL_AFFINITY=1 with two or more PoCL workers, unless the environment sets it; not with
-    more workers than cores (PoCL aborts then): cores 0 and 1 here."""
+    """POCL_AFFINITY=1 with two or more PoCL workers on cores 0 and 1, unless the environment
+    sets it."""
     import os
 
-    from xrelay.runtime.opencl import pin_pocl_workers
+    from xrelay.runtime import opencl
 
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(opencl, "usable_cores", lambda: {0, 1})
     monkeypatch.setenv("POCL_MAX_PTHREAD_COUNT", workers)
+    monkeypatch.setenv("POCL_DEVICES", devices)
     monkeypatch.setenv("POCL_AFFINITY", before or "")  # restored after the test, as it was
     if before is None:
         monkeypatch.delenv("POCL_AFFINITY")
-    pin_pocl_workers()
+    opencl.pin_pocl_workers()
     assert os.environ.get("POCL_AFFINITY") == after
+
+
+@pytest.mark.parametrize(("kind", "units", "polls"), [("CPU", 1, True), ("CPU", 2, False), ("GPU", 80, True)])
+def test_the_host_polls_where_the_devices_workers_leave_it_a_core(
+    monkeypatch: pytest.MonkeyPatch, kind: str, units: int, polls: bool
+) -> None:
+    import pyopencl as cl
+
+    from xrelay.runtime import opencl
+
+    monkeypatch.setattr(opencl, "usable_cores", lambda: {0, 1})
+    device = dataclasses.make_dataclass("Device", ["type", "max_compute_units"])(getattr(cl.device_type, kind), units)
+    assert opencl.host_poll_seconds(device) == (opencl.POLL_SECONDS if polls else 0.0)
