@@ -8,7 +8,7 @@ A pass that knows a schedule computing such a chain block by block (the next gro
 reading the block while it is in scratch) finds its chains and hands each to `merge_where`:
 
 1. merge (`merge_chain`): a new `relay.fused` of the chain's inputs (each value once),
-   holding a copy of each group's ops in turn (each reading the value the group before
+   holding a copy of each group's ops in turn (each reading the values the groups before it
    yielded), yielding what the last group yields, on the first group's se_scope, its
    `kernel_name` named as fuse-ops names groups;
 2. decide: the merged group replaces the chain only where the pass's test says so (its
@@ -43,32 +43,43 @@ def anchored(group: relay.FusedOp, kind: type[T]) -> T | None:
     return first if all(is_elementwise(op) for op in epilogue) else None
 
 
-def merge_where(chain: Sequence[relay.FusedOp], names: KernelNames, lowered: Callable[[relay.FusedOp], bool]) -> bool:
-    """Merges `chain` into one group where `lowered(merged)` holds; whether it did."""
+def merge_where(
+    chain: Sequence[relay.FusedOp],
+    names: KernelNames,
+    lowered: Callable[[relay.FusedOp], bool],
+    named_after: Callable[[Operation], bool] = lambda _: True,
+) -> bool:
+    """Merges `chain` into one group where `lowered(merged)` holds; whether it did. The group
+    is named after its ops for which `named_after` holds (all, by default)."""
     merged = merge_chain(chain)
     if not lowered(merged):
         merged.erase()
         return False
-    merged.kernel_name = StringAttr(names.claim(kernel_name(list(merged.body.block.ops)[:-1])))
+    ops = [op for op in list(merged.body.block.ops)[:-1] if named_after(op)]
+    merged.kernel_name = StringAttr(names.claim(kernel_name(ops)))
     replace_chain(chain, merged)
     return True
 
 
 def merge_chain(chain: Sequence[relay.FusedOp]) -> relay.FusedOp:
     """A new group (not yet in the module) of the chain's inputs, holding a copy of each
-    group's ops in turn, yielding what the last yields."""
+    group's ops in turn, yielding what the last yields. A group may read the result of any
+    group before it in `chain` (not only the one just before): it reads the value that group
+    yielded."""
     first, *rest = chain
     body = first.body.clone()
     block = body.block
     inputs = list(first.inputs)
-    produced = first.res
+    produced: dict[SSAValue, SSAValue] = {}  # a group's result -> the value it yields in the block
+    before = first
     for group in rest:
         yielded = block.last_op
         assert isinstance(yielded, relay.YieldOp)
+        produced[before.res] = yielded.operands[0]
         mapping: dict[SSAValue, SSAValue] = {}
         for arg, value in zip(group.body.block.args, group.inputs, strict=True):
-            if value is produced:
-                mapping[arg] = yielded.operands[0]
+            if value in produced:
+                mapping[arg] = produced[value]
             elif value in inputs:
                 mapping[arg] = block.args[inputs.index(value)]
             else:
@@ -77,7 +88,7 @@ def merge_chain(chain: Sequence[relay.FusedOp]) -> relay.FusedOp:
         block.erase_op(yielded)
         for op in group.body.block.ops:
             block.add_op(op.clone(value_mapper=mapping))
-        produced = group.res
+        before = group
     merged = relay.FusedOp.create(
         operands=inputs,
         result_types=[chain[-1].res.type],

@@ -1,14 +1,18 @@
 """fuse-attention: which scores, softmax and output groups become one (the pass's decisions),
 and the transformer block with its attention in one kernel, built for C and for OpenCL,
-against `xrelay.interpret`. The merged kernel's own
-cases (edge shapes, batches, NaN and inf, ASan) are in test_attention_rows.py."""
+against `xrelay.interpret`; q, k and v as moves (slices, reshapes, transposes) of one tensor,
+taken into the group, on both targets with edge shapes, NaN and inf, and ASan. The merged
+kernel's own cases (edge shapes, batches, NaN and inf, ASan) are in test_attention_rows.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from test_attention_rows import attention, inputs
+from test_attention_rows import attention, inputs, t
 from test_bench_models import models
+from test_c_library import run_programs_under_asan
 from test_winograd_conv import OPENCL
 
 import xrelay
@@ -118,3 +122,68 @@ def test_small_attention_against_interpret() -> None:
     arrays = inputs(text, seed=5)
     got = xrelay.build(text, targets=("c",)).run(**arrays)
     np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-5)
+
+
+def heads_attention(seq: int, heads: int, head: int, k_also_returned: bool = False) -> str:
+    """Attention over the heads of one [seq, 3 heads head] tensor (a Q/K/V dense's result):
+    strided slices, reshapes to [seq, heads, head] and transposes to q [heads, seq, head],
+    k [heads, seq, head] and v [heads, head, seq], as the transformer with its Q/K/V denses
+    combined. With `k_also_returned`, k is a second result."""
+    width = heads * head
+    qkv, sliced, split = t((seq, 3 * width)), t((seq, width)), t((seq, heads, head))
+    qk, vt, scores, out = t((heads, seq, head)), t((heads, head, seq)), t((heads, seq, seq)), t((heads, seq, head))
+    lines = []
+    for i, (name, perm, ty) in enumerate([("q", "1, 0, 2", qk), ("k", "1, 0, 2", qk), ("v", "1, 2, 0", vt)]):
+        lines += [
+            f"%{name}s = relay.strided_slice %x {{begin = array<i64: 0, {i * width}>, "
+            f"end = array<i64: {seq}, {(i + 1) * width}>}} : ({qkv}) -> {sliced}",
+            f"%{name}r = relay.reshape %{name}s {{newshape = array<i64: {seq}, {heads}, {head}>}} : ({sliced}) -> {split}",
+            f"%{name} = relay.transpose %{name}r {{axes = array<i64: {perm}>}} : ({split}) -> {ty}",
+        ]
+    lines += [
+        f"%a = relay.nn.batch_matmul %q, %k : ({qk}, {qk}) -> {scores}",
+        f"%m = relay.multiply %a, %s : ({scores}, {t(())}) -> {scores}",
+        f"%p = relay.nn.softmax %m : ({scores}) -> {scores}",
+        f"%o = relay.nn.batch_matmul %p, %v : ({scores}, {vt}) -> {out}",
+    ]
+    results, types = ("%o, %k", f"{out}, {qk}") if k_also_returned else ("%o", out)
+    body = "\n  ".join(lines)
+    return f"func.func @main(%x: {qkv}, %s: {t(())}) -> ({types}) {{\n  {body}\n  func.return {results} : {types}\n}}"
+
+
+@pytest.mark.parametrize(("targets", "device"), [(("c",), None), (OPENCL, "opencl")])
+def test_the_heads_moves_are_read_inside_the_attention(targets: tuple[str, ...], device: str | None) -> None:
+    """The slice/reshape/transpose groups of q, k and v join the attention's group (named
+    after the attention's ops): one kernel."""
+    assert names(heads_attention(32, 2, 16), targets, device) == [MERGED]
+
+
+def test_a_move_whose_result_is_also_used_elsewhere_stays_a_group() -> None:
+    groups = names(heads_attention(32, 2, 16, k_also_returned=True))
+    assert MERGED in groups and len(groups) == 2  # k's moves stay a group of their own
+
+
+@pytest.mark.parametrize(("targets", "device"), [(("c",), None), (OPENCL, "opencl")])
+@pytest.mark.parametrize(("seq", "heads", "head"), [(37, 3, 20), (128, 4, 64), (16, 1, 16)])
+@pytest.mark.parametrize("nonfinite", [None, np.nan, np.inf])
+def test_attention_over_moved_heads_against_interpret(
+    targets: tuple[str, ...], device: str | None, seq: int, heads: int, head: int, nonfinite: float | None
+) -> None:
+    """Edge shapes (37 rows: no multiple of the tile or the block of rows; 1 head), and a NaN
+    or inf in one element of q, of k and of v."""
+    text = heads_attention(seq, heads, head)
+    rng = np.random.default_rng(seq)
+    x = rng.standard_normal((seq, 3 * heads * head)).astype(np.float32)
+    if nonfinite is not None:
+        width = heads * head
+        x[seq // 2, 1] = x[1, width + head - 1] = x[seq - 1, 2 * width + 2] = nonfinite
+    arrays = {"x": x, "s": np.array(0.125, np.float32)}
+    built = xrelay.build(text, targets=targets, default_device=device)
+    assert [k.name for k in built.kernels] == [MERGED]
+    got, want = built.run(**arrays), xrelay.interpret(xrelay.parse(text), arrays)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_over_moved_heads_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The reads through the moves stay inside the one input (C, ASan)."""
+    run_programs_under_asan(tmp_path, [heads_attention(37, 3, 20), heads_attention(16, 1, 16)])

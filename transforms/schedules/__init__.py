@@ -93,6 +93,18 @@ def from_outside(value: SSAValue) -> bool:
     return isinstance(value, BlockArgument) or isinstance(value.owner, relay.ConstantOp)
 
 
+# The ops that only move data: each output element is one element of the op's one operand.
+MOVES = (relay.ReshapeOp, relay.TransposeOp, relay.SqueezeOp, relay.ExpandDimsOp, relay.StridedSliceOp)
+
+
+def moved_from_outside(value: SSAValue) -> bool:
+    """`from_outside`, or moves (MOVES) of a value from outside, each read by nothing else."""
+    if from_outside(value):
+        return True
+    op = value.owner
+    return isinstance(op, MOVES) and value.has_one_use() and moved_from_outside(op.operands[0])
+
+
 def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 

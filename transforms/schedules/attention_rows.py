@@ -6,7 +6,10 @@ query rows per work item, the scores never stored.
 The group's ops (`attention_of`): a batch_matmul of the scores ([b, m, n] from q [b, m, d]
 and k [b, n, d]), elementwise ops with a scalar or one value per row (the scale: `multiply`
 by a tensor<f32>), a softmax along the last axis, a batch_matmul of the softmax (lhs) and v
-([b, e, n], batch_matmul's transposed rhs), then elementwise ops of the result's shape.
+([b, e, n], batch_matmul's transposed rhs), then elementwise ops of the result's shape. q, k
+and v are group inputs, or moves of them first (reshapes, transposes, strided slices: the
+heads of a Q/K/V dense's result, which fuse-attention takes in): each is read through its
+moves where it lies (`GroupEmitter.value_at`), by the packs and q's rows alike.
 
 The nest spans the batch and the query rows in blocks of ROWS (fewer where m is smaller; the
 last block may be partial: its rows past m read row m - 1, computed, never stored). A work
@@ -51,10 +54,12 @@ from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
+    MOVES,
     Schedule,
     from_outside,
     group_root,
     is_elementwise,
+    moved_from_outside,
     one_group_per_item,
     round_up,
     softmax_row,
@@ -89,6 +94,8 @@ class Attention:
 def attention_of(group: relay.FusedOp) -> Attention | None:
     """The group's attention, when its ops are exactly those of the module docstring."""
     ops = list(group.body.block.ops)[:-1]
+    moves = next((i for i, op in enumerate(ops) if not isinstance(op, MOVES)), len(ops))
+    ops = ops[moves:]  # the moves of q, k and v (checked below: `moved_from_outside`)
     softmaxes = [i for i, op in enumerate(ops) if isinstance(op, relay.SoftmaxOp)]
     if len(softmaxes) != 1 or softmaxes[0] + 1 >= len(ops):
         return None
@@ -97,7 +104,7 @@ def attention_of(group: relay.FusedOp) -> Attention | None:
     if not isinstance(scores, relay.BatchMatmulOp) or not isinstance(output, relay.BatchMatmulOp):
         return None
     assert isinstance(softmax, relay.SoftmaxOp)
-    if not (from_outside(scores.lhs) and from_outside(scores.rhs) and from_outside(output.rhs)):
+    if not all(moved_from_outside(operand) for operand in (scores.lhs, scores.rhs, output.rhs)):
         return None
     if not chain(ops[: s + 1], per_row_only=True) or softmax.axis_value != 2:
         return None

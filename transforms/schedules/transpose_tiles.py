@@ -24,14 +24,12 @@ from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, result_shape
+from xrelay.transforms.schedules import MOVES, Schedule, group_root, result_shape
 
 # Rows and columns of a tile: its input rows stay in L1 whatever their distance apart
 # (measured above: tiles of 8 beat 16 and 64, and tied with 32).
 TILE = 8
 OPENCL_TILE = 16
-
-MOVES = (relay.ReshapeOp, relay.TransposeOp, relay.SqueezeOp, relay.ExpandDimsOp, relay.StridedSliceOp)
 
 
 def matches(group: relay.FusedOp) -> bool:

@@ -97,3 +97,35 @@ func.func @too_many_keys(%q: tensor<1x64x16xf32>, %k: tensor<1x4096x16xf32>, %v:
   %o = relay.nn.batch_matmul %p, %v {se_scope = #relay.se_scope<device = opencl>} : (tensor<1x64x4096xf32>, tensor<1x16x4096xf32>) -> tensor<1x64x16xf32>
   func.return %o : tensor<1x64x16xf32>
 }
+
+// -----
+
+// q, k and v as the heads of one tensor (a Q/K/V dense's result: strided slice, reshape,
+// transpose each): their three move groups join the attention's group, read where they lie;
+// the group is named after the attention's ops.
+
+// CHECK-LABEL: func.func @heads_of_one_tensor
+// CHECK-SAME:    (%[[X:.*]]: tensor<32x96xf32>, %[[S:.*]]: tensor<f32>)
+// CHECK:         %[[G:.*]] = relay.fused(%[[X]], %[[S]]) {se_scope = #relay.se_scope<device = cpu>, kernel_name = "fused_nn_batch_matmul_multiply_nn_softmax_nn_batch_matmul"}
+// CHECK-COUNT-3: relay.strided_slice
+// CHECK:         relay.nn.batch_matmul
+// CHECK:         relay.nn.softmax
+// CHECK:         relay.nn.batch_matmul
+// CHECK:         func.return %[[G]]
+// CHECK-NOT:     relay.fused
+func.func @heads_of_one_tensor(%x: tensor<32x96xf32>, %s: tensor<f32>) -> tensor<2x32x16xf32> {
+  %qs = relay.strided_slice %x {begin = array<i64: 0, 0>, end = array<i64: 32, 32>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x96xf32>) -> tensor<32x32xf32>
+  %qr = relay.reshape %qs {newshape = array<i64: 32, 2, 16>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x32xf32>) -> tensor<32x2x16xf32>
+  %q = relay.transpose %qr {axes = array<i64: 1, 0, 2>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x2x16xf32>) -> tensor<2x32x16xf32>
+  %ks = relay.strided_slice %x {begin = array<i64: 0, 32>, end = array<i64: 32, 64>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x96xf32>) -> tensor<32x32xf32>
+  %kr = relay.reshape %ks {newshape = array<i64: 32, 2, 16>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x32xf32>) -> tensor<32x2x16xf32>
+  %k = relay.transpose %kr {axes = array<i64: 1, 0, 2>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x2x16xf32>) -> tensor<2x32x16xf32>
+  %vs = relay.strided_slice %x {begin = array<i64: 0, 64>, end = array<i64: 32, 96>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x96xf32>) -> tensor<32x32xf32>
+  %vr = relay.reshape %vs {newshape = array<i64: 32, 2, 16>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x32xf32>) -> tensor<32x2x16xf32>
+  %v = relay.transpose %vr {axes = array<i64: 1, 2, 0>, se_scope = #relay.se_scope<device = cpu>} : (tensor<32x2x16xf32>) -> tensor<2x16x32xf32>
+  %a = relay.nn.batch_matmul %q, %k {se_scope = #relay.se_scope<device = cpu>} : (tensor<2x32x16xf32>, tensor<2x32x16xf32>) -> tensor<2x32x32xf32>
+  %m = relay.multiply %a, %s {se_scope = #relay.se_scope<device = cpu>} : (tensor<2x32x32xf32>, tensor<f32>) -> tensor<2x32x32xf32>
+  %p = relay.nn.softmax %m {se_scope = #relay.se_scope<device = cpu>} : (tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %o = relay.nn.batch_matmul %p, %v {se_scope = #relay.se_scope<device = cpu>} : (tensor<2x32x32xf32>, tensor<2x16x32xf32>) -> tensor<2x32x16xf32>
+  func.return %o : tensor<2x32x16xf32>
+}
