@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from test_c_library import run_programs_under_asan
 from test_packed_conv import check_everywhere, inputs
+from test_packed_conv import conv_program as packed_conv_program
 from test_winograd_conv import group_of
 
 import xrelay
@@ -28,25 +29,11 @@ PAD1 = "{padding = array<i64: 1, 1, 1, 1>}"
 OPENCL = ("c", "opencl")
 
 
-def t(shape: tuple[int, ...]) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
-
-
 def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
                  epilogue: bool = False) -> str:  # fmt: skip
-    """@main(x, w[, b]) = conv2d(x, w) (+ b and relu when `epilogue`)."""
-    params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
-    lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
-    last = "%c"
-    if epilogue:
-        params.append(f"%b: {t(result[1:2])}")
-        lines += [
-            f"%d = relay.nn.bias_add %c, %b : ({t(result)}, {t(result[1:2])}) -> {t(result)}",
-            f"%r = relay.nn.relu %d : {t(result)}",
-        ]
-        last = "%r"
-    body = "\n  ".join(lines)
-    return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
+    """@main(x, w[, b]) = conv2d(x, w) (+ b and relu when `epilogue`: no residual, the result
+    has more channels than x)."""
+    return packed_conv_program(data, weight, attrs, result, epilogue, residual=False)
 
 
 CASES = {

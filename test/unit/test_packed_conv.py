@@ -36,9 +36,9 @@ def t(shape: tuple[int, ...]) -> str:
 
 
 def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],
-                 epilogue: bool = False) -> str:  # fmt: skip
-    """@main(x, w[, b]) = conv2d(x, w) (+ b, relu, + x when `epilogue`: the ResNet block's
-    second conv, whose result has x's shape)."""
+                 epilogue: bool = False, residual: bool = True) -> str:  # fmt: skip
+    """@main(x, w[, b]) = conv2d(x, w) (+ b, relu when `epilogue`; with `residual`, + x before
+    the relu: the ResNet block's second conv, whose result has x's shape)."""
     params = [f"%x: {t(data)}", f"%w: {t(weight)}"]
     lines = [f"%c = relay.nn.conv2d %x, %w {attrs} : ({t(data)}, {t(weight)}) -> {t(result)}"]
     last = "%c"
@@ -46,9 +46,10 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
         params.append(f"%b: {t(result[1:2])}")
         lines += [
             f"%d = relay.nn.bias_add %c, %b : ({t(result)}, {t(result[1:2])}) -> {t(result)}",
-            f"%s = relay.add %d, %x : ({t(result)}, {t(data)}) -> {t(result)}",
-            f"%r = relay.nn.relu %s : {t(result)}",
         ]
+        if residual:
+            lines.append(f"%s = relay.add %d, %x : ({t(result)}, {t(data)}) -> {t(result)}")
+        lines.append(f"%r = relay.nn.relu {'%s' if residual else '%d'} : {t(result)}")
         last = "%r"
     body = "\n  ".join(lines)
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
