@@ -122,16 +122,21 @@ def test_a_host_kernel_releases_the_hold_before_it_runs() -> None:
     assert log.count("hold") == 1
 
 
-def test_a_failed_run_releases_its_hold() -> None:
+def sub_failing_once() -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
+    """A host `sub` kernel that raises on its first call and subtracts after."""
     calls: list[int] = []
 
-    def failing_sub(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    def sub(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("sub failed")
         np.subtract(a, b, out=out)
 
-    executor, log = recorded(SIMPLEX, {**python_kernels(), "sub": failing_sub})
+    return sub
+
+
+def test_a_failed_run_releases_its_hold() -> None:
+    executor, log = recorded(SIMPLEX, {**python_kernels(), "sub": sub_failing_once()})
     x = inputs("ABD")
     with pytest.raises(RuntimeError, match="sub failed"):
         executor.run(x)
@@ -169,16 +174,8 @@ def test_an_opencl_hold_keeps_the_queue_back_until_released() -> None:
 def test_an_opencl_run_that_failed_on_the_host_leaves_the_queue_free() -> None:
     """Simplex on PoCL and the host, whose sub fails once: the next run must not wait on a
     hold the failed run left behind."""
-    calls: list[int] = []
-
-    def failing_sub(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("sub failed")
-        np.subtract(a, b, out=out)
-
     opencl = open_device("opencl:0")
-    kernels = [{**python_kernels(), "sub": failing_sub}, opencl.load(sources(CL0), "opencl").kernels]
+    kernels = [{**python_kernels(), "sub": sub_failing_once()}, opencl.load(sources(CL0), "opencl").kernels]
     executor = GraphExecutor(graph(SIMPLEX, [5], [CPU, CL0]), [NumpyDevice(0), opencl], kernels)
     x = inputs("ABD")
     with pytest.raises(RuntimeError, match="sub failed"):
