@@ -17,9 +17,14 @@ trip to PoCL's worker threads (about 50 us, more when they sleep), so transfers 
 waiting (`start_write`, `start_read`: a pyopencl event keeps the host array alive), and a run
 `hold`s the queue behind a user event while it queues its work: when the host and PoCL's
 workers share a core, work released kernel by kernel left the host's enqueues waiting for the
-kernels (CNN, interleaved with other runtimes: 0.50 ms against 0.32 ms held); a marker ahead
-of the hold wakes the workers meanwhile. A copy between two devices of the context is ordered
-by events, never by a `finish`.
+kernels (CNN, interleaved with other runtimes: 0.50 ms against 0.32 ms held). Nothing wakes
+the workers before the release: a marker queued ahead of the hold, to wake them while the
+host queues the run, had them take the queue's lock from the host's enqueues instead (the
+input write's enqueue 18 us, against 4 behind the hold alone). The CNN of bench/models.py at
+one PoCL thread over the C build, each run after numpy, C and onnxruntime in a shuffled order
+(40 rounds): with the marker 1.75x, without 1.66x, with no hold at all 1.53x; with the other
+core busy 1.78x, 1.60x and 2.25x; at two threads 2.00x, 1.80x, 2.00x. A copy between two
+devices of the context is ordered by events, never by a `finish`.
 
 The host waits for a run's results (`start_read`'s wait, `poll_then_wait`) by polling the last
 copy's event, yielding its core between polls, for up to POLL_SECONDS, and only then sleeps in
@@ -304,9 +309,6 @@ class OpenCLDevice(Device):
         return partial(poll_then_wait, event, self.poll_seconds)
 
     def hold(self) -> Wait:
-        # A marker ahead of the gate wakes PoCL's sleeping workers while the host queues the
-        # run (the CNN, back to back, after 2 ms asleep or after 48 MB written: 0-7% faster).
-        self.cl.enqueue_marker(self.queue)
         gate = self.cl.UserEvent(self.context)
         self.cl.enqueue_marker(self.queue, wait_for=[gate])  # the queue is in order
         return partial(gate.set_status, self.cl.command_execution_status.COMPLETE)
