@@ -479,7 +479,9 @@ def _bytes(n: int) -> str:
 
 def _contiguous(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`array` as C-contiguous `dtype`, keeping its rank (np.ascontiguousarray makes a 0-d
-    array 1-d)."""
+    array 1-d); the array itself, without np.require's checks, where it already is."""
+    if array.dtype == dtype and array.flags.c_contiguous:
+        return array
     return np.require(array, dtype=dtype, requirements="C")
 
 

@@ -199,3 +199,15 @@ def test_cpu_runs_take_strided_inputs_and_return_fresh_results() -> None:
     np.testing.assert_allclose(second, 2 * simplex_expected(x), rtol=1e-6)
     np.testing.assert_array_equal(first, expected_first)
     assert first.flags.owndata and first.flags.writeable
+
+
+def test_opencl_runs_take_strided_inputs() -> None:
+    """An input for an OpenCL device is written from a C-contiguous copy where it is strided,
+    and as it lies where it is not. (A, strided, and B are OpenCL's.)"""
+    executor = real_executor(SIMPLEX, [5], [CPU, CL0], ["cpu", "opencl:0"])
+    rng = np.random.default_rng(2)
+    wide = rng.standard_normal((N, 2)).astype(np.float32)
+    x = {"A": wide[:, 1], "B": inputs("B")["B"], "D": inputs("D")["D"]}
+    np.testing.assert_allclose(run(executor, x), simplex_expected(x), rtol=1e-6)
+    x["A"] = np.ascontiguousarray(x["A"])
+    np.testing.assert_allclose(run(executor, x), simplex_expected(x), rtol=1e-6)
