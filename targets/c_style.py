@@ -61,6 +61,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import cpu, relay
+from xrelay.dialects.reductions import reduction_combines
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.vector_math import helper_text
 from xrelay.transforms.schedules import WORK_GROUP_PER_ITEM_ATTR
@@ -724,9 +725,6 @@ class CStyleEmitter:
         self.line(f"{self.c_type(op.dest.type, op)} {name} = {value};")
 
 
-# Ops that combine a loop-carried value with a new one in a reduction loop.
-REDUCTION_OPERATORS = (arith.AddfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp)
-
 # The OpenMP reduction operators of those a `reduction(...)` pragma may reorder. Not max and
 # min as such: OpenMP combines their lanes without letting a NaN win, as arith.maximumf must;
 # under `fastmath<nnan>` (`NO_NAN_CODE`) they are `max` and `min`.
@@ -752,31 +750,6 @@ def pragma_operator(combine: Operation) -> str | None:
     if assumes_no_nans(combine):
         return NO_NAN_PRAGMA_OPERATORS[type(combine)]
     return PRAGMA_OPERATORS.get(type(combine))
-
-
-def reduction_combines(loop: scf.ForOp) -> list[Operation] | None:
-    """For an innermost loop whose only loop-carried dependences are reductions into its
-    iter_args, the op combining each (one of `REDUCTION_OPERATORS`); else None. No
-    nested regions and no stores; each carried value's one use combines it with a value of
-    this iteration into what the loop yields in its place. Vectorising such a loop only
-    reorders the reduction."""
-    block = loop.body.block
-    if not loop.iter_args or any(op.regions or isinstance(op, memref.StoreOp) for op in block.ops):
-        return None
-    assert block.last_op is not None
-    yielded = list(block.last_op.operands)
-    combines: list[Operation] = []
-    for position, carried in enumerate(block.args[1:]):
-        if not carried.has_one_use():  # (also rules out `acc + acc`)
-            return None
-        combine = carried.get_user_of_unique_use()
-        if combine is None or type(combine) not in REDUCTION_OPERATORS:
-            return None
-        result = combine.results[0]
-        if result is not yielded[position] or not result.has_one_use():
-            return None
-        combines.append(combine)
-    return combines
 
 
 # `vector.reduction` kinds, by the op that combines two lanes.

@@ -47,7 +47,7 @@ from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref, scf, vector
+from xdsl.dialects import arith, func, scf, vector
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     Float32Type,
@@ -64,6 +64,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from xrelay.dialects.reductions import reduction_combines
 from xrelay.dialects.se_scope import SEScopeAttr
 
 SCOPE_ATTR = "relay.se_scope"
@@ -87,7 +88,8 @@ WIDE_MIN_TRIPS = 256
 # block's body is 41 ops, 1312 copied.
 SPLIT_BODY_BUDGET = 2048
 
-# The ops a reduction may combine with, and their `vector.reduction` kinds.
+# The `vector.reduction` kind of each op a reduction loop may combine with
+# (`reductions.REDUCTION_OPERATORS`).
 COMBINING_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
     arith.AddfOp: vector.CombiningKindFlag.ADD,
     arith.MulfOp: vector.CombiningKindFlag.MUL,
@@ -176,26 +178,6 @@ def splittable(loop: scf.ForOp) -> Reduction | None:
     if found.trips < LANES or body_ops > SPLIT_BODY_BUDGET:
         return None
     return found
-
-
-def reduction_combines(loop: scf.ForOp) -> list[Operation] | None:
-    """Each iter_arg's combine, for a pure reduction loop; else None."""
-    block = loop.body.block
-    if not loop.iter_args or any(op.regions or isinstance(op, memref.StoreOp) for op in block.ops):
-        return None
-    assert block.last_op is not None
-    yielded = list(block.last_op.operands)
-    combines: list[Operation] = []
-    for position, carried in enumerate(block.args[1:]):
-        if not carried.has_one_use():  # (also rules out `acc + acc`)
-            return None
-        combine = carried.get_user_of_unique_use()
-        if combine is None or type(combine) not in COMBINING_KINDS or combine.parent_block() is not block:
-            return None
-        if combine.results[0] is not yielded[position] or not combine.results[0].has_one_use():
-            return None
-        combines.append(combine)
-    return combines
 
 
 def constant_index(value: SSAValue) -> int | None:

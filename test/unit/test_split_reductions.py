@@ -20,10 +20,11 @@ from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.passes import PassPipeline
 
 import xrelay
+from xrelay.dialects.reductions import REDUCTION_OPERATORS
 from xrelay.driver import all_passes
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.kernels import kernel_sources
-from xrelay.transforms.split_reductions import LANES, SPLIT_BODY_BUDGET, SplitReductionsPass
+from xrelay.transforms.split_reductions import COMBINING_KINDS, LANES, SPLIT_BODY_BUDGET, SplitReductionsPass
 
 # A loop over in0[lb:ub:step] combining each element (times {scale} plus {offset}, so a
 # product stays near 1) into %init; with `second`, a max of the elements in the same loop.
@@ -202,6 +203,13 @@ def expected(x: np.ndarray, lb: int, ub: int, step: int, combine: str) -> float:
     start = {"0x7F800000": math.inf, "0xFF800000": -math.inf}.get(init)
     z = x[lb:ub:step].astype(np.float64) * scale + offset
     return reduce(float(init) if start is None else start, z)
+
+
+def test_every_reduction_operator_has_a_vector_kind_and_a_case() -> None:
+    """A loop the targets take for a reduction is one split-reductions can split, and the
+    cases below run each."""
+    assert set(COMBINING_KINDS) == set(REDUCTION_OPERATORS)
+    assert {op.name for op in REDUCTION_OPERATORS} == set(COMBINES)
 
 
 @pytest.mark.parametrize("combine", list(COMBINES))
