@@ -18,9 +18,9 @@ waiting (`start_write`, `start_read`: a pyopencl event keeps the host array aliv
 `hold`s the queue behind a user event while it queues its work: when the host and PoCL's
 workers share a core, work released kernel by kernel left the host's enqueues waiting for the
 kernels (CNN, interleaved with other runtimes: 0.50 ms against 0.32 ms held). Nothing wakes
-the workers before the release: a marker queued ahead of the hold, to wake them while the
-host queues the run, had them take the queue's lock from the host's enqueues instead (the
-input write's enqueue 18 us, against 4 behind the hold alone). The CNN of bench/models.py at
+the workers before the release: a marker queued ahead of the hold, meant to wake them while
+the host queues the run, did not keep them awake until the release (the gate's marker started
+28 us after it, against 33 without) and cost more than it saved. The CNN of bench/models.py at
 one PoCL thread over the C build, each run after numpy, C and onnxruntime in a shuffled order
 (40 rounds): with the marker 1.75x, without 1.66x, with no hold at all 1.53x; with the other
 core busy 1.78x, 1.60x and 2.25x; at two threads 2.00x, 1.80x, 2.00x. A copy between two
