@@ -49,9 +49,12 @@ class OpenCLEmitter(CStyleEmitter):
         # form works on float and, lane by lane, on the float16 accumulators of
         # split-reductions alike.
         # `|`, not `||`: a short-circuit is control flow, which kept PoCL from vectorising a
-        # loop around it (an elementwise chain ending in relu: 10.5 -> 5.6 ms).
-        arith.MaximumfOp: lambda a, b: f"(({a} > {b}) | isnan({a})) ? {a} : {b}",
-        arith.MinimumfOp: lambda a, b: f"(({a} < {b}) | isnan({a})) ? {a} : {b}",
+        # loop around it (an elementwise chain ending in relu: 10.5 -> 5.6 ms). `a != a`, not
+        # `isnan(a)`: PoCL's isnan tests the bits with integer ops, `!=` is one unordered
+        # compare (the CNN's first conv with its relu 0.044 -> 0.038 ms, its max_pool2d 0.012
+        # -> 0.011 ms of device time, bench/opencl_model_kernels.py cnn, one run).
+        arith.MaximumfOp: lambda a, b: f"(({a} > {b}) | ({a} != {a})) ? {a} : {b}",
+        arith.MinimumfOp: lambda a, b: f"(({a} < {b}) | ({a} != {a})) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
         vector.FMAOp: lambda a, b, c: f"fma({a}, {b}, {c})",
         # PoCL's built-ins of these are scalar or slow: branch-free ones of our own (vector_math.py)

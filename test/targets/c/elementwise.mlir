@@ -71,6 +71,6 @@ func.func @fused_exp_tanh(%in0: memref<16xf32>, %out0: memref<16xf32>) attribute
 // CL-NEXT: float [[E:e_[0-9]+]] = exp([[A]]);
 // CL-NEXT: float [[T:t_[0-9]+]] = xr_tanhf([[E]]);
 // CL-NEXT: float [[Q:q_[0-9]+]] = rsqrt([[T]]);
-// CL-NEXT: float [[N:n_[0-9]+]] = (([[Q]] < (-1.5f)) | isnan([[Q]])) ? [[Q]] : (-1.5f);
+// CL-NEXT: float [[N:n_[0-9]+]] = (([[Q]] < (-1.5f)) | ([[Q]] != [[Q]])) ? [[Q]] : (-1.5f);
 // CL-NEXT: out0[[[I]]] = [[N]];
 // CL-NEXT: }

@@ -65,7 +65,7 @@ func.func @k_reduction_cl(%in0: memref<5x7xf32>, %out0: memref<5xf32>) attribute
 // CL-NEXT: float [[MAX:max_[0-9]+]] = (-INFINITY);
 // CL-NEXT: for (long [[J:j_[0-9]+]] = 0; [[J]] < 7; [[J]]++) {
 // CL-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 7 + [[J]]];
-// CL-NEXT: float [[N:n_[0-9]+]] = (([[MAX]] > [[X]]) | isnan([[MAX]])) ? [[MAX]] : [[X]];
+// CL-NEXT: float [[N:n_[0-9]+]] = (([[MAX]] > [[X]]) | ([[MAX]] != [[MAX]])) ? [[MAX]] : [[X]];
 // CL-NEXT: [[MAX]] = [[N]];
 // CL-NEXT: }
 // CL-NEXT: out0[[[I]]] = [[MAX]];

@@ -138,12 +138,12 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 32; [[J]] += 16) {
 // CHECK:         long {{j_[0-9]+}} = [[J]] + 15;
 // CHECK:         float16 [[L:v[0-9]+]] = (float16)({{.*}});
-// CHECK-NEXT:    float16 [[N:v[0-9]+]] = (([[M]] > [[L]]) | isnan([[M]])) ? [[M]] : [[L]];
+// CHECK-NEXT:    float16 [[N:v[0-9]+]] = (([[M]] > [[L]]) | ([[M]] != [[M]])) ? [[M]] : [[L]];
 // CHECK-NEXT:    [[M]] = [[N]];
 // CHECK-NEXT:  }
-// CHECK-NEXT:  float8 [[H:max_lanes_[0-9]+]]_h8 = (([[M]].lo > [[M]].hi) | isnan([[M]].lo)) ? [[M]].lo : [[M]].hi;
-// CHECK:       float [[H]] = (([[H]]_h2.lo > [[H]]_h2.hi) | isnan([[H]]_h2.lo)) ? [[H]]_h2.lo : [[H]]_h2.hi;
-// CHECK-NEXT:  float [[MAX:max_[0-9]+]] = (((-INFINITY) > [[H]]) | isnan((-INFINITY))) ? (-INFINITY) : [[H]];
+// CHECK-NEXT:  float8 [[H:max_lanes_[0-9]+]]_h8 = (([[M]].lo > [[M]].hi) | ([[M]].lo != [[M]].lo)) ? [[M]].lo : [[M]].hi;
+// CHECK:       float [[H]] = (([[H]]_h2.lo > [[H]]_h2.hi) | ([[H]]_h2.lo != [[H]]_h2.lo)) ? [[H]]_h2.lo : [[H]]_h2.hi;
+// CHECK-NEXT:  float [[MAX:max_[0-9]+]] = (((-INFINITY) > [[H]]) | ((-INFINITY) != (-INFINITY))) ? (-INFINITY) : [[H]];
 // CHECK-NEXT:  out0[0] = [[MAX]];
 
 // -----

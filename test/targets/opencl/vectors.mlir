@@ -14,9 +14,9 @@
 // CHECK-NEXT:    float2 [[R:r_[0-9]+]]_h2 = [[SUM]].lo + [[SUM]].hi;
 // CHECK-NEXT:    float [[R]] = [[R]]_h2.lo + [[R]]_h2.hi;
 // CHECK-NEXT:    float [[S:s_[0-9]+]] = (([[SUM]].s0 + [[SUM]].s1) + [[SUM]].s2) + [[SUM]].s3;
-// CHECK-NEXT:    float2 [[M:m_[0-9]+]]_h2 = (([[SUM]].lo < [[SUM]].hi) | isnan([[SUM]].lo)) ? [[SUM]].lo : [[SUM]].hi;
-// CHECK-NEXT:    float [[M]]_h1 = (([[M]]_h2.lo < [[M]]_h2.hi) | isnan([[M]]_h2.lo)) ? [[M]]_h2.lo : [[M]]_h2.hi;
-// CHECK-NEXT:    float [[M]] = (([[A]] < [[M]]_h1) | isnan([[A]])) ? [[A]] : [[M]]_h1;
+// CHECK-NEXT:    float2 [[M:m_[0-9]+]]_h2 = (([[SUM]].lo < [[SUM]].hi) | ([[SUM]].lo != [[SUM]].lo)) ? [[SUM]].lo : [[SUM]].hi;
+// CHECK-NEXT:    float [[M]]_h1 = (([[M]]_h2.lo < [[M]]_h2.hi) | ([[M]]_h2.lo != [[M]]_h2.lo)) ? [[M]]_h2.lo : [[M]]_h2.hi;
+// CHECK-NEXT:    float [[M]] = (([[A]] < [[M]]_h1) | ([[A]] != [[A]])) ? [[A]] : [[M]]_h1;
 
 func.func @lanes(%in0: memref<2xf32>, %out0: memref<3xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
   %c0 = arith.constant 0 : index
