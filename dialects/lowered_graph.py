@@ -13,6 +13,10 @@ JSON, and through it the runtime; the DOT picture):
   plan-devices, canonical after it.
 - `relay.storage_id = N : i64` (`STORAGE_ID_ATTR`), on each op of @main and as an argument
   attribute on each parameter. Written by plan-memory; the graph JSON's `storage_id`.
+- `relay.reshape_only` (`RESHAPE_ONLY_ATTR`), a unit attribute on the launch of a group of
+  reshapes only. Written by convert-relay-to-loops (`transforms/reshape_only.py`); its result is
+  its input's storage read with another shape: plan-memory aliases the two, the graph JSON makes
+  its node `__nop`.
 
 Nothing here changes IR. A missing @main or scope is an error that names plan-memory: it reads
 these first and checks every tensor of @main (targets read a planned @main only).
@@ -21,7 +25,7 @@ these first and checks every tensor of @main (targets read a planned @main only)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NoReturn, cast
+from typing import NoReturn, TypeGuard, cast
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
@@ -33,6 +37,7 @@ from xrelay.dialects.se_scope import SEScopeAttr
 
 SCOPE_ATTR = "relay.se_scope"
 STORAGE_ID_ATTR = "relay.storage_id"
+RESHAPE_ONLY_ATTR = "relay.reshape_only"
 
 
 def main_function(module: ModuleOp) -> func.FuncOp:
@@ -114,3 +119,8 @@ def storage_id(value: SSAValue) -> int | None:
         owner = value.owner
         attr = owner.attributes.get(STORAGE_ID_ATTR) if isinstance(owner, Operation) else None
     return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def is_reshape_only_launch(op: Operation) -> TypeGuard[relay.LaunchOp]:
+    """A launch whose result is its input read with another shape (`RESHAPE_ONLY_ATTR`)."""
+    return isinstance(op, relay.LaunchOp) and RESHAPE_ONLY_ATTR in op.attributes and len(op.inputs) == 1

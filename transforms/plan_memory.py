@@ -56,9 +56,16 @@ from xdsl.passes import ModulePass
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
-from xrelay.dialects.lowered_graph import STORAGE_ID_ATTR, arg_attrs, main_function, nbytes, scope_of, tensors
+from xrelay.dialects.lowered_graph import (
+    STORAGE_ID_ATTR,
+    arg_attrs,
+    is_reshape_only_launch,
+    main_function,
+    nbytes,
+    scope_of,
+    tensors,
+)
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.transforms.reshape_only import is_reshape_only_launch
 
 GRAPH_OPS = (relay.LaunchOp, relay.DeviceCopyOp, relay.ConstantOp)
 
