@@ -1,6 +1,6 @@
 """
-The lowered graph: what a lowered @main carries for the targets and the runtime, and how to
-read it.
+The lowered graph: what a lowered @main and the kernels it launches carry for the targets and
+the runtime, and how to read it.
 
 After convert-relay-to-loops and inline-calls, @main holds only `relay.launch`,
 `relay.device_copy`, `relay.constant` and `func.return`. Its *tensors* are its parameters and
@@ -17,6 +17,13 @@ JSON, and through it the runtime; the DOT picture):
   reshapes only. Written by convert-relay-to-loops (`transforms/reshape_only.py`); its result is
   its input's storage read with another shape: plan-memory aliases the two, the graph JSON makes
   its node `__nop`.
+
+and on a kernel (a `func.func` a launch calls):
+
+- `relay.work_group_per_item` (`WORK_GROUP_PER_ITEM_ATTR`), a unit attribute: its work items
+  are few and heavy, each launched as a work group of its own. Written by
+  convert-relay-to-loops from a schedule's `one_group_per_item` (`transforms/schedules/`); the
+  C-style targets make it the kernel's `local_size`.
 
 Nothing here changes IR. A missing @main or scope is an error that names plan-memory: it reads
 these first and checks every tensor of @main (targets read a planned @main only).
@@ -38,6 +45,9 @@ from xrelay.dialects.se_scope import SEScopeAttr
 SCOPE_ATTR = "relay.se_scope"
 STORAGE_ID_ATTR = "relay.storage_id"
 RESHAPE_ONLY_ATTR = "relay.reshape_only"
+# A work group per work item, because an OpenCL device spreads work groups over its threads
+# (PoCL's pthread device otherwise runs a small NDRange as one work group, on one thread).
+WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
 
 
 def main_function(module: ModuleOp) -> func.FuncOp:
