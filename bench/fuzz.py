@@ -56,7 +56,7 @@ from fuzzing.workers import Pool
 # detail. These are reported, counted and saved like any failure, but tagged.
 KNOWN = {
     "13.3 max/min over a zero-length axis": r"relay\.(max|min)\b.*\b0x|_wrapreduction.*\n.*run_reduce|run_reduce[\s\S]*zero-size array",
-    "13.6 a memref parameter on @main": r"plan_memory\.py:nbytes",
+    "13.6 a memref parameter on @main": r"lowered_graph\.py:nbytes",
     "13.7 huge tensor types": r"MemoryError|INVALID_BUFFER_SIZE|array is too big|Maximum allowed dimension exceeded|cannot allocate|negative dimensions",
     "13.8 an i128 array attribute": r"NotImplementedError[\s\S]*(i128|printer)|printer\.py.*NotImplementedError",
     "13.9 conv2d NaN weights on padding": r"relay\.nn\.conv2d[\s\S]*padding",

@@ -61,10 +61,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import cpu, relay
+from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
 from xrelay.dialects.reductions import reduction_combines
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.vector_math import helper_text
-from xrelay.transforms.schedules import WORK_GROUP_PER_ITEM_ATTR
 
 SCOPE_ATTR = "relay.se_scope"
 

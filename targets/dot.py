@@ -39,9 +39,9 @@ from xdsl.utils.target import Target
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import SCOPE_ATTR, arg_attrs, nbytes
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.targets.graph_json import scope_order
-from xrelay.transforms.plan_memory import SCOPE, arg_attrs, nbytes
 
 # Light fills that keep black text readable (ColorBrewer's Paired and Set3), one per scope.
 PALETTE = ("#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99", "#8dd3c7", "#bebada", "#fccde5")
@@ -77,8 +77,8 @@ def check_planned(module: ModuleOp, remedy: str = RUN_PLAN_DEVICES) -> None:
             if (found := _unplanned(op)) is not None:
                 _not_planned(op, found, remedy)
         for i in range(len(fn.args)):
-            if not _canonical(arg_attrs(fn, i).get(SCOPE)):
-                found = f"parameter %{fn.args[i].name_hint or i} of @{fn.sym_name.data} has no canonical {SCOPE}"
+            if not _canonical(arg_attrs(fn, i).get(SCOPE_ATTR)):
+                found = f"parameter %{fn.args[i].name_hint or i} of @{fn.sym_name.data} has no canonical {SCOPE_ATTR}"
                 _not_planned(fn, found, remedy)
 
 
@@ -196,7 +196,7 @@ class _DotWriter:
         for i, arg in enumerate(fn.args):
             self.nodes[arg] = node = self.fresh("param")
             label = f"%{arg.name_hint or i}\n{type_label(arg.type)}"
-            self.node(node, label, arg_attrs(fn, i).get(SCOPE), "shape=invhouse, peripheries=2")
+            self.node(node, label, arg_attrs(fn, i).get(SCOPE_ATTR), "shape=invhouse, peripheries=2")
         for op in fn.body.block.ops:
             self.op(op, fn)
         self.lines.append("  }")
@@ -257,7 +257,7 @@ class _DotWriter:
     def results(self, op: func.ReturnOp, fn: func.FuncOp) -> None:
         for i, value in enumerate(op.arguments):
             node = self.fresh("result")
-            scope = _result_attrs(fn, i).get(SCOPE)
+            scope = _result_attrs(fn, i).get(SCOPE_ATTR)
             self.node(node, f"result {i}\n{type_label(value.type)}", scope, "shape=house, peripheries=2")
             self.edge(value, node)
 
@@ -309,7 +309,7 @@ def _result_scope(op: Operation, module: ModuleOp) -> Attribute | None:
     """Where the results of an op are: its se_scope, or a callee's result scope for a call."""
     if isinstance(op, func.CallOp):
         callee = SymbolTable.lookup_symbol(module, op.callee)
-        return _result_attrs(callee, 0).get(SCOPE) if isinstance(callee, func.FuncOp) and op.results else None
+        return _result_attrs(callee, 0).get(SCOPE_ATTR) if isinstance(callee, func.FuncOp) and op.results else None
     scope = op.properties.get("se_scope")
     return scope if isinstance(scope, SEScopeAttr) else None
 
@@ -317,9 +317,9 @@ def _result_scope(op: Operation, module: ModuleOp) -> Attribute | None:
 def _scopes(fn: func.FuncOp) -> Iterator[SEScopeAttr]:
     """Every canonical scope a drawn op or signature of `fn` names."""
     for i in range(len(fn.args)):
-        yield from _if_scope(arg_attrs(fn, i).get(SCOPE))
+        yield from _if_scope(arg_attrs(fn, i).get(SCOPE_ATTR))
     for i in range(len(fn.function_type.outputs)):
-        yield from _if_scope(_result_attrs(fn, i).get(SCOPE))
+        yield from _if_scope(_result_attrs(fn, i).get(SCOPE_ATTR))
     for op in _ops_outside_groups(fn):
         for name in ("se_scope", "src_se_scope", "dst_se_scope"):
             yield from _if_scope(op.properties.get(name))

@@ -37,10 +37,9 @@ from xdsl.utils.target import Target
 
 from xrelay.diagnostics import LoweringError
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import is_reshape_only_launch, main_function, scope_of, storage_id, tensors
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.interpreter import constant_value
-from xrelay.transforms.plan_memory import main_function, scope_of, storage_id, tensors
-from xrelay.transforms.reshape_only import is_reshape_only_launch
 
 COPY = "__copy"
 NOP = "__nop"

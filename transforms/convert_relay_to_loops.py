@@ -118,11 +118,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.transforms.reshape_only import is_reshape_only, mark
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
-    WORK_GROUP_PER_ITEM_ATTR,
     Schedule,
     attention_rows,
     conv_rows,

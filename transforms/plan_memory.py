@@ -6,6 +6,8 @@ Words: a *tensor* is an SSA value of @main (a parameter, a `relay.constant`, the
 `relay.se_scope` argument attribute, a constant's or launch's `se_scope`, a copy's
 `dst_se_scope` (all canonical after plan-devices). A *storage* is one buffer on one scope;
 the executor allocates one pool entry per storage id, sized for the largest tensor in it.
+Scopes and storage ids are read through `dialects/lowered_graph.py`, as the targets read
+them.
 
 Input: @main after convert-relay-to-loops (and inline-calls): only relay.launch,
 relay.device_copy, relay.constant and func.return. Other functions (the kernels) are not
@@ -36,9 +38,8 @@ Not yet: in-place kernels (but for aliases), sharing across the storages of two 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NoReturn, cast
+from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -50,16 +51,22 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import (
+    STORAGE_ID_ATTR,
+    arg_attrs,
+    is_reshape_only_launch,
+    main_function,
+    nbytes,
+    scope_of,
+    tensors,
+)
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.transforms.reshape_only import is_reshape_only_launch
 
-STORAGE_ID = "relay.storage_id"
-SCOPE = "relay.se_scope"
 GRAPH_OPS = (relay.LaunchOp, relay.DeviceCopyOp, relay.ConstantOp)
 
 
@@ -72,13 +79,6 @@ class PlanMemoryPass(ModulePass):
         check_lowered(main)
         plan = plan_storage(main)
         write_back(main, plan)
-
-
-def main_function(module: ModuleOp) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            return op
-    raise LoweringError("plan-memory expects a function @main (the program the executor runs), but the module has none")
 
 
 # --- Phase 1: check ----------------------------------------------------------------------
@@ -117,55 +117,6 @@ def _check_tensor(main: func.FuncOp, value: SSAValue) -> None:
         f"expects @main's values to be tensors (the executor's buffers), but {what} is "
         f"{value.type}; @main takes and returns tensors, memrefs belong to kernels",
     )
-
-
-def tensors(main: func.FuncOp) -> Iterator[SSAValue]:
-    """@main's parameters, then the result of each op, in program order."""
-    yield from main.args
-    for op in main.body.block.ops:
-        yield from op.results
-
-
-def scope_of(value: SSAValue) -> SEScopeAttr:
-    """Where a tensor of a lowered @main is stored (see the module docstring)."""
-    if isinstance(value, BlockArgument):
-        anchor = value.owner.parent_op()
-        assert isinstance(anchor, func.FuncOp)
-        scope = arg_attrs(anchor, value.index).get(SCOPE)
-        what, attr = f"parameter %{value.name_hint or value.index} of @main", f"{SCOPE} attribute"
-    else:
-        anchor = value.owner
-        assert isinstance(anchor, Operation), "only a block argument belongs to a block"
-        scope = _result_scope(anchor)
-        what, attr = anchor.name, "se_scope"
-    if isinstance(scope, SEScopeAttr) and scope.is_fully_constrained:
-        return scope
-    found = f"has the partial {attr} {scope}" if isinstance(scope, SEScopeAttr) else f"has no {attr}"
-    _fail(anchor, f"needs the canonical scope of every tensor, but {what} {found}; run plan-devices first")
-
-
-def _result_scope(op: Operation) -> Attribute | None:
-    if isinstance(op, relay.DeviceCopyOp):
-        return op.dst_se_scope
-    if isinstance(op, (relay.RelayOp, relay.LaunchOp, relay.OnDeviceOp, relay.FusedOp)):
-        return op.se_scope
-    return None
-
-
-def arg_attrs(fn: func.FuncOp, index: int) -> dict[str, Attribute]:
-    if fn.arg_attrs is None:
-        return {}
-    return dict(fn.arg_attrs.data[index].data)
-
-
-def nbytes(ty: Attribute) -> int:
-    assert isinstance(ty, TensorType)
-    ty = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
-    count = 1
-    for dim in ty.get_shape():
-        count *= dim
-    width = getattr(ty.element_type, "bitwidth", 32)
-    return count * max(width // 8, 1)
 
 
 # --- Phase 2: lifetimes ------------------------------------------------------------------
@@ -272,20 +223,9 @@ def _is_intermediate(value: SSAValue, last: dict[SSAValue, int], end: int) -> bo
 def write_back(main: func.FuncOp, plan: StoragePlan) -> None:
     for op in main.body.block.ops:
         if op.results:
-            op.attributes[STORAGE_ID] = IntegerAttr(plan.ids[op.results[0]], i64)
-    attrs = [arg_attrs(main, i) | {STORAGE_ID: IntegerAttr(plan.ids[a], i64)} for i, a in enumerate(main.args)]
+            op.attributes[STORAGE_ID_ATTR] = IntegerAttr(plan.ids[op.results[0]], i64)
+    attrs = [arg_attrs(main, i) | {STORAGE_ID_ATTR: IntegerAttr(plan.ids[a], i64)} for i, a in enumerate(main.args)]
     main.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in attrs])
-
-
-def storage_id(value: SSAValue) -> int | None:
-    """The storage id plan-memory recorded for a tensor of @main, or None."""
-    if isinstance(value, BlockArgument):
-        fn = value.owner.parent_op()
-        attr = arg_attrs(fn, value.index).get(STORAGE_ID) if isinstance(fn, func.FuncOp) else None
-    else:
-        owner = value.owner
-        attr = owner.attributes.get(STORAGE_ID) if isinstance(owner, Operation) else None
-    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def _fail(op: Operation, message: str) -> NoReturn:

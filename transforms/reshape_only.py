@@ -15,19 +15,17 @@ Then plan-memory gives `%r` the storage of `%x` and keeps it alive while either 
 graph JSON makes its node `__nop`, and the executor runs nothing for it: the node's tensor is
 a view of its input's storage with its own shape.
 
-Operand and result share one scope: a group never spans a `relay.device_copy`.
+Operand and result share one scope: a group never spans a `relay.device_copy`. Plan-memory and
+the graph JSON find the mark with `dialects/lowered_graph.py`'s `is_reshape_only_launch`.
 """
 
 from __future__ import annotations
 
-from typing import TypeGuard
-
 from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Operation
 
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import RESHAPE_ONLY_ATTR
 
-RESHAPE_ONLY = "relay.reshape_only"
 RESHAPES = (relay.ReshapeOp, relay.SqueezeOp, relay.ExpandDimsOp)
 
 
@@ -39,9 +37,4 @@ def is_reshape_only(group: relay.FusedOp) -> bool:
 
 def mark(launch: relay.LaunchOp) -> None:
     """Marks the launch of a reshape-only group."""
-    launch.attributes[RESHAPE_ONLY] = UnitAttr()
-
-
-def is_reshape_only_launch(op: Operation) -> TypeGuard[relay.LaunchOp]:
-    """A launch whose result is its input read with another shape (see the module docstring)."""
-    return isinstance(op, relay.LaunchOp) and RESHAPE_ONLY in op.attributes and len(op.inputs) == 1
+    launch.attributes[RESHAPE_ONLY_ATTR] = UnitAttr()

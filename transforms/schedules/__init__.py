@@ -33,18 +33,15 @@ from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 
-# The nest's mark, moved onto the kernel (targets/c_style.py reads it there): its work items
-# are heavy (a micro-kernel's blocks), each a work group of its own, so an OpenCL device
-# spreads them over its threads (PoCL's pthread device otherwise makes a small NDRange one
-# work group, run by one thread).
-WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
-
 
 def one_group_per_item(nest: scf.ParallelOp) -> scf.ParallelOp:
-    """Marks `nest` for launches in work groups of one work item each."""
+    """Marks `nest` for launches in work groups of one work item each: its work items are heavy
+    (a micro-kernel's blocks). convert-relay-to-loops moves the mark onto the kernel, where
+    targets/c_style.py reads it (`dialects/lowered_graph.py`)."""
     nest.attributes[WORK_GROUP_PER_ITEM_ATTR] = UnitAttr()
     return nest
 

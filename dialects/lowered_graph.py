@@ -1,0 +1,136 @@
+"""
+The lowered graph: what a lowered @main and the kernels it launches carry for the targets and
+the runtime, and how to read it.
+
+After convert-relay-to-loops and inline-calls, @main holds only `relay.launch`,
+`relay.device_copy`, `relay.constant` and `func.return`. Its *tensors* are its parameters and
+the results of those ops; each is stored on one *scope* and, once plan-memory ran, in one
+*storage*. The passes write these as attributes, and the targets read them here (the graph
+JSON, and through it the runtime; the DOT picture):
+
+- `relay.se_scope` (`SCOPE_ATTR`), argument attribute of a parameter (and result attribute of
+  a function); an op's scope is its `se_scope` (a copy's `dst_se_scope`). Written by
+  plan-devices, canonical after it.
+- `relay.storage_id = N : i64` (`STORAGE_ID_ATTR`), on each op of @main and as an argument
+  attribute on each parameter. Written by plan-memory; the graph JSON's `storage_id`.
+- `relay.reshape_only` (`RESHAPE_ONLY_ATTR`), a unit attribute on the launch of a group of
+  reshapes only. Written by convert-relay-to-loops (`transforms/reshape_only.py`); its result is
+  its input's storage read with another shape: plan-memory aliases the two, the graph JSON makes
+  its node `__nop`.
+
+and on a kernel (a `func.func` a launch calls):
+
+- `relay.work_group_per_item` (`WORK_GROUP_PER_ITEM_ATTR`), a unit attribute: its work items
+  are few and heavy, each launched as a work group of its own. Written by
+  convert-relay-to-loops from a schedule's `one_group_per_item` (`transforms/schedules/`); the
+  C-style targets make it the kernel's `local_size`.
+
+Nothing here changes IR. A missing @main or scope is an error that names plan-memory: it reads
+these first and checks every tensor of @main (targets read a planned @main only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NoReturn, TypeGuard, cast
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+
+from xrelay.diagnostics import LoweringError, location_of
+from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
+
+SCOPE_ATTR = "relay.se_scope"
+STORAGE_ID_ATTR = "relay.storage_id"
+RESHAPE_ONLY_ATTR = "relay.reshape_only"
+# A work group per work item, because an OpenCL device spreads work groups over its threads
+# (PoCL's pthread device otherwise runs a small NDRange as one work group, on one thread).
+WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
+
+
+def main_function(module: ModuleOp) -> func.FuncOp:
+    """The module's @main (the program the executor runs)."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise LoweringError("plan-memory expects a function @main (the program the executor runs), but the module has none")
+
+
+def tensors(main: func.FuncOp) -> Iterator[SSAValue]:
+    """@main's parameters, then the result of each op, in program order."""
+    yield from main.args
+    for op in main.body.block.ops:
+        yield from op.results
+
+
+def arg_attrs(fn: func.FuncOp, index: int) -> dict[str, Attribute]:
+    """The argument attributes of `fn`'s parameter `index` (none: empty)."""
+    if fn.arg_attrs is None:
+        return {}
+    return dict(fn.arg_attrs.data[index].data)
+
+
+def nbytes(ty: Attribute) -> int:
+    """The bytes a tensor of type `ty` takes in its storage."""
+    assert isinstance(ty, TensorType)
+    ty = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
+    count = 1
+    for dim in ty.get_shape():
+        count *= dim
+    width = getattr(ty.element_type, "bitwidth", 32)
+    return count * max(width // 8, 1)
+
+
+# --- scopes ----------------------------------------------------------------------------------
+
+
+def scope_of(value: SSAValue) -> SEScopeAttr:
+    """Where a tensor of a lowered @main is stored (see the module docstring)."""
+    if isinstance(value, BlockArgument):
+        anchor = value.owner.parent_op()
+        assert isinstance(anchor, func.FuncOp)
+        scope = arg_attrs(anchor, value.index).get(SCOPE_ATTR)
+        what, attr = f"parameter %{value.name_hint or value.index} of @main", f"{SCOPE_ATTR} attribute"
+    else:
+        anchor = value.owner
+        assert isinstance(anchor, Operation), "only a block argument belongs to a block"
+        scope = _result_scope(anchor)
+        what, attr = anchor.name, "se_scope"
+    if isinstance(scope, SEScopeAttr) and scope.is_fully_constrained:
+        return scope
+    found = f"has the partial {attr} {scope}" if isinstance(scope, SEScopeAttr) else f"has no {attr}"
+    _fail(anchor, f"needs the canonical scope of every tensor, but {what} {found}; run plan-devices first")
+
+
+def _result_scope(op: Operation) -> Attribute | None:
+    if isinstance(op, relay.DeviceCopyOp):
+        return op.dst_se_scope
+    if isinstance(op, (relay.RelayOp, relay.LaunchOp, relay.OnDeviceOp, relay.FusedOp)):
+        return op.se_scope
+    return None
+
+
+def _fail(op: Operation, message: str) -> NoReturn:
+    message = f"{location_of(op)}: plan-memory {message}"
+    op.emit_error(message, LoweringError(message))
+
+
+# --- storages --------------------------------------------------------------------------------
+
+
+def storage_id(value: SSAValue) -> int | None:
+    """The storage id plan-memory recorded for a tensor of @main, or None."""
+    if isinstance(value, BlockArgument):
+        fn = value.owner.parent_op()
+        attr = arg_attrs(fn, value.index).get(STORAGE_ID_ATTR) if isinstance(fn, func.FuncOp) else None
+    else:
+        owner = value.owner
+        attr = owner.attributes.get(STORAGE_ID_ATTR) if isinstance(owner, Operation) else None
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def is_reshape_only_launch(op: Operation) -> TypeGuard[relay.LaunchOp]:
+    """A launch whose result is its input read with another shape (`RESHAPE_ONLY_ATTR`)."""
+    return isinstance(op, relay.LaunchOp) and RESHAPE_ONLY_ATTR in op.attributes and len(op.inputs) == 1
