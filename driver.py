@@ -42,7 +42,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_notes
 from xrelay.dialects import relay
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.errors import CompileError, Error, InputError, UsageError
 from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import Program, as_module, context
@@ -53,7 +53,6 @@ from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.graph_json import executor_graph
 from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
-from xrelay.transforms.plan_devices import SCOPE_ATTR
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
 PIPELINE = (

@@ -8,11 +8,14 @@ the results of those ops; each is stored on one *scope* and, once plan-memory ra
 *storage*. The passes write these as attributes, and the targets read them here (the graph
 JSON, and through it the runtime; the DOT picture):
 
-- `relay.se_scope` (`SCOPE_ATTR`), argument attribute of a parameter (and result attribute of
+- `relay.se_scope` (`SCOPE_ATTR`, defined with `SEScopeAttr`), argument attribute of a parameter (and result attribute of
   a function); an op's scope is its `se_scope` (a copy's `dst_se_scope`). Written by
   plan-devices, canonical after it.
 - `relay.storage_id = N : i64` (`STORAGE_ID_ATTR`), on each op of @main and as an argument
   attribute on each parameter. Written by plan-memory; the graph JSON's `storage_id`.
+- `relay.input_name = "..."` (`INPUT_NAME_ATTR`), argument attribute of a parameter whose
+  source model's name is not a valid SSA name (`onnx::Conv_0`). Written by the frontend's
+  builder; the graph JSON's input name.
 - `relay.reshape_only` (`RESHAPE_ONLY_ATTR`), a unit attribute on the launch of a group of
   reshapes only. Written by convert-relay-to-loops (`transforms/reshape_only.py`); its result is
   its input's storage read with another shape: plan-memory aliases the two, the graph JSON makes
@@ -40,10 +43,12 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 
-SCOPE_ATTR = "relay.se_scope"
 STORAGE_ID_ATTR = "relay.storage_id"
+# The @main argument attribute naming an input as its source model did (an importer's name
+# that is not a valid SSA name): the graph JSON's input name.
+INPUT_NAME_ATTR = "relay.input_name"
 RESHAPE_ONLY_ATTR = "relay.reshape_only"
 # A work group per work item, because an OpenCL device spreads work groups over its threads
 # (PoCL's pthread device otherwise runs a small NDRange as one work group, on one thread).

@@ -41,11 +41,16 @@ def _opt_int(value: int | None) -> IntAttr | NoneAttr:
     return NoneAttr() if value is None else IntAttr(value)
 
 
+# The key under which a function argument, result or kernel carries its scope (the attribute's
+# own name).
+SCOPE_ATTR = "relay.se_scope"
+
+
 @irdl_attr_definition
 class SEScopeAttr(ParametrizedAttribute):
     """A (possibly partial) storage/execution scope: device type, virtual id, target, memory."""
 
-    name = "relay.se_scope"
+    name = SCOPE_ATTR
 
     device_attr: StringAttr | NoneAttr
     id_attr: IntAttr | NoneAttr

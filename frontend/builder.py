@@ -48,9 +48,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from xrelay.diagnostics import VerifyError
 from xrelay.dialects import relay
+from xrelay.dialects.lowered_graph import INPUT_NAME_ATTR
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.errors import UsageError
-from xrelay.targets.graph_json import INPUT_NAME_ATTR
 
 Shape = tuple[int, ...]
 Operand = SSAValue | float | int | np.ndarray

@@ -63,10 +63,8 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import cpu, relay
 from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
 from xrelay.dialects.reductions import reduction_combines
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.targets.vector_math import helper_text
-
-SCOPE_ATTR = "relay.se_scope"
 
 # OpenCL has at most three NDRange dimensions; deeper nests merge their leading dimensions.
 MAX_NDRANGE_DIMS = 3

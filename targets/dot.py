@@ -39,8 +39,8 @@ from xdsl.utils.target import Target
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
-from xrelay.dialects.lowered_graph import SCOPE_ATTR, arg_attrs, nbytes
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.lowered_graph import arg_attrs, nbytes
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.targets.graph_json import scope_order
 
 # Light fills that keep black text readable (ColorBrewer's Paired and Set3), one per scope.

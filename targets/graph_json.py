@@ -37,14 +37,19 @@ from xdsl.utils.target import Target
 
 from xrelay.diagnostics import LoweringError
 from xrelay.dialects import relay
-from xrelay.dialects.lowered_graph import is_reshape_only_launch, main_function, scope_of, storage_id, tensors
+from xrelay.dialects.lowered_graph import (
+    INPUT_NAME_ATTR,
+    is_reshape_only_launch,
+    main_function,
+    scope_of,
+    storage_id,
+    tensors,
+)
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.interpreter import constant_value
 
 COPY = "__copy"
 NOP = "__nop"
-# The @main argument attribute naming an input as its source model did (see the docstring).
-INPUT_NAME_ATTR = "relay.input_name"
 DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 
 

@@ -119,7 +119,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.transforms.reshape_only import is_reshape_only, mark
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
@@ -144,7 +144,6 @@ from xrelay.transforms.schedules import (
 )
 
 PASS = "convert-relay-to-loops"
-SCOPE_ATTR = "relay.se_scope"
 SCHEDULE_ATTR = "relay.schedule"  # the name of the kernel's schedule, for readers of the IR
 
 

@@ -74,12 +74,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, emit_remark, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.dominance import verify_dominance
-from xrelay.dialects.se_scope import FIELDS, SEScopeAttr
+from xrelay.dialects.se_scope import FIELDS, SCOPE_ATTR, SEScopeAttr
 from xrelay.transforms.compilation_config import TARGET_KIND_DEVICES, CompilationConfig, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain, Origin
 from xrelay.transforms.device_remarks import Remark, Step, describe_scope, steps_of
 
-SCOPE_ATTR = "relay.se_scope"
 PASS_ORDER = "plan-devices, fuse-ops, convert-relay-to-loops"
 PRIMITIVES = frozenset(relay.PRIMITIVE_OPS)  # exact types: much cheaper than isinstance on 37
 

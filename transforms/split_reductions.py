@@ -65,9 +65,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects.reductions import reduction_combines
-from xrelay.dialects.se_scope import SEScopeAttr
-
-SCOPE_ATTR = "relay.se_scope"
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 
 # A vector of LANES floats fills an AVX-512 register (two AVX2 ones). Sixteen independent
 # scalar partials ran at 19-37 GFLOP/s on PoCL when LLVM's SLP vectoriser packed them into
