@@ -589,22 +589,30 @@ class CStyleEmitter:
     def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
         return f"({type_name})({scalar})"
 
-    def vector_load_expr(self, type_name: str, lanes: int, address: str) -> str:
-        return f"vload{lanes}(0, {address})"
+    def vector_load_expr(self, type_name: str, lanes: int, address: str, space: str) -> str:
+        """The language's load of `lanes` consecutive floats at `address` (a pointer into the
+        address space `space`) as a vector of type `type_name`."""
+        raise NotImplementedError
 
-    def vector_store_line(self, type_name: str, lanes: int, address: str, value: str) -> str:
-        return f"vstore{lanes}({value}, 0, {address});"
+    def vector_store_line(self, type_name: str, lanes: int, address: str, space: str, value: str) -> str:
+        """The language's statement storing vector `value` at `address` (as for loads)."""
+        raise NotImplementedError
 
     def vector_address(self, ref: SSAValue, indices: Sequence[SSAValue]) -> str:
         return f"&{self.names[ref]}[{self.index(ref, indices)}]"
+
+    def address_space(self, ref: SSAValue) -> str:
+        """The address space qualifier of a pointer into `ref` (with a trailing space): the
+        pointer arguments' `buffer_prefix`, none for scratch."""
+        return self.buffer_prefix if ref in self.kernel.args else ""
 
     @emit.register
     def _(self, op: vector.LoadOp) -> None:
         """N consecutive elements (a schedule's row of lanes): OpenCL's `vloadN(0, &ref[idx])`,
         C's load through a vector pointer."""
         ty = op.result.type
-        address = self.vector_address(op.base, op.indices)
-        self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), self.lanes_of(ty, op), address), op)
+        address, space = self.vector_address(op.base, op.indices), self.address_space(op.base)
+        self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), self.lanes_of(ty, op), address, space), op)
 
     @emit.register
     def _(self, op: vector.StoreOp) -> None:
@@ -614,8 +622,9 @@ class CStyleEmitter:
                 f"expects stores only into the output or scratch buffers, but "
                 f"'vector.store' at {location_of(op)} writes input {self.names[op.base]}",
             )
-        ty, address = op.vector.type, self.vector_address(op.base, op.indices)
-        self.line(self.vector_store_line(self.c_type(ty, op), self.lanes_of(ty, op), address, self.expr(op.vector)))
+        ty, address, space = op.vector.type, self.vector_address(op.base, op.indices), self.address_space(op.base)
+        lanes = self.lanes_of(ty, op)
+        self.line(self.vector_store_line(self.c_type(ty, op), lanes, address, space, self.expr(op.vector)))
 
     def vector_type(self, ty: VectorType, op: Operation) -> str:
         self.require_vectors(op)

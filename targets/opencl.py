@@ -67,6 +67,31 @@ class OpenCLEmitter(CStyleEmitter):
     helper_names = ("xr_tanhf", "xr_logf", "xr_erff", "xr_powf")
     helper_prelude = OPENCL_PRELUDE
 
+    # Vectors are loaded and stored through pointers to `xr_floatNu`, a floatN aligned as
+    # a float: one unaligned vector access. PoCL's vloadN and vstoreN are built of pieces (a
+    # vload16 is two 16-byte loads and a 32-byte one, then inserts into a register).
+    def vector_load_expr(self, type_name: str, lanes: int, address: str, space: str) -> str:
+        return f"*(const {space}xr_{type_name}u *)({address})"
+
+    def vector_store_line(self, type_name: str, lanes: int, address: str, space: str, value: str) -> str:
+        return f"*({space}xr_{type_name}u *)({address}) = {value};"
+
+    @classmethod
+    def prelude_for(cls, text: str) -> str:
+        """The unaligned vector types and the maths helpers the kernels `text` use."""
+        used = [lanes for lanes in cls.vector_widths if f"xr_float{lanes}u " in text]
+        types = "".join(unaligned_vector_type(lanes) for lanes in used)
+        return types + super().prelude_for(text)
+
+
+def unaligned_vector_type(lanes: int) -> str:
+    """`xr_floatNu`'s typedef, in an include guard (a program is built from several units)."""
+    guard = f"XR_FLOAT{lanes}U"
+    return (
+        f"#ifndef {guard}\n#define {guard}\n"
+        f"typedef float{lanes} xr_float{lanes}u __attribute__((aligned(4), may_alias));\n#endif\n"
+    )
+
 
 @dataclass(frozen=True)
 class OpenCLTarget(Target):

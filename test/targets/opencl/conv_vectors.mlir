@@ -18,18 +18,18 @@
 // CL:         float8 [[ZERO:v[0-9]+]] = (float8)(0.0f);
 // CL:         for (long [[C:i[0-9]+]] = 0; [[C]] < 2; [[C]]++) {
 // CL:           for (long [[I:i[0-9]+]] = {{.*}}) {
-// CL:             float8 [[X0:v[0-9]+]] = vload8(0, &[[ROW]][0]);
-// CL-NEXT:        float8 [[X1:v[0-9]+]] = vload8(0, &[[ROW]][8]);
+// CL:             float8 [[X0:v[0-9]+]] = *(const xr_float8u *)(&[[ROW]][0]);
+// CL-NEXT:        float8 [[X1:v[0-9]+]] = *(const xr_float8u *)(&[[ROW]][8]);
 // CL-NEXT:        float [[W:v[0-9]+]] = in1[{{.*}}];
 // CL-NEXT:        float8 [[WV:v[0-9]+]] = (float8)([[W]]);
 // CL-NEXT:        float8 [[WM:v[0-9]+]] = (float8)(0.0f, [[WV]].s1, [[WV]].s2, [[WV]].s3, [[WV]].s4, [[WV]].s5, [[WV]].s6, [[WV]].s7);
 // CL-NEXT:        float8 {{v[0-9]+}} = fma([[X0]], [[WM]], {{v[0-9]+}});
 // CL-NEXT:        float8 {{v[0-9]+}} = fma([[X1]], [[WV]], {{v[0-9]+}});
-// CL:             float8 {{v[0-9]+}} = vload8(0, &[[ROW]][10]);
+// CL:             float8 {{v[0-9]+}} = *(const xr_float8u *)(&[[ROW]][10]);
 // CL:             float8 {{v[0-9]+}} = (float8)({{v[0-9]+}}.s0, 0.0f, {{.*}});
 // CL:         float [[SUMS:buf[0-9]+]][64];
-// CL:         vstore8({{v[0-9]+}}, 0, &[[SUMS]][0]);
-// CL:         vstore8({{v[0-9]+}}, 0, &[[SUMS]][8]);
+// CL:         *(xr_float8u *)(&[[SUMS]][0]) = {{v[0-9]+}};
+// CL:         *(xr_float8u *)(&[[SUMS]][8]) = {{v[0-9]+}};
 // CL:         for (long [[B:i[0-9]+]] = 0; [[B]] < 4; [[B]]++) {
 // CL-NEXT:      for (long [[OW:i[0-9]+]] = 0; [[OW]] < 10; [[OW]]++) {
 // CL-NEXT:        float {{v[0-9]+}} = [[SUMS]][[[B]] * 16 + [[OW]]];

@@ -60,14 +60,17 @@ func.func @splat(%in0: memref<1xf32>, %out0: memref<1xf32>) attributes {relay.se
 // -----
 
 // A vector.shuffle whose lanes all come from one vector is one swizzle (hex lane digits);
-// lanes from both vectors make a constructor of the picked lanes.
+// lanes from both vectors make a constructor of the picked lanes. Vectors are loaded and
+// stored through vector types aligned as a float, typedef'd before the kernels once each.
 
+// CHECK:       typedef float4 xr_float4u __attribute__((aligned(4), may_alias));
+// CHECK:       typedef float16 xr_float16u __attribute__((aligned(4), may_alias));
 // CHECK-LABEL: __kernel void shuffles(
-// CHECK:         float16 [[V:v_[0-9]+]] = vload16(0, &in0[0]);
+// CHECK:         float16 [[V:v_[0-9]+]] = *(const __global xr_float16u *)(&in0[0]);
 // CHECK-NEXT:    float8 [[EVEN:even_[0-9]+]] = ([[V]]).s02468ace;
 // CHECK-NEXT:    float8 [[ODD:odd_[0-9]+]] = ([[V]]).s13579bdf;
 // CHECK-NEXT:    float4 [[MIX:mix_[0-9]+]] = (float4)(([[EVEN]]).s7, ([[ODD]]).s0, ([[EVEN]]).s0, ([[ODD]]).s7);
-// CHECK-NEXT:    vstore4([[MIX]], 0, &out0[0]);
+// CHECK-NEXT:    *(__global xr_float4u *)(&out0[0]) = [[MIX]];
 func.func @shuffles(%in0: memref<16xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
   %c0 = arith.constant 0 : index
   %v = vector.load %in0[%c0] : memref<16xf32>, vector<16xf32>

@@ -9,7 +9,7 @@
 // channels, x 32 slots), the packed chunk (2 x 32 channels x 4 rows x 33 slots), M, Y and
 // the taps; the input transform V in `float16` vectors of 16 slots (2 per
 // channel); the products are the micro-kernel's broadcast-FMAs on `float16`s (2 vectors of
-// slots per channel of a block of 8), stored with vstore16; then the probe, and the
+// slots per channel of a block of 8), stored as float16s; then the probe, and the
 // epilogue from Y when it is finite, else output by output.
 
 // IR:       func.func @fused_nn_conv2d_nn_bias_add_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "winograd_conv", relay.work_group_per_item}
@@ -25,18 +25,18 @@
 // CL-NEXT:    float [[Y:buf[0-9]+]][1024];
 // CL-NEXT:    float [[TAPS:buf[0-9]+]][2304];
 // CL:           long [[SLOT:v[0-9]+]] = {{i[0-9]+}} * 16;
-// CL-NEXT:      float16 {{v[0-9]+}} = vload16(0, &[[PACKED]][[[IC:i[0-9]+]] * 132 + [[SLOT]]]);
-// CL:           vstore16({{v[0-9]+}}, 0, &[[V]][[[IC]] * 32 + [[SLOT]]]);
+// CL-NEXT:      float16 {{v[0-9]+}} = *(const xr_float16u *)(&[[PACKED]][[[IC:i[0-9]+]] * 132 + [[SLOT]]]);
+// CL:           *(xr_float16u *)(&[[V]][[[IC]] * 32 + [[SLOT]]]) = {{v[0-9]+}};
 // CL:         for (long [[XI:i[0-9]+]] = 0; [[XI]] < 16; [[XI]]++) {
 // CL:           for (long [[C:i[0-9]+]] = 0; [[C]] < 32; [[C]]++) {
-// CL-NEXT:        float16 [[V0:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1056 + [[C]] * 32]);
-// CL-NEXT:        float16 [[V1:v[0-9]+]] = vload16(0, &[[V]][[[XI]] * 1056 + [[C]] * 32 + 16]);
+// CL-NEXT:        float16 [[V0:v[0-9]+]] = *(const xr_float16u *)(&[[V]][[[XI]] * 1056 + [[C]] * 32]);
+// CL-NEXT:        float16 [[V1:v[0-9]+]] = *(const xr_float16u *)(&[[V]][[[XI]] * 1056 + [[C]] * 32 + 16]);
 // CL-NEXT:        long {{v[0-9]+}} = [[C]] * 8;
 // CL-NEXT:        float [[W:v[0-9]+]] = [[U]][{{.*}}];
 // CL-NEXT:        float16 [[WV:v[0-9]+]] = (float16)([[W]]);
 // CL-NEXT:        float16 {{v[0-9]+}} = fma([[WV]], [[V0]], {{v[0-9]+}});
 // CL-NEXT:        float16 {{v[0-9]+}} = fma([[WV]], [[V1]], {{v[0-9]+}});
-// CL:           vstore16({{v[0-9]+}}, 0, &[[M]][[[XI]] * 256]);
+// CL:           *(xr_float16u *)(&[[M]][[[XI]] * 256]) = {{v[0-9]+}};
 // CL:         int [[FINITE:v[0-9]+]] = {{v[0-9]+}} == 0.0f;
 // CL-NEXT:    if ([[FINITE]]) {
 // CL:         } else {
