@@ -20,7 +20,7 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       enough channels and tiles (on opencl, enough work per image): Winograd
                       F(4x4, 3x3) or F(2x2, 3x3), a block of tile rows per work item (on
                       opencl an image), the products per tile by the micro-kernel, the epilogue
-    conv_taps         a cpu conv2d anchor of stride 1, one group, few taps per output
+    conv_taps         a cpu or opencl conv2d anchor of stride 1, one group, few taps per output
                       (input channels x window, an image model's first conv): a block of
                       output rows per work item, the input packed, each output vector's taps
                       in registers and a chain of multiply-adds over them per output channel

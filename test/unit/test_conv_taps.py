@@ -1,8 +1,8 @@
 """conv_taps: the conv2d schedule of few input channels, each output vector's taps in
 registers and a chain of multiply-adds per output channel.
 
-Each case is a conv2d (with an epilogue where said) that the schedule takes on the cpu, built
-with `xrelay.build` for C (and for OpenCL, where packed_conv takes it) and checked against
+Each case is a conv2d (with an epilogue where said) that the schedule takes on the cpu and on
+opencl, built with `xrelay.build` for C and for OpenCL and checked against
 `xrelay.interpret` on random inputs:
 rows of one vector and of several (the last overlapping the one before), rows shorter than a
 vector (lanes past the row dropped), 1 to 3 input channels, batch > 1, several row blocks a
@@ -60,6 +60,7 @@ def case_text(name: str) -> str:
 def test_conv_taps_agrees_with_interpret(name: str) -> None:
     text = case_text(name)
     assert pick_schedule(group_of(text)).name == "conv_taps"
+    assert pick_schedule(group_of(text, OPENCL, "opencl")).name == "conv_taps"
     check_everywhere(text, inputs(CASES[name], np.random.default_rng(0)))
 
 
@@ -114,8 +115,14 @@ def test_declines_many_taps_strides_groups_and_short_rows(
     )
 
 
-def test_opencl_keeps_packed_conv() -> None:
-    assert pick_schedule(group_of(case_text("cnn_first"), OPENCL, "opencl")).name == "packed_conv"
+def test_opencl_takes_it_a_work_group_per_item() -> None:
+    """On opencl too, each work item (image, block of rows) a work group of its own, so that
+    PoCL's threads share them."""
+    text = case_text("cnn_first")
+    assert pick_schedule(group_of(text, OPENCL, "opencl")).name == "conv_taps"
+    exe = xrelay.build(text, targets=OPENCL, default_device="opencl")
+    (kernel,) = [k for k in exe.kernels if k.language == "opencl"]
+    assert kernel.local_size is not None and set(kernel.local_size) == {1}
 
 
 def test_work_items_on_two_threads() -> None:

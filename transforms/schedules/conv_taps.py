@@ -1,6 +1,6 @@
 """
 conv_taps: a convolution of few input channels (an image model's first conv: 1 or 3 of them),
-for a cpu group whose anchor is a conv2d of stride 1, one group, of the result's
+for a cpu or opencl group whose anchor is a conv2d of stride 1, one group, of the result's
 shape, with at most MAX_TAPS taps (input channels x window) per output.
 
 packed_conv's register blocks sum CHANNELS x VECTORS vectors over a loop of input channels,
@@ -46,7 +46,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, packed_conv
+from xrelay.transforms.schedules import Schedule, anchor_of, one_group_per_item, packed_conv
 from xrelay.transforms.schedules import micro_kernel as mk
 
 # At most this many taps (input channels x kh x kw) per output: the taps of an output vector
@@ -68,11 +68,14 @@ MIN_WORK = 1 << 14
 # a `packed_conv.balanced` count of work items for two threads.
 PACK_MAX_FLOATS = 1 << 12
 
-# The devices it serves. On opencl the same code (`float16` vectors, a work group per work
-# item) took 0.081 ms of PoCL device time for the CNN's first conv, where packed_conv takes
-# 0.046 (bench/opencl_model_kernels.py cnn, PoCL on 1 thread, one interleaved run): opencl
-# keeps packed_conv.
-DEVICES = ("cpu",)
+# The devices it serves. On opencl a work item is the same code (`float16` vectors), launched
+# as a work group of its own (`one_group_per_item`) so that PoCL's threads share them. It
+# took 0.081 ms of PoCL device time for the CNN's first conv against packed_conv's 0.046
+# while PoCL's vload16 was built of pieces; through float-aligned vector pointers (the
+# OpenCL target's `xr_float16u`) 0.027 against 0.036, the C kernel 0.029
+# (bench/opencl_model_kernels.py cnn, PoCL on 1 thread, one interleaved run; at 2 threads
+# 0.030 against the C kernel's 0.030, 0.039 in one work group).
+DEVICES = ("cpu", "opencl")
 
 
 def plan_of(group: relay.FusedOp) -> packed_conv.Plan | None:
@@ -111,7 +114,8 @@ def matches(group: relay.FusedOp) -> bool:
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
     plan = plan_of(group)
     assert plan is not None
-    return packed_conv.row_blocks(emitter, group, plan, work_item, out)
+    nest = packed_conv.row_blocks(emitter, group, plan, work_item, out)
+    return one_group_per_item(nest) if group.se_scope is not None and group.se_scope.device == "opencl" else nest
 
 
 def work_item(e: GroupEmitter, plan: packed_conv.Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
