@@ -1,8 +1,9 @@
 """The conv_vectors schedule (opencl conv2d, sums in float8 vectors): which groups get it,
 its channel blocks, and its results against `xrelay.interpret` on PoCL, including widths
 that are not a multiple of the vector, size-1 dims, NaN inputs and NaN or inf weights at
-taps that fall on padding. packed_conv, which takes the stride-1 convs with enough work on
-opencl too, is left out of the schedule list here, so that each case exercises conv_vectors."""
+taps that fall on padding. packed_conv and conv_taps, which take the stride-1 convs with
+enough work on opencl too, are left out of the schedule list here, so that each case
+exercises conv_vectors."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ from xdsl.passes import PassPipeline
 import xrelay
 from xrelay.driver import all_passes
 from xrelay.transforms import convert_relay_to_loops
-from xrelay.transforms.schedules import conv_vectors, packed_conv, winograd_conv
+from xrelay.transforms.schedules import conv_taps, conv_vectors, packed_conv, winograd_conv
 
 
 @pytest.fixture(autouse=True)
 def without_packed_conv(monkeypatch: pytest.MonkeyPatch) -> None:
-    """packed_conv and winograd_conv (which takes a batch of small 3x3 convs on opencl as one
-    work item) come first in line: leave them out, so that each case exercises conv_vectors."""
-    earlier = (packed_conv.SCHEDULE, winograd_conv.SCHEDULE)
+    """packed_conv, conv_taps (few input channels) and winograd_conv (which takes a batch of
+    small 3x3 convs on opencl as one work item) come first in line: leave them out, so that
+    each case exercises conv_vectors."""
+    earlier = (packed_conv.SCHEDULE, conv_taps.SCHEDULE, winograd_conv.SCHEDULE)
     schedules = tuple(s for s in convert_relay_to_loops.SCHEDULES if s not in earlier)
     monkeypatch.setattr(convert_relay_to_loops, "SCHEDULES", schedules)
 
