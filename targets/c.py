@@ -175,10 +175,10 @@ class CEmitter(CStyleEmitter):
     def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
         return f"({type_name}){{{', '.join([scalar] * lanes)}}}"
 
-    def vector_load_expr(self, type_name: str, lanes: int, address: str, space: str) -> str:
+    def vector_load_expr(self, type_name: str, address: str, space: str) -> str:
         return f"*(const {type_name} *)({address})"
 
-    def vector_store_line(self, type_name: str, lanes: int, address: str, space: str, value: str) -> str:
+    def vector_store_line(self, type_name: str, address: str, space: str, value: str) -> str:
         return f"*({type_name} *)({address}) = {value};"
 
     def prefetch_line(self, buffer: str, index: str) -> str | None:

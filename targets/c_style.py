@@ -13,7 +13,7 @@ Input: a kernel made by convert-relay-to-loops (and, for OpenCL, split-reduction
 whose body is one top-level `scf.parallel` nest over scf.for/scf.if/scf.parallel,
 memref.load/store/alloca, arith and math, and vector ops: in OpenCL vector.broadcast/insert/
 reduction on `vector<16xf32>` from split-reductions, vector.load/store/broadcast/fma
-(`vloadN`/`vstoreN`/`fma`) from the conv_vectors schedule and the micro-kernels
+(vector loads and stores through `xr_floatNu` pointers, `fma`) from the conv_vectors schedule and the micro-kernels
 (packed_conv, packed_matmul_opencl), and vector.shuffle (swizzles `.s02468ace`) from
 pool_windows; in C vector.load/store/broadcast/fma on
 `vector<16xf32>` (GCC vector types) from the micro-kernels. Output: one C-style function per kernel. Memrefs are flat pointers
@@ -589,12 +589,12 @@ class CStyleEmitter:
     def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
         return f"({type_name})({scalar})"
 
-    def vector_load_expr(self, type_name: str, lanes: int, address: str, space: str) -> str:
-        """The language's load of `lanes` consecutive floats at `address` (a pointer into the
-        address space `space`) as a vector of type `type_name`."""
+    def vector_load_expr(self, type_name: str, address: str, space: str) -> str:
+        """The language's load of a vector of type `type_name` from the consecutive floats at
+        `address` (a pointer into the address space `space`)."""
         raise NotImplementedError
 
-    def vector_store_line(self, type_name: str, lanes: int, address: str, space: str, value: str) -> str:
+    def vector_store_line(self, type_name: str, address: str, space: str, value: str) -> str:
         """The language's statement storing vector `value` at `address` (as for loads)."""
         raise NotImplementedError
 
@@ -608,11 +608,11 @@ class CStyleEmitter:
 
     @emit.register
     def _(self, op: vector.LoadOp) -> None:
-        """N consecutive elements (a schedule's row of lanes): OpenCL's `vloadN(0, &ref[idx])`,
-        C's load through a vector pointer."""
+        """N consecutive elements (a schedule's row of lanes), loaded through a vector pointer
+        (`vector_load_expr`)."""
         ty = op.result.type
         address, space = self.vector_address(op.base, op.indices), self.address_space(op.base)
-        self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), self.lanes_of(ty, op), address, space), op)
+        self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), address, space), op)
 
     @emit.register
     def _(self, op: vector.StoreOp) -> None:
@@ -623,8 +623,7 @@ class CStyleEmitter:
                 f"'vector.store' at {location_of(op)} writes input {self.names[op.base]}",
             )
         ty, address, space = op.vector.type, self.vector_address(op.base, op.indices), self.address_space(op.base)
-        lanes = self.lanes_of(ty, op)
-        self.line(self.vector_store_line(self.c_type(ty, op), lanes, address, space, self.expr(op.vector)))
+        self.line(self.vector_store_line(self.c_type(ty, op), address, space, self.expr(op.vector)))
 
     def vector_type(self, ty: VectorType, op: Operation) -> str:
         self.require_vectors(op)

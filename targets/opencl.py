@@ -8,7 +8,8 @@ rounded-up global size is safe. Inner loops are `for` loops. The `vector<16xf32>
 that split-reductions makes (a pure reduction loop accumulating 16 iterations at a time in
 vector lanes) are `float16`s: one constructor per `vector.insert` chain, the lanes of a
 `vector.reduction` folded by halves (`.lo`, `.hi`); the conv_vectors schedule's row vectors
-are `float8`s, loaded and stored with `vload8`/`vstore8`, summed with `fma`, and the
+are `float8`s, loaded and stored through `xr_float8u` pointers (a `float8` aligned as a
+float, see `vector_load_expr`), summed with `fma`, and the
 micro-kernels' `vector<16xf32>` sums (packed_conv, packed_matmul_opencl) `float16`s the same
 way, their broadcasts `(float16)(x)`. Maths uses OpenCL's overloaded built-ins (`exp`,
 `fmax`, `rsqrt`, ...).
@@ -70,10 +71,10 @@ class OpenCLEmitter(CStyleEmitter):
     # Vectors are loaded and stored through pointers to `xr_floatNu`, a floatN aligned as
     # a float: one unaligned vector access. PoCL's vloadN and vstoreN are built of pieces (a
     # vload16 is two 16-byte loads and a 32-byte one, then inserts into a register).
-    def vector_load_expr(self, type_name: str, lanes: int, address: str, space: str) -> str:
+    def vector_load_expr(self, type_name: str, address: str, space: str) -> str:
         return f"*(const {space}xr_{type_name}u *)({address})"
 
-    def vector_store_line(self, type_name: str, lanes: int, address: str, space: str, value: str) -> str:
+    def vector_store_line(self, type_name: str, address: str, space: str, value: str) -> str:
         return f"*({space}xr_{type_name}u *)({address}) = {value};"
 
     @classmethod

@@ -117,12 +117,14 @@ def test_declines_many_taps_strides_groups_and_short_rows(
 
 def test_opencl_takes_it_a_work_group_per_item() -> None:
     """On opencl too, each work item (image, block of rows) a work group of its own, so that
-    PoCL's threads share them."""
+    PoCL's threads share them; a C kernel has no work groups."""
     text = case_text("cnn_first")
     assert pick_schedule(group_of(text, OPENCL, "opencl")).name == "conv_taps"
     exe = xrelay.build(text, targets=OPENCL, default_device="opencl")
     (kernel,) = [k for k in exe.kernels if k.language == "opencl"]
     assert kernel.local_size is not None and set(kernel.local_size) == {1}
+    (c_kernel,) = xrelay.build(text, targets=("c",)).kernels
+    assert c_kernel.local_size is None
 
 
 def test_work_items_on_two_threads() -> None:

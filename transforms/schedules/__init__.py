@@ -38,11 +38,14 @@ from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 
 
-def one_group_per_item(nest: scf.ParallelOp) -> scf.ParallelOp:
-    """Marks `nest` for launches in work groups of one work item each: its work items are heavy
-    (a micro-kernel's blocks). convert-relay-to-loops moves the mark onto the kernel, where
+def one_group_per_item(nest: scf.ParallelOp, group: relay.FusedOp) -> scf.ParallelOp:
+    """Marks `nest`, the work items of an opencl `group`, for launches in work groups of one
+    work item each: its work items are heavy (a micro-kernel's blocks), and an OpenCL device
+    spreads work groups, not items, over its threads. A cpu group's nest is left as it is (a
+    C kernel has no work groups). convert-relay-to-loops moves the mark onto the kernel, where
     targets/c_style.py reads it (`dialects/lowered_graph.py`)."""
-    nest.attributes[WORK_GROUP_PER_ITEM_ATTR] = UnitAttr()
+    if group.se_scope is not None and group.se_scope.device == "opencl":
+        nest.attributes[WORK_GROUP_PER_ITEM_ATTR] = UnitAttr()
     return nest
 
 

@@ -154,7 +154,7 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     blocks = (batch, -(-m // block_rows(m)))
     on_cpu = group.se_scope is not None and group.se_scope.device == "cpu"
     nest = emitter.parallel_nest(blocks, lambda item: Rows(emitter, found, item, on_cpu).emit(root, out))
-    return nest if on_cpu else one_group_per_item(nest)
+    return one_group_per_item(nest, group)
 
 
 class Rows:

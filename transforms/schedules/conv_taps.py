@@ -114,8 +114,7 @@ def matches(group: relay.FusedOp) -> bool:
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
     plan = plan_of(group)
     assert plan is not None
-    nest = packed_conv.row_blocks(emitter, group, plan, work_item, out)
-    return one_group_per_item(nest) if group.se_scope is not None and group.se_scope.device == "opencl" else nest
+    return one_group_per_item(packed_conv.row_blocks(emitter, group, plan, work_item, out), group)
 
 
 def work_item(e: GroupEmitter, plan: packed_conv.Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:

@@ -207,7 +207,7 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     plan = plan_of(group)
     assert plan is not None
     nest = row_blocks(emitter, group, plan, work_item, out)
-    return one_group_per_item(nest) if group.se_scope is not None and group.se_scope.device == "opencl" else nest
+    return one_group_per_item(nest, group)
 
 
 WorkItem = Callable[[GroupEmitter, Plan, SSAValue, list[SSAValue], SSAValue], None]

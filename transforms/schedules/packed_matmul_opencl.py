@@ -65,11 +65,11 @@ def matches_prepacked(group: relay.FusedOp) -> bool:
 
 
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
-    return one_group_per_item(packed_matmul.build_blocks(emitter, group, out, prepacked=False))
+    return one_group_per_item(packed_matmul.build_blocks(emitter, group, out, prepacked=False), group)
 
 
 def build_prepacked(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
-    return one_group_per_item(packed_matmul.build_blocks(emitter, group, out, prepacked=True))
+    return one_group_per_item(packed_matmul.build_blocks(emitter, group, out, prepacked=True), group)
 
 
 SCHEDULE = Schedule("packed_matmul_opencl", matches, build)

@@ -16,7 +16,7 @@ passes over its row, each an `scf.for` that gcc (C) or split-reductions (OpenCL)
 
 On OpenCL, a row along the last axis of whole vectors of an input buffer (a softmax is
 Opaque, so its data is one) makes the four passes on `vector<LANESxf32>` values (`vector_row`:
-`vload16`, `exp` of a `float16`, `vstore16`); PoCL vectorises across work items only where
+loads of a `float16`, `exp` of it, stores); PoCL vectorises across work items only where
 they have no inner loop. Other rows take the scalar loops.
 
 Reading `out` back is what saves the second exponential of the old form (exp in the sum and
@@ -130,7 +130,7 @@ def row_max(
 
 def vector_row(e: GroupEmitter, row: list[SSAValue], extent: int, data: SSAValue, out: SSAValue) -> None:
     """OpenCL, a row along the last axis of whole vectors of the input buffer `data`: the
-    four passes on `vector<LANESxf32>` values (`vloadN`, `exp` of a `floatN`, `vstoreN`),
+    four passes on `vector<LANESxf32>` values (vector loads, `exp` of a `floatN`, vector stores),
     the max and the sum folded from their lanes after their loops."""
     lanes = VectorType(f32, [LANES])
 

@@ -149,7 +149,7 @@ F4 = Transforms(
 )
 
 # The devices it serves. On opencl a work item is the same code (the micro-kernel's vectors
-# as `float16`, vloadN/vstoreN/fma; the scratch as private arrays), which PoCL's LLVM
+# as `float16`, vector loads, stores and fma; the scratch as private arrays), which PoCL's LLVM
 # compiles to the same zmm FMAs as gcc: the ResNet block's convs (F4), device time on PoCL
 # at 1 thread against the C kernel, 2.94-3.06x (packed_conv) -> 1.07-1.15x (one run,
 # bench/opencl_model_kernels.py resnet, load 2.6); 0.93-0.97x with a work item per image
@@ -414,9 +414,9 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     root = group_root(group)
     if plan.one_item:
         item = emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
-        return one_group_per_item(item) if plan.device == "opencl" else item
+        return one_group_per_item(item, group)
     nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
-    return one_group_per_item(nest) if plan.device == "opencl" else nest
+    return one_group_per_item(nest, group)
 
 
 @dataclass(frozen=True)
