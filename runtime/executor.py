@@ -406,7 +406,9 @@ class Workspace:
         The host waits for the reads first, the run's last work, and then for the writes,
         done by then. Waiting for an input's write first put the host to sleep on it, and
         PoCL's worker paid to wake it (a futex wake, 8-15 us in this VM) before it started
-        the first kernel: the CNN of bench/models.py on one PoCL thread, 284 -> 238 us a run."""
+        the first kernel. Runs alternating the two orders in one process, PoCL on one thread:
+        the CNN of bench/models.py 0.96-0.97x the time (203 -> 195 us), a graph of one small
+        kernel 0.62-0.69x; on two threads, where the host sleeps at once, 0.99x and 1.04-1.06x."""
         self._hold()
         try:
             writes = [self.writers[index](array) for index, array in arrays.items()]
