@@ -46,9 +46,9 @@ kernels took 2.2-2.7 ms of device time at 2 threads after numpy, the C build or 
 as at one thread, against 1.3-1.8 ms pinned; bench/models.py (20 rounds, one run each way,
 then once more pinned), OpenCL over C at 2 threads: ResNet block 1.90 -> 1.25-1.28x,
 transformer 1.77 -> 1.10-1.12x, MLP 1.14 -> 1.16-1.20x, and the CNN 1.84 -> 2.09-2.17x (its
-largest kernel is one work item). (With POCL_DEVICES="pthread pthread" and no
-POCL_MAX_PTHREAD_COUNT, PoCL 3.1 gives each device one worker of a 2-core machine, and kernels
-on the two devices ran one after the other: 9.0 ms.)
+largest kernel is one work item). PoCL 3.1 runs one pool of workers for all its pthread
+devices: POCL_MAX_PTHREAD_COUNT of them, else one per core (with POCL_DEVICES="pthread
+pthread" on 2 cores, 2 threads, and each device reports 2 compute units).
 """
 
 from __future__ import annotations
@@ -100,18 +100,16 @@ def usable_cores() -> set[int]:
 
 
 def pin_pocl_workers() -> None:
-    """Asks PoCL's pthread device to pin its worker threads one to a core (POCL_AFFINITY=1)
-    where it runs two or more and the environment does not say otherwise. Its workers are
-    POCL_MAX_PTHREAD_COUNT, else (as PoCL 3.1 counts them here) the usable cores shared among
-    the pthread devices of POCL_DEVICES: one each for "pthread pthread" on 2 cores. Only where
-    the process may use cores 0 to n - 1 and there are no more workers than that: PoCL pins
-    worker i to core i and aborts the process when it cannot (4 workers on 2 cores). PoCL reads
-    the variable when the platform starts, so this runs before pyopencl is first used (see
-    the module docstring)."""
+    """Asks PoCL's pthread devices to pin their worker threads one to a core (POCL_AFFINITY=1)
+    where they run two or more and the environment does not say otherwise. The workers, one
+    pool for every pthread device of POCL_DEVICES, are POCL_MAX_PTHREAD_COUNT, else one per
+    usable core. Only where the process may use cores 0 to n - 1 and there are no more workers
+    than that: PoCL pins worker i to core i and aborts the process when it cannot (4 workers on
+    2 cores). PoCL reads the variable when the platform starts, so this runs before pyopencl
+    is first used (see the module docstring)."""
     cores = usable_cores()
-    devices = max(1, os.environ.get("POCL_DEVICES", "pthread").split().count("pthread"))
     try:
-        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(cores) // devices)
+        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(cores))
     except ValueError:
         return  # PoCL's own problem to report
     if 1 < workers <= len(cores) and cores == set(range(len(cores))):

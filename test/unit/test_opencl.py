@@ -155,7 +155,7 @@ def test_poll_then_wait_raises_when_the_command_failed(cl_context) -> None:
         ("2", "pthread", "0", "0"),
         ("3", "pthread", None, None),  # more workers than cores: PoCL would abort
         ("", "pthread", None, "1"),  # PoCL's own count: 2 cores
-        ("", "pthread pthread", None, None),  # 2 cores shared by 2 devices: one worker each
+        ("", "pthread pthread", None, "1"),  # one pool for both devices: a worker per core
     ],
 )
 def test_pocl_workers_are_pinned_when_there_are_several(
