@@ -219,7 +219,9 @@ def test_chunks_run_on_into_the_next_image() -> None:
     """One work item (under CPU_THREAD_WORK) takes its chunks over the batch's tile rows, image
     after image: 3 images of 7 tile rows in chunks of 4 put the last rows of one image and
     the first of the next in one chunk. A NaN at the bottom of image 0 and an inf at the top
-    of image 1 stay in their own images' outputs (each output reads its own image only)."""
+    of image 1 stay in their own images' outputs (each output reads its own image only).
+    On opencl the batch's 6 runs of chunk rows are two work items (OPENCL_BATCH_ITEMS), the
+    second starting at tile row 12, in image 1."""
     case = ((3, 16, 13, 11), (16, 16, 3, 3), PAD1, (3, 16, 13, 11), "bias_relu")
     text = conv_program(*case)
     plan = winograd_conv.plan_of(group_of(text))
@@ -229,7 +231,8 @@ def test_chunks_run_on_into_the_next_image() -> None:
     arrays["x"][0, 3, 12, 5] = np.nan
     arrays["x"][1, 7, 0, 2] = np.inf
     expected = check(text, arrays)
-    assert winograd_conv.plan_of(group_of(text, OPENCL, "opencl")) is not None  # one work item there too
+    on_opencl = winograd_conv.plan_of(group_of(text, OPENCL, "opencl"))
+    assert on_opencl is not None and on_opencl.spans_batch and (on_opencl.batch_units, on_opencl.batch_items) == (6, 2)
     check(text, arrays, device="opencl")
     assert not np.isfinite(expected[0, :, 11:, :]).all() and not np.isfinite(expected[1, :, :2, :]).all()
     assert np.isfinite(expected[0, :, :11, :]).all() and np.isfinite(expected[1, :, 2:, :]).all()
@@ -417,7 +420,8 @@ def test_declines_what_it_does_not_pay_for(
 def test_opencl_takes_enough_work_and_launches_a_work_group_per_item() -> None:
     """On opencl: the ResNet block's conv (F4, in three work items of a work group each, for
     PoCL's two threads, OPENCL_MIN_ITEMS); the CNN's second conv (below OPENCL_MIN_WORK an
-    image, 8 images under OPENCL_BATCH_WORK) as one work item, a work group of its own. A
+    image, 8 images under OPENCL_BATCH_WORK) through the batch's tile rows in two work items
+    (OPENCL_BATCH_ITEMS), a work group each. A
     batch's scratch is no longer one work group's: 16 images take F4."""
     resnet = conv_program((1, 64, 56, 56), (64, 64, 3, 3), PAD1, (1, 64, 56, 56), "residual")
     assert schedules(resnet, OPENCL, "opencl") == ["winograd_conv"]
@@ -430,11 +434,11 @@ def test_opencl_takes_enough_work_and_launches_a_work_group_per_item() -> None:
     cnn = case_text("cnn_second_conv")
     assert schedules(cnn, OPENCL, "opencl") == ["winograd_conv"] and schedules(cnn) == ["winograd_conv"]
     plan = winograd_conv.plan_of(group_of(cnn, OPENCL, "opencl"))
-    assert plan is not None and plan.one_item
+    assert plan is not None and plan.spans_batch and plan.batch_items == 2
     (source,) = [
         k for k in xrelay.build(cnn, targets=OPENCL, default_device="opencl").kernels if k.language == "opencl"
     ]
-    assert source.global_size == (1,) and source.local_size == (1,)
+    assert source.global_size == (2,) and source.local_size == (1,)
     one_image = conv_program((1, 16, 14, 14), (32, 16, 3, 3), PAD1, (1, 32, 14, 14))
     assert schedules(one_image, OPENCL, "opencl") == ["packed_conv"]  # U for one image: not measured
     batch16 = conv_program((16, 64, 32, 32), (64, 64, 3, 3), PAD1, (16, 64, 32, 32))

@@ -24,7 +24,8 @@ running on into the next image): its kernel stays on one thread, and small image
 their chunks (the CNN's second conv, 8 images of 7 tile rows in chunks of 4: 14 chunks, not
 16 with the last of each image starting earlier; 0.134 -> 0.124 ms, bench/kernels.py --conv's
 shape with bias and relu, one interleaved run). On opencl, a batch of images under
-OPENCL_MIN_WORK each (and under OPENCL_BATCH_WORK in all) is one work item the same way.
+OPENCL_MIN_WORK each (and under OPENCL_BATCH_WORK in all) runs through the batch's tile rows
+the same way, in OPENCL_BATCH_ITEMS work items (each its share of the chunks, U in each).
 Its phases:
 
 1. Weights: U for all xi, out channels k and in channels c, into scratch (`memref.alloca`):
@@ -243,6 +244,16 @@ OPENCL_MIN_WORK = 1 << 21
 # 1.24x (packed_conv 1.40x). (Not measured above 7.2M: the bound is the cpu's.)
 OPENCL_BATCH_WORK = 1 << 24
 
+# Such a batch is this many work items on opencl, each a work group (`one_group_per_item`)
+# with its share of the batch's chunks and U of its own, so that PoCL's second thread can
+# take one. The CNN's second conv (and its pool), device time on PoCL (medians of 100 runs):
+# 1 thread 105-112 us as one item, 109-112 as two; 2 threads 107-127 as one, 67 as two,
+# 72-92 as four. The whole CNN on OpenCL, runs of the two builds alternating in one process
+# (medians of 1200, three processes each): two items take 1.014-1.017x one item's time at 1
+# thread, 0.83-0.95x at 2. (On cpu, two items gained nothing at 2 OpenMP threads, the second
+# thread waking too late: 147-154 us for the CNN against 149-158.)
+OPENCL_BATCH_ITEMS = 2
+
 
 def pools_in_epilogue(group: relay.FusedOp) -> bool:
     """Whether the schedule takes `group` and computes its pooled outputs from the conv's
@@ -298,13 +309,24 @@ class Plan:
         return math.ceil(self.tiles_h / self.chunk_rows)
 
     @property
-    def one_item(self) -> bool:
-        """Whether the whole batch is one work item: on cpu under CPU_THREAD_WORK, on opencl
-        under OPENCL_MIN_WORK per image (`plan_of` takes such a conv there only in a batch
-        under OPENCL_BATCH_WORK)."""
+    def spans_batch(self) -> bool:
+        """Whether work items run through the batch's tile rows, image after image
+        (`batch_item`): on cpu under CPU_THREAD_WORK, on opencl under OPENCL_MIN_WORK per
+        image (`plan_of` takes such a conv there only in a batch under OPENCL_BATCH_WORK)."""
         if self.device == "opencl":
             return self.direct_work < OPENCL_MIN_WORK * shape_of(self.conv.res)[0]
         return self.direct_work < CPU_THREAD_WORK
+
+    @property
+    def batch_units(self) -> int:
+        """Runs of chunk_rows tile rows through the whole batch (the last starting earlier)."""
+        return math.ceil(shape_of(self.conv.res)[0] * self.tiles_h / self.chunk_rows)
+
+    @property
+    def batch_items(self) -> int:
+        """The work items of a plan that spans the batch: one on cpu, OPENCL_BATCH_ITEMS on
+        opencl (at most one per run of chunk rows)."""
+        return min(OPENCL_BATCH_ITEMS, self.batch_units) if self.device == "opencl" else 1
 
     @property
     def direct_work(self) -> int:
@@ -412,9 +434,9 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
-    if plan.one_item:
-        item = emitter.parallel_nest((1,), lambda _: batch_item(emitter, plan, root, batch, out))
-        return one_group_per_item(item, group)
+    if plan.spans_batch:
+        items = emitter.parallel_nest((plan.batch_items,), lambda item: batch_item(emitter, plan, root, item[0], out))
+        return one_group_per_item(items, group)
     nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest, group)
 
@@ -442,14 +464,17 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
     chunks(e, plan, root, scratch, tile, out)
 
 
-def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, batch: int, out: SSAValue) -> None:
-    """The whole batch as one work item (`Plan.one_item`): U once, then the
-    chunks of the batch's tile rows, image after image (a chunk may hold the last tile rows
-    of one image and the first of the next; the last chunk ends at the batch's last row)."""
+def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, item: SSAValue, out: SSAValue) -> None:
+    """Work item `item` of a plan that spans the batch (`Plan.spans_batch`): U, then runs
+    `item * units // items` to `(item + 1) * units // items` of the batch's runs of chunk
+    rows, image after image (a chunk may hold the last tile rows of one image and the first
+    of the next; the last chunk ends at the batch's last row)."""
     scratch = item_scratch(e, plan)
     weight_transform(e, plan, scratch.u)
-    rows = batch * plan.tiles_h
-    grid = [math.ceil(rows / plan.chunk_rows), math.ceil(plan.tiles_w / plan.chunk_cols)]
+    rows = shape_of(plan.conv.res)[0] * plan.tiles_h
+    units, items = plan.batch_units, plan.batch_items
+    own = (e.div_const(e.mul_const(item, units), items), e.div_const(e.mul_const(e.add_const(item, 1), units), items))
+    grid: list[Extent] = [own, math.ceil(plan.tiles_w / plan.chunk_cols)]
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         unit, col = ivs
