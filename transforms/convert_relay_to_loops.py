@@ -24,6 +24,7 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       (input channels x window, an image model's first conv): a block of
                       output rows per work item, the input packed, each output vector's taps
                       in registers and a chain of multiply-adds over them per output channel
+                      (on opencl, also a group of fuse-conv-pool: a 2 x 2 pool in its stores)
     packed_conv       a cpu or opencl conv2d anchor of stride 1 of the result's shape: a block
                       of output rows per work item, the input packed, register blocks of
                       channels x pixels

@@ -32,16 +32,20 @@ The result is the same values as the two kernels': the conv outputs are the sche
 max is taken tap after tap as the pool's kernel takes it, NaN winning (see
 winograd_conv.py's store step). Running the pass twice changes nothing (a merged group
 yields a pool, so it is no conv group). Not yet: avg_pool2d, pools with padding or
-`ceil_mode` windows past the conv's result, and pooling in the schedules of the CNN's first
-conv (conv_taps) and of packed_conv. (conv_taps pooling two output rows' sums through a
-scratch, its pooled rows in loops gcc vectorised, took 0.040 ms for the CNN's first conv and
-pool against 0.037 ms as two kernels, C at 1 thread, per-node medians: the pool's kernel is
-cheap there and the epilogue's stores were already vectors; the C emitter has no vector
-select or shuffle to pool in registers.)
+`ceil_mode` windows past the conv's result, pooling in packed_conv, and in conv_taps on the
+cpu. (conv_taps pooling two output rows' sums through a scratch, its pooled rows in loops
+gcc vectorised, took 0.040 ms for the CNN's first conv and pool against 0.037 ms as two
+kernels, C at 1 thread, per-node medians: the pool's kernel is cheap there and the
+epilogue's stores were already vectors; C's vectors have no lane access to pool in
+registers. On opencl conv_taps pools in registers, its vectors' even and odd lanes: see its
+docstring.)
 
 The CNN of bench/models.py (batch 8), its second conv and pool in one kernel: C 0.119 ms
 against 0.123 + 0.007 ms, OpenCL (PoCL) 0.150 against 0.165 + 0.024 ms (1 thread, per-node
-medians of 15 profiled runs, interleaved with the two kernels, load 4.1).
+medians of 15 profiled runs, interleaved with the two kernels, load 4.1). Its first conv and
+pool on opencl (conv_taps): 0.029 ms device time against 0.027 + 0.011 ms and a launch; the
+whole CNN on OpenCL 0.89-0.93x the time (runs of the two builds alternating in one process,
+medians of 1200, PoCL on 1 and 2 threads).
 """
 
 from __future__ import annotations
@@ -58,12 +62,13 @@ from xrelay.dialects import relay
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_ops import KernelNames, existing_symbols
 from xrelay.transforms.group_chains import anchored, is_elementwise, merge_where
-from xrelay.transforms.schedules import winograd_conv
+from xrelay.transforms.schedules import conv_taps, winograd_conv
 
 # The schedules that pool in a conv's epilogue, by name, each with its test of a merged
 # group (whether it takes the group and computes the pool from its blocks).
 POOLING: dict[str, Callable[[relay.FusedOp], bool]] = {
     winograd_conv.SCHEDULE.name: winograd_conv.pools_in_epilogue,
+    conv_taps.SCHEDULE.name: conv_taps.pools_in_epilogue,
 }
 
 

@@ -19,7 +19,10 @@ import pytest
 from test_c_library import run_programs_under_asan
 from test_packed_conv import check_everywhere, inputs
 from test_packed_conv import conv_program as packed_conv_program
-from test_winograd_conv import group_of
+from test_winograd_conv import check, group_of
+from test_winograd_conv import conv_program as winograd_conv_program
+from test_winograd_conv import inputs as winograd_inputs
+from test_winograd_conv import schedules as winograd_schedules
 
 import xrelay
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
@@ -145,3 +148,81 @@ def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
     their sizes: the packed tiles, the overlapping last vectors and the lanes past short rows
     stay in bounds."""
     run_programs_under_asan(tmp_path, [case_text(name) for name in sorted(CASES)])
+
+
+# --- a conv and its 2 x 2 max_pool2d in one group (fuse-conv-pool), on opencl ------------------
+
+POOLED = {
+    # name: data, weight, attrs, conv result, epilogue (test_winograd_conv's), pool size
+    # the CNN's first conv and pool: two vectors a row, the second from conv column 12 (its
+    # first windows computed twice)
+    "cnn_first_pool": ((2, 1, 28, 28), (16, 1, 3, 3), PAD1, (2, 16, 28, 28), "bias_relu", 2),
+    # odd sizes (the last conv row and column dropped), 3 channels, rows narrower than a
+    # vector (7 windows of its 8)
+    "odd_pool": ((1, 3, 13, 15), (5, 3, 3, 3), PAD1, (1, 5, 13, 15), "bias_relu", 2),
+    # 40 wide: three vectors a row, no epilogue, no padding
+    "wide_pool": ((1, 2, 12, 42), (4, 2, 3, 3), "", (1, 4, 10, 40), "", 2),
+    # 64 x 64 from 3 channels: several blocks of an even number of rows an image
+    "row_blocks_pool": ((1, 3, 64, 64), (8, 3, 3, 3), PAD1, (1, 8, 64, 64), "bias_relu", 2),
+}  # fmt: skip
+
+
+def pooled_text(name: str) -> str:
+    return winograd_conv_program(*POOLED[name])
+
+
+def pooled_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
+    return winograd_inputs(POOLED[name][:5], np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("name", sorted(POOLED))
+def test_pooled_group_agrees_with_interpret(name: str) -> None:
+    """On opencl the conv and its pool are one group, conv_taps pooling in its stores, one
+    kernel; on the cpu they stay two groups (POOLING_DEVICES)."""
+    text = pooled_text(name)
+    assert winograd_schedules(text, OPENCL, "opencl") == ["conv_taps"]
+    assert conv_taps.pools_in_epilogue(group_of(text, OPENCL, "opencl"))
+    assert winograd_schedules(text)[0] == "conv_taps" and len(winograd_schedules(text)) == 2
+    check(text, pooled_inputs(name, 0), device="opencl")
+
+
+def test_pooled_rows_are_whole_windows() -> None:
+    """A work item's rows are an even count, so that no window straddles two of them."""
+    plan = conv_taps.plan_of(group_of(pooled_text("row_blocks_pool"), OPENCL, "opencl"))
+    assert plan is not None and plan.row_block % 2 == 0 and plan.row_block < 64
+    odd = conv_taps.plan_of(group_of(pooled_text("odd_pool"), OPENCL, "opencl"))
+    assert odd is not None and odd.row_block % 2 == 0 and 12 % odd.row_block == 0  # conv row 12 dropped
+
+
+@pytest.mark.parametrize("name", ["cnn_first_pool", "odd_pool"])
+def test_pooled_nan_and_inf_inputs(name: str) -> None:
+    """A NaN input spreads to the windows whose conv outputs read it, NaN winning the max; an
+    inf input makes inf or NaN where it is read: as `interpret` computes them."""
+    arrays = pooled_inputs(name, 1)
+    arrays["x"][0, 0, 3, 4] = np.nan
+    arrays["x"][-1, -1, -1, 0] = np.inf
+    expected = check(pooled_text(name), arrays, device="opencl")
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+
+
+@pytest.mark.parametrize("name", ["cnn_first_pool", "odd_pool"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_pooled_nonfinite_weight_takes_the_slow_path(name: str, bad: float) -> None:
+    """A NaN or inf weight on a tap that reads the padding at the top-left border: the work
+    items compute every pooled output as `interpret` does, so the windows at the border
+    whose conv outputs read only padding through that tap stay finite where relu allows."""
+    arrays = pooled_inputs(name, 2)
+    arrays["w"][1, 0, 0, 0] = bad
+    expected = check(pooled_text(name), arrays, device="opencl")
+    assert not np.isfinite(expected[:, 1, 1:, 1:]).all()
+
+
+def test_pool_stays_apart_where_the_epilogue_varies_within_a_window() -> None:
+    """A conv whose epilogue adds a value that varies within a window (+ x, before the relu)
+    does not commute with the max: the pool keeps a kernel of its own on opencl too."""
+    case = ((1, 3, 16, 32), (3, 3, 3, 3), PAD1, (1, 3, 16, 32), "residual", 2)
+    text = winograd_conv_program(*case)
+    assert winograd_schedules(text, OPENCL, "opencl") == ["conv_taps", "pool_windows"]
+    arrays = winograd_inputs(case[:5], np.random.default_rng(5))
+    got = xrelay.build(text, targets=OPENCL, default_device="opencl").run(**arrays)
+    np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-4)

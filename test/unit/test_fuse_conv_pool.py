@@ -1,6 +1,7 @@
 """fuse-conv-pool: which conv and pool groups become one, and the CNN with its second conv and
-pool in one kernel (C and OpenCL) against `xrelay.interpret`. The merged kernels' own cases
-(odd sizes, batches, NaN and inf, AddressSanitizer) are in test_winograd_conv.py."""
+pool in one kernel (C), both convs with their pools (OpenCL), against `xrelay.interpret`. The
+merged kernels' own cases (odd sizes, batches, NaN and inf, AddressSanitizer) are in
+test_winograd_conv.py and test_conv_taps.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_conv_pool import FuseConvPoolPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
-from xrelay.transforms.schedules import winograd_conv
+from xrelay.transforms.schedules import conv_taps, winograd_conv
 
 STRIDE2 = "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}"
 MERGED = "fused_nn_conv2d_nn_bias_add_nn_relu_nn_max_pool2d"
@@ -36,13 +37,12 @@ def groups(text: str) -> list[relay.FusedOp]:
     return [op for op in xrelay.parse(text).walk() if isinstance(op, relay.FusedOp)]
 
 
-@pytest.mark.parametrize(("targets", "device"), [(("c",), None), (OPENCL, "opencl")])
-def test_cnn_second_conv_and_pool_are_one_kernel(targets: tuple[str, ...], device: str | None) -> None:
-    """bench/models.py's CNN: the second conv (winograd_conv) takes its pool; the first
-    (conv_taps on cpu, packed_conv on opencl) keeps its pool as a kernel of its own. Built,
-    it agrees with `interpret`."""
+def test_cnn_second_conv_and_pool_are_one_kernel() -> None:
+    """bench/models.py's CNN on the cpu: the second conv (winograd_conv) takes its pool; the
+    first (conv_taps, POOLING_DEVICES) keeps its pool as a kernel of its own. Built, it
+    agrees with `interpret`."""
     text = models.cnn_relay()
-    _, after = fused(text, targets, device)
+    _, after = fused(text)
     names = [group.kernel for group in groups(after)]
     assert names == [
         "fused_nn_conv2d_nn_bias_add_nn_relu",
@@ -55,11 +55,26 @@ def test_cnn_second_conv_and_pool_are_one_kernel(targets: tuple[str, ...], devic
     merged = groups(after)[2]
     assert pick_schedule(merged).name == "winograd_conv" and winograd_conv.pools_in_epilogue(merged)
     arrays = models.random_inputs(text, seed=3)
-    built = xrelay.build(text, targets=targets, default_device=device)
+    built = xrelay.build(text, targets=("c",))
     assert [k.name for k in built.kernels if k.name.startswith("fused_nn_conv2d")] == [
         "fused_nn_conv2d_nn_bias_add_nn_relu",
         MERGED,
     ]
+    assert_close(built.run(**arrays), xrelay.interpret(xrelay.parse(text), arrays))
+
+
+def test_cnn_both_convs_take_their_pools_on_opencl() -> None:
+    """On opencl both convs take their pools: the first in conv_taps' stores, the second in
+    winograd_conv's. Built, it agrees with `interpret`."""
+    text = models.cnn_relay()
+    _, after = fused(text, OPENCL, "opencl")
+    first, second = groups(after)[:2]
+    assert [first.kernel, second.kernel] == [MERGED, f"{MERGED}_1"]
+    assert pick_schedule(first).name == "conv_taps" and conv_taps.pools_in_epilogue(first)
+    assert pick_schedule(second).name == "winograd_conv" and winograd_conv.pools_in_epilogue(second)
+    arrays = models.random_inputs(text, seed=3)
+    built = xrelay.build(text, targets=OPENCL, default_device="opencl")
+    assert len(built.kernels) == 5
     assert_close(built.run(**arrays), xrelay.interpret(xrelay.parse(text), arrays))
 
 

@@ -31,6 +31,16 @@ The nest spans (n, block of output rows), as packed_conv's; a work item:
    bounds skip the padding), as in `xrelay.interpret`. (A NaN or inf input needs no slow
    path: the fast path multiplies it by the same weights as `interpret` does.)
 
+Pooled (a group of fuse-conv-pool on opencl, POOLING_DEVICES: a 2 x 2 max_pool2d at stride 2
+over an epilogue that commutes with the max, `Pooling.before_epilogue`): a work item's rows
+are an even count (an odd last conv row is left out, as the pool drops it); per pair of conv
+rows and vector of LANES conv columns (even-aligned: the last ends at the last even column),
+each output channel's two chains, their max, and the max of its even and odd lanes
+(`vector.shuffle`, OpenCL swizzles) are the LANES / 2 windows' largest conv outputs, a NaN
+winning; the epilogue is applied once per window, to that value (`remember_peak`), and
+stored. The slow path computes each pooled output as `interpret` does. The CNN's first conv
+and pool on PoCL (1 thread): 0.029 ms against 0.027 + 0.011 ms as two kernels.
+
 The output channel loop is a loop, not unrolled: the weights of a step are loads that gcc
 folds into the multiply-adds (`vfmadd231ps mem{1to16}`); packed_conv's unrolled channels,
 whose weights do not change along its loop over output vectors, had gcc hoist 144 broadcast
@@ -40,14 +50,15 @@ weights out of it and spill them.
 from __future__ import annotations
 
 from xdsl.dialects import arith, memref, scf, vector
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import DenseArrayBase, VectorType, f32, i64
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, one_group_per_item, packed_conv
+from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, packed_conv
 from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.conv_pooling import Pooling, pooling_of, remember_peak
 
 # At most this many taps (input channels x kh x kw) per output: the taps of an output vector
 # stay in registers with the sum and a weight (3 channels x 3 x 3 = 27 of AVX-512's 32).
@@ -77,11 +88,37 @@ PACK_MAX_FLOATS = 1 << 12
 # 0.030 against the C kernel's 0.030, 0.039 in one work group).
 DEVICES = ("cpu", "opencl")
 
+# The devices where a group of fuse-conv-pool takes this schedule, its pool in the stores.
+POOLING_DEVICES = ("opencl",)
+
 
 def plan_of(group: relay.FusedOp) -> packed_conv.Plan | None:
     """The group's conv as packed_conv's row-aligned plan of one channel a block and one
     vector, or None if this schedule does not take it."""
-    conv = anchor_of(group, relay.Conv2DOp)
+    pool = pooling_of(group)
+    if pool is None:
+        return plan_of_conv(group, anchor_of(group, relay.Conv2DOp))
+    return plan_of_conv(group, pool.conv, pool) if pools_here(group, pool) else None
+
+
+def pools_here(group: relay.FusedOp, pool: Pooling) -> bool:
+    """Whether the pool of a group of fuse-conv-pool is one this schedule computes in its
+    stores: on opencl, 2 x 2 windows over an epilogue that commutes with the max."""
+    scope = group.se_scope
+    return scope is not None and scope.device in POOLING_DEVICES and pool.size == 2 and pool.before_epilogue
+
+
+def pools_in_epilogue(group: relay.FusedOp) -> bool:
+    """Whether the schedule takes `group` and computes its pooled outputs from its output
+    vectors (fuse-conv-pool asks this of a group it would make)."""
+    return pooling_of(group) is not None and plan_of(group) is not None
+
+
+def plan_of_conv(
+    group: relay.FusedOp, conv: relay.Conv2DOp | None, pool: Pooling | None = None
+) -> packed_conv.Plan | None:
+    """The plan of the group's conv `conv` (pooled by `pool`: work items of an even number of
+    rows, an odd last row left out), or None."""
     scope = group.se_scope
     if conv is None or scope is None or scope.device not in DEVICES:
         return None
@@ -96,14 +133,15 @@ def plan_of(group: relay.FusedOp) -> packed_conv.Plan | None:
         return None
     padded_width = width + left + right
     reach = (kh - 1) * conv.dilation_values[0]
+    height, step = (out_h, 1) if pool is None else (out_h // 2 * 2, 2)
     fits = [
         rows
-        for rows in range(1, out_h + 1)
-        if out_h % rows == 0 and packed_conv.pack_floats(in_c, rows + reach, padded_width) <= PACK_MAX_FLOATS
+        for rows in range(step, height + 1, step)
+        if height % rows == 0 and packed_conv.pack_floats(in_c, rows + reach, padded_width) <= PACK_MAX_FLOATS
     ]
     if not fits:
         return None
-    rows = max(fits, key=lambda rows: (packed_conv.balanced(batch * out_h // rows), rows))
+    rows = max(fits, key=lambda rows: (packed_conv.balanced(batch * height // rows), rows))
     return packed_conv.Plan(conv, padded_width, rows, rows + reach, channels=1, row_aligned=True, vectors=1)
 
 
@@ -114,15 +152,38 @@ def matches(group: relay.FusedOp) -> bool:
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
     plan = plan_of(group)
     assert plan is not None
-    return one_group_per_item(packed_conv.row_blocks(emitter, group, plan, work_item, out), group)
+    pool = pooling_of(group)
+    if pool is None:
+        return one_group_per_item(packed_conv.row_blocks(emitter, group, plan, work_item, out), group)
+    batch, _, out_h, _ = shape_of(plan.conv.res)
+    root = group_root(group)
+    tiles = (batch, out_h // 2 * 2 // plan.row_block)
+    nest = emitter.parallel_nest(tiles, lambda tile: work_item(emitter, plan, root, tile, out, pool))
+    return one_group_per_item(nest, group)
 
 
-def work_item(e: GroupEmitter, plan: packed_conv.Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
-    """Output rows tile[1] * row_block + r, every channel, of image tile[0]."""
+def work_item(
+    e: GroupEmitter,
+    plan: packed_conv.Plan,
+    root: SSAValue,
+    tile: list[SSAValue],
+    out: SSAValue,
+    pool: Pooling | None = None,
+) -> None:
+    """Output rows tile[1] * row_block + r, every channel, of image tile[0] (with `pool`,
+    the pooled rows of those conv rows)."""
     packed = packed_conv.pack(e, plan, tile)
     finite = e.emit(arith.CmpfOp(weights_probe(e, plan.conv), e.f32(0.0), "oeq"))
+    if pool is None:
+        e.if_else(
+            finite, [], lambda: fast_path(e, plan, root, tile, packed, out), lambda: slow_path(e, plan, root, tile, out)
+        )
+        return
     e.if_else(
-        finite, [], lambda: fast_path(e, plan, root, tile, packed, out), lambda: slow_path(e, plan, root, tile, out)
+        finite,
+        [],
+        lambda: pooled_fast_path(e, plan, pool, root, tile, packed, out),
+        lambda: pooled_slow_path(e, plan, root, tile, out),
     )
 
 
@@ -214,6 +275,73 @@ def slow_path(
         return e.store(e.value_at(root, idx), out, idx)
 
     return e.loops([out_c, plan.row_block, out_w], [], output)
+
+
+# --- pooled: a group of fuse-conv-pool ------------------------------------------------------
+
+
+def pooled_fast_path(
+    e: GroupEmitter,
+    plan: packed_conv.Plan,
+    pool: Pooling,
+    root: SSAValue,
+    tile: list[SSAValue],
+    packed: SSAValue,
+    out: SSAValue,
+) -> list[SSAValue]:
+    """Per pair of conv rows and vector of LANES conv columns (LANES / 2 windows), every
+    channel: the two rows' sums, their max, then the max of its even and odd lanes (each
+    window's two columns), the pooled values of LANES / 2 windows; the epilogue once per
+    window, from its largest conv output (`remember_peak`)."""
+    n, row_tile = tile
+    width = shape_of(plan.conv.res)[3] // 2 * 2  # an odd last column is left out
+    half = mk.LANES // 2
+    pairs = e.mul_const(row_tile, plan.row_block // 2)
+    peaks = e.emit(memref.AllocaOp.get(f32, shape=[half]))
+    narrow = VectorType(f32, [half])
+    even = DenseArrayBase.from_list(i64, list(range(0, mk.LANES, 2)))
+    odd = DenseArrayBase.from_list(i64, list(range(1, mk.LANES, 2)))
+
+    def output_vector(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        p, k = ivs
+        first = e.min_index(e.mul_const(k, half), e.index(max(width // 2 - half, 0)))  # pooled column
+        position = e.add(e.mul_const(e.mul_const(p, 2), plan.padded_width), e.mul_const(first, 2))
+        taps = [load_taps(e, plan, packed, at) for at in (position, e.add_const(position, plan.padded_width))]
+
+        def channel(os: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            o = os[0]
+            top, bottom = (chain(e, plan.conv, o, row) for row in taps)
+            rows = e.emit(arith.MaximumfOp(top, bottom))
+            left, right = (e.emit(vector.ShuffleOp(rows, rows, lanes, result_type=narrow)) for lanes in (even, odd))
+            e.builder.insert(vector.StoreOp(e.emit(arith.MaximumfOp(left, right)), peaks, [e.index(0)]))
+
+            def window(ws: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                idx = [n, o, e.add(pairs, p), e.add(first, ws[0])]
+                tap = [n, o, e.mul_const(idx[2], 2), e.mul_const(idx[3], 2)]
+                remember_peak(e, pool, idx, tap, e.emit(memref.LoadOp.get(peaks, [ws[0]])))
+                return e.store(e.value_at(root, idx), out, idx)
+
+            return e.loops([min(half, width // 2)], [], window)
+
+        return e.loops([shape_of(plan.conv.res)[1]], [], channel)
+
+    return e.loops([plan.row_block // 2, -(-width // mk.LANES)], [], output_vector)
+
+
+def pooled_slow_path(
+    e: GroupEmitter, plan: packed_conv.Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue
+) -> list[SSAValue]:
+    """Every pooled output of the work item, one by one, as `interpret` computes it."""
+    n, row_tile = tile
+    _, out_c, _, out_w = shape_of(plan.conv.res)
+    pairs = e.mul_const(row_tile, plan.row_block // 2)
+
+    def output(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        o, p, column = ivs
+        idx = [n, o, e.add(pairs, p), column]
+        return e.store(e.value_at(root, idx), out, idx)
+
+    return e.loops([out_c, plan.row_block // 2, out_w // 2], [], output)
 
 
 SCHEDULE = Schedule("conv_taps", matches, build)

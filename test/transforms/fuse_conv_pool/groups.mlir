@@ -1,8 +1,8 @@
 // RUN: opt-tool %s --split-input-file -p fuse-ops,fuse-conv-pool | filecheck %s
 
 // A conv2d group (conv, bias, relu) and the max_pool2d group that reads it become one group
-// yielding the pool, where winograd_conv takes the conv and pools in its stores; elsewhere
-// the two groups stay.
+// yielding the pool, where the conv's schedule pools in its stores (winograd_conv; conv_taps
+// on opencl); elsewhere the two groups stay.
 
 // The CNN's second conv and pool (at batch 1): one group, the ops in order, named after them.
 
@@ -114,8 +114,8 @@ func.func @pool_after_exp(%x: tensor<1x32x14x14xf32>) -> tensor<1x32x7x7xf32> {
 
 // -----
 
-// A conv that winograd_conv does not take (one input channel, the CNN's first): its schedule
-// would not pool, so the two groups stay.
+// A conv that winograd_conv does not take (one input channel, the CNN's first): on the cpu
+// its schedule (conv_taps) does not pool, so the two groups stay.
 
 // CHECK-LABEL: func.func @conv_of_another_schedule
 // CHECK-COUNT-2: relay.fused
@@ -166,4 +166,18 @@ func.func @ops_after_the_pool(%x: tensor<1x16x14x14xf32>, %w: tensor<32x16x3x3xf
   %a = relay.add %e, %s {se_scope = #relay.se_scope<device = cpu>} : (tensor<1x32x7x7xf32>, tensor<1x32x7x7xf32>) -> tensor<1x32x7x7xf32>
   %r = relay.nn.relu %a {se_scope = #relay.se_scope<device = cpu>} : tensor<1x32x7x7xf32>
   func.return %r : tensor<1x32x7x7xf32>
+}
+
+// -----
+
+// The same on opencl: conv_taps pools 2 x 2 windows in its stores there; one group.
+
+// CHECK-LABEL: func.func @conv_taps_on_opencl
+// CHECK:         relay.fused({{.*}}) {se_scope = #relay.se_scope<device = opencl>, kernel_name = "fused_nn_conv2d_nn_max_pool2d"}
+// CHECK-SAME:        -> tensor<1x16x14x14xf32>
+// CHECK-NOT:     relay.fused
+func.func @conv_taps_on_opencl(%x: tensor<1x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) -> tensor<1x16x14x14xf32> {
+  %c = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, se_scope = #relay.se_scope<device = opencl>} : (tensor<1x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x28x28xf32>
+  %p = relay.nn.max_pool2d %c {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, se_scope = #relay.se_scope<device = opencl>} : (tensor<1x16x28x28xf32>) -> tensor<1x16x14x14xf32>
+  func.return %p : tensor<1x16x14x14xf32>
 }
