@@ -3,15 +3,17 @@
 The model (bench/models.py's relay text, its weights bound as params: `random_inputs`, as
 bench/models.py binds them) is lowered for each target as `xrelay.build` lowers it
 (fuse-layer-norm to split-reductions; constant weights pre-packed where a schedule does so);
-each kernel of the one is paired with the kernel of the same group (the same name) of the
-other, both are run on the same inputs (a constant's value where the launch reads a
+each kernel of the one is paired with the kernel of the same group (the same name and
+argument shapes) of the other, both are run on the same inputs (a constant's value where the launch reads a
 constant, pre-packed or not; random otherwise), their outputs compared (NaN where NaN: a
 layer norm's rsqrt of a random negative), and timed in one interleaved run
 (`timing.interleaved_medians`, --rounds rounds): the C kernel called directly at --threads
 threads, the OpenCL kernel launched and waited for, timed by its profiling event (start to
 end: the device's time, without the launch and the wait, which on a loaded machine swing
 from 10 us to milliseconds). Each line names both schedules; the
-last line sums the kernels (a model's time without its launches and copies). A kernel the
+last line sums the kernels (a model's time without its launches and copies). A group of
+one target alone (fuse-conv-pool merges a conv and its pool on opencl that stay two groups
+on the cpu) is timed alone, its line after the pairs, `-` for the other target. A kernel the
 compiler gives a local size (`relay.work_group_per_item`: a work group per work item) is also
 timed in the same rounds launched without one (PoCL then chooses: one work group for a small
 NDRange), the last column.
@@ -92,19 +94,39 @@ def shapes(kernel: func.FuncOp) -> list[tuple[int, ...]]:
     return [tuple(ty.get_shape()) for ty in types]  # type: ignore[union-attr]
 
 
+def groups(
+    c_kernels: dict[str, Kernel], cl_kernels: dict[str, Kernel]
+) -> list[tuple[str, Kernel | None, Kernel | None]]:
+    """(name, C kernel, OpenCL kernel) of each group: paired where both targets have a kernel
+    of that name and argument shapes, then the kernels of one target alone."""
+
+    def same(name: str) -> bool:
+        return name in cl_kernels and shapes(c_kernels[name][0]) == shapes(cl_kernels[name][0])
+
+    paired = [(name, kernel, cl_kernels[name]) for name, kernel in c_kernels.items() if same(name)]
+    c_alone = [(name, kernel, None) for name, kernel in c_kernels.items() if not same(name)]
+    cl_alone = [(name, None, kernel) for name, kernel in cl_kernels.items() if not (name in c_kernels and same(name))]
+    return [*paired, *c_alone, *cl_alone]
+
+
+def ms(seconds: float | None) -> str:
+    return f"{'-':>8}" if seconds is None else f"{seconds * 1e3:8.3f}"
+
+
 def time_pair(
-    c_function: Any,
-    opencl: OpenCLKernel,
+    c_function: Any | None,
+    opencl: OpenCLKernel | None,
     context: Any,
     queue: Any,
     shapes: list[tuple[int, ...]],
     c_constants: dict[int, np.ndarray],
     cl_constants: dict[int, np.ndarray],
     rounds: int,
-) -> tuple[float, float, float | None]:
+) -> tuple[float | None, float | None, float | None]:
     """The C kernel's median time and the OpenCL kernel's median device time, in one
     interleaved run on the same random inputs, after checking that their outputs agree; and
-    when the kernel has a local size, its median device time launched without one."""
+    when the kernel has a local size, its median device time launched without one. A kernel
+    of one target alone (the other None) is timed alone."""
     cl = import_pyopencl()
     rng = np.random.default_rng(0)
     *ins, out_shape = shapes
@@ -117,25 +139,29 @@ def time_pair(
     buffers = [cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in cl_arrays]
     buffers.append(cl.Buffer(context, mf.READ_WRITE, max(4, cl_out.nbytes)))
     device_seconds: dict[str, list[float]] = {"opencl": [], "no local": []}
-    unlocalised = dataclasses.replace(opencl, local_size=None)
 
     def launch(kernel: OpenCLKernel, times: list[float]) -> None:
         event = kernel(queue, *buffers)
         event.wait()
         times.append((event.profile.end - event.profile.start) * 1e-9)
 
-    fns: dict[str, Callable[[], object]] = {
-        "c": lambda: c_function(*addresses),
-        "opencl": lambda: launch(opencl, device_seconds["opencl"]),
-    }
-    if opencl.local_size is not None:
-        fns["no local"] = lambda: launch(unlocalised, device_seconds["no local"])
+    fns: dict[str, Callable[[], object]] = {}
+    if c_function is not None:
+        fns["c"] = lambda: c_function(*addresses)
+    if opencl is not None:
+        unlocalised = dataclasses.replace(opencl, local_size=None)
+        fns["opencl"] = lambda: launch(opencl, device_seconds["opencl"])
+        if opencl.local_size is not None:
+            fns["no local"] = lambda: launch(unlocalised, device_seconds["no local"])
     times = interleaved_medians(fns, rounds)
+    if opencl is None:
+        return times["c"], None, None
     cl.enqueue_copy(queue, cl_out, buffers[-1])
     queue.finish()
-    np.testing.assert_allclose(cl_out, c_out, rtol=1e-3, atol=1e-3, equal_nan=True)
-    free = float(np.median(device_seconds["no local"])) if opencl.local_size is not None else None
-    return times["c"], float(np.median(device_seconds["opencl"])), free
+    if c_function is not None:
+        np.testing.assert_allclose(cl_out, c_out, rtol=1e-3, atol=1e-3, equal_nan=True)
+    free = float(np.median(device_seconds["no local"])) if "no local" in fns else None
+    return times.get("c"), float(np.median(device_seconds["opencl"])), free
 
 
 def main() -> None:
@@ -158,23 +184,25 @@ def main() -> None:
     print(f"  {'kernel':<50} {'c schedule':<23} {'opencl schedule':<30} {'c':>8} {'opencl':>8} {'ratio':>7} "
           f"{'no local':>9}")  # fmt: skip
     total_c = total_cl = 0.0
-    for name, (kernel, _, c_constants) in c_kernels.items():
+    for name, c_kernel, cl_kernel in groups(c_kernels, cl_kernels):
         if args.only not in name:
             continue
-        cl_constants = cl_kernels[name][2]
+        kernel = next(k for k in (c_kernel, cl_kernel) if k is not None)[0]
         c, opencl, free = time_pair(
-            library[name].function,
-            program[name],
+            library[name].function if c_kernel else None,
+            program[name] if cl_kernel else None,
             context,
             queue,
             shapes(kernel),
-            c_constants,
-            cl_constants,
+            c_kernel[2] if c_kernel else {},
+            cl_kernel[2] if cl_kernel else {},
             args.rounds,
         )
-        total_c, total_cl = total_c + c, total_cl + opencl
-        print(f"  {name[:50]:<50} {schedule(kernel):<23} {schedule(cl_kernels[name][0]):<30} "
-              f"{c * 1e3:8.3f} {opencl * 1e3:8.3f} {opencl / c:6.2f}x {'' if free is None else f'{free * 1e3:9.3f}'}")  # fmt: skip
+        total_c, total_cl = total_c + (c or 0.0), total_cl + (opencl or 0.0)
+        ratio = f"{opencl / c:6.2f}x" if c and opencl else f"{'-':>7}"
+        print(f"  {name[:50]:<50} {schedule(c_kernel[0]) if c_kernel else '-':<23} "
+              f"{schedule(cl_kernel[0]) if cl_kernel else '-':<30} {ms(c)} {ms(opencl)} {ratio} "
+              f"{'' if free is None else f'{free * 1e3:9.3f}'}")  # fmt: skip
     ratio = total_cl / total_c if total_c else float("nan")
     print(f"  {'all kernels':<105} {total_c * 1e3:8.3f} {total_cl * 1e3:8.3f} {ratio:6.2f}x")
 
