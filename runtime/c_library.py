@@ -13,8 +13,9 @@ both succeed. gcc runs with an argument list, never through a shell, and extra f
 from an allow-list. A library records the machine it was built on (`machine()`) and the
 compiler (`c_compiler_version()`), so a saved one is reused only where it can run.
 
-Threads: the C emitter marks the outer loop nest of a kernel that does enough work
-`#pragma omp parallel for schedule(dynamic) num_threads(XRELAY_NUM_THREADS)`. The library is
+Threads: the C emitter shares the outer loop nest of a kernel that does enough work in a
+`#pragma omp parallel num_threads(XRELAY_NUM_THREADS)` region (`omp for schedule(dynamic)`,
+then the emitter's join). The library is
 built with -fopenmp (gcc's libgomp) and `-DXRELAY_NUM_THREADS=N`, so the count is fixed per library and
 part of its cache key; the library reports it (`xrelay_num_threads()`, `CLibrary.num_threads`).
 The count defaults to every core this process may run on; `XRELAY_NUM_THREADS` in the

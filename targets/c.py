@@ -29,11 +29,12 @@ loads and stores are casts of a float address, a broadcast is a vector literal, 
 are never read one by one (no `vector.insert` or `vector.reduction` in C).
 
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK` operations,
-a vector op counted by its lanes) is preceded by `#pragma omp parallel for schedule(dynamic)
-num_threads(XRELAY_NUM_THREADS)` (guarded by `_OPENMP`), collapsing its leading loops until
-they have `PARALLEL_ITERATIONS` iterations. A nest with a reduction across its iterations,
-or of one iteration, stays on one thread. The builder defines the macro. Work items are
-handed out one at a time: a sleeping thread (OMP_WAIT_POLICY=passive, as bench/models.py
+a vector op counted by its lanes) runs in a `#pragma omp parallel
+num_threads(XRELAY_NUM_THREADS)` region as `#pragma omp for schedule(dynamic) nowait`
+(guarded by `_OPENMP`), collapsing its leading loops until they have `PARALLEL_ITERATIONS`
+iterations, and ends in `xr_join` (see JOIN). A nest with a reduction across its
+iterations, or of one iteration, stays on one thread. The builder defines the macro. Work
+items are handed out one at a time: a sleeping thread (OMP_WAIT_POLICY=passive, as bench/models.py
 runs every runtime) wakes tens of microseconds late, and the running one takes its share
 meanwhile (bench/models.py's ResNet block at 2 threads took 0.93x the time of a static
 schedule, the MLP 0.97-0.98x, the transformer 1.00x; interleaved A/B in one process, load
@@ -74,7 +75,7 @@ SIMD_MACRO = "XRELAY_OMP_SIMD"
 # links -lmvec). The others the kernels call (sqrtf, fabsf, floorf, ceilf, fmaf) are single
 # instructions under -fno-math-errno.
 VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "powf(float, float)")
-# The thread count of the C kernels' `omp parallel for`: the runtime's builder defines it
+# The thread count of the C kernels' `omp parallel` regions: the runtime's builder defines it
 # (`-DXRELAY_NUM_THREADS=N`, N from `xrelay.build(num_threads=...)`) and passes -fopenmp.
 THREADS_MACRO = "XRELAY_NUM_THREADS"
 
@@ -136,6 +137,37 @@ NO_IF_CONVERSION_PRELUDE = f"""#ifndef {NO_IF_CONVERSION}
 """
 THREADS_DEFAULT = f"#ifndef {THREADS_MACRO}\n#define {THREADS_MACRO} 1\n#endif\n"
 
+# The end of a shared nest (`omp for nowait`, then `xr_join`): each thread counts itself in,
+# and the team's first thread, the caller's, spins until every thread has (at most
+# JOIN_SPIN_SECONDS), so that it reaches the region's closing barrier last. Arriving first, it
+# slept in the barrier (OMP_WAIT_POLICY=passive, as bench/models.py runs every runtime) and
+# the thread arriving last had to wake it: 25-47 us in this VM. The others go on to the
+# barrier and sleep there, as before. A probe of two threads and dynamic items of busy work
+# (OMP_WAIT_POLICY=passive, medians of 2000 regions): 4 items of 112 us 272 -> 246 us, 4 of
+# 73 us 190 -> 173, 8 of 50 us 255 -> 222, 16 of 10 us 103 -> 100.
+JOIN = "xr_join"
+JOIN_SPIN_SECONDS = 100e-6
+JOIN_PRELUDE = f"""#if defined(_OPENMP) && !defined(XRELAY_JOIN)
+#define XRELAY_JOIN
+#include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#define XRELAY_PAUSE() __builtin_ia32_pause()
+#else
+#define XRELAY_PAUSE() ((void)0)
+#endif
+#ifndef XRELAY_JOIN_SPIN_SECONDS
+#define XRELAY_JOIN_SPIN_SECONDS {JOIN_SPIN_SECONDS!r}
+#endif
+static inline void {JOIN}(int *joined) {{
+  int threads = omp_get_num_threads();
+  if (__atomic_add_fetch(joined, 1, __ATOMIC_ACQ_REL) == threads || omp_get_thread_num() != 0) return;
+  double start = omp_get_wtime();
+  while (__atomic_load_n(joined, __ATOMIC_ACQUIRE) < threads && omp_get_wtime() - start < XRELAY_JOIN_SPIN_SECONDS)
+    XRELAY_PAUSE();
+}}
+#endif
+"""
+
 
 class CEmitter(CStyleEmitter):
     target = "c"
@@ -189,28 +221,40 @@ class CEmitter(CStyleEmitter):
     @classmethod
     def prelude_for(cls, text: str) -> str:
         """The `simd` declarations of the libmvec functions the kernels `text` call, a
-        default thread count for their `omp parallel for`s, and the macros they use."""
+        default thread count for their `omp parallel` regions, and the macros they use."""
         called = [d for name, d in VECTOR_DECLARATIONS.items() if re.search(rf"\b{name}\(", text)]
         lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
         vectors = VECTOR_PRELUDE if VECTOR_TYPE in text else ""
         if_conversion = NO_IF_CONVERSION_PRELUDE if NO_IF_CONVERSION in text else ""
         threads = THREADS_DEFAULT if THREADS_MACRO in text else ""
-        return threads + vectors + if_conversion + ("\n".join(lines) if called else "")
+        join = JOIN_PRELUDE if f"{JOIN}(" in text else ""
+        return threads + join + vectors + if_conversion + ("\n".join(lines) if called else "")
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads
-        when the nest does enough work (`parallel_work`)."""
+        when the nest does enough work (`parallel_work`), then their join (`xr_join`)."""
         work = parallel_work(op)
-        if work is not None and work >= PARALLEL_WORK:
-            counts = trip_counts(op, self.target)
-            collapse = 1
-            while collapse < len(counts) - 1 and prod(counts[:collapse]) < PARALLEL_ITERATIONS:
-                collapse += 1
-            clause = f" collapse({collapse})" if collapse > 1 else ""
-            self.line("#ifdef _OPENMP")
-            self.line(f"#pragma omp parallel for schedule(dynamic) num_threads({THREADS_MACRO}){clause}")
-            self.line("#endif")
+        if work is None or work < PARALLEL_WORK:
+            self.emit(op)
+            return
+        counts = trip_counts(op, self.target)
+        collapse = 1
+        while collapse < len(counts) - 1 and prod(counts[:collapse]) < PARALLEL_ITERATIONS:
+            collapse += 1
+        clause = f" collapse({collapse})" if collapse > 1 else ""
+        for line in (
+            "#ifdef _OPENMP",
+            "{",
+            "int xr_joined = 0;",
+            f"#pragma omp parallel num_threads({THREADS_MACRO})",
+            "{",
+        ):
+            self.line(line)
+        self.line(f"#pragma omp for schedule(dynamic) nowait{clause}")
+        self.line("#endif")
         self.emit(op)
+        for line in ("#ifdef _OPENMP", f"{JOIN}(&xr_joined);", "}", "}", "#endif"):
+            self.line(line)
 
 
 def parallel_work(op: scf.ParallelOp) -> int | None:

@@ -248,7 +248,7 @@ def test_threaded_vector_maths_run_clean_under_address_sanitizer(tmp_path: Path)
     result = run_under_asan(tmp_path, [THREADED_MATHS.replace("SCOPE", SCOPES["c"])])
     assert result.returncode == 0, result.stderr[-3000:]
     source = (next(tmp_path.glob("xrelay/c-*.c"))).read_text()
-    assert "omp parallel for schedule(dynamic) num_threads(XRELAY_NUM_THREADS) collapse(2)" in source
+    assert "omp for schedule(dynamic) nowait collapse(2)" in source
 
 
 def test_address_sanitizer_catches_an_out_of_bounds_kernel(tmp_path: Path) -> None:

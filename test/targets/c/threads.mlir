@@ -2,14 +2,27 @@
 
 // A nest that does enough work is shared by XRELAY_NUM_THREADS OpenMP threads; its leading
 // loops are collapsed until they give 16 iterations, the innermost stays a loop of its own.
+// After it each thread counts itself in (xr_join), and the caller's thread waits for the
+// others there, spinning, rather than in the region's closing barrier.
 
 // CHECK:       #ifndef XRELAY_NUM_THREADS
 // CHECK-NEXT:  #define XRELAY_NUM_THREADS 1
+// CHECK:       static inline void xr_join(int *joined) {
 // CHECK-LABEL: void big(
 // CHECK-NEXT:    #ifdef _OPENMP
-// CHECK-NEXT:    #pragma omp parallel for schedule(dynamic) num_threads(XRELAY_NUM_THREADS) collapse(2)
+// CHECK-NEXT:    {
+// CHECK-NEXT:    int xr_joined = 0;
+// CHECK-NEXT:    #pragma omp parallel num_threads(XRELAY_NUM_THREADS)
+// CHECK-NEXT:    {
+// CHECK-NEXT:    #pragma omp for schedule(dynamic) nowait collapse(2)
 // CHECK-NEXT:    #endif
 // CHECK-NEXT:    for (long
+// CHECK:         #ifdef _OPENMP
+// CHECK-NEXT:    xr_join(&xr_joined);
+// CHECK-NEXT:    }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    #endif
+// CHECK-NEXT:  }
 func.func @big(%in0: memref<2x8x262144xf32>, %out0: memref<2x8x262144xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
