@@ -19,7 +19,7 @@ import pytest
 from test_c_library import run_programs_under_asan
 from test_packed_conv import check_everywhere, inputs
 from test_packed_conv import conv_program as packed_conv_program
-from test_winograd_conv import check, group_of
+from test_winograd_conv import after_pool_program, check, group_of
 from test_winograd_conv import conv_program as winograd_conv_program
 from test_winograd_conv import inputs as winograd_inputs
 from test_winograd_conv import schedules as winograd_schedules
@@ -226,3 +226,16 @@ def test_pool_stays_apart_where_the_epilogue_varies_within_a_window() -> None:
     arrays = winograd_inputs(case[:5], np.random.default_rng(5))
     got = xrelay.build(text, targets=OPENCL, default_device="opencl").run(**arrays)
     np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-4)
+
+
+def test_ops_after_the_pool() -> None:
+    """An add of another input and a relu after the pool (`relu(max_pool2d(conv(x) + b) +
+    s)`): one kernel, the ops after the pool applied to each pooled value; NaN and inf in %x
+    and %s where `interpret` has them."""
+    text = after_pool_program((2, 3, 14, 20), 6)
+    assert winograd_schedules(text, OPENCL, "opencl") == ["conv_taps"]
+    rng = np.random.default_rng(9)
+    arrays = {a.name_hint: rng.standard_normal(a.type.get_shape()).astype(np.float32) for a in xrelay.parse(text).ops.first.args}  # fmt: skip
+    arrays["x"][0, 2, 3, 4] = np.nan
+    arrays["s"][0, 1, 2, 2] = np.inf
+    check(text, arrays, device="opencl")
