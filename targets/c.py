@@ -242,16 +242,10 @@ class CEmitter(CStyleEmitter):
         while collapse < len(counts) - 1 and prod(counts[:collapse]) < PARALLEL_ITERATIONS:
             collapse += 1
         clause = f" collapse({collapse})" if collapse > 1 else ""
-        for line in (
-            "#ifdef _OPENMP",
-            "{",
-            "int xr_joined = 0;",
-            f"#pragma omp parallel num_threads({THREADS_MACRO})",
-            "{",
-        ):
+        region = f"#pragma omp parallel num_threads({THREADS_MACRO})"
+        share = f"#pragma omp for schedule(dynamic) nowait{clause}"
+        for line in ("#ifdef _OPENMP", "{", "int xr_joined = 0;", region, "{", share, "#endif"):
             self.line(line)
-        self.line(f"#pragma omp for schedule(dynamic) nowait{clause}")
-        self.line("#endif")
         self.emit(op)
         for line in ("#ifdef _OPENMP", f"{JOIN}(&xr_joined);", "}", "}", "#endif"):
             self.line(line)

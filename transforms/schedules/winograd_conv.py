@@ -465,16 +465,13 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
 
 
 def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, item: SSAValue, out: SSAValue) -> None:
-    """Work item `item` of a plan that spans the batch (`Plan.spans_batch`): U, then runs
-    `item * units // items` to `(item + 1) * units // items` of the batch's runs of chunk
-    rows, image after image (a chunk may hold the last tile rows of one image and the first
+    """Work item `item` of a plan that spans the batch (`Plan.spans_batch`): U, then its
+    `share` of the batch's runs of chunk rows, image after image (a chunk may hold the last tile rows of one image and the first
     of the next; the last chunk ends at the batch's last row)."""
     scratch = item_scratch(e, plan)
     weight_transform(e, plan, scratch.u)
     rows = shape_of(plan.conv.res)[0] * plan.tiles_h
-    units, items = plan.batch_units, plan.batch_items
-    own = (e.div_const(e.mul_const(item, units), items), e.div_const(e.mul_const(e.add_const(item, 1), units), items))
-    grid: list[Extent] = [own, math.ceil(plan.tiles_w / plan.chunk_cols)]
+    grid: list[Extent] = [share(e, item, plan.batch_units, plan.batch_items), math.ceil(plan.tiles_w / plan.chunk_cols)]
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         unit, col = ivs
@@ -502,11 +499,7 @@ def item_scratch(e: GroupEmitter, plan: Plan) -> Scratch:
 def chunks(e: GroupEmitter, plan: Plan, root: SSAValue, scratch: Scratch, tile: list[SSAValue], out: SSAValue) -> None:
     """Every chunk of block tile[1] of image tile[0], with U in `scratch`."""
     n, block = tile
-    units = (
-        e.div_const(e.mul_const(block, plan.units), plan.blocks),
-        e.div_const(e.mul_const(e.add_const(block, 1), plan.units), plan.blocks),
-    )
-    grid: list[Extent] = [units, math.ceil(plan.tiles_w / plan.chunk_cols)]
+    grid: list[Extent] = [share(e, block, plan.units, plan.blocks), math.ceil(plan.tiles_w / plan.chunk_cols)]
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         unit, col = ivs
@@ -516,6 +509,16 @@ def chunks(e: GroupEmitter, plan: Plan, root: SSAValue, scratch: Scratch, tile: 
         return []
 
     e.loops(grid, [], chunk)
+
+
+def share(e: GroupEmitter, item: SSAValue, units: int, items: int) -> Extent:
+    """Work item `item`'s runs of chunk rows, of `units` split over `items`: from
+    `item * units // items` to `(item + 1) * units // items` (no run twice; the shares differ
+    by one run at most)."""
+    return (
+        e.div_const(e.mul_const(item, units), items),
+        e.div_const(e.mul_const(e.add_const(item, 1), units), items),
+    )
 
 
 def first_tile_column(e: GroupEmitter, plan: Plan, col: SSAValue) -> SSAValue:
