@@ -100,12 +100,14 @@ def groups(
     """(name, C kernel, OpenCL kernel) of each group: paired where both targets have a kernel
     of that name and argument shapes, then the kernels of one target alone."""
 
-    def same(name: str) -> bool:
-        return name in cl_kernels and shapes(c_kernels[name][0]) == shapes(cl_kernels[name][0])
-
-    paired = [(name, kernel, cl_kernels[name]) for name, kernel in c_kernels.items() if same(name)]
-    c_alone = [(name, kernel, None) for name, kernel in c_kernels.items() if not same(name)]
-    cl_alone = [(name, None, kernel) for name, kernel in cl_kernels.items() if not (name in c_kernels and same(name))]
+    pairs = {
+        name
+        for name in c_kernels.keys() & cl_kernels.keys()
+        if shapes(c_kernels[name][0]) == shapes(cl_kernels[name][0])
+    }
+    paired = [(name, kernel, cl_kernels[name]) for name, kernel in c_kernels.items() if name in pairs]
+    c_alone = [(name, kernel, None) for name, kernel in c_kernels.items() if name not in pairs]
+    cl_alone = [(name, None, kernel) for name, kernel in cl_kernels.items() if name not in pairs]
     return [*paired, *c_alone, *cl_alone]
 
 
