@@ -34,6 +34,8 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from xrelay.dialects import relay
 from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
+from xrelay.runtime.device_kinds import DeviceKind, device_kind
+from xrelay.runtime.machine import Features, target_features
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 
@@ -44,9 +46,26 @@ def one_group_per_item(nest: scf.ParallelOp, group: relay.FusedOp) -> scf.Parall
     spreads work groups, not items, over its threads. A cpu group's nest is left as it is (a
     C kernel has no work groups). convert-relay-to-loops moves the mark onto the kernel, where
     targets/c_style.py reads it (`dialects/lowered_graph.py`)."""
-    if group.se_scope is not None and group.se_scope.device == "opencl":
+    if kind_of(group).work_groups:
         nest.attributes[WORK_GROUP_PER_ITEM_ATTR] = UnitAttr()
     return nest
+
+
+def kind_of(group: relay.FusedOp) -> DeviceKind:
+    """The device kind `group` runs on (its planned scope's)."""
+    scope = group.se_scope
+    kind = device_kind(scope.device or "") if scope is not None else None
+    assert kind is not None, "convert-relay-to-loops runs on planned groups, whose scopes name a device"
+    return kind
+
+
+def features_of(group: relay.FusedOp) -> Features:
+    """What the machine `group` runs on can do (its scope's target's features): the vector
+    width, registers and caches a schedule sizes its tiles by. A scope without a target is
+    its device kind's plain target ("c", "opencl")."""
+    scope = group.se_scope
+    target = scope.target if scope is not None else None
+    return target_features(target if target is not None else kind_of(group).target_kinds[0])
 
 
 @dataclass(frozen=True)

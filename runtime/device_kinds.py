@@ -1,0 +1,104 @@
+"""
+The device kinds xrelay knows: one row each, the table every layer asks.
+
+    kind = device_kind("opencl")              # DeviceKind(name="opencl", language="opencl", ...)
+    kind = kind_of_target("c -march=x86-64-v3")  # the cpu row: what a target string compiles for
+
+A row says what a device kind is to the compiler and to the runtime alike: the target kinds
+(first words of target strings) that compile for it, its kernel language and that language's
+name, the emitter that prints its kernels (`module:Class`, imported on demand so that the
+runtime never imports the compiler), the suffix of its kernel sources in an artifact, its
+runtime device class (`module:Class` under `xrelay.runtime`), whether its kernels launch in
+work groups, and the device spec a virtual scope of the kind runs on by default. Device types
+of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
+generator: `generates_kernels` is False for them.
+
+Adding a device is one row here, an emitter and a runtime device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """What a device kind is: its targets, kernels and runtime device."""
+
+    name: str  # the SEScope device type: "cpu", "opencl"
+    target_kinds: tuple[str, ...]  # first words of the target strings that compile for it
+    language: str | None = None  # kernel language ("c", "opencl"); None: no code generator
+    language_name: str = ""  # the language as people name it ("C", "OpenCL C")
+    emitter: str = ""  # "module:Class" of its kernels' emitter
+    source_suffix: str = ""  # a kernel source's file suffix in an artifact
+    runtime_device: str = ""  # "module:Class" under xrelay.runtime
+    work_groups: bool = False  # kernels launch in work groups (an NDRange with a local size)
+    spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
+
+    @property
+    def generates_kernels(self) -> bool:
+        return self.language is not None
+
+    def default_spec(self, id: int) -> str:
+        """The physical device a virtual scope of this kind with id `id` runs on by default."""
+        return f"{self.name}:{id}" if self.spec_has_id else self.name
+
+
+DEVICE_KINDS: tuple[DeviceKind, ...] = (
+    DeviceKind(
+        "cpu",
+        ("c", "llvm"),
+        language="c",
+        language_name="C",
+        emitter="xrelay.targets.c:CEmitter",
+        source_suffix=".c",
+        runtime_device="cpu:CPUDevice",
+    ),
+    DeviceKind(
+        "opencl",
+        ("opencl",),
+        language="opencl",
+        language_name="OpenCL C",
+        emitter="xrelay.targets.opencl:OpenCLEmitter",
+        source_suffix=".cl",
+        runtime_device="opencl:OpenCLDevice",
+        work_groups=True,
+        spec_has_id=True,
+    ),
+    DeviceKind("cuda", ("cuda",)),
+    DeviceKind("vulkan", ("vulkan",)),
+    DeviceKind("metal", ("metal",)),
+)
+
+_BY_NAME = {kind.name: kind for kind in DEVICE_KINDS}
+_BY_TARGET_KIND = {target: kind for kind in DEVICE_KINDS for target in kind.target_kinds}
+_BY_LANGUAGE = {kind.language: kind for kind in DEVICE_KINDS if kind.language is not None}
+
+
+def target_kind(target: str) -> str:
+    """The first word of a target string ("c" of "c -O2")."""
+    return target.split()[0] if target.strip() else ""
+
+
+def device_kind(name: str) -> DeviceKind | None:
+    """The row of device type `name`, or None when xrelay knows no such kind."""
+    return _BY_NAME.get(name)
+
+
+def kind_of_target(target: str) -> DeviceKind | None:
+    """The device kind a target string compiles for, or None for an unknown target kind."""
+    return _BY_TARGET_KIND.get(target_kind(target))
+
+
+def kind_of_language(language: str) -> DeviceKind | None:
+    """The device kind whose kernels are written in `language` ("c", "opencl")."""
+    return _BY_LANGUAGE.get(language)
+
+
+def generating_kinds() -> tuple[DeviceKind, ...]:
+    """The device kinds xrelay prints kernels for."""
+    return tuple(kind for kind in DEVICE_KINDS if kind.generates_kernels)
+
+
+def target_kinds() -> dict[str, str]:
+    """Every target kind and the device type it compiles for."""
+    return {target: kind.name for target, kind in _BY_TARGET_KIND.items()}

@@ -1,0 +1,200 @@
+"""
+What a target's machine can do: the features schedules read to size their tiles.
+
+    features = target_features("c -march=x86-64-v3")   # Features(isa="x86-64-v3", vector_floats=8, ...)
+    features = target_features("c")                    # the host, as `gcc -march=native` builds for it
+    features = target_features("opencl")               # the first OpenCL device, from its own info
+
+For a C target the instruction set is what gcc enables for the target string's `-march`/`-m`
+flags (the kernels are built with them after `-march=native`): gcc's predefined macros
+(`__AVX512F__`, `__AVX2__`, `__FMA__`, ...) give the vector width in floats, the number of
+vector registers and whether there is a fused multiply-add; the caches and cores are the
+host's, from the OS. For an OpenCL target they are the device's own: its preferred float
+vector width, compute units and local memory (the registers of a CPU device are the host's;
+PoCL compiles for the host). Without an OpenCL platform the description is the host's, as
+PoCL would report it.
+
+Everything here is plain data (`Features.to_json`), recorded in an artifact so that a saved
+executable keeps the features it was built for, and printed by `opt-tool --list-targets`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shlex
+import subprocess
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from xrelay.runtime.device_kinds import target_kind
+
+C_COMPILER = "gcc"
+
+
+@dataclass(frozen=True)
+class Features:
+    """A target's machine, as schedules see it."""
+
+    name: str  # the processor or device, for people
+    isa: str  # "x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64", or the device's own ("opencl")
+    vector_floats: int  # f32 lanes of one vector register
+    vector_registers: int  # vector registers a kernel may keep values in
+    fma: bool  # a fused multiply-add instruction
+    l1d: int  # bytes of level-1 data cache per core
+    l2: int  # bytes of level-2 cache per core
+    l3: int  # bytes of level-3 cache (shared)
+    cores: int  # cores (compute units) a kernel may use
+    local_memory: int = 0  # bytes of OpenCL local memory per work group (0: none)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Features:
+        return Features(**data)
+
+    def summary(self) -> str:
+        """One line for people: `x86-64-v4, 16 floats x 32 registers, FMA, L1d 48 KiB, ...`."""
+        caches = f"L1d {_size(self.l1d)}, L2 {_size(self.l2)}, L3 {_size(self.l3)}"
+        fma = "FMA" if self.fma else "no FMA"
+        local = f", local memory {_size(self.local_memory)}" if self.local_memory else ""
+        return (
+            f"{self.isa}, {self.vector_floats} floats x {self.vector_registers} vector registers, {fma}, "
+            f"{caches}, {self.cores} cores{local} ({self.name})"
+        )
+
+
+def target_features(target: str) -> Features:
+    """The features of the machine `target` (a target string) compiles for."""
+    if target_kind(target) == "opencl":
+        return opencl_features()
+    return c_features(tuple(flag for flag in shlex.split(target)[1:] if flag.startswith("-m")))
+
+
+# --- C: gcc's view of the instruction set, the OS's of the caches --------------------------
+
+
+@cache
+def c_features(machine_flags: tuple[str, ...] = ()) -> Features:
+    """The host's features as gcc builds for `-march=native` then `machine_flags`."""
+    macros = gcc_macros(("-march=native", *machine_flags))
+    isa, floats, registers = instruction_set(macros)
+    l1d, l2, l3 = host_caches()
+    return Features(
+        name=host_name(),
+        isa=isa,
+        vector_floats=floats,
+        vector_registers=registers,
+        fma="__FMA__" in macros or "__ARM_FEATURE_FMA" in macros,
+        l1d=l1d,
+        l2=l2,
+        l3=l3,
+        cores=host_cores(),
+    )
+
+
+def gcc_macros(flags: tuple[str, ...]) -> frozenset[str]:
+    """The names of the macros gcc predefines for `flags` (empty when there is no gcc)."""
+    try:
+        out = subprocess.run(
+            [C_COMPILER, *flags, "-dM", "-E", "-x", "c", "/dev/null"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return frozenset()
+    return frozenset(m.group(1) for m in re.finditer(r"^#define (\w+)", out, re.MULTILINE))
+
+
+def instruction_set(macros: frozenset[str]) -> tuple[str, int, int]:
+    """(ISA level, floats per vector, vector registers) of gcc's predefined `macros`."""
+    if {"__AVX512F__", "__AVX512BW__", "__AVX512DQ__", "__AVX512VL__"} <= macros:
+        return "x86-64-v4", 16, 32
+    if "__AVX512F__" in macros:
+        return "x86-64 with AVX-512F", 16, 32
+    if {"__AVX2__", "__FMA__"} <= macros:
+        return "x86-64-v3", 8, 16
+    if "__AVX__" in macros:
+        return "x86-64 with AVX", 8, 16
+    if "__SSE4_2__" in macros:
+        return "x86-64-v2", 4, 16
+    if "__SSE2__" in macros:
+        return "x86-64", 4, 16
+    if "__ARM_NEON" in macros:
+        return "aarch64", 4, 32
+    return platform.machine() or "unknown", 1, 16
+
+
+def host_caches() -> tuple[int, int, int]:
+    """(L1 data, L2, L3) cache bytes of the first core, from sysfs (typical sizes where absent)."""
+    sizes = {1: 32 << 10, 2: 512 << 10, 3: 8 << 20}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = _parse_size((index / "size").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if kind != "Instruction":
+            sizes[level] = size
+    return sizes[1], sizes[2], sizes[3]
+
+
+def host_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@cache
+def host_name() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else platform.processor() or platform.machine() or "unknown cpu"
+
+
+# --- OpenCL: the device's own info ---------------------------------------------------------
+
+
+@cache
+def opencl_features() -> Features:
+    """The first device of the first OpenCL platform, or the host as PoCL sees it when there
+    is none (or no pyopencl)."""
+    host = c_features()
+    try:
+        import pyopencl as cl
+
+        device = cl.get_platforms()[0].get_devices()[0]
+    except Exception:  # noqa: BLE001 (no pyopencl, no platform, no device: all mean "none here")
+        return Features(**{**host.to_json(), "name": f"no OpenCL platform: the host, {host.name}", "isa": "opencl"})
+    cpu_device = bool(device.type & cl.device_type.CPU)
+    return Features(
+        name=device.name,
+        isa="opencl",
+        vector_floats=max(1, device.preferred_vector_width_float),
+        vector_registers=host.vector_registers if cpu_device else 64,
+        fma=bool(device.single_fp_config & cl.device_fp_config.FMA),
+        l1d=host.l1d if cpu_device else 0,
+        l2=host.l2 if cpu_device else 0,
+        l3=device.global_mem_cache_size,
+        cores=device.max_compute_units,
+        local_memory=device.local_mem_size,
+    )
+
+
+def _parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
