@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class DeviceKind:
     """What a device kind is: its targets, kernels and runtime device."""

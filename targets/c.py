@@ -22,10 +22,11 @@ Maths: the libmvec functions a unit calls (expf, logf, tanhf, erff, powf) are de
 vectorises a loop calling them into calls of glibc's vector variants (`_ZGVeN16v_tanhf`),
 which keep NaN, inf and subnormals; no -ffast-math needed.
 
-Vectors: the micro-kernels' `vector<16xf32>` (transforms/schedules/micro_kernel.py) is a GCC
-vector type (`xr_f32x16`, defined before the kernels that use it, with `xr_fma_f32x16`):
+Vectors: the micro-kernels' `vector<Nxf32>` (transforms/schedules/micro_kernel.py, N 4, 8 or 16) is a GCC
+vector type (`xr_f32xN`, defined before the kernels that use it, with `xr_fma_f32xN`):
 loads and stores are casts of a float address, a broadcast is a vector literal, and
-`vector.fma` an AVX-512 FMA (a loop of `fmaf` over the lanes without AVX-512). Their lanes
+`vector.fma` the register's FMA instruction (a loop of `fmaf` over the lanes where the
+instruction set has none). Their lanes
 are never read one by one (no `vector.insert` or `vector.reduction` in C).
 
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK` operations,
@@ -50,7 +51,7 @@ from math import prod
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math, scf, vector
+from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
@@ -96,33 +97,54 @@ PARALLEL_WORK = 12_000_000
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
 PARALLEL_ITERATIONS = 16
 
-# Vectors: `vector<16xf32>` (the micro-kernels of transforms/schedules/micro_kernel.py) is a
-# GCC vector type, which gcc -march=native maps onto zmm registers (or two ymm, or four xmm).
-# It may sit at any float's address (aligned(4)) and alias floats (may_alias): loads and
-# stores are casts of a float pointer. `vector.fma` is a fused multiply-add per lane (`fmaf`;
-# -std=c99 keeps gcc's -ffp-contract=off, so `a * b + c` would stay a multiply and an add):
-# with AVX-512 the intrinsic, which gcc folds with the broadcast into one
-# `vfmadd231ps mem{1to16}`; else a loop of `fmaf` over the lanes, which gcc's SLP vectoriser
-# makes vector FMAs of. Macros, not functions: a 64-byte vector passed to a function built
-# without AVX-512 draws gcc's -Wpsabi warning. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
+# Vectors: `vector<Nxf32>` (the micro-kernels of transforms/schedules/micro_kernel.py, N the
+# target's vector width in floats: 16, 8 or 4) is a GCC vector type `xr_f32xN`, which gcc
+# maps onto one zmm, ymm or xmm register. It may sit at any float's address (aligned(4)) and
+# alias floats (may_alias): loads and stores are casts of a float pointer. `vector.fma` is a
+# fused multiply-add per lane (-std=c99 keeps gcc's -ffp-contract=off, so `a * b + c` would
+# stay a multiply and an add): the register's FMA intrinsic where the width's instruction set
+# has it, which gcc folds with the broadcast into one `vfmadd231ps mem{1toN}`; else a loop of
+# `fmaf` over the lanes, which gcc's SLP vectoriser makes vector FMAs of where it can. Macros,
+# not functions: a 64-byte vector passed to a function built without AVX-512 draws gcc's
+# -Wpsabi warning. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
 # broadcast loads into a load and 15 vpermd, batch_matmul 4x128x64 at 61 against 89 GFLOP/s.)
-VECTOR_LANES = 16
-VECTOR_TYPE = "xr_f32x16"
-VECTOR_FMA = "xr_fma_f32x16"
-VECTOR_PRELUDE = f"""#ifndef XRELAY_VECTORS
-#define XRELAY_VECTORS
-typedef float {VECTOR_TYPE} __attribute__((vector_size(64), aligned(4), may_alias));
-#if defined(__AVX512F__)
+VECTOR_WIDTHS = (4, 8, 16)
+# Per width: the preprocessor test for its FMA intrinsic, and the intrinsic.
+VECTOR_FMA_INTRINSICS = {
+    16: ("defined(__AVX512F__)", "_mm512_fmadd_ps"),
+    8: ("defined(__FMA__) && defined(__AVX__)", "_mm256_fmadd_ps"),
+    4: ("defined(__FMA__)", "_mm_fmadd_ps"),
+}
+
+
+def vector_type(lanes: int) -> str:
+    return f"xr_f32x{lanes}"
+
+
+def vector_fma(lanes: int) -> str:
+    return f"xr_fma_f32x{lanes}"
+
+
+def vector_prelude(lanes: int) -> str:
+    """The definitions of the `lanes`-float vector type and its FMA (each guarded, so that
+    kernels concatenated into one library define them once)."""
+    ty, fma = vector_type(lanes), vector_fma(lanes)
+    test, intrinsic = VECTOR_FMA_INTRINSICS[lanes]
+    return f"""#ifndef XRELAY_VECTORS_{lanes}
+#define XRELAY_VECTORS_{lanes}
+typedef float {ty} __attribute__((vector_size({4 * lanes}), aligned(4), may_alias));
+#if defined(__x86_64__) && {test}
 #include <immintrin.h>
-#define {VECTOR_FMA}(a, b, c) (({VECTOR_TYPE})_mm512_fmadd_ps((a), (b), (c)))
+#define {fma}(a, b, c) (({ty}){intrinsic}((a), (b), (c)))
 #else
-#define {VECTOR_FMA}(a, b, c) __extension__({{ \
-  {VECTOR_TYPE} xr_a_ = (a), xr_b_ = (b), xr_c_ = (c), xr_r_; \
-  for (int xr_i_ = 0; xr_i_ < {VECTOR_LANES}; xr_i_++) xr_r_[xr_i_] = fmaf(xr_a_[xr_i_], xr_b_[xr_i_], xr_c_[xr_i_]); \
+#define {fma}(a, b, c) __extension__({{ \
+  {ty} xr_a_ = (a), xr_b_ = (b), xr_c_ = (c), xr_r_; \
+  for (int xr_i_ = 0; xr_i_ < {lanes}; xr_i_++) xr_r_[xr_i_] = fmaf(xr_a_[xr_i_], xr_b_[xr_i_], xr_c_[xr_i_]); \
   xr_r_; }})
 #endif
 #endif
 """
+
 
 VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
 # gcc's loop if-conversion off for one kernel (`CEmitter.function_prefix`); nothing elsewhere.
@@ -181,9 +203,8 @@ class CEmitter(CStyleEmitter):
         arith.MaximumfOp: lambda a, b: f"{a} != {a} ? {a} : ({a} > {b} ? {a} : {b})",
         arith.MinimumfOp: lambda a, b: f"{a} != {a} ? {a} : ({a} < {b} ? {a} : {b})",
         math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
-        vector.FMAOp: lambda a, b, c: f"{VECTOR_FMA}({a}, {b}, {c})",
     }
-    vector_widths = (VECTOR_LANES,)
+    vector_widths = VECTOR_WIDTHS
     vector_lanes = False
 
     def function_prefix(self, kernel: func.FuncOp) -> str:
@@ -202,7 +223,10 @@ class CEmitter(CStyleEmitter):
         return self.kernel_prefix
 
     def vector_type_name(self, lanes: int) -> str:
-        return VECTOR_TYPE
+        return vector_type(lanes)
+
+    def fma_expr(self, type_name: str, a: str, b: str, c: str) -> str:
+        return f"{type_name.replace('xr_f32', 'xr_fma_f32')}({a}, {b}, {c})"
 
     def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
         return f"({type_name}){{{', '.join([scalar] * lanes)}}}"
@@ -224,7 +248,7 @@ class CEmitter(CStyleEmitter):
         default thread count for their `omp parallel` regions, and the macros they use."""
         called = [d for name, d in VECTOR_DECLARATIONS.items() if re.search(rf"\b{name}\(", text)]
         lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
-        vectors = VECTOR_PRELUDE if VECTOR_TYPE in text else ""
+        vectors = "".join(vector_prelude(n) for n in VECTOR_WIDTHS if f"{vector_type(n)} " in text)
         if_conversion = NO_IF_CONVERSION_PRELUDE if NO_IF_CONVERSION in text else ""
         threads = THREADS_DEFAULT if THREADS_MACRO in text else ""
         join = JOIN_PRELUDE if f"{JOIN}(" in text else ""

@@ -589,6 +589,10 @@ class CStyleEmitter:
     def broadcast_expr(self, type_name: str, scalar: str, lanes: int) -> str:
         return f"({type_name})({scalar})"
 
+    def fma_expr(self, type_name: str, a: str, b: str, c: str) -> str:
+        """The language's fused multiply-add of vectors of type `type_name`, lane by lane."""
+        return f"fma({a}, {b}, {c})"
+
     def vector_load_expr(self, type_name: str, address: str, space: str) -> str:
         """The language's load of a vector of type `type_name` from the consecutive floats at
         `address` (a pointer into the address space `space`)."""
@@ -613,6 +617,11 @@ class CStyleEmitter:
         ty = op.result.type
         address, space = self.vector_address(op.base, op.indices), self.address_space(op.base)
         self.assign(op.result, self.vector_load_expr(self.c_type(ty, op), address, space), op)
+
+    @emit.register
+    def _(self, op: vector.FMAOp) -> None:
+        a, b, c = (self.expr(v) for v in op.operands)
+        self.assign(op.res, self.fma_expr(self.c_type(op.res.type, op), a, b, c), op)
 
     @emit.register
     def _(self, op: vector.StoreOp) -> None:

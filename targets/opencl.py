@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import IO, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math, vector
+from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.utils.target import Target
@@ -57,7 +57,6 @@ class OpenCLEmitter(CStyleEmitter):
         arith.MaximumfOp: lambda a, b: f"(({a} > {b}) | ({a} != {a})) ? {a} : {b}",
         arith.MinimumfOp: lambda a, b: f"(({a} < {b}) | ({a} != {a})) ? {a} : {b}",
         math.RsqrtOp: lambda a: f"rsqrt({a})",
-        vector.FMAOp: lambda a, b, c: f"fma({a}, {b}, {c})",
         # PoCL's built-ins of these are scalar or slow: branch-free ones of our own (vector_math.py)
         math.TanhOp: lambda a: f"xr_tanhf({a})",
         math.LogOp: lambda a: f"xr_logf({a})",

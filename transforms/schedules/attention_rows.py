@@ -74,7 +74,7 @@ from xrelay.transforms.schedules import micro_kernel as mk
 # 0.6-0.9): ROWS 32 1.02x, 64 0.93x, 128 0.94x (each work item packs k and v again: 2 x 32
 # KiB per 32 rows). The two products are 524K vector multiply-adds, about 0.18 ms at one a
 # cycle: the kernel (0.20-0.21 ms) is near that, with the softmax's 64K exponentials.
-TILE = mk.Tile(rows=16, vectors=1)
+TILE = mk.Tile(rows=16, vectors=1, lanes=mk.LANES)
 ROWS = 64
 # A work item's scratch (scores, sums, the two packs) stays within packed_matmul's 320 KiB
 # (stack scratch, also on OpenMP's threads); larger attentions stay three kernels.
@@ -231,7 +231,7 @@ class Rows:
                 [depth],
                 mk.zeros(e, TILE),
                 lambda ks, r: lhs_at(e.add_const(tr, r), ks[0]),
-                lambda ks, v: mk.load(e, panels, [p, ks[0], e.index(v * mk.LANES)]),
+                lambda ks, v: mk.load(e, panels, [p, ks[0], e.index(v * mk.LANES)], mk.LANES),
             )
             mk.store_block(e, TILE, accs, sums, at)
             return []

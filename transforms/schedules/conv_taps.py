@@ -246,18 +246,18 @@ def load_taps(e: GroupEmitter, plan: packed_conv.Plan, packed: SSAValue, positio
         for i in range(kh):
             for j in range(kw):
                 offset = (c * plan.packed_rows + i * dh) * plan.padded_width + j * dw
-                taps.append(mk.load(e, packed, [e.add_const(position, offset)]))
+                taps.append(mk.load(e, packed, [e.add_const(position, offset)], mk.LANES))
     return taps
 
 
 def chain(e: GroupEmitter, conv: relay.Conv2DOp, o: SSAValue, taps: list[SSAValue]) -> SSAValue:
     """Output channel o's sums at the vector: one fused multiply-add per tap, in tap order."""
     kh, kw = shape_of(conv.weight)[2:]
-    total = mk.broadcast(e, e.f32(0.0))
+    total = mk.broadcast(e, e.f32(0.0), mk.LANES)
     for t, tap in enumerate(taps):
         c, i, j = t // (kh * kw), t // kw % kh, t % kw
         weight = e.value_at(conv.weight, [o, e.index(c), e.index(i), e.index(j)])
-        total = e.emit(vector.FMAOp(mk.broadcast(e, weight), tap, total))
+        total = e.emit(vector.FMAOp(mk.broadcast(e, weight, mk.LANES), tap, total))
     return total
 
 

@@ -29,9 +29,9 @@ vector per step) or 8 x 2 (16 sums, two) keeps the FMA pipes busy: each sum's FM
 is hidden by 15 others; packed_matmul measured 16 x 1 the faster.
 
 API (kept stable for the schedules built on it; additions only):
-    LANES, VECTOR                            the vector width and type
-    Tile(rows, vectors)                      .columns, .count
-    broadcast(e, scalar) / load(e, ref, idx) / store(e, value, ref, idx)
+    vector_type(lanes)                       vector<lanes x f32>
+    Tile(rows, vectors, lanes)               .columns, .count
+    broadcast(e, scalar, lanes) / load(e, ref, idx, lanes) / store(e, value, ref, idx)
     zeros(e, tile)                           the accumulators of an empty sum
     accumulate(e, tile, extents, accs, lhs, rhs) -> accs
     load_block(e, tile, ref, at) / store_block(e, tile, accs, ref, at)
@@ -47,13 +47,18 @@ from dataclasses import dataclass
 from enum import Enum
 
 from xdsl.dialects import memref, vector
-from xdsl.dialects.builtin import VectorType, f32
+from xdsl.dialects.builtin import Float32Type, VectorType, f32
 from xdsl.ir import SSAValue
 
 from xrelay.transforms.kernel_builder import Extent, Index, KernelBuilder
 
-LANES = 16  # floats per vector: one zmm register with AVX-512
-VECTOR = VectorType(f32, [LANES])
+LANES = 16  # (to go: schedules take their lanes from the target's features)
+
+
+def vector_type(lanes: int) -> VectorType[Float32Type]:
+    """`vector<lanes x f32>`: one vector register of the target (`Features.vector_floats`)."""
+    return VectorType(f32, [lanes])
+
 
 # On opencl a micro-kernel's scratch (`memref.alloca`) is a private array of each work item.
 # PoCL's pthread device keeps the private arrays of all work items of a work group on the
@@ -66,14 +71,15 @@ VECTOR = VectorType(f32, [LANES])
 
 @dataclass(frozen=True)
 class Tile:
-    """`rows` x `vectors` vectors of sums: `rows` x `columns` floats."""
+    """`rows` x `vectors` vectors of `lanes` sums each: `rows` x `columns` floats."""
 
     rows: int
     vectors: int
+    lanes: int
 
     @property
     def columns(self) -> int:
-        return self.vectors * LANES
+        return self.vectors * self.lanes
 
     @property
     def count(self) -> int:
@@ -94,24 +100,24 @@ def rhs_index(layout: Layout, n: SSAValue, k: SSAValue) -> list[SSAValue]:
     return [n, k] if layout is Layout.TRANSPOSED else [k, n]
 
 
-def broadcast(e: KernelBuilder, scalar: SSAValue) -> SSAValue:
-    """A vector with `scalar` in every lane."""
-    return e.emit(vector.BroadcastOp(scalar, VECTOR))
+def broadcast(e: KernelBuilder, scalar: SSAValue, lanes: int) -> SSAValue:
+    """A vector of `lanes` floats with `scalar` in every lane."""
+    return e.emit(vector.BroadcastOp(scalar, vector_type(lanes)))
 
 
-def load(e: KernelBuilder, ref: SSAValue, idx: Index) -> SSAValue:
-    """The LANES floats of `ref` from `idx` on along its last axis (unit-stride)."""
-    return e.emit(vector.LoadOp(ref, list(idx), VECTOR))
+def load(e: KernelBuilder, ref: SSAValue, idx: Index, lanes: int) -> SSAValue:
+    """The `lanes` floats of `ref` from `idx` on along its last axis (unit-stride)."""
+    return e.emit(vector.LoadOp(ref, list(idx), vector_type(lanes)))
 
 
 def store(e: KernelBuilder, value: SSAValue, ref: SSAValue, idx: Index) -> None:
-    """`ref[idx ...]` = the LANES floats of `value`, along `ref`'s last axis."""
+    """`ref[idx ...]` = the floats of vector `value`, along `ref`'s last axis."""
     e.builder.insert(vector.StoreOp(value, ref, list(idx)))
 
 
 def zeros(e: KernelBuilder, tile: Tile) -> list[SSAValue]:
     """The accumulators of an empty sum (+0.0 in every lane, as the scalar loops start)."""
-    zero = broadcast(e, e.f32(0.0))
+    zero = broadcast(e, e.f32(0.0), tile.lanes)
     return [zero] * tile.count
 
 
@@ -133,7 +139,7 @@ def accumulate(
         row = [rhs(ks, v) for v in range(tile.vectors)]
         result: list[SSAValue] = []
         for r in range(tile.rows):
-            a = broadcast(e, lhs(ks, r))
+            a = broadcast(e, lhs(ks, r), tile.lanes)
             result += [e.emit(vector.FMAOp(a, row[v], sums[r * tile.vectors + v])) for v in range(tile.vectors)]
         return result
 
@@ -142,7 +148,7 @@ def accumulate(
 
 def load_block(e: KernelBuilder, tile: Tile, ref: SSAValue, at: Callable[[int, int], list[SSAValue]]) -> list[SSAValue]:
     """The tile's accumulators read from `ref`: vector v of row r from index `at(r, v)`."""
-    return [load(e, ref, at(r, v)) for r in range(tile.rows) for v in range(tile.vectors)]
+    return [load(e, ref, at(r, v), tile.lanes) for r in range(tile.rows) for v in range(tile.vectors)]
 
 
 def store_block(

@@ -290,7 +290,7 @@ def register_block(
     channel_base = e.conv_channel_base(op, o0)
     spots = row_spots(e, plan, chunk) if plan.row_aligned else None
     offsets = vector_offsets(e, plan, chunk, spots)
-    tile_shape = mk.Tile(rows=plan.channels, vectors=plan.vectors)
+    tile_shape = mk.Tile(rows=plan.channels, vectors=plan.vectors, lanes=mk.LANES)
 
     def weight(ks: list[SSAValue], o: int) -> SSAValue:
         c, i, j = ks
@@ -301,7 +301,7 @@ def register_block(
         row = e.mul_const(e.add(channel_base, c), plan.packed_rows)
         tap = e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw))
         at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), offsets[v])
-        return mk.load(e, packed, [at])
+        return mk.load(e, packed, [at], mk.LANES)
 
     def one_tap(tap: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
         return mk.accumulate(e, tile_shape, [], sums, lambda _, o: weight(tap, o), lambda _, v: pixels(tap, v))
@@ -361,7 +361,7 @@ def block_probe(e: GroupEmitter, sums: list[SSAValue]) -> SSAValue:
     """0 x s summed over the block's sums s: 0 exactly when every one is finite. In registers:
     PROBE_CHAINS independent chains of fused multiply-adds (one a vector) joined by x * 1 + y
     (exact), then the LANES lanes of the total."""
-    zero, one = mk.broadcast(e, e.f32(0.0)), mk.broadcast(e, e.f32(1.0))
+    zero, one = mk.broadcast(e, e.f32(0.0), mk.LANES), mk.broadcast(e, e.f32(1.0), mk.LANES)
     chains = [zero] * PROBE_CHAINS
     for k, vec in enumerate(sums):
         chains[k % PROBE_CHAINS] = e.emit(vector.FMAOp(vec, zero, chains[k % PROBE_CHAINS]))

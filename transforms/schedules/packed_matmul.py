@@ -72,7 +72,7 @@ from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_a
 # 81.1 -> 94.8, batch_matmul 4x128x64.4x128x64 77.7 -> 89.7); 128 x 64, 64 x 128 and 128 x
 # 256 gained less, k-blocks of 128 or 512 as much as 256, which keeps the two panels at 128
 # KiB each (stack scratch, also on OpenMP's threads: 320 KiB with the sums).
-TILE = mk.Tile(rows=16, vectors=1)
+TILE = mk.Tile(rows=16, vectors=1, lanes=mk.LANES)
 ROWS = 128
 COLUMNS = 128
 DEPTH = 256
@@ -262,7 +262,7 @@ class Block:
 
     def clear(self, sums: SSAValue) -> None:
         e = self.e
-        zero = mk.broadcast(e, e.f32(0.0))
+        zero = mk.broadcast(e, e.f32(0.0), mk.LANES)
 
         def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             mk.store(e, zero, sums, [ivs[0], e.mul_const(ivs[1], mk.LANES)])
@@ -322,7 +322,7 @@ class Block:
         e = self.e
         if self.panel0 is not None and v == 0:
             e.builder.insert(cpu.PrefetchOp(panel, self.panel_index(p, k0, e.add_const(k, PREFETCH_AHEAD), v)))
-        return mk.load(e, panel, self.panel_index(p, k0, k, v))
+        return mk.load(e, panel, self.panel_index(p, k0, k, v), mk.LANES)
 
     def panel_index(self, p: SSAValue, k0: SSAValue, k: SSAValue, v: int) -> list[SSAValue]:
         """Where vector `v` of the block's panel `p` at step `k` of the k-block from `k0`

@@ -552,7 +552,7 @@ def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAVal
     subtract; a +1 term first when there is one), of floats or of vectors."""
 
     def times(value: SSAValue, c: float) -> SSAValue:
-        constant = e.f32(c) if value.type == f32 else mk.broadcast(e, e.f32(c))
+        constant = e.f32(c) if value.type == f32 else mk.broadcast(e, e.f32(c), mk.LANES)
         return e.emit(arith.MulfOp(value, constant))
 
     terms = sorted(((c, v) for c, v in zip(coefficients, values) if c != 0), key=lambda t: t[0] != 1)
@@ -742,7 +742,7 @@ def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) 
     f, lanes = plan.f, plan.transform_lanes
 
     def load(idx: list[SSAValue]) -> SSAValue:
-        return mk.load(e, packed, idx) if lanes > 1 else e.emit(memref.LoadOp.get(packed, idx))
+        return mk.load(e, packed, idx, lanes) if lanes > 1 else e.emit(memref.LoadOp.get(packed, idx))
 
     def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         c, step = ivs
@@ -768,7 +768,7 @@ def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) 
 def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
     """m[xi, o, slot] = sum over c of U[block, xi, c * CHANNELS + o] V[xi, c, slot]: per xi, the
     micro-kernel's CHANNELS x VECTORS vector sums over the input channels."""
-    tile = mk.Tile(rows=CHANNELS, vectors=VECTORS)
+    tile = mk.Tile(rows=CHANNELS, vectors=VECTORS, lanes=mk.LANES)
 
     def product(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         xi = ivs[0]
@@ -777,7 +777,7 @@ def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
             return e.emit(memref.LoadOp.get(s.u, [block, xi, e.add_const(e.mul_const(ks[0], CHANNELS), o)]))
 
         def tiles(ks: list[SSAValue], vec: int) -> SSAValue:
-            return mk.load(e, s.v, [xi, ks[0], e.index(vec * mk.LANES)])
+            return mk.load(e, s.v, [xi, ks[0], e.index(vec * mk.LANES)], mk.LANES)
 
         sums = mk.accumulate(e, tile, [plan.in_c], mk.zeros(e, tile), weight, tiles)
         mk.store_block(e, tile, sums, s.m, lambda o, vec: [xi, e.index(o), e.index(vec * mk.LANES)])
@@ -811,13 +811,14 @@ def probe(e: GroupEmitter, plan: Plan, y: SSAValue) -> SSAValue:
     vectors, a fused 0 x y + sum per LANES outputs into one sum per output channel (CHANNELS
     independent chains: one sum's chain of m^2 SLOTS / LANES dependent FMAs, at four cycles
     each, took 4.4 us of the CNN's second conv), the sums added, then the lanes one by one."""
-    zero = mk.broadcast(e, e.f32(0.0))
+    zero = mk.broadcast(e, e.f32(0.0), mk.LANES)
 
     def add(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
         a, v = ivs
         column = e.mul_const(v, mk.LANES)
         return [
-            e.emit(vector.FMAOp(zero, mk.load(e, y, [e.index(o), a, column]), total)) for o, total in enumerate(sums)
+            e.emit(vector.FMAOp(zero, mk.load(e, y, [e.index(o), a, column], mk.LANES), total))
+            for o, total in enumerate(sums)
         ]
 
     m = plan.f.m
