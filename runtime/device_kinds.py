@@ -9,7 +9,7 @@ A row says what a device kind is to the compiler and to the runtime alike: the t
 name, the emitter that prints its kernels (`module:Class`, imported on demand so that the
 runtime never imports the compiler), the suffix of its kernel sources in an artifact, its
 runtime device class (`module:Class` under `xrelay.runtime`), whether its kernels launch in
-work groups, and the device spec a virtual scope of the kind runs on by default. Device types
+work groups and whether schedules write its loops' vectors out, and the device spec a virtual scope of the kind runs on by default. Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
 generator: `generates_kernels` is False for them.
 
@@ -33,6 +33,10 @@ class DeviceKind:
     source_suffix: str = ""  # a kernel source's file suffix in an artifact
     runtime_device: str = ""  # "module:Class" under xrelay.runtime
     work_groups: bool = False  # kernels launch in work groups (an NDRange with a local size)
+    # Its kernel compiler vectorises across work items, not along a work item's loops (PoCL),
+    # so schedules and split-reductions write those loops' vectors out; a C compiler
+    # vectorises the loops itself (with `omp simd` reductions and fast-math flags).
+    explicit_vectors: bool = False
     spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
 
     @property
@@ -63,6 +67,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         source_suffix=".cl",
         runtime_device="opencl:OpenCLDevice",
         work_groups=True,
+        explicit_vectors=True,
         spec_has_id=True,
     ),
     DeviceKind("cuda", ("cuda",)),

@@ -4,6 +4,7 @@ What a target's machine can do: the features schedules read to size their tiles.
     features = target_features("c -march=x86-64-v3")   # Features(isa="x86-64-v3", vector_floats=8, ...)
     features = target_features("c")                    # the host, as `gcc -march=native` builds for it
     features = target_features("opencl")               # the first OpenCL device, from its own info
+    features = target_features("opencl -vector-width=16")  # ... with kernels of float16 vectors
 
 For a C target the instruction set is what gcc enables for the target string's `-march`/`-m`
 flags (the kernels are built with them after `-march=native`): gcc's predefined macros
@@ -12,7 +13,8 @@ vector registers and whether there is a fused multiply-add; the caches and cores
 host's, from the OS. For an OpenCL target they are the device's own: its preferred float
 vector width, compute units and local memory (the registers of a CPU device are the host's;
 PoCL compiles for the host). Without an OpenCL platform the description is the host's, as
-PoCL would report it.
+PoCL would report it. An OpenCL target string may fix the vector width its kernels use,
+`-vector-width=N` (so that a test's or a lit check's kernels do not depend on the host).
 
 Everything here is plain data (`Features.to_json`), recorded in an artifact so that a saved
 executable keeps the features it was built for, and printed by `opt-tool --list-targets`.
@@ -25,11 +27,12 @@ import platform
 import re
 import shlex
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from xrelay.errors import CompileError
 from xrelay.runtime.device_kinds import target_kind
 
 C_COMPILER = "gcc"
@@ -70,9 +73,24 @@ class Features:
 
 def target_features(target: str) -> Features:
     """The features of the machine `target` (a target string) compiles for."""
+    options = shlex.split(target)[1:]
     if target_kind(target) == "opencl":
-        return opencl_features()
-    return c_features(tuple(flag for flag in shlex.split(target)[1:] if flag.startswith("-m")))
+        device = opencl_features()
+        width = vector_width_option(options)
+        return device if width is None else replace(device, vector_floats=width)
+    return c_features(tuple(flag for flag in options if flag.startswith("-m")))
+
+
+def vector_width_option(options: list[str]) -> int | None:
+    """N of an OpenCL target's `-vector-width=N` (the floats per vector its kernels use in
+    place of the device's preferred width), or None."""
+    for option in options:
+        name, _, value = option.partition("=")
+        if name == "-vector-width" and value.isdigit() and int(value) in (1, 2, 4, 8, 16):
+            return int(value)
+        if name == "-vector-width":
+            raise CompileError(f"-vector-width takes 1, 2, 4, 8 or 16 floats, but the OpenCL target has {option!r}")
+    return None
 
 
 # --- C: gcc's view of the instruction set, the OS's of the caches --------------------------
@@ -172,7 +190,7 @@ def opencl_features() -> Features:
 
         device = cl.get_platforms()[0].get_devices()[0]
     except Exception:
-        return Features(**{**host.to_json(), "name": f"no OpenCL platform: the host, {host.name}", "isa": "opencl"})
+        return replace(host, name=f"no OpenCL platform: the host, {host.name}", isa="opencl")
     cpu_device = bool(device.type & cl.device_type.CPU)
     return Features(
         name=device.name,

@@ -5,36 +5,37 @@ Words. A *pure reduction loop* is an innermost `scf.for` whose only loop-carried
 dependences are reductions: each f32 iter_arg has one use, its *combine* (`arith.addf`,
 `mulf`, `maximumf` or `minimumf`) with a value of the same iteration, whose result is what
 the loop yields in its place, and the body has no nested region and no store. Reordering
-such a loop changes only the order of its reductions. A *lane* is one of the LANES
-elements of a `vector<16xf32>` accumulator.
+such a loop changes only the order of its reductions. A *lane* is one of the `lanes`
+elements of a `vector<lanes x f32>` accumulator, `lanes` the kernel's device's vector width
+in floats (`Features.vector_floats`).
 
 Input: kernels made by convert-relay-to-loops (`func.func`s with a `relay.se_scope`
-attribute). Only kernels on device opencl change: an OpenCL compiler keeps the order of a
+attribute). Only kernels of a device kind with `explicit_vectors` (opencl) change: an OpenCL compiler keeps the order of a
 one-accumulator loop, so a work item's dot product stays a chain of dependent scalar adds
 (PoCL: a dense layer at 1.6-3 GFLOP/s). C kernels never see a vector: gcc reorders the same
 loops itself under the C emitter's `#pragma omp simd reduction`.
 
-Phase 1, find: the pure reduction loops with constant bounds, at least LANES trips, and a
+Phase 1, find: the pure reduction loops with constant bounds, at least `lanes` trips, and a
 body small enough for its copies (SPLIT_BODY_BUDGET).
 Phase 2, split, in front of each loop:
 - accumulators: per iter_arg VECTORS vectors in loops of WIDE_MIN_TRIPS or more (fewer when
   the loop carries several, e.g. a register block's sums: they are independent chains
   already), else one; each a `vector.broadcast` of the combine's identity (-0.0 for a sum,
   1 for a product) or of the initial value (max and min: they may see it twice);
-- a wide loop taking `vectors * LANES` iterations per trip, then a narrow loop taking LANES
+- a wide loop taking `vectors * lanes` iterations per trip, then a narrow loop taking `lanes`
   into the first vector: each trip clones the body once per iteration (at the induction
-  variable plus `u * step`) without its combines; the values of LANES consecutive
+  variable plus `u * step`) without its combines; the values of `lanes` consecutive
   iterations make a vector (`vector.broadcast` of the first, `vector.insert` of the
   others), which the combine, on vectors, adds into its accumulator;
 - the fold: the vectors combine pairwise (a balanced tree, so the combines are
   independent), their lanes by `vector.reduction` (with `fastmath<reassoc>` for sums and
   products: the lanes may combine in any order), and the result with the initial value.
-Phase 3, remainder: the loop itself runs the last `trips % LANES` iterations from the
+Phase 3, remainder: the loop itself runs the last `trips % lanes` iterations from the
 folded value; it is erased when none are left.
 
 Like `#pragma omp simd reduction` in C, this reassociates a float sum on purpose. Max and
 min keep their NaN-wins meaning lane by lane. The OpenCL emitter prints the vectors as
-`float16` and the lane fold by halves (`.lo`, `.hi`); the C emitter rejects vector ops.
+`floatN` and the lane fold by halves (`.lo`, `.hi`); the C emitter rejects vector ops.
 
 Not yet: bounds that are not constants, integer reductions, loops that store.
 """
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import cast
 
 from xdsl.builder import Builder
@@ -66,13 +68,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects.reductions import reduction_combines
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
+from xrelay.runtime.device_kinds import device_kind
+from xrelay.runtime.machine import target_features
 
-# A vector of LANES floats fills an AVX-512 register (two AVX2 ones). Sixteen independent
-# scalar partials ran at 19-37 GFLOP/s on PoCL when LLVM's SLP vectoriser packed them into
-# one register, but one scalar op after the loop (a fused relu) made it pick 4-wide vectors
-# (0.5 -> 1.7 ms for the demo's first layer); explicit vectors run at 0.3-0.4 ms either way
-# (PoCL turns the 16 loads of a vector into one vector load).
-LANES = 16
+# A kernel's lanes are its device's vector width in floats (`Features.vector_floats`: one
+# register). Sixteen independent scalar partials ran at 19-37 GFLOP/s on PoCL when LLVM's SLP
+# vectoriser packed them into one register, but one scalar op after the loop (a fused relu)
+# made it pick 4-wide vectors (0.5 -> 1.7 ms for the demo's first layer); explicit vectors run
+# at 0.3-0.4 ms either way (PoCL turns the 16 loads of a vector into one vector load).
 
 # VECTORS accumulators per iter_arg, so the adds of consecutive chunks do not wait on each
 # other (the demo's first layer: 0.39 -> 0.34 ms, median of 60 interleaved launches). Only
@@ -81,7 +84,7 @@ LANES = 16
 VECTORS = 4
 WIDE_MIN_TRIPS = 256
 
-# A split loop's body is copied (vectors + 1) * LANES times; above this many ops in all, the
+# A split loop's body is copied (vectors + 1) * lanes times; above this many ops in all, the
 # loop stays as it is (the copies would cost compile time for little gain). A 4 x 4 dense
 # block's body is 41 ops, 1312 copied.
 SPLIT_BODY_BUDGET = 2048
@@ -99,9 +102,6 @@ COMBINING_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
 # 0.0 + -0.0 is 0.0); max and min from the initial value.
 IDENTITIES: dict[type[Operation], float] = {arith.AddfOp: -0.0, arith.MulfOp: 1.0}
 
-LANE_VECTOR = VectorType(f32, [LANES])
-LANE_POSITIONS = [DenseArrayBase.from_list(i64, [lane]) for lane in range(LANES)]
-
 
 @dataclass(frozen=True)
 class SplitReductionsPass(ModulePass):
@@ -110,18 +110,23 @@ class SplitReductionsPass(ModulePass):
     name = "split-reductions"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in opencl_kernels(op):
-            for found in find_reductions(kernel):
+        for kernel, lanes in vectorised_kernels(op):
+            for found in find_reductions(kernel, lanes):
                 inserter = Inserter(kernel, found.loop)
                 accumulators = split(inserter, found)
                 remainder(inserter, found, fold(inserter, found, accumulators))
 
 
-def opencl_kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
+def vectorised_kernels(module: ModuleOp) -> Iterator[tuple[func.FuncOp, int]]:
+    """The kernels whose device needs its loops' vectors written out (opencl), each with the
+    lanes of its device's vectors."""
     for op in module.ops:
         scope = op.attributes.get(SCOPE_ATTR)
-        if isinstance(op, func.FuncOp) and isinstance(scope, SEScopeAttr) and scope.device == "opencl":
-            yield op
+        if not isinstance(op, func.FuncOp) or not isinstance(scope, SEScopeAttr):
+            continue
+        kind = device_kind(scope.device or "")
+        if kind is not None and kind.explicit_vectors:
+            yield op, target_features(scope.target or kind.target_kinds[0]).vector_floats
 
 
 # --- Phase 1: find ----------------------------------------------------------------------------
@@ -136,7 +141,12 @@ class Reduction:
     lb: int
     ub: int
     step: int
+    lanes: int  # floats per vector accumulator: the device's vector width
     vectors: int  # accumulators per iter_arg in the wide loop
+
+    @property
+    def vector_type(self) -> VectorType[Float32Type]:
+        return VectorType(f32, [self.lanes])
 
     @property
     def trips(self) -> int:
@@ -144,22 +154,22 @@ class Reduction:
 
     @property
     def wide_end(self) -> int:
-        """The end of the iterations the wide loop takes (`vectors * LANES` per trip)."""
-        chunk = self.vectors * LANES
+        """The end of the iterations the wide loop takes (`vectors * lanes` per trip)."""
+        chunk = self.vectors * self.lanes
         return self.lb + self.trips // chunk * chunk * self.step
 
     @property
     def main_end(self) -> int:
         """The end of the iterations the vector loops take; the rest is the remainder's."""
-        return self.lb + self.trips // LANES * LANES * self.step
+        return self.lb + self.trips // self.lanes * self.lanes * self.step
 
 
-def find_reductions(kernel: func.FuncOp) -> list[Reduction]:
+def find_reductions(kernel: func.FuncOp, lanes: int) -> list[Reduction]:
     loops = [op for op in kernel.walk() if isinstance(op, scf.ForOp)]
-    return [r for r in map(splittable, loops) if r is not None]
+    return [r for r in (splittable(loop, lanes) for loop in loops) if r is not None]
 
 
-def splittable(loop: scf.ForOp) -> Reduction | None:
+def splittable(loop: scf.ForOp, lanes: int) -> Reduction | None:
     """The loop as a `Reduction`, if it is a pure reduction loop worth splitting."""
     combines = reduction_combines(loop)
     lb, ub, step = (constant_index(v) for v in (loop.lb, loop.ub, loop.step))
@@ -169,11 +179,11 @@ def splittable(loop: scf.ForOp) -> Reduction | None:
         return None
     if step <= 0:
         return None
-    found = Reduction(loop, combines, lb, ub, step, vectors=1)
+    found = Reduction(loop, combines, lb, ub, step, lanes, vectors=1)
     if found.trips >= WIDE_MIN_TRIPS:
         found.vectors = max(1, VECTORS // len(combines))
-    body_ops = len(loop.body.block.ops) * LANES * (found.vectors + 1)
-    if found.trips < LANES or body_ops > SPLIT_BODY_BUDGET:
+    body_ops = len(loop.body.block.ops) * lanes * (found.vectors + 1)
+    if lanes < 2 or found.trips < lanes or body_ops > SPLIT_BODY_BUDGET:
         return None
     return found
 
@@ -240,7 +250,7 @@ def lane_start(inserter: Inserter, found: Reduction, k: int) -> SSAValue:
     start = found.loop.iter_args[k]
     if identity is not None:
         start = inserter.constant(FloatAttr(identity, f32))
-    lanes = inserter.insert(vector.BroadcastOp(start, LANE_VECTOR))
+    lanes = inserter.insert(vector.BroadcastOp(start, found.vector_type))
     lanes.name_hint = lane_hint(found, k)
     return lanes
 
@@ -253,8 +263,8 @@ def lane_hint(found: Reduction, k: int) -> str | None:
 def vector_loop(
     inserter: Inserter, found: Reduction, start: int, end: int, accs: list[list[SSAValue]]
 ) -> list[list[SSAValue]]:
-    """`for k in [start, end)`, taking `vectors * LANES` iterations per trip (`vectors`: the
-    accumulators per iter_arg in `accs`), LANES consecutive ones combined into each vector;
+    """`for k in [start, end)`, taking `vectors * lanes` iterations per trip (`vectors`: the
+    accumulators per iter_arg in `accs`), `lanes` consecutive ones combined into each vector;
     returns the accumulators after the loop. No loop for an empty range."""
     if start >= end:
         return accs
@@ -265,12 +275,12 @@ def vector_loop(
     inside = Builder(InsertPoint.at_end(block))
     updated = [list(per_arg) for per_arg in carried]
     for v in range(vectors):
-        values = lane_values(inserter, inside, found, iv, range(v * LANES, (v + 1) * LANES))
+        values = lane_values(inserter, inside, found, iv, range(v * found.lanes, (v + 1) * found.lanes))
         for k, combine in enumerate(found.combines):
             lanes = gather(inside, values[k])
             updated[k][v] = accumulate(inside, combine, carried[k][v], lanes)
     inside.insert(scf.YieldOp(*(v for per_arg in updated for v in per_arg)))
-    step = inserter.index(vectors * LANES * found.step)
+    step = inserter.index(vectors * found.lanes * found.step)
     loop = scf.ForOp(inserter.index(start), inserter.index(end), step, flat, block)
     inserter.builder.insert(loop)
     iv.name_hint = found.loop.body.block.args[0].name_hint
@@ -308,17 +318,23 @@ def lane_values(
 
 def gather(inside: Builder, values: list[SSAValue]) -> SSAValue:
     """A vector of `values`: a broadcast of the first, each other inserted at its lane."""
-    lanes = inside.insert(vector.BroadcastOp(values[0], LANE_VECTOR)).vector
+    lanes_type = VectorType(f32, [len(values)])
+    lanes = inside.insert(vector.BroadcastOp(values[0], lanes_type)).vector
     for position, value in enumerate(values[1:], start=1):
         # (`create` with the position made once: InsertOp's constructor cost a third of
         # the pass's time)
         insert = vector.InsertOp.create(
             operands=[value, lanes],
-            result_types=[LANE_VECTOR],
-            properties={"static_position": LANE_POSITIONS[position]},
+            result_types=[lanes_type],
+            properties={"static_position": lane_position(position)},
         )
         lanes = inside.insert(insert).result
     return lanes
+
+
+@cache
+def lane_position(position: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [position])
 
 
 def accumulate(inside: Builder, combine: Operation, acc: SSAValue, lanes: SSAValue) -> SSAValue:
@@ -368,7 +384,7 @@ def remainder(inserter: Inserter, found: Reduction, folded: list[SSAValue]) -> N
     """The loop runs the iterations the vector loops left, from the folded values; with
     none left, the folded values replace its results."""
     loop = found.loop
-    if found.trips % LANES == 0:
+    if found.trips % found.lanes == 0:
         for result, value in zip(loop.res, folded):
             result.replace_all_uses_with(value)
         Rewriter.erase_op(loop)

@@ -24,7 +24,7 @@ from xrelay.dialects.reductions import REDUCTION_OPERATORS
 from xrelay.driver import all_passes
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.kernels import kernel_sources
-from xrelay.transforms.split_reductions import COMBINING_KINDS, LANES, SPLIT_BODY_BUDGET, SplitReductionsPass
+from xrelay.transforms.split_reductions import COMBINING_KINDS, SPLIT_BODY_BUDGET, SplitReductionsPass
 
 # A loop over in0[lb:ub:step] combining each element (times {scale} plus {offset}, so a
 # product stays near 1) into %init; with `second`, a max of the elements in the same loop.
@@ -65,16 +65,28 @@ COMBINES: dict[str, tuple[str, float, float, Any]] = {
 }
 
 
-def loop_text(n: int, lb: int, ub: int, step: int, combine: str, second: bool, scope: str = "opencl") -> str:
+# The cases below count loops for kernels of 16-float vectors; their target pins that width,
+# whatever the OpenCL device's own (PoCL's is the host's register: 8 floats on AVX2).
+LANES = 16
+
+
+def pinned(text: str, lanes: int = LANES) -> str:
+    """`text` with its opencl scopes' target pinned to vectors of `lanes` floats."""
+    return text.replace('target = "opencl"', f'target = "opencl -vector-width={lanes}"')
+
+
+def loop_text(
+    n: int, lb: int, ub: int, step: int, combine: str, second: bool, scope: str = "opencl", lanes: int = LANES
+) -> str:
     init, scale, offset, _ = COMBINES[combine]
     both = [("%r", "%acc = %init", "%n"), ("%m", "%peak = %ninf", "%q")][: 1 + second]
     results, iter_args, yielded = (", ".join(parts) for parts in zip(*both))
-    return LOOP.format(
+    return pinned(LOOP.format(
         n=n, lb=lb, ub=ub, step=step, init=init, scale=scale, offset=offset, combine=combine,
         scope=SCOPES[scope], results=results, iter_args=iter_args, yielded=yielded,
         types=", ".join(["f32"] * len(both)), peak="%m" if second else "%ninf",
         second="%q = arith.maximumf %peak, %x : f32" if second else "",
-    )  # fmt: skip
+    ), lanes)  # fmt: skip
 
 
 def split(text: str) -> ModuleOp:
@@ -149,7 +161,7 @@ def test_several_accumulators_share_the_vectors() -> None:
 def _group_loops(name: str) -> list[tuple[int, int, int, int]]:
     case = next(c for c in GROUP_CASES if c.name == name)
     spec = "convert-relay-to-loops,dce,licm,cse,split-reductions"
-    module = xrelay.parse(case.module_text("opencl"))
+    module = xrelay.parse(pinned(case.module_text("opencl")))
     PassPipeline.parse_spec(all_passes(), spec).apply(xrelay.context(), module)
     return for_loops(module)
 
@@ -177,7 +189,7 @@ def test_a_long_body_is_not_split() -> None:
             f"%r = relay.sum %n{ops - 1} {{axis = array<i64: 1>}} : (tensor<2x20xf32>) -> tensor<2xf32>",
         ]
     )
-    module = xrelay.parse(GroupCase("long_body", "x:2x20", body).module_text("opencl"))
+    module = xrelay.parse(pinned(GroupCase("long_body", "x:2x20", body).module_text("opencl")))
     PassPipeline.parse_spec(all_passes(), "convert-relay-to-loops,split-reductions").apply(xrelay.context(), module)
     assert [loop[3] for loop in for_loops(module)] == [0]
 
@@ -219,6 +231,20 @@ def test_split_loops_compute_the_reduction(combine: str, lb: int, ub: int, step:
     got = run_split(loop_text(ub, lb, ub, step, combine, True), x)
     np.testing.assert_allclose(got[0], expected(x, lb, ub, step, combine), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(got[1], x[lb:ub:step].max())
+
+
+@pytest.mark.parametrize("lanes", [4, 8])
+def test_lanes_follow_the_device_vector_width(lanes: int) -> None:
+    """A kernel for a device of `lanes`-float vectors accumulates in vector<lanes x f32>
+    (4 per sum in the wide loop), and computes the same reduction."""
+    text = loop_text(300, 0, 300, 1, "arith.addf", False, lanes=lanes)
+    module = split(text)
+    widths = {op.vector.type.get_shape()[0] for op in module.walk() if isinstance(op, vector.BroadcastOp)}
+    assert widths == {lanes}
+    chunk = 4 * lanes
+    assert for_loops(module)[0] == (0, 300 // chunk * chunk, chunk, 4)
+    x = random_inputs([(300,)], lanes, positive=False)[0]
+    np.testing.assert_allclose(run_split(text, x)[0], expected(x, 0, 300, 1, "arith.addf"), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("combine", list(COMBINES))

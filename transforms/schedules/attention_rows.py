@@ -152,16 +152,16 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     batch, m, _ = shape_of(found.scores.res)
     root = group_root(group)
     blocks = (batch, -(-m // block_rows(m)))
-    on_cpu = group.se_scope is not None and group.se_scope.device == "cpu"
-    nest = emitter.parallel_nest(blocks, lambda item: Rows(emitter, found, item, on_cpu).emit(root, out))
+    lanes = softmax_row.vector_lanes(group)
+    nest = emitter.parallel_nest(blocks, lambda item: Rows(emitter, found, item, lanes).emit(root, out))
     return one_group_per_item(nest, group)
 
 
 class Rows:
     """One work item: the block of query rows `item[1]` of batch `item[0]`."""
 
-    def __init__(self, e: GroupEmitter, attention: Attention, item: list[SSAValue], on_cpu: bool):
-        self.e, self.a, self.on_cpu = e, attention, on_cpu
+    def __init__(self, e: GroupEmitter, attention: Attention, item: list[SSAValue], softmax_lanes: int | None):
+        self.e, self.a, self.softmax_lanes = e, attention, softmax_lanes
         self.batch = item[0]
         _, self.m, self.n = shape_of(attention.scores.res)
         self.d = shape_of(attention.scores.lhs)[-1]
@@ -253,10 +253,18 @@ class Rows:
             return e.store(e.value_at(a.softmax.data, idx), scores, [r, ks[0]])
 
         e.loops([self.n], [], prologue)
-        if not self.on_cpu and self.n % softmax_row.LANES == 0:  # PoCL: exp of a float16
-            softmax_row.vector_row(e, [r], self.n, scores, scores)
+        lanes = self.softmax_lanes
+        if lanes is not None and lanes > 1 and self.n % lanes == 0:  # PoCL: exp of a floatN
+            softmax_row.vector_row(e, [r], self.n, lanes, scores, scores)
             return []
-        softmax_row.row_passes(e, self.n, score, score, lambda value, k: e.store(value, scores, [r, k]), self.on_cpu)
+        softmax_row.row_passes(
+            e,
+            self.n,
+            score,
+            score,
+            lambda value, k: e.store(value, scores, [r, k]),
+            vectorised_by_compiler=lanes is None,
+        )
         return []
 
     def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:

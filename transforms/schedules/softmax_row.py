@@ -15,8 +15,8 @@ passes over its row, each an `scf.for` that gcc (C) or split-reductions (OpenCL)
    an ulp and a half of the quotient.
 
 On OpenCL, a row along the last axis of whole vectors of an input buffer (a softmax is
-Opaque, so its data is one) makes the four passes on `vector<LANESxf32>` values (`vector_row`:
-loads of a `float16`, `exp` of it, stores); PoCL vectorises across work items only where
+Opaque, so its data is one) makes the four passes on vectors of the device's width
+(`vector_row`: loads of a `floatN`, `exp` of it, stores); PoCL vectorises across work items only where
 they have no inner loop. Other rows take the scalar loops.
 
 Reading `out` back is what saves the second exponential of the old form (exp in the sum and
@@ -45,11 +45,9 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, result_shape
+from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, result_shape
 from xrelay.transforms.split_reductions import lane_reduction
 
-# OpenCL's vectors of a row: `float16`.
-LANES = 16
 # The C max's flags: a NaN of the row may be dropped (the module docstring says why that is exact).
 NO_NANS = arith.FastMathFlagsAttr([FastMathFlag.NO_NANS])
 
@@ -71,19 +69,26 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert softmax is not None
     shape, axis = result_shape(group), softmax.axis_value
     rows = shape[:axis] + shape[axis + 1 :]
-    on_cpu = group.se_scope is not None and group.se_scope.device == "cpu"
-    return emitter.parallel_nest(rows, lambda row: store_row(emitter, softmax, row, out, on_cpu))
+    lanes = vector_lanes(group)
+    return emitter.parallel_nest(rows, lambda row: store_row(emitter, softmax, row, out, lanes))
 
 
-def store_row(e: GroupEmitter, op: relay.SoftmaxOp, row: list[SSAValue], out: SSAValue, on_cpu: bool) -> None:
+def vector_lanes(group: relay.FusedOp) -> int | None:
+    """The floats per vector of a row written in vectors (`vector_row`), on a device whose
+    compiler vectorises only across work items (OpenCL); None where the kernel compiler
+    vectorises the scalar passes itself (C, with the max `fastmath<nnan>`)."""
+    return features_of(group).vector_floats if kind_of(group).explicit_vectors else None
+
+
+def store_row(e: GroupEmitter, op: relay.SoftmaxOp, row: list[SSAValue], out: SSAValue, lanes: int | None) -> None:
     """A whole row of a softmax that is the group's result: max, exp into `out`, sum, scale."""
     axis, extent = op.axis_value, shape_of(op.data)[op.axis_value]
     if extent == 0:  # no elements: nothing to read or store
         return
 
     data = e.inputs.get(op.data)
-    if not on_cpu and data is not None and axis == len(row) and extent % LANES == 0:
-        vector_row(e, row, extent, data, out)
+    if lanes is not None and lanes > 1 and data is not None and axis == len(row) and extent % lanes == 0:
+        vector_row(e, row, extent, lanes, data, out)
         return
 
     def at(k: SSAValue) -> list[SSAValue]:
@@ -95,15 +100,17 @@ def store_row(e: GroupEmitter, op: relay.SoftmaxOp, row: list[SSAValue], out: SS
     def stored(k: SSAValue) -> SSAValue:
         return e.emit(memref.LoadOp.get(out, at(k)))
 
-    row_passes(e, extent, x, stored, lambda value, k: e.store(value, out, at(k)), on_cpu)
+    row_passes(e, extent, x, stored, lambda value, k: e.store(value, out, at(k)), vectorised_by_compiler=lanes is None)
 
 
-def row_passes(e: GroupEmitter, extent: int, x: Along, stored: Along, store: Store, on_cpu: bool) -> None:
+def row_passes(
+    e: GroupEmitter, extent: int, x: Along, stored: Along, store: Store, vectorised_by_compiler: bool
+) -> None:
     """The four passes over a row of `extent` elements in scalar loops: its max of `x` (on
     the cpu `fastmath<nnan>`: a NaN may be dropped, the loop reordered, in vectors), the
     exponentials `store`d, their sum from what is `stored`, then each times the sum's
     reciprocal (also attention_rows' softmax, in its scratch)."""
-    peak = row_max(e, x, (e.index(0), e.index(extent)), flags=NO_NANS if on_cpu else None)
+    peak = row_max(e, x, (e.index(0), e.index(extent)), flags=NO_NANS if vectorised_by_compiler else None)
 
     def exp(ks: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         return store(e.emit(mathd.ExpOp(e.emit(arith.SubfOp(x(ks[0]), peak)))), ks[0])
@@ -128,23 +135,23 @@ def row_max(
     return peak
 
 
-def vector_row(e: GroupEmitter, row: list[SSAValue], extent: int, data: SSAValue, out: SSAValue) -> None:
+def vector_row(e: GroupEmitter, row: list[SSAValue], extent: int, width: int, data: SSAValue, out: SSAValue) -> None:
     """OpenCL, a row along the last axis of whole vectors of the input buffer `data`: the
-    four passes on `vector<LANESxf32>` values (vector loads, `exp` of a `floatN`, vector stores),
-    the max and the sum folded from their lanes after their loops."""
-    lanes = VectorType(f32, [LANES])
+    four passes on `vector<width x f32>` values (vector loads, `exp` of a `floatN`, vector
+    stores), the max and the sum folded from their lanes after their loops."""
+    lanes = VectorType(f32, [width])
 
     def load(ref: SSAValue, step: SSAValue) -> SSAValue:
-        return e.emit(vector.LoadOp(ref, [*row, e.mul_const(step, LANES)], lanes))
+        return e.emit(vector.LoadOp(ref, [*row, e.mul_const(step, width)], lanes))
 
     def store(value: SSAValue, step: SSAValue) -> list[SSAValue]:
-        e.builder.insert(vector.StoreOp(value, out, [*row, e.mul_const(step, LANES)]))
+        e.builder.insert(vector.StoreOp(value, out, [*row, e.mul_const(step, width)]))
         return []
 
     def larger(cs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
         return [e.emit(arith.MaximumfOp(accs[0], load(data, cs[0])))]
 
-    steps = extent // LANES
+    steps = extent // width
     (peaks,) = e.loops([(e.index(1), e.index(steps))], [load(data, e.index(0))], larger)
     peak = e.emit(vector.BroadcastOp(e.emit(lane_reduction(arith.MaximumfOp, peaks)), lanes))
 

@@ -1,7 +1,7 @@
 """
 transpose_tiles: a group that only moves data (reshapes, transposes, squeezes, expand_dims
 and strided slices of one input) and transposes an input's last axis away from the last, a tile
-of TILE x TILE outputs per work item (OPENCL_TILE on opencl).
+of TILE x TILE outputs per work item (WORK_ITEM_TILE on a device with work groups: opencl).
 
 The parallel nest spans the result's axes but the last two, and the tiles of those two
 (edge tiles clamped); each work item stores its tile in row-major order. One output row per
@@ -26,17 +26,17 @@ from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import MOVES, Schedule, group_root, result_shape
+from xrelay.transforms.schedules import MOVES, Schedule, group_root, kind_of, result_shape
 
 # Rows and columns of a tile: its input rows stay in L1 whatever their distance apart
 # (measured above: tiles of 8 beat 16 and 64, and tied with 32).
 TILE = 8
-OPENCL_TILE = 16
+# A work item of a device with work groups (PoCL) takes tiles of 16: its per-item cost is larger.
+WORK_ITEM_TILE = 16
 
 
 def matches(group: relay.FusedOp) -> bool:
-    scope = group.se_scope
-    if scope is None or scope.device not in ("cpu", "opencl") or len(group.inputs) != 1:
+    if not kind_of(group).generates_kernels or len(group.inputs) != 1:
         return False
     ops = [op for op in group.body.block.ops if not isinstance(op, relay.YieldOp)]
     if not ops or not all(isinstance(op, MOVES) for op in ops):
@@ -54,8 +54,7 @@ def moves_last_axis(op: relay.TransposeOp) -> bool:
 
 def tile_size(group: relay.FusedOp) -> int:
     """The rows and columns of a tile on the group's device."""
-    scope = group.se_scope
-    return OPENCL_TILE if scope is not None and scope.device == "opencl" else TILE
+    return WORK_ITEM_TILE if kind_of(group).work_groups else TILE
 
 
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:

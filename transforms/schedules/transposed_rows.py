@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, largest_power_of_two_dividing, result_shape
+from xrelay.transforms.schedules import Schedule, group_root, kind_of, largest_power_of_two_dividing, result_shape
 from xrelay.transforms.schedules.matmul_block import ROW_BLOCK_MIN_DEPTH, Matmul, dot_depth, matmul_anchor
 
 # On the cpu, a short dot product (depth below ROW_BLOCK_MIN_DEPTH) whose rhs fits in
@@ -36,8 +36,7 @@ def transposed_rows(matmul: Matmul, group: relay.FusedOp) -> int | None:
     its rhs, or None for register blocks."""
     shape = shape_of(matmul.res)
     depth = dot_depth(matmul)
-    scope = group.se_scope
-    if scope is None or scope.device != "cpu" or len(shape) < 2 or depth >= ROW_BLOCK_MIN_DEPTH:
+    if kind_of(group).explicit_vectors or len(shape) < 2 or depth >= ROW_BLOCK_MIN_DEPTH:
         return None
     if depth * shape[-1] > TRANSPOSED_MAX_FLOATS:
         return None

@@ -7,7 +7,7 @@
 // the remainder loop does the last trips % 16.
 
 // 20 trips (lb 1, step 2): one main iteration of 16 copies, then 4 remainder trips.
-func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -56,7 +56,7 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 
 // 276 trips (a loop of at least 256): four iterations of 64 into the four vectors, one of 16
 // into the first, then 4.
-func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c276 = arith.constant 276 : index
@@ -114,7 +114,7 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 // -----
 
 // 32 trips of a max: partials start from the initial value; no remainder loop.
-func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
@@ -149,7 +149,7 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 // -----
 
 // 15 trips: too short to split; the loop stays as it is.
-func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c15 = arith.constant 15 : index

@@ -40,7 +40,7 @@
 // CHECK-NEXT:      scf.yield %[[N]] : f32
 // CHECK-NEXT:    }
 // CHECK-NEXT:    memref.store %[[REST]]
-func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -83,7 +83,7 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 // CHECK-NEXT:    %[[F:.*]] = arith.addf %[[F01]], %[[F23]] : vector<16xf32>
 // CHECK-NEXT:    vector.reduction <add>, %[[F]] fastmath<reassoc>
 // CHECK:         scf.for %{{.*}} = %[[C272]] to
-func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c276 = arith.constant 276 : index
@@ -117,7 +117,7 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 // CHECK-NEXT:    %[[MAX:.*]] = arith.maximumf %[[NINF]], %[[FOLD]] : f32
 // CHECK-NEXT:    memref.store %[[MAX]]
 // CHECK-NOT:     scf.for
-func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
@@ -152,7 +152,7 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 // CHECK-NEXT:      scf.yield %[[PN]], %[[MN]]
 // CHECK:         vector.reduction <mul>, %[[LP]] fastmath<reassoc>
 // CHECK:         vector.reduction <minimumf>, %[[LM]] :
-func.func @product_and_min(%in0: memref<16xf32>, %out0: memref<2xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+func.func @product_and_min(%in0: memref<16xf32>, %out0: memref<2xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c16 = arith.constant 16 : index
@@ -178,10 +178,10 @@ func.func @product_and_min(%in0: memref<16xf32>, %out0: memref<2xf32>) attribute
 // `#pragma omp simd reduction`), a loop that stores, bounds that are not constants.
 
 // CHECK-LABEL: func.func @short_sum
-// CHECK-NOT:     vector
+// CHECK-NOT:     vector<
 // CHECK:         scf.for {{.*}} -> (f32)
-// CHECK-NOT:     vector
-func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+// CHECK-NOT:     vector<
+func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c15 = arith.constant 15 : index
@@ -200,9 +200,9 @@ func.func @short_sum(%in0: memref<15xf32>, %out0: memref<1xf32>) attributes {rel
 }
 
 // CHECK-LABEL: func.func @cpu_sum
-// CHECK-NOT:     vector
+// CHECK-NOT:     vector<
 // CHECK:         scf.for {{.*}} -> (f32)
-// CHECK-NOT:     vector
+// CHECK-NOT:     vector<
 func.func @cpu_sum(%in0: memref<64xf32>, %out0: memref<1xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -222,11 +222,11 @@ func.func @cpu_sum(%in0: memref<64xf32>, %out0: memref<1xf32>) attributes {relay
 }
 
 // CHECK-LABEL: func.func @storing_and_dynamic
-// CHECK-NOT:     vector
+// CHECK-NOT:     vector<
 // CHECK:         scf.for {{.*}} -> (f32)
 // CHECK:         scf.for {{.*}} -> (f32)
-// CHECK-NOT:     vector
-func.func @storing_and_dynamic(%in0: memref<64xf32>, %out0: memref<64xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} {
+// CHECK-NOT:     vector<
+func.func @storing_and_dynamic(%in0: memref<64xf32>, %out0: memref<64xf32>) attributes {relay.se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
