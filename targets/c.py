@@ -267,12 +267,23 @@ class CEmitter(CStyleEmitter):
             collapse += 1
         clause = f" collapse({collapse})" if collapse > 1 else ""
         region = f"#pragma omp parallel num_threads({THREADS_MACRO})"
-        share = f"#pragma omp for schedule(dynamic) nowait{clause}"
+        share = f"#pragma omp for schedule(dynamic{chunk_clause(op, counts)}) nowait{clause}"
         for line in ("#ifdef _OPENMP", "{", "int xr_joined = 0;", region, "{", share, "#endif"):
             self.line(line)
         self.emit(op)
         for line in ("#ifdef _OPENMP", f"{JOIN}(&xr_joined);", "}", "}", "#endif"):
             self.line(line)
+
+
+def chunk_clause(op: scf.ParallelOp, counts: Sequence[int]) -> str:
+    """The chunk of `schedule(dynamic, chunk)` where the shared loop is the innermost loop
+    (a nest of one loop, no loop inside): PARALLEL_ITERATIONS strips of it, each a loop gcc
+    vectorises (chunks of one iteration would leave it scalar and pay a dispatch per
+    element). Elsewhere an iteration holds a loop, and one iteration a chunk lets the
+    threads share the nest evenly."""
+    if len(counts) != 1 or has_loop(op):
+        return ""
+    return f", {max(1, -(-counts[0] // PARALLEL_ITERATIONS))}"
 
 
 def parallel_work(op: scf.ParallelOp) -> int | None:

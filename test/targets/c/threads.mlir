@@ -41,6 +41,29 @@ func.func @big(%in0: memref<2x8x262144xf32>, %out0: memref<2x8x262144xf32>) attr
 
 // -----
 
+// A nest of one loop is shared in 16 strips (`schedule(dynamic, ceil(trips / 16))`), each a
+// loop gcc vectorises: chunks of one iteration would leave it scalar, a dispatch an element.
+
+// CHECK-LABEL: void flat(
+// CHECK:         #pragma omp for schedule(dynamic, 262144) nowait
+// CHECK-NEXT:    #endif
+// CHECK-NEXT:    for (long
+func.func @flat(%in0: memref<4194304xf32>, %out0: memref<4194304xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cn = arith.constant 4194304 : index
+  "scf.parallel"(%c0, %cn, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
+    %a = memref.load %in0[%i] : memref<4194304xf32>
+    %e = math.exp %a : f32
+    memref.store %e, %out0[%i] : memref<4194304xf32>
+    scf.reduce
+  }) : (index, index, index) -> ()
+  func.return
+}
+
+// -----
+
 // A small nest stays on the calling thread.
 
 // CHECK-NOT:   XRELAY_NUM_THREADS
