@@ -84,12 +84,12 @@ def schedules(text: str, device: str = "cpu") -> list[str]:
     return [str(op.attributes[SCHEDULE_ATTR]).strip('"') for op in kernels]
 
 
-def check(text: str, arrays: dict[str, np.ndarray], device: str = "cpu", fused: bool = True) -> None:
-    """Built for C (device "cpu") or OpenCL ("opencl"), `text` computes what the interpreter
-    does (NaN where it has NaN), in one attention_rows kernel where `fused`."""
+def check(text: str, arrays: dict[str, np.ndarray], device: str = "cpu", fused: bool = True, target: str = "c") -> None:
+    """Built for C (device "cpu", for `target`) or OpenCL ("opencl"), `text` computes what the
+    interpreter does (NaN where it has NaN), in one attention_rows kernel where `fused`."""
     assert (schedules(text, device) == ["attention_rows"]) == fused, schedules(text, device)
     if device == "cpu":
-        built = xrelay.build(text, targets=("c",))
+        built = xrelay.build(text, targets=(target,))
     else:
         built = xrelay.build(text, targets=OPENCL, default_device=device)
     got = built.run(**arrays)
@@ -116,6 +116,24 @@ def test_against_interpret(
 ) -> None:
     text = attention(q, k, v)
     check(text, inputs(text), device)
+
+
+@pytest.mark.parametrize("target", ["c -march=x86-64-v2", "c -march=x86-64-v3"])
+@pytest.mark.parametrize(
+    ("q", "k", "v"),
+    [
+        ((4, 128, 64), (4, 128, 64), (4, 64, 128)),  # the transformer's 4 heads
+        ((2, 37, 19), (2, 45, 19), (2, 23, 45)),  # no extent a multiple of a tile (6 x 2 or 16 x 1)
+        ((1, 1, 1), (1, 1, 1), (1, 1, 1)),
+        ((3, 24, 8), (1, 40, 8), (3, 16, 40)),  # k's batch broadcast
+    ],
+)
+def test_at_every_isa_level(
+    q: tuple[int, int, int], k: tuple[int, int, int], v: tuple[int, int, int], target: str
+) -> None:
+    """The kernel with SSE's and AVX2's tiles (6 x 2 vectors of 4 and 8 floats)."""
+    text = attention(q, k, v)
+    check(text, inputs(text), target=target)
 
 
 @pytest.mark.parametrize(("scale", "tail"), [("constant", ""), ("row", "bias_relu"), ("none", "bias_relu")])

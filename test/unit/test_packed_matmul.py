@@ -13,15 +13,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_under_asan
+from tolerances import assert_close_to_sum_of_products
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, VectorType, f32
+from xdsl.ir import Operation
 
 import xrelay
 from xrelay.dialects import cpu, relay
 from xrelay.driver import bind_params, lower
+from xrelay.runtime.machine import target_features
 from xrelay.transforms.schedules import micro_kernel, packed_matmul
 
 SCHEDULE_ATTR = "relay.schedule"
+# Every ISA level runs here: SSE4.2 (4 floats, 16 registers, no FMA), AVX2 (8 floats, 16
+# registers) and the host's own (AVX-512 on the machine the tiles were tuned on).
+ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
+NATIVE_TILE = micro_kernel.register_tile(target_features("c"))
 
 
 def t(shape: tuple[int, ...]) -> str:
@@ -78,10 +85,10 @@ def batch_matmul(lhs: tuple[int, int, int], rhs: tuple[int, int, int]) -> str:
     return program({"a": lhs, "b": rhs}, [line], out)
 
 
-def schedules(text: str) -> list[str]:
-    """The schedule of each kernel of `text` lowered for C."""
+def schedules(text: str, target: str = "c") -> list[str]:
+    """The schedule of each kernel of `text` lowered for C (`target`)."""
     module = xrelay.parse(text)
-    lower(module, ("c",), None, "c")
+    lower(module, (target,), None, target)
     return [
         op.attributes[SCHEDULE_ATTR].data  # type: ignore[union-attr]
         for op in module.ops
@@ -95,16 +102,28 @@ def random_inputs(text: str, seed: int) -> dict[str, np.ndarray]:
     return {a.name_hint or "": rng.standard_normal(tuple(a.type.get_shape())).astype(np.float32) for a in main.args}
 
 
-def check(text: str, inputs: dict[str, np.ndarray] | None = None, threads: int = 1) -> None:
-    """Built for C, `text` computes what the interpreter does (NaN where it gives NaN)."""
-    assert "packed_matmul" in schedules(text)
-    inputs = inputs if inputs is not None else random_inputs(text, 0)
+def assert_as_interpreted(text: str, inputs: dict[str, np.ndarray], got: np.ndarray) -> None:
+    """`got` is what the interpreter gives for `text` on `inputs`, within the rounding of a
+    sum of products (`tolerances.py`): the terms' magnitudes are the program's result on the
+    inputs' absolute values, their count at most the inputs' longest axis."""
     expected = xrelay.interpret(xrelay.parse(text), inputs)
-    got = xrelay.build(text, targets=("c",), num_threads=threads).run(**inputs)
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    with np.errstate(invalid="ignore"):
+        magnitude = xrelay.interpret(xrelay.parse(text), {n: np.abs(a) for n, a in inputs.items()})
+    terms = max(max(a.shape) for a in inputs.values())
+    assert_close_to_sum_of_products(np.asarray(got), np.asarray(expected), magnitude, terms, atol=1e-5)
 
 
-# (m, k, n) -> what it exercises; the block is 128 x 128, the tile 16 x 16, the k-block 256
+def check(text: str, inputs: dict[str, np.ndarray] | None = None, threads: int = 1, target: str = "c") -> None:
+    """Built for C (`target`), `text` computes what the interpreter does (NaN where it gives NaN)."""
+    assert "packed_matmul" in schedules(text, target)
+    inputs = inputs if inputs is not None else random_inputs(text, 0)
+    got = xrelay.build(text, targets=(target,), num_threads=threads).run(**inputs)
+    assert isinstance(got, np.ndarray)
+    assert_as_interpreted(text, inputs, got)
+
+
+# (m, k, n) -> what it exercises; with AVX-512 the block is 128 x 128, the tile 16 x 16, the
+# k-block 256 (with AVX2 and SSE: 126 x 128, 6 x 16 and 6 x 8)
 DENSE_SHAPES = [
     ((128, 512, 128), "one whole block, one k-block"),
     ((64, 784, 128), "four k-blocks, the last partial (16); a block cut to the result's 64 rows"),
@@ -116,9 +135,29 @@ DENSE_SHAPES = [
 ]
 
 
+@pytest.mark.parametrize("target", ISA_TARGETS)
 @pytest.mark.parametrize("mkn", [s for s, _ in DENSE_SHAPES], ids=[w for _, w in DENSE_SHAPES])
-def test_dense_shapes(mkn: tuple[int, int, int]) -> None:
-    check(dense(*mkn))
+def test_dense_shapes(mkn: tuple[int, int, int], target: str) -> None:
+    check(dense(*mkn), target=target)
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+def test_kernel_vectors_are_the_targets_registers(target: str) -> None:
+    """Every vector of the kernel is one register of the target: 4 floats with SSE, 8 with
+    AVX2, the host's width natively."""
+    module = xrelay.parse(dense(64, 784, 512, "bias"))
+    lower(module, (target,), None, target)
+    ops = [op for op in kernel_ops(module) if isinstance(op, Operation)]
+    widths = {r.type.get_shape()[0] for op in ops for r in op.results if isinstance(r.type, VectorType)}
+    assert widths == {target_features(target).vector_floats}
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+def test_edges_and_size_one_dims_at_every_isa(target: str) -> None:
+    """Rows and columns one past a tile, a k of no block's multiple, a size-1 batch."""
+    check(dense(17, 1100, 33, "bias"), target=target)
+    check(batch_matmul((1, 45, 200), (3, 20, 200)), target=target)
+    check(matmul((3, 1, 40, 300), (2, 300, 20)), target=target)
 
 
 @pytest.mark.parametrize("epilogue", ["bias", "gelu", "residual"])
@@ -145,7 +184,8 @@ def test_dense_batched_data(data: tuple[int, ...]) -> None:
     ],
 )
 def test_batch_matmul_shapes(lhs: tuple[int, int, int], rhs: tuple[int, int, int]) -> None:
-    check(batch_matmul(lhs, rhs))
+    for target in ISA_TARGETS:
+        check(batch_matmul(lhs, rhs), target=target)
 
 
 def matmul(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> str:
@@ -167,8 +207,9 @@ def test_plain_matmul_packs_its_untransposed_rhs(lhs: tuple[int, ...], rhs: tupl
     check(matmul(lhs, rhs))
 
 
+@pytest.mark.parametrize("target", ISA_TARGETS)
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-def test_nan_and_inf_propagate_as_in_the_interpreter() -> None:
+def test_nan_and_inf_propagate_as_in_the_interpreter(target: str) -> None:
     """A NaN in x poisons its output row, an inf in w its column (inf * 0-sum mixes give NaN
     or inf as numpy does); the clamped edge reads never reach a stored output."""
     text = dense(37, 600, 80, "bias")
@@ -178,7 +219,7 @@ def test_nan_and_inf_propagate_as_in_the_interpreter() -> None:
     inputs["w"][79, 0] = -np.inf
     inputs["w"][5, 550] = np.nan
     inputs["b"][7] = np.inf
-    check(text, inputs)
+    check(text, inputs, target=target)
 
 
 def test_two_threads_give_the_same_result() -> None:
@@ -196,13 +237,33 @@ def test_matches_only_big_enough_cpu_matmuls_a_vector_wide() -> None:
     assert [k.attributes[SCHEDULE_ATTR].data for k in kernels] == ["packed_matmul_opencl"]  # type: ignore[union-attr]
 
 
-def test_tile_and_blocks_fit_together() -> None:
-    """The block is whole tiles; the tile's accumulators fit AVX-512's 32 registers with room
-    for the rhs vectors and a broadcast."""
-    tile = packed_matmul.TILE
-    assert packed_matmul.ROWS % tile.rows == 0 and packed_matmul.COLUMNS % tile.columns == 0
-    assert tile.count + tile.vectors + 1 <= 32
-    assert tile.columns == tile.vectors * micro_kernel.LANES
+@pytest.mark.parametrize("target", [*ISA_TARGETS, "opencl"])
+def test_tile_and_blocks_fit_together(target: str) -> None:
+    """The block is whole tiles; the tile's accumulators fit the target's registers with room
+    for the rhs vectors and a broadcast (and the product, without FMA); its vectors are one
+    register each; a panel of the k-block fills at most half the L1 data cache."""
+    features = target_features(target)
+    blocks = packed_matmul.blocking(features)
+    tile = blocks.tile
+    assert blocks.rows % tile.rows == 0 and blocks.columns % tile.columns == 0
+    assert tile.count + tile.vectors + 1 + (0 if features.fma else 1) <= features.vector_registers
+    assert tile.lanes == features.vector_floats
+    assert tile.columns * blocks.depth * 4 <= features.l1d // 2
+
+
+def test_register_tiles_of_each_register_file() -> None:
+    """AVX-512's 32 registers keep the 16 x 1 tile measured best there; AVX2's and SSE's 16
+    take BLIS's Haswell shape, 6 x 2 (12 sums + 2 rhs vectors + a broadcast: 15)."""
+
+    def tile(floats: int, registers: int, fma: bool) -> micro_kernel.Tile:
+        features = target_features("c")
+        fields = {**features.to_json(), "vector_floats": floats, "vector_registers": registers, "fma": fma}
+        return micro_kernel.register_tile(type(features)(**fields))
+
+    assert tile(16, 32, True) == micro_kernel.Tile(16, 1, 16)
+    assert tile(8, 16, True) == micro_kernel.Tile(6, 2, 8)
+    assert tile(4, 16, False) == micro_kernel.Tile(6, 2, 4)
+    assert tile(4, 8, True) == micro_kernel.Tile(2, 2, 4)
 
 
 def test_every_shape_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
@@ -225,24 +286,26 @@ def test_every_shape_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
 # --- pre-packed constant weights (packed_matmul_prepacked) ---------------------------------
 
 
-def lowered_with_params(text: str, params: dict[str, np.ndarray]) -> ModuleOp:
+def lowered_with_params(text: str, params: dict[str, np.ndarray], target: str = "c") -> ModuleOp:
     module = xrelay.parse(text)
     bind_params(module, params)
-    lower(module, ("c",), None, "c")
+    lower(module, (target,), None, target)
     return module
 
 
-def check_prepacked(text: str, inputs: dict[str, np.ndarray], constants: tuple[str, ...] = ("w",)) -> ModuleOp:
-    """Built for C with `constants` bound as params, `text` computes what the interpreter
-    does, in packed_matmul_prepacked kernels. Returns the lowered module."""
+def check_prepacked(
+    text: str, inputs: dict[str, np.ndarray], constants: tuple[str, ...] = ("w",), target: str = "c"
+) -> ModuleOp:
+    """Built for C (`target`) with `constants` bound as params, `text` computes what the
+    interpreter does, in packed_matmul_prepacked kernels. Returns the lowered module."""
     params = {name: inputs[name] for name in constants}
-    module = lowered_with_params(text, params)
+    module = lowered_with_params(text, params, target)
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes]
     assert "packed_matmul_prepacked" in [k.attributes[SCHEDULE_ATTR].data for k in kernels]  # type: ignore[union-attr]
-    expected = xrelay.interpret(xrelay.parse(text), inputs)
     rest = {name: value for name, value in inputs.items() if name not in constants}
-    got = xrelay.build(text, targets=("c",), params=params).run(**rest)
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    got = xrelay.build(text, targets=(target,), params=params).run(**rest)
+    assert isinstance(got, np.ndarray)
+    assert_as_interpreted(text, inputs, got)
     return module
 
 
@@ -250,29 +313,35 @@ def constants_of(module: ModuleOp) -> list[relay.ConstantOp]:
     return [op for op in module.walk() if isinstance(op, relay.ConstantOp) and not op.value.is_splat()]
 
 
+@pytest.mark.parametrize("target", ISA_TARGETS)
 @pytest.mark.parametrize("mkn", [s for s, _ in DENSE_SHAPES], ids=[w for _, w in DENSE_SHAPES])
-def test_prepacked_weight_shapes(mkn: tuple[int, int, int]) -> None:
-    """Edge tiles, N not a multiple of 16 or of the block, k-blocks with a remainder: the
-    kernel reads the packed constant, and the weight itself is gone (no other user)."""
+def test_prepacked_weight_shapes(mkn: tuple[int, int, int], target: str) -> None:
+    """Edge tiles, N not a multiple of the tile or of the block, k-blocks with a remainder:
+    the kernel reads the packed constant, and the weight itself is gone (no other user)."""
     text = dense(*mkn, "bias")
-    module = check_prepacked(text, random_inputs(text, 0))
+    module = check_prepacked(text, random_inputs(text, 0), target=target)
     (packed,) = constants_of(module)
     n, k = mkn[2], mkn[1]
-    columns = packed_matmul.block_columns(n)
-    assert packed.res.type == TensorType(f32, [-(-n // columns) * columns // 16, k, 16])
+    blocks = packed_matmul.blocking(target_features(target))
+    width = blocks.tile.columns
+    columns = packed_matmul.block_columns(n, blocks)
+    assert packed.res.type == TensorType(f32, [-(-n // columns) * columns // width, k, width])
     assert packed.attributes[packed_matmul.PACKED_FROM_ATTR] == StringAttr(
-        f"dense weight tensor<{n}x{k}xf32>: panels [n / 16, k, n % 16]"
+        f"dense weight tensor<{n}x{k}xf32>: panels [n / {width}, k, n % {width}]"
     )
 
 
 def test_pack_weight_lays_columns_out_in_panels() -> None:
     weight = np.arange(20 * 3, dtype=np.float32).reshape(20, 3)
-    panels = packed_matmul.pack_weight(weight)
+    blocks = packed_matmul.Blocking(micro_kernel.Tile(16, 1, 16), rows=128, columns=128, depth=256)
+    panels = packed_matmul.pack_weight(weight, blocks)
     assert panels.shape == (2, 3, 16)
     assert panels[0, 2, 5] == weight[5, 2] and panels[1, 1, 3] == weight[19, 1]
     assert (panels[1, :, 4:] == weight[19][:, None]).all()  # past N: the last column
     plain = np.stack([weight.T, weight.T + 60])  # [batch, K, N]
-    np.testing.assert_array_equal(packed_matmul.pack_weight(plain, micro_kernel.Layout.PLAIN)[1], panels + 60)
+    np.testing.assert_array_equal(packed_matmul.pack_weight(plain, blocks, micro_kernel.Layout.PLAIN)[1], panels + 60)
+    narrow = packed_matmul.Blocking(micro_kernel.Tile(6, 2, 4), rows=126, columns=128, depth=256)
+    assert packed_matmul.pack_weight(weight, narrow).shape == (3, 3, 8)  # 20 columns in panels of 8
 
 
 PREPACKED_MATMULS = [
@@ -317,14 +386,15 @@ def test_prepacked_constant_shared_and_kept_for_other_users() -> None:
     assert [c.res.type for c in constants if c not in packed] == [TensorType(f32, [n, n])]  # w, for tanh
 
 
+@pytest.mark.parametrize("target", ISA_TARGETS)
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-def test_prepacked_weight_keeps_nan_and_inf() -> None:
+def test_prepacked_weight_keeps_nan_and_inf(target: str) -> None:
     text = dense(37, 600, 80, "bias")
     inputs = random_inputs(text, 1)
     inputs["w"][79, 0] = -np.inf
     inputs["w"][5, 550] = np.nan
     inputs["w"][64, 300] = np.inf
-    check_prepacked(text, inputs)
+    check_prepacked(text, inputs, target=target)
 
 
 def test_prepacked_executable_saves_and_loads(tmp_path: Path) -> None:
@@ -367,8 +437,9 @@ def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> 
 
 
 def test_rows_spread_where_no_l1_set_holds_more_than_8_of_a_tiles_rows() -> None:
-    assert all(packed_matmul.rows_spread(k) for k in (784, 64, 100, 1040, 600, 128, 256, 512, 768, 1536))
-    assert not any(packed_matmul.rows_spread(k) for k in (1024, 2048, 3072, 4096))
+    assert all(packed_matmul.rows_spread(k, 16) for k in (784, 64, 100, 1040, 600, 128, 256, 512, 768, 1536))
+    assert not any(packed_matmul.rows_spread(k, 16) for k in (1024, 2048, 3072, 4096))
+    assert packed_matmul.rows_spread(1024, 6)  # AVX2's 6 rows: at most 6 to a set
 
 
 def kernel_ops(module: ModuleOp) -> list[object]:
@@ -376,6 +447,12 @@ def kernel_ops(module: ModuleOp) -> list[object]:
     return [op for kernel in kernels for op in kernel.walk()]
 
 
+AVX512_TILE = pytest.mark.skipif(
+    micro_kernel.Tile(16, 1, 16) != NATIVE_TILE, reason="the scratch shapes of the host's 16 x 1 tile (AVX-512)"
+)
+
+
+@AVX512_TILE
 @pytest.mark.parametrize(
     "mkn,scratch",
     [
@@ -401,6 +478,7 @@ def test_prepacked_scratch_and_prefetch(mkn: tuple[int, int, int], scratch: list
     assert len(prefetches) == 1
 
 
+@AVX512_TILE
 def test_packing_per_work_item_has_no_prefetch_and_k_blocks_of_depth() -> None:
     """Without a constant rhs the panels are packed per k-block into scratch (on the stack,
     so no prefetch); the rows are still read in place."""
@@ -423,6 +501,7 @@ def test_rows_read_in_place_keep_nan_and_inf() -> None:
     check(text, inputs)
 
 
+@AVX512_TILE
 @pytest.mark.parametrize(
     "lhs,rhs,panels",
     [

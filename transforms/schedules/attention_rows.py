@@ -15,7 +15,8 @@ The nest spans the batch and the query rows in blocks of ROWS (fewer where m is 
 last block may be partial: its rows past m read row m - 1, computed, never stored). A work
 item:
 
-1. packs k's rows into micro-kernel panels (`micro_kernel.pack_panel`: [n / 16, d, 16]),
+1. packs k's rows into micro-kernel panels (`micro_kernel.pack_panel`: [n / C, d, C], C the
+   target's tile's columns, `micro_kernel.register_tile`),
    the keys past n repeating the last;
 2. computes the block's scores, ROWS x n rounded up to whole vectors, tile by tile with the
    micro-kernel (q's rows read where they lie), into a scratch `scores`;
@@ -25,7 +26,7 @@ item:
    the cpu the max is `fastmath<nnan>`, which a NaN of the row makes unspecified and every
    element of the row NaN anyway; a row of -inf gives NaN, as numpy); on opencl, a row of
    whole vectors in `float16`s (softmax_row.vector_row: PoCL's exp of a vector);
-4. packs v's rows into panels ([e / 16, n, 16]) and computes P . V tile by tile with the
+4. packs v's rows into panels ([e / C, n, C]) and computes P . V tile by tile with the
    micro-kernel (P's rows from `scores`), into a scratch `sums`;
 5. the epilogue: the group's result at every valid output of the block, the product
    `remember`ed.
@@ -58,9 +59,11 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     MOVES,
     Schedule,
+    features_of,
     from_outside,
     group_root,
     is_elementwise,
+    kind_of,
     moved_from_outside,
     one_group_per_item,
     round_up,
@@ -68,13 +71,13 @@ from xrelay.transforms.schedules import (
 )
 from xrelay.transforms.schedules import micro_kernel as mk
 
-# The micro-kernel's tile (packed_matmul's) and a work item's query rows. The transformer's
+# A work item's query rows (about ROWS: whole tiles of the target's micro-kernel tile,
+# `micro_kernel.register_tile`, as packed_matmul's). The transformer's
 # attention (4 x 128 x 128 scores, d = 64), C at 1 thread, the kernel's time against the three
 # kernels it replaces (per-node medians of 15 profiled runs, interleaved in one process, load
-# 0.6-0.9): ROWS 32 1.02x, 64 0.93x, 128 0.94x (each work item packs k and v again: 2 x 32
+# 0.6-0.9; AVX-512's 16 x 1 tile): ROWS 32 1.02x, 64 0.93x, 128 0.94x (each work item packs k and v again: 2 x 32
 # KiB per 32 rows). The two products are 524K vector multiply-adds, about 0.18 ms at one a
 # cycle: the kernel (0.20-0.21 ms) is near that, with the softmax's 64K exponentials.
-TILE = mk.Tile(rows=16, vectors=1, lanes=mk.LANES)
 ROWS = 64
 # A work item's scratch (scores, sums, the two packs) stays within packed_matmul's 320 KiB
 # (stack scratch, also on OpenMP's threads); larger attentions stay three kernels.
@@ -134,14 +137,14 @@ def chain(ops: list[Operation], per_row_only: bool) -> bool:
 
 
 def matches(group: relay.FusedOp) -> bool:
-    scope = group.se_scope
     found = attention_of(group)
-    if scope is None or scope.device not in ("cpu", "opencl") or found is None:
+    if group.se_scope is None or not kind_of(group).generates_kernels or found is None:
         return False
     (_, m, n), d, e = shape_of(found.scores.res), shape_of(found.scores.lhs)[-1], shape_of(found.output.res)[-1]
     if 0 in (m, n, d, e):
         return False
-    rows, keys, values = block_rows(m), round_up(n, TILE.columns), round_up(e, TILE.columns)
+    tile = tile_of(group)
+    rows, keys, values = block_rows(m, tile), round_up(n, tile.columns), round_up(e, tile.columns)
     floats = rows * keys + rows * values + keys * d + values * n
     return floats * 4 <= SCRATCH_MAX_BYTES
 
@@ -151,35 +154,43 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert found is not None
     batch, m, _ = shape_of(found.scores.res)
     root = group_root(group)
-    blocks = (batch, -(-m // block_rows(m)))
+    tile = tile_of(group)
+    blocks = (batch, -(-m // block_rows(m, tile)))
     lanes = softmax_row.vector_lanes(group)
-    nest = emitter.parallel_nest(blocks, lambda item: Rows(emitter, found, item, lanes).emit(root, out))
+    nest = emitter.parallel_nest(blocks, lambda item: Rows(emitter, found, item, tile, lanes).emit(root, out))
     return one_group_per_item(nest, group)
+
+
+def tile_of(group: relay.FusedOp) -> mk.Tile:
+    """The micro-kernel's tile on `group`'s target."""
+    return mk.register_tile(features_of(group))
 
 
 class Rows:
     """One work item: the block of query rows `item[1]` of batch `item[0]`."""
 
-    def __init__(self, e: GroupEmitter, attention: Attention, item: list[SSAValue], softmax_lanes: int | None):
-        self.e, self.a, self.softmax_lanes = e, attention, softmax_lanes
+    def __init__(
+        self, e: GroupEmitter, attention: Attention, item: list[SSAValue], tile: mk.Tile, softmax_lanes: int | None
+    ):
+        self.e, self.a, self.tile, self.softmax_lanes = e, attention, tile, softmax_lanes
         self.batch = item[0]
         _, self.m, self.n = shape_of(attention.scores.res)
         self.d = shape_of(attention.scores.lhs)[-1]
         self.values = shape_of(attention.output.res)[-1]
-        self.rows = block_rows(self.m)
+        self.rows = block_rows(self.m, tile)
         self.row0 = e.mul_const(item[1], self.rows)
-        self.keys = round_up(self.n, TILE.columns)  # the scores' columns, whole vectors
+        self.keys = round_up(self.n, tile.columns)  # the scores' columns, whole vectors
 
     def emit(self, root: SSAValue, out: SSAValue) -> None:
-        e = self.e
+        e, tile = self.e, self.tile
         scores = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, self.keys]))
-        keys = e.emit(memref.AllocaOp.get(f32, shape=[self.keys // TILE.columns, self.d, TILE.columns]))
-        mk.pack_panel(e, TILE, keys, self.keys // TILE.columns, self.d, lambda j, k: self.key(j, k))
+        keys = e.emit(memref.AllocaOp.get(f32, shape=[self.keys // tile.columns, self.d, tile.columns]))
+        mk.pack_panel(e, tile, keys, self.keys // tile.columns, self.d, lambda j, k: self.key(j, k))
         self.products(keys, self.keys, self.d, lambda r, k: self.query(r, k), scores)
         e.loops([self.rows], [], lambda ivs, _: self.softmax_row(scores, ivs[0]))
-        columns = round_up(self.values, TILE.columns)
-        values = e.emit(memref.AllocaOp.get(f32, shape=[columns // TILE.columns, self.n, TILE.columns]))
-        mk.pack_panel(e, TILE, values, columns // TILE.columns, self.n, lambda c, j: self.value(c, j))
+        columns = round_up(self.values, tile.columns)
+        values = e.emit(memref.AllocaOp.get(f32, shape=[columns // tile.columns, self.n, tile.columns]))
+        mk.pack_panel(e, tile, values, columns // tile.columns, self.n, lambda c, j: self.value(c, j))
         sums = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, columns]))
         self.products(values, columns, self.n, lambda r, j: e.emit(memref.LoadOp.get(scores, [r, j])), sums)
         self.epilogue(root, sums, out)
@@ -204,39 +215,39 @@ class Rows:
 
     def key(self, j: SSAValue, k: SSAValue) -> SSAValue:
         keys = self.a.scores.rhs
-        return self.e.value_at(keys, [self.batch_of(keys), self.clamp(j, self.n, TILE.columns), k])
+        return self.e.value_at(keys, [self.batch_of(keys), self.clamp(j, self.n, self.tile.columns), k])
 
     def value(self, c: SSAValue, j: SSAValue) -> SSAValue:
         v = self.a.output.rhs
-        return self.e.value_at(v, [self.batch_of(v), self.clamp(c, self.values, TILE.columns), j])
+        return self.e.value_at(v, [self.batch_of(v), self.clamp(c, self.values, self.tile.columns), j])
 
     # the block's products
 
     def products(self, panels: SSAValue, columns: int, depth: int, lhs_at: LhsAt, sums: SSAValue) -> None:
         """`sums[r, c]` = the sum over k < `depth` of `lhs_at(r, k)` times panel element
         (c, k), for every row of the block and each of the panels' `columns`: tile by tile."""
-        e = self.e
-        count = columns // TILE.columns
+        e, tile = self.e, self.tile
+        count = columns // tile.columns
 
         def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            tr, p = e.mul_const(ivs[0], TILE.rows), ivs[1]
-            tc = e.mul_const(p, TILE.columns)
+            tr, p = e.mul_const(ivs[0], tile.rows), ivs[1]
+            tc = e.mul_const(p, tile.columns)
 
             def at(r: int, v: int) -> list[SSAValue]:
-                return [e.add_const(tr, r), e.add_const(tc, v * mk.LANES)]
+                return [e.add_const(tr, r), e.add_const(tc, v * tile.lanes)]
 
             accs = mk.accumulate(
                 e,
-                TILE,
+                tile,
                 [depth],
-                mk.zeros(e, TILE),
+                mk.zeros(e, tile),
                 lambda ks, r: lhs_at(e.add_const(tr, r), ks[0]),
-                lambda ks, v: mk.load(e, panels, [p, ks[0], e.index(v * mk.LANES)], mk.LANES),
+                lambda ks, v: mk.load(e, panels, [p, ks[0], e.index(v * tile.lanes)], tile.lanes),
             )
-            mk.store_block(e, TILE, accs, sums, at)
+            mk.store_block(e, tile, accs, sums, at)
             return []
 
-        e.loops([self.rows // TILE.rows, count], [], tile_sums)
+        e.loops([self.rows // tile.rows, count], [], tile_sums)
 
     def softmax_row(self, scores: SSAValue, r: SSAValue) -> list[SSAValue]:
         """Row `r` of the block's scores through the ops up to the softmax, then the softmax,
@@ -283,9 +294,9 @@ class Rows:
         e.loops([rows, self.values], [], body)
 
 
-def block_rows(m: int) -> int:
-    """A work item's query rows: ROWS, or m rounded up to whole tiles."""
-    return min(ROWS, round_up(m, TILE.rows))
+def block_rows(m: int, tile: mk.Tile) -> int:
+    """A work item's query rows: ROWS cut to whole tiles, or m rounded up to whole tiles."""
+    return min(max(1, ROWS // tile.rows) * tile.rows, round_up(m, tile.rows))
 
 
 SCHEDULE = Schedule("attention_rows", matches, build)

@@ -28,6 +28,7 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
     group_root,
+    kind_of,
     largest_power_of_two_dividing,
     result_shape,
 )
@@ -103,9 +104,8 @@ def loops_epilogue(group: relay.FusedOp) -> bool:
     calls a maths function (EPILOGUE_MATHS), which gcc vectorises in a loop (libmvec) and
     leaves a scalar call per output in straight-line code. A cheap epilogue (bias, relu) stays
     inline: through scratch, dense + bias took 1.4-1.6x the time. PoCL vectorises neither
-    (the work item has loops), so opencl keeps it inline too."""
-    scope = group.se_scope
-    if scope is None or scope.device == "opencl":
+    (the work item has loops), so a device of work groups (opencl) keeps it inline too."""
+    if group.se_scope is None or kind_of(group).work_groups:
         return False
     return any(isinstance(op, EPILOGUE_MATHS) for op in group.body.block.ops)
 

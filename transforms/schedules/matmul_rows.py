@@ -10,8 +10,8 @@ item. The rows' sums accumulate in one scratch `memref.alloca` in i-k-j order:
 whose innermost loop is unit-stride in both the rhs and the scratch and carries nothing, so
 gcc vectorises it without folding lanes; then the group's result is stored along the rows,
 reading the anchor from `acc` (`transposed_rows.sum_rows`, without the transposed copy).
-Register blocks (matmul_block) would read the rhs with a stride of a row per k. Not OpenCL:
-the scratch would be a work item's private memory.
+Register blocks (matmul_block) would read the rhs with a stride of a row per k. Not on a
+device launched in work groups (OpenCL): the scratch would be a work item's private memory.
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ from xdsl.ir import SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, largest_power_of_two_dividing, result_shape
+from xrelay.transforms.schedules import (
+    Schedule,
+    anchor_of,
+    group_root,
+    kind_of,
+    largest_power_of_two_dividing,
+    result_shape,
+)
 from xrelay.transforms.schedules.transposed_rows import Rows, sum_rows
 
 # Up to ROWS rows per work item (the largest power of two dividing the row count), while the
@@ -36,7 +43,7 @@ MAX_SCRATCH_FLOATS = 16384
 def matmul_rows(group: relay.FusedOp) -> tuple[relay.MatmulOp, int] | None:
     """The group's matmul anchor and its rows per work item, if this schedule takes it."""
     scope, op = group.se_scope, anchor_of(group, relay.MatmulOp)
-    if op is None or scope is None or scope.device != "cpu":
+    if op is None or scope is None or kind_of(group).work_groups:
         return None
     width = shape_of(op.res)[-1]
     rows = largest_power_of_two_dividing(shape_of(op.res)[-2], ROWS)

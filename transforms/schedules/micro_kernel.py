@@ -1,7 +1,8 @@
 """
 micro_kernel: a register-blocked tile of sums held in vectors, for matmul-class schedules.
 
-A `Tile` is `rows` x `vectors` vectors of LANES floats (`vector<16xf32>`): `rows` x
+A `Tile` is `rows` x `vectors` vectors of `lanes` floats (`vector<lanes x f32>`, one
+register of the target: `register_tile`): `rows` x
 `columns` sums that stay in registers while a loop nest (the reduction: k for a matmul, the
 input channels and taps for a convolution) adds a product to each per step, one
 broadcast-FMA per vector:
@@ -23,14 +24,25 @@ constant offsets, and an edge row is clamped once while packing instead of in ev
 memref (a scratch block: k-blocking adds to it; the epilogue reads it), `zeros` starts one.
 
 On the C target the vectors are a GCC vector type and `vector.fma` a fused multiply-add per
-lane, which gcc -O3 -march=native turns into one `vfmadd231ps mem{1to16}` per accumulator
-and step, the broadcast folded in (targets/c.py). A 16 x 1 tile (16 zmm sums, one rhs
-vector per step) or 8 x 2 (16 sums, two) keeps the FMA pipes busy: each sum's FMA latency
-is hidden by 15 others; packed_matmul measured 16 x 1 the faster.
+lane, which gcc -O3 turns into one `vfmadd231ps` per accumulator and step (with AVX-512 the
+broadcast folded in, `mem{1to16}`; with AVX2 a `vbroadcastss` into a register first;
+targets/c.py).
+
+The tile's shape is the target's (`register_tile`): its accumulators, the rhs vectors of a
+step and the broadcast (and, without FMA, the product of a multiply before its add) must all
+stay in the target's vector registers, or gcc keeps the sums on the stack and every FMA
+reads and writes memory (16 sums of 16 floats on AVX2 took 32 of its 16 ymm registers).
+Within that, enough independent sums hide the FMA latency (latency x pipes: 4 x 2 = 8 on
+current x86), and fewer loads per FMA keep the load ports from being the limit. TILE_SHAPES
+lists the shapes in the order they were measured best (bench/matmul_tiles.py; numbers in the
+commit messages); the first that fits the registers is taken: 16 x 1 with 32 registers
+(AVX-512: 16 sums, one rhs vector, the broadcast a memory operand), 6 x 2 with 16 (BLIS's
+Haswell shape: 12 sums + 2 rhs vectors + 1 broadcast = 15 of AVX2's 16 ymm).
 
 API (kept stable for the schedules built on it; additions only):
     vector_type(lanes)                       vector<lanes x f32>
     Tile(rows, vectors, lanes)               .columns, .count
+    register_tile(features) -> Tile          the target's tile: lanes and shape from its features
     broadcast(e, scalar, lanes) / load(e, ref, idx, lanes) / store(e, value, ref, idx)
     zeros(e, tile)                           the accumulators of an empty sum
     accumulate(e, tile, extents, accs, lhs, rhs) -> accs
@@ -50,9 +62,10 @@ from xdsl.dialects import memref, vector
 from xdsl.dialects.builtin import Float32Type, VectorType, f32
 from xdsl.ir import SSAValue
 
+from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import Extent, Index, KernelBuilder
 
-LANES = 16  # (to go: schedules take their lanes from the target's features)
+LANES = 16  # (to go: the conv schedules still use it; the matmul ones ask `register_tile`)
 
 
 def vector_type(lanes: int) -> VectorType[Float32Type]:
@@ -85,6 +98,26 @@ class Tile:
     def count(self) -> int:
         """The accumulators (vectors) of the tile."""
         return self.rows * self.vectors
+
+
+# (rows, vectors) of a tile, best first (see the module docstring): the first whose registers
+# (`registers_needed`) the target has is its tile. 1 x 1 fits any target.
+TILE_SHAPES: tuple[tuple[int, int], ...] = ((16, 1), (6, 2), (4, 2), (2, 2), (1, 1))
+
+
+def registers_needed(rows: int, vectors: int, fma: bool) -> int:
+    """The vector registers of a step of a rows x vectors tile: its sums, the rhs vectors, the
+    broadcast, and (without FMA) the product before it is added."""
+    return rows * vectors + vectors + 1 + (0 if fma else 1)
+
+
+def register_tile(features: Features) -> Tile:
+    """The micro-kernel's tile on `features`' machine: vectors of its `vector_floats` lanes,
+    the first of TILE_SHAPES whose step fits its `vector_registers`."""
+    rows, vectors = next(
+        (r, v) for r, v in TILE_SHAPES if registers_needed(r, v, features.fma) <= features.vector_registers
+    )
+    return Tile(rows=rows, vectors=vectors, lanes=features.vector_floats)
 
 
 class Layout(Enum):

@@ -3,21 +3,24 @@ packed_matmul: a cpu group whose anchor is a big enough dense, batch_matmul or m
 result's shape, computed in packed panels by the register-blocked micro-kernel
 (`micro_kernel.py`), with the group's other ops applied to each block before it is stored.
 
-The nest spans the result's batch axes, its rows in blocks of ROWS and its columns in blocks
-of COLUMNS (the last blocks may be partial). A work item (one block of ROWS x COLUMNS
-outputs), for each k-block (the whole dot product where a work item's scratch stays small,
-up to MAX_DEPTH; else DEPTH):
+The micro-kernel's tile is the target's (`micro_kernel.register_tile` of `features_of(group)`:
+16 x 1 vectors of 16 floats with AVX-512, 6 x 2 of 8 with AVX2, 6 x 2 of 4 with SSE), and the
+blocks are whole tiles (`Blocking`). The nest spans the result's batch axes, its rows in
+blocks of about ROWS and its columns in blocks of about COLUMNS (the last blocks may be
+partial). A work item (one block of outputs), for each k-block (the whole dot product where a
+work item's scratch stays small, up to MAX_DEPTH; else DEPTH or less, so that a panel of the
+k-block stays in half the L1 data cache):
 
-1. packs the rhs's COLUMNS columns of the k-block into scratch, `panel[p, k, j]` (TILE's
-   columns per panel p, adjacent per k), and copies the lhs's ROWS rows into `rows[t, r, k]`
-   (TILE's rows per panel t, each along k as in the lhs, ROW_PAD floats longer), unless the
+1. packs the rhs's block of columns of the k-block into scratch, `panel[p, k, j]` (the tile's
+   columns per panel p, adjacent per k), and copies the lhs's block of rows into `rows[t, r, k]`
+   (the tile's rows per panel t, each along k as in the lhs, ROW_PAD floats longer), unless the
    lhs is a kernel input whose rows a tile can read where they lie (`rows_spread`). Where
    the result's extent is not a multiple of the block, a row or column past its edge reads
    the last one (clamped: computed, never stored). The rhs layout is a parameter
    (`micro_kernel.Layout`): dense's and batch_matmul's rhs are transposed ([N, K]);
-2. for each TILE.rows x TILE.columns tile of the block (row tiles outer; panels outer where
+2. for each tile of the block (row tiles outer; panels outer where
    they are read from a pre-packed rhs): the micro-kernel's sums over the k-block, added to
-   the block's sums in scratch (`sums[ROWS, COLUMNS]`; with a single k-block they start at
+   the block's sums in scratch (`sums[rows, columns]`; with a single k-block they start at
    zero instead).
 
 Then the epilogue: each valid output of the block is the group's result (`value_at`) with
@@ -29,7 +32,7 @@ rhs (dense's weight) is a `relay.constant` of @main (a param bound at build time
 nothing else in the group, the packing of step 1 is done once, at build time, as onnxruntime
 prepacks and TVM's AlterOpLayout + FoldConstant do. Before the kernel is built, `prepare`
 gives the group a new `relay.constant` in place of the rhs, holding it in the panels the
-micro-kernel reads, `packed[..., p, k, j]` = the rhs's element (n = min(16 p + j, N - 1), k)
+micro-kernel reads, `packed[..., p, k, j]` = the rhs's element (n = min(C p + j, N - 1), k), C the tile's columns,
 for every panel p of every block of columns (`pack_weight`; columns past N repeat the last,
 as the clamped reads do; batch axes as the rhs's), marked `relay.packed_from` with the rhs's
 type and the layout. It is inserted after the original constant and reused by every group
@@ -45,6 +48,8 @@ against packed per work item in the same run (31 interleaved rounds, load 1.2-2)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from xdsl.dialects import memref, scf
 from xdsl.dialects.builtin import StringAttr, f32
@@ -53,14 +58,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import cpu, relay
 from xrelay.interpreter import constant_value
+from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, group_root, result_shape, round_up
+from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, result_shape, round_up
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
 
-# The micro-kernel's tile, a work item's block of outputs (ROWS x COLUMNS, multiples of the
-# tile) and its k-block (DEPTH). bench/kernels.py at 1 thread, GFLOP/s against OpenBLAS in
+# A work item's block of outputs (about ROWS x COLUMNS: whole tiles, `blocking`) and its
+# k-block (DEPTH, less where a panel of it would fill more than half the L1 data cache). With
+# AVX-512's 16 x 1 tile of 16 floats: bench/kernels.py at 1 thread, GFLOP/s against OpenBLAS in
 # the same run (a shared, loaded machine: OpenBLAS at 62-79), dense 64x784.512x784,
 # dense 64x512.512x512, batch_matmul 4x128x64.4x128x64: a 16 x 1 tile (16 sums, one rhs
 # vector and 16 broadcasts from the packed rows per step) 135%, 136%, 113%; 8 x 2 104%,
@@ -72,7 +79,6 @@ from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_a
 # 81.1 -> 94.8, batch_matmul 4x128x64.4x128x64 77.7 -> 89.7); 128 x 64, 64 x 128 and 128 x
 # 256 gained less, k-blocks of 128 or 512 as much as 256, which keeps the two panels at 128
 # KiB each (stack scratch, also on OpenMP's threads: 320 KiB with the sums).
-TILE = mk.Tile(rows=16, vectors=1, lanes=mk.LANES)
 ROWS = 128
 COLUMNS = 128
 DEPTH = 256
@@ -80,7 +86,7 @@ DEPTH = 256
 # [k, r] panels (as the rhs is): the micro-kernel's 16 broadcasts per step then read 16 rows
 # instead of one line, and the copy is unit-stride (0.5-6% faster, one run at load 1.7:
 # dense 128x1024.256x1024 91.7 -> 97.3 GFLOP/s, 64x784.512x784 98.9 -> 100.1). Rows
-# ROW_PAD floats longer than the k-block spread the 16 rows over the cache's sets (1 KiB
+# ROW_PAD floats longer than the k-block spread a tile's rows over the cache's sets (1 KiB
 # apart without it); pads of 0 and 16 measured within 2% of 4.
 ROW_PAD = 4
 # The lhs is read where it lies, not copied, when the result has more than one block of
@@ -135,16 +141,45 @@ RHS_LAYOUT: dict[type[Matmul], mk.Layout] = {
 MIN_WORK = 1 << 17
 
 
+@dataclass(frozen=True)
+class Blocking:
+    """A work item's blocks on one target: the micro-kernel's tile, the block of outputs
+    (`rows` x `columns`, whole tiles) and the k-block (`depth`)."""
+
+    tile: mk.Tile
+    rows: int
+    columns: int
+    depth: int
+
+
+def blocking(features: Features) -> Blocking:
+    """The blocks on `features`' machine: its register tile (`micro_kernel.register_tile`),
+    ROWS x COLUMNS cut to whole tiles, and a k-block of DEPTH, or the largest power of two
+    under it whose panel (the tile's columns) fills at most half the L1 data cache."""
+    tile = mk.register_tile(features)
+    panel_steps = max(1, features.l1d // 2 // (tile.columns * 4))
+    depth = min(DEPTH, max(LINE_FLOATS, 1 << (panel_steps.bit_length() - 1)))
+    rows = max(1, ROWS // tile.rows) * tile.rows
+    columns = max(1, COLUMNS // tile.columns) * tile.columns
+    return Blocking(tile, rows, columns, depth)
+
+
+def blocking_of(group: relay.FusedOp) -> Blocking:
+    """The blocks of `group`'s kernel: its target's (`features_of`)."""
+    return blocking(features_of(group))
+
+
 def matches(group: relay.FusedOp) -> bool:
-    scope = group.se_scope
     matmul = matmul_anchor(group)
-    return scope is not None and scope.device == "cpu" and matmul is not None and big_enough(matmul)
+    if group.se_scope is None or kind_of(group).work_groups or matmul is None:
+        return False
+    return big_enough(matmul, blocking_of(group).tile)
 
 
-def big_enough(matmul: Matmul) -> bool:
+def big_enough(matmul: Matmul, tile: mk.Tile) -> bool:
     """At least a tile of outputs and MIN_WORK multiply-adds (packed_matmul_opencl's test too)."""
     shape = shape_of(matmul.res)
-    if len(shape) < 2 or shape[-1] < TILE.columns or shape[-2] < TILE.rows:
+    if len(shape) < 2 or shape[-1] < tile.columns or shape[-2] < tile.rows:
         return False
     return shape[-2] * shape[-1] * dot_depth(matmul) >= MIN_WORK
 
@@ -161,47 +196,52 @@ def build_blocks(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue, pre
     matmul = matmul_anchor(group)
     assert matmul is not None
     shape = result_shape(group)
-    tiles = (*shape[:-2], -(-shape[-2] // ROWS), -(-shape[-1] // COLUMNS))
+    blocks = blocking_of(group)
+    tiles = (*shape[:-2], -(-shape[-2] // blocks.rows), -(-shape[-1] // blocks.columns))
     root = group_root(group)
     panels = emitter.inputs[matmul.operands[1]] if prepacked else None
-    return emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile, panels).emit(root, out))
+    return emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile, blocks, panels).emit(root, out))
 
 
 class Block:
-    """One work item: the ROWS x COLUMNS outputs of block `tile` of `op`'s result; with
+    """One work item: the outputs of block `tile` of `op`'s result, in `blocks`; with
     `panels` (a kernel input holding the rhs pre-packed, `pack_weight`), read from it
     instead of packing the rhs."""
 
-    def __init__(self, e: GroupEmitter, op: Matmul, tile: list[SSAValue], panels: SSAValue | None = None):
+    def __init__(
+        self, e: GroupEmitter, op: Matmul, tile: list[SSAValue], blocks: Blocking, panels: SSAValue | None = None
+    ):
         lhs = op.data if isinstance(op, relay.DenseOp) else op.lhs
-        self.e, self.op, self.panels = e, op, panels
+        self.e, self.op, self.panels, self.blocks, self.tile = e, op, panels, blocks, blocks.tile
         self.shape = shape_of(op.res)
         self.batch = tile[:-2]
-        self.row0 = e.mul_const(tile[-2], ROWS)
-        self.col0 = e.mul_const(tile[-1], COLUMNS)
+        self.row0 = e.mul_const(tile[-2], blocks.rows)
+        self.col0 = e.mul_const(tile[-1], blocks.columns)
         self.depth = dot_depth(op)
         self.layout = RHS_LAYOUT[type(op)]
         # blocks no larger than the result, rounded up to whole tiles
-        self.rows = min(ROWS, round_up(self.shape[-2], TILE.rows))
-        self.columns = block_columns(self.shape[-1])
+        self.rows = min(blocks.rows, round_up(self.shape[-2], self.tile.rows))
+        self.columns = block_columns(self.shape[-1], blocks)
         # the block's first panel in a pre-packed rhs
-        self.panel0 = None if panels is None else e.mul_const(tile[-1], self.columns // TILE.columns)
+        self.panel0 = None if panels is None else e.mul_const(tile[-1], self.columns // self.tile.columns)
         self.lhs_in_place = (
             lhs in e.inputs
             and self.shape[-1] > self.columns
             and self.shape[-2] % self.rows == 0
-            and rows_spread(self.depth)
+            and rows_spread(self.depth, self.tile.rows)
         )
         self.k_depth = self.k_block_depth()
 
     def k_block_depth(self) -> int:
-        """The k-block: the whole dot product where the scratch allows (see MAX_DEPTH), else DEPTH."""
+        """The k-block: the whole dot product where the scratch allows (see MAX_DEPTH), else
+        the blocking's depth."""
+        depth = self.blocks.depth
         if self.depth > MAX_DEPTH:
-            return DEPTH
+            return depth
         rows = 0 if self.lhs_in_place else self.rows * (self.depth + ROW_PAD)
         panels = 0 if self.panels is not None else self.columns * self.depth
         whole = (self.rows * self.columns + rows + panels) * 4 <= SCRATCH_MAX_BYTES
-        return self.depth if whole else min(DEPTH, self.depth)
+        return self.depth if whole else min(depth, self.depth)
 
     # the operands at (row, k) and (column, k), clamped to the result's edge
 
@@ -237,14 +277,15 @@ class Block:
     def emit(self, root: SSAValue, out: SSAValue) -> None:
         e = self.e
         sums = e.emit(memref.AllocaOp.get(f32, shape=[self.rows, self.columns]))
-        panels = self.columns // TILE.columns
+        tile = self.tile
+        panels = self.columns // tile.columns
         depth = self.k_depth
         panel = self.panels
         if panel is None:
-            panel = e.emit(memref.AllocaOp.get(f32, shape=[panels, depth, TILE.columns]))
+            panel = e.emit(memref.AllocaOp.get(f32, shape=[panels, depth, tile.columns]))
         rows = None
         if not self.lhs_in_place:
-            rows = e.emit(memref.AllocaOp.get(f32, shape=[self.rows // TILE.rows, TILE.rows, depth + ROW_PAD]))
+            rows = e.emit(memref.AllocaOp.get(f32, shape=[self.rows // tile.rows, tile.rows, depth + ROW_PAD]))
         blocks = -(-self.depth // depth)
         if blocks == 1:
             self.k_block(e.index(0), depth, panel, rows, sums, first=True)
@@ -261,14 +302,14 @@ class Block:
         self.epilogue(root, sums, out)
 
     def clear(self, sums: SSAValue) -> None:
-        e = self.e
-        zero = mk.broadcast(e, e.f32(0.0), mk.LANES)
+        e, lanes = self.e, self.tile.lanes
+        zero = mk.broadcast(e, e.f32(0.0), lanes)
 
         def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            mk.store(e, zero, sums, [ivs[0], e.mul_const(ivs[1], mk.LANES)])
+            mk.store(e, zero, sums, [ivs[0], e.mul_const(ivs[1], lanes)])
             return []
 
-        e.loops([self.rows, self.columns // mk.LANES], [], body)
+        e.loops([self.rows, self.columns // lanes], [], body)
 
     def k_block(
         self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, rows: SSAValue | None, sums: SSAValue, first: bool
@@ -276,41 +317,41 @@ class Block:
         """Adds the products of k in [k0, end) to `sums` (or, `first`, sets it to them).
         `panel` is the scratch the rhs's k-block is packed into, or the pre-packed input;
         `rows` the scratch the lhs's rows are copied into, or None to read them in place."""
-        e = self.e
+        e, tile = self.e, self.tile
         extent = end if isinstance(end, int) else (k0, end)
-        panels = self.columns // TILE.columns
+        panels = self.columns // tile.columns
         if self.panels is None:
-            mk.pack_panel(e, TILE, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+            mk.pack_panel(e, tile, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
         if rows is not None:
             mk.copy_rows(
-                e, TILE, rows, self.rows // TILE.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k)
+                e, tile, rows, self.rows // tile.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k)
             )
         steps = end if isinstance(end, int) else e.sub(end, k0)
 
         def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            tr, tc = e.mul_const(ivs[0], TILE.rows), e.mul_const(ivs[1], TILE.columns)
+            tr, tc = e.mul_const(ivs[0], tile.rows), e.mul_const(ivs[1], tile.columns)
 
             def at(r: int, v: int) -> list[SSAValue]:
-                return [e.add_const(tr, r), e.add_const(tc, v * mk.LANES)]
+                return [e.add_const(tr, r), e.add_const(tc, v * tile.lanes)]
 
             def lhs(ks: list[SSAValue], r: int) -> SSAValue:
                 if rows is None:
                     return self.lhs_at(e.add_const(e.add(self.row0, tr), r), e.add(k0, ks[0]))
                 return e.emit(memref.LoadOp.get(rows, [ivs[0], e.index(r), ks[0]]))
 
-            inits = mk.zeros(e, TILE) if first else mk.load_block(e, TILE, sums, at)
+            inits = mk.zeros(e, tile) if first else mk.load_block(e, tile, sums, at)
             accs = mk.accumulate(
                 e,
-                TILE,
+                tile,
                 [steps if isinstance(steps, int) else (e.index(0), steps)],
                 inits,
                 lhs,
                 lambda ks, v: self.rhs_vector(panel, ivs[1], k0, ks[0], v),
             )
-            mk.store_block(e, TILE, accs, sums, at)
+            mk.store_block(e, tile, accs, sums, at)
             return []
 
-        tiles = self.rows // TILE.rows
+        tiles = self.rows // tile.rows
         if self.panels is None:
             e.loops([tiles, panels], [], tile_sums)
         else:  # each panel of the stream, then every row tile with it (see PREFETCH_AHEAD)
@@ -322,7 +363,7 @@ class Block:
         e = self.e
         if self.panel0 is not None and v == 0:
             e.builder.insert(cpu.PrefetchOp(panel, self.panel_index(p, k0, e.add_const(k, PREFETCH_AHEAD), v)))
-        return mk.load(e, panel, self.panel_index(p, k0, k, v), mk.LANES)
+        return mk.load(e, panel, self.panel_index(p, k0, k, v), self.tile.lanes)
 
     def panel_index(self, p: SSAValue, k0: SSAValue, k: SSAValue, v: int) -> list[SSAValue]:
         """Where vector `v` of the block's panel `p` at step `k` of the k-block from `k0`
@@ -330,9 +371,9 @@ class Block:
         axes are the rhs's)."""
         e = self.e
         if self.panel0 is None:
-            return [p, k, e.index(v * mk.LANES)]
+            return [p, k, e.index(v * self.tile.lanes)]
         batch = self.batch_of(self.op.operands[1])
-        return [*batch, e.add(self.panel0, p), e.add(k0, k), e.index(v * mk.LANES)]
+        return [*batch, e.add(self.panel0, p), e.add(k0, k), e.index(v * self.tile.lanes)]
 
     def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
         """The group's result at every output of the block inside the result."""
@@ -357,16 +398,16 @@ class Block:
         return (e.index(0), e.min_index(e.index(block), e.sub(e.index(extent), first)))
 
 
-def rows_spread(k: int) -> bool:
-    """Whether TILE.rows rows of k floats each, one after another, start in L1 sets that
-    each hold at most L1_WAYS of them (see L1_SETS)."""
-    sets = [(r * k // LINE_FLOATS) % L1_SETS for r in range(TILE.rows)]
+def rows_spread(k: int, rows: int) -> bool:
+    """Whether a tile's `rows` rows of k floats each, one after another, start in L1 sets
+    that each hold at most L1_WAYS of them (see L1_SETS)."""
+    sets = [(r * k // LINE_FLOATS) % L1_SETS for r in range(rows)]
     return max(sets.count(s) for s in sets) <= L1_WAYS
 
 
-def block_columns(n: int) -> int:
-    """The columns of a block of a result N wide: COLUMNS, or N rounded up to whole tiles."""
-    return min(COLUMNS, round_up(n, TILE.columns))
+def block_columns(n: int, blocks: Blocking) -> int:
+    """The columns of a block of a result N wide: the blocking's, or N rounded up to whole tiles."""
+    return min(blocks.columns, round_up(n, blocks.tile.columns))
 
 
 # --- pre-packed weights -----------------------------------------------------------------------
@@ -406,27 +447,28 @@ def prepare(group: relay.FusedOp) -> None:
     assert matmul is not None and found is not None
     index, rhs = found
     operands = list(group.operands)
-    operands[index] = packed_constant(rhs, type(matmul)).res
+    operands[index] = packed_constant(rhs, type(matmul), blocking_of(group)).res
     group.operands = operands
 
 
-def pack_weight(rhs: np.ndarray, layout: mk.Layout = mk.Layout.TRANSPOSED) -> np.ndarray:
+def pack_weight(rhs: np.ndarray, blocks: Blocking, layout: mk.Layout = mk.Layout.TRANSPOSED) -> np.ndarray:
     """A matmul's rhs (`[..., N, K]` TRANSPOSED, as dense's weight, or `[..., K, N]` PLAIN)
-    as packed_matmul's panels `[..., P, K, TILE.columns]`: panel p holds columns 16 p .. 16 p
-    + 15 (the last column repeated past N), and P covers every block of columns."""
+    as packed_matmul's panels `[..., P, K, C]`, C the tile's columns: panel p holds columns
+    C p .. C p + C - 1 (the last column repeated past N), and P covers every block of columns."""
     columns_last = rhs if layout is mk.Layout.TRANSPOSED else np.swapaxes(rhs, -1, -2)
     n, k = int(columns_last.shape[-2]), int(columns_last.shape[-1])
-    block = block_columns(n)
-    panels = -(-n // block) * (block // TILE.columns)
-    columns = np.take(columns_last, np.minimum(np.arange(panels * TILE.columns), n - 1), axis=-2)
-    tiles = columns.reshape(*columns.shape[:-2], panels, TILE.columns, k)
+    width = blocks.tile.columns
+    block = block_columns(n, blocks)
+    panels = -(-n // block) * (block // width)
+    columns = np.take(columns_last, np.minimum(np.arange(panels * width), n - 1), axis=-2)
+    tiles = columns.reshape(*columns.shape[:-2], panels, width, k)
     return np.ascontiguousarray(np.swapaxes(tiles, -1, -2))
 
 
-def packed_constant(rhs: relay.ConstantOp, kind: type[Matmul]) -> relay.ConstantOp:
-    """The packed form of `rhs`, read by a `kind` anchor: a new `relay.constant` after it, or
-    the one an earlier group made."""
-    values = pack_weight(constant_value(rhs), RHS_LAYOUT[kind])
+def packed_constant(rhs: relay.ConstantOp, kind: type[Matmul], blocks: Blocking) -> relay.ConstantOp:
+    """The packed form of `rhs`, read by a `kind` anchor in `blocks`: a new `relay.constant`
+    after it, or the one an earlier group made."""
+    values = pack_weight(constant_value(rhs), blocks, RHS_LAYOUT[kind])
     value = relay.f32_elements(values)
     after = rhs.next_op
     while isinstance(after, relay.ConstantOp) and PACKED_FROM_ATTR in after.attributes:
@@ -435,7 +477,8 @@ def packed_constant(rhs: relay.ConstantOp, kind: type[Matmul]) -> relay.Constant
         after = after.next_op
     packed = relay.ConstantOp(value, rhs.se_scope)
     batch = "..., " if values.ndim > 3 else ""
-    panels = f"[{batch}n / {TILE.columns}, k, n % {TILE.columns}]"
+    width = blocks.tile.columns
+    panels = f"[{batch}n / {width}, k, n % {width}]"
     packed.attributes[PACKED_FROM_ATTR] = StringAttr(f"{RHS_NAME[kind]} {rhs.res.type}: panels {panels}")
     if rhs.res.name_hint:
         packed.res.name_hint = f"{rhs.res.name_hint}_packed"

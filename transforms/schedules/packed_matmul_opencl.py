@@ -1,6 +1,8 @@
 """
-packed_matmul_opencl: packed_matmul's nest on opencl (its blocks of ROWS x COLUMNS outputs,
-packed panels, the 16 x 16 micro-kernel, the epilogue over a block of sums), for a dense,
+packed_matmul_opencl: packed_matmul's nest on a device launched in work groups (opencl): its
+blocks of outputs, packed panels, the micro-kernel with the device's tile (`blocking_of`: on
+PoCL here 16 x 1 vectors of 16 floats, the device's preferred width), the epilogue over a
+block of sums, for a dense,
 batch_matmul or matmul big enough for packed_matmul; with the rhs a constant of @main,
 "packed_matmul_opencl_prepacked" reads it pre-packed, as packed_matmul_prepacked does on cpu.
 
@@ -50,14 +52,15 @@ from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, one_group_per_item, packed_matmul
+from xrelay.transforms.schedules import Schedule, kind_of, one_group_per_item, packed_matmul
 from xrelay.transforms.schedules.matmul_block import matmul_anchor
 
 
 def matches(group: relay.FusedOp) -> bool:
-    scope = group.se_scope
     matmul = matmul_anchor(group)
-    return scope is not None and scope.device == "opencl" and matmul is not None and packed_matmul.big_enough(matmul)
+    if group.se_scope is None or not kind_of(group).work_groups or matmul is None:
+        return False
+    return packed_matmul.big_enough(matmul, packed_matmul.blocking_of(group).tile)
 
 
 def matches_prepacked(group: relay.FusedOp) -> bool:
