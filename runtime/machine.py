@@ -25,7 +25,7 @@ import platform
 import re
 import shlex
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -130,10 +130,14 @@ def instruction_set(macros: frozenset[str]) -> tuple[str, int, int]:
     return platform.machine() or "unknown", 1, 16
 
 
-def host_caches() -> tuple[int, int, int]:
-    """(L1 data, L2, L3) cache bytes of the first core, from sysfs (typical sizes where absent)."""
+CPU0_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def host_caches(root: Path = CPU0_CACHES) -> tuple[int, int, int]:
+    """(L1 data, L2, L3) cache bytes of the first core, from sysfs's `index*/{level,type,size}`
+    under `root` (typical sizes where absent)."""
     sizes = {1: 32 << 10, 2: 512 << 10, 3: 8 << 20}
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+    for index in sorted(root.glob("index*")):
         try:
             level = int((index / "level").read_text())
             kind = (index / "type").read_text().strip()
@@ -172,7 +176,7 @@ def opencl_features() -> Features:
 
         device = cl.get_platforms()[0].get_devices()[0]
     except Exception:
-        return Features(**{**host.to_json(), "name": f"no OpenCL platform: the host, {host.name}", "isa": "opencl"})
+        return replace(host, name=f"no OpenCL platform: the host, {host.name}", isa="opencl")
     cpu_device = bool(device.type & cl.device_type.CPU)
     return Features(
         name=device.name,
