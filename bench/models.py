@@ -13,8 +13,10 @@ initializers in ONNX), so each run passes only the input %x.
 - transformer: an encoder block, seq 128, d_model 256, 4 heads, ffn 1024, post-LN (layer norm
   from relay ops: mean, subtract, multiply, rsqrt), GELU with tanh.
 
-For every model and thread count: the xrelay C executable (targets c), the OpenCL one (targets
-c and opencl, default device opencl: the whole model on opencl:0), an onnxruntime session
+For every model and thread count: the xrelay C executable (targets c: the native machine), the
+same built for AVX2 (targets `c -march=x86-64-v3`: 8 floats x 16 registers, so a tile that only
+fits AVX-512's 32 registers shows up as a slowdown even on an AVX-512 machine), the OpenCL one
+(targets c and opencl, default device opencl: the whole model on opencl:0), an onnxruntime session
 (`intra_op_num_threads` = the thread count, `inter_op_num_threads` = 1) and numpy are timed in
 one interleaved run (`timing.interleaved_medians`: each round calls each once), and medians
 are reported. Every output is checked against numpy, and so is `xrelay.interpret` of the relay
@@ -36,7 +38,10 @@ two-thread numpy or onnxruntime call). So each process also sets OPENBLAS_THREAD
 shortest), OMP_WAIT_POLICY=passive (for OpenMP kernels) and onnxruntime's
 `session.intra_op.allow_spinning` to 0; `--spin` keeps every runtime's default.
 
-Under each table is the 1-minute load average before and after its run. On a shared machine,
+Above each table is the machine: the CPU model, each C build's ISA level, vector width and
+registers (`xrelay.runtime.machine.target_features`), the fp32 FMA peak of one core for each,
+measured in the same run (bench/fma_peak.py), and the OpenCL device. Under each table is the
+1-minute load average before and after its run. On a shared machine,
 times at several threads swing with whatever else runs (a threaded OpenBLAS or PoCL waits for
 its slowest thread, and a busy core makes that one slow): compare ratios within one run.
 
@@ -66,6 +71,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 sys.path.insert(0, str(Path(__file__).parent))
+from fma_peak import fma_peak
 from timing import interleaved_medians
 
 Shape = tuple[int, ...]
@@ -480,6 +486,34 @@ def build_xrelay(text: str, weights: Arrays, threads: int, **options: Any) -> tu
         return xrelay.build(text, params=weights, **options), False
 
 
+# The C builds side by side: the results' key and the target string.
+C_BUILDS = {"c": "c", "c_v3": "c -march=x86-64-v3"}
+
+
+def machine_info(peak_seconds: float = 0.05) -> dict[str, Any]:
+    """The machine of this run as plain data: the CPU, each C build's features and measured
+    fp32 FMA peak of one core, and the OpenCL device's features."""
+    from xrelay.runtime.machine import host_name, target_features
+
+    builds = {}
+    for key, target in C_BUILDS.items():
+        peak = fma_peak(target, seconds=peak_seconds)
+        builds[key] = {"target": target, "features": target_features(target).to_json(), "peak": peak.summary()}
+    return {"cpu": host_name(), "c": builds, "opencl": target_features("opencl").summary()}
+
+
+def machine_lines(machine: dict[str, Any]) -> list[str]:
+    """The header above a table: where its numbers were measured."""
+    lines = [f"machine: {machine['cpu']}, {os.cpu_count()} cores"]
+    for build in machine["c"].values():
+        f = build["features"]
+        fma = "FMA" if f["fma"] else "no FMA"
+        lines.append(f"- {build['target']!r}: {f['isa']}, {f['vector_floats']} floats x {f['vector_registers']} "
+                     f"vector registers, {fma}; measured peak {build['peak']}")  # fmt: skip
+    lines.append(f"- 'opencl': {machine['opencl']}")
+    return lines
+
+
 def close(out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
     ok = out.shape == ref.shape and bool(np.allclose(out, ref, rtol=1e-3, atol=1e-4))
     return ok, float(np.max(np.abs(out - ref))) if out.shape == ref.shape else math.inf
@@ -531,6 +565,7 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool, s
     import xrelay
 
     results: dict[str, Any] = {"threads": threads, "blas": blas, "models": {}, "failed": [], "spin": spin}
+    results["machine"] = machine_info()
     results["load"] = [os.getloadavg()[0]]  # the 1-minute load average before and after
     if onnxruntime is None:
         results["ort_note"] = "onnx or onnxruntime is not installed (`make bench` installs them): no ORT column"
@@ -541,14 +576,14 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool, s
         inputs = random_inputs(text)
         x = inputs.pop("x")
         start = time.perf_counter()
-        exe_c, threaded = build_xrelay(text, inputs, threads, targets=("c",))
-        exe_cl, _ = build_xrelay(text, inputs, threads, targets=("c", "opencl"), default_device="opencl")
+        exes = {key: build_xrelay(text, inputs, threads, targets=(target,)) for key, target in C_BUILDS.items()}
+        threaded = exes["c"][1]
+        exes["opencl"] = build_xrelay(text, inputs, threads, targets=("c", "opencl"), default_device="opencl")
         build_s = time.perf_counter() - start
         # each lambda binds this model's objects as defaults: they are called in this iteration
         impls: dict[str, Callable[[], object]] = {
             "numpy": lambda model=model, x=x, inputs=inputs: model.reference({"x": x, **inputs}),
-            "c": lambda exe=exe_c, x=x: exe.run(x),
-            "opencl": lambda exe=exe_cl, x=x: exe.run(x),
+            **{key: (lambda exe=exe, x=x: exe.run(x)) for key, (exe, _) in exes.items()},
         }
         if onnxruntime is not None:
             session = ort_session(model.onnx_model(inputs, x.shape), threads, spin)
@@ -561,14 +596,14 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool, s
         interpret_s = time.perf_counter() - start
         failed = [name for name, (ok, _) in checks.items() if not ok]
         results["failed"] += [f"{model.name}: {name}" for name in failed]
-        print(f"  {model.name:<12} built C and OpenCL in {build_s:5.2f} s, interpreted in {interpret_s:5.2f} s; "
+        print(f"  {model.name:<12} built C, C v3 and OpenCL in {build_s:5.2f} s, interpreted in {interpret_s:5.2f} s; "
               + ", ".join(f"{n} {'ok' if ok else 'MISMATCH'} ({d:.1e})" for n, (ok, d) in checks.items()),
               flush=True)  # fmt: skip
 
         medians = interleaved_medians(impls, rounds)
         entry = {"label": model.label, "ms": {n: s * 1e3 for n, s in medians.items()}, "threaded_build": threaded}
         if profile:
-            entry["slowest"] = {"c": slowest_nodes(exe_c, x), "opencl": slowest_nodes(exe_cl, x)}
+            entry["slowest"] = {key: slowest_nodes(exe, x) for key, (exe, _) in exes.items()}
         results["models"][model.name] = entry
     results["load"].append(os.getloadavg()[0])
     return results
@@ -581,11 +616,13 @@ def run_threads(models: list[Model], threads: int, rounds: int, profile: bool, s
 
 def table(results: dict[str, Any]) -> str:
     threads = results["threads"]
-    lines = [
-        f"### {threads} thread{'s' if threads > 1 else ''}",
-        "",
-        "| model | numpy ms | onnxruntime ms | xrelay C ms | xrelay OpenCL (PoCL) ms | C / ORT | OpenCL / ORT |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    lines = [f"### {threads} thread{'s' if threads > 1 else ''}", ""]
+    if "machine" in results:
+        lines += [*machine_lines(results["machine"]), ""]
+    lines += [
+        "| model | numpy ms | onnxruntime ms | xrelay C ms | xrelay C AVX2 (v3) ms | xrelay OpenCL (PoCL) ms "
+        "| C / ORT | C v3 / ORT | OpenCL / ORT | C v3 / C |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     note = False
     for entry in results["models"].values():
@@ -594,10 +631,15 @@ def table(results: dict[str, Any]) -> str:
         if threads > 1 and not entry["threaded_build"]:
             mark, note = " (1-thread build)", True
         ort = ms.get("ort")
+        v3 = ms.get("c_v3")  # (absent in results of a run before the v3 column)
+
+        def ratio(a: float | None, b: float | None) -> str:
+            return f"{a / b:.2f}x" if a and b else "n/a"
+
         cells = [
             entry["label"], f"{ms['numpy']:.3f}", f"{ort:.3f}" if ort else "n/a",
-            f"{ms['c']:.3f}{mark}", f"{ms['opencl']:.3f}",
-            f"{ms['c'] / ort:.2f}x" if ort else "n/a", f"{ms['opencl'] / ort:.2f}x" if ort else "n/a",
+            f"{ms['c']:.3f}{mark}", f"{v3:.3f}" if v3 else "n/a", f"{ms['opencl']:.3f}",
+            ratio(ms["c"], ort), ratio(v3, ort), ratio(ms["opencl"], ort), ratio(v3, ms["c"]),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     load = " to ".join(f"{x:.1f}" for x in results["load"])

@@ -148,10 +148,14 @@ def instruction_set(macros: frozenset[str]) -> tuple[str, int, int]:
     return platform.machine() or "unknown", 1, 16
 
 
-def host_caches() -> tuple[int, int, int]:
-    """(L1 data, L2, L3) cache bytes of the first core, from sysfs (typical sizes where absent)."""
+CPU0_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def host_caches(root: Path = CPU0_CACHES) -> tuple[int, int, int]:
+    """(L1 data, L2, L3) cache bytes of the first core, from sysfs's `index*/{level,type,size}`
+    under `root` (typical sizes where absent)."""
     sizes = {1: 32 << 10, 2: 512 << 10, 3: 8 << 20}
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+    for index in sorted(root.glob("index*")):
         try:
             level = int((index / "level").read_text())
             kind = (index / "type").read_text().strip()

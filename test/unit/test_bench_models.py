@@ -81,3 +81,37 @@ def test_each_runtime_follows_every_other_in_the_interleaved_rounds() -> None:
     calls = [name for order in orders for name in order]
     follows = {(before, after) for before, after in zip(calls, calls[1:])}
     assert {(a, b) for a in names for b in names if a != b} <= follows
+
+
+def test_the_table_names_the_machine_and_the_avx2_build() -> None:
+    """Above each table: the CPU, each C build's ISA level and vector width (from
+    `target_features`) and a measured FMA peak; beside the native C column, the v3 one."""
+    from xrelay.runtime.machine import host_name, target_features
+
+    machine = models.machine_info(peak_seconds=0.002)
+    assert set(machine["c"]) == set(models.C_BUILDS) and models.C_BUILDS["c_v3"] == "c -march=x86-64-v3"
+    ms = {"numpy": 2.0, "ort": 1.0, "c": 1.5, "c_v3": 3.0, "opencl": 4.0}
+    results = {"threads": 1, "blas": "blas", "ort_note": "ort", "load": [0.5, 0.7], "spin": False,
+               "machine": machine, "models": {"mlp": {"label": "MLP", "ms": ms, "threaded_build": True}}}  # fmt: skip
+    lines = models.table(results).splitlines()
+    header = lines[: next(i for i, line in enumerate(lines) if line.startswith("| model"))]
+    text = "\n".join(header)
+    assert host_name() in header[2]
+    v3 = target_features("c -march=x86-64-v3")
+    assert f"'c -march=x86-64-v3': {v3.isa}, {v3.vector_floats} floats x {v3.vector_registers} vector registers" in text
+    native = target_features("c")
+    assert f"'c': {native.isa}, {native.vector_floats} floats x {native.vector_registers}" in text
+    assert text.count("GFLOP/s per core") == 2 and "'opencl': " in text
+    columns = [c.strip() for c in lines[len(header)].strip("|").split("|")]
+    row = dict(zip(columns, (c.strip() for c in lines[len(header) + 2].strip("|").split("|")), strict=True))
+    assert (row["xrelay C ms"], row["xrelay C AVX2 (v3) ms"]) == ("1.500", "3.000")
+    assert (row["C / ORT"], row["C v3 / ORT"], row["C v3 / C"]) == ("1.50x", "3.00x", "2.00x")
+
+
+def test_the_fma_probe_measures_the_targets_width() -> None:
+    from fma_peak import fma_peak, probe_source
+
+    assert probe_source(8, 3).count("a2 = a2 * bv + cv;") == 1 and "vector_size(32)" in probe_source(8, 3)
+    peak = fma_peak("c -march=x86-64-v3", seconds=0.002, repeats=1)
+    assert (peak.isa, peak.floats, peak.accumulators, peak.fma) == ("x86-64-v3", 8, 12, True)
+    assert peak.gflops > 0

@@ -110,7 +110,7 @@ def assert_as_interpreted(text: str, inputs: dict[str, np.ndarray], got: np.ndar
     with np.errstate(invalid="ignore"):
         magnitude = xrelay.interpret(xrelay.parse(text), {n: np.abs(a) for n, a in inputs.items()})
     terms = max(max(a.shape) for a in inputs.values())
-    assert_close_to_sum_of_products(np.asarray(got), np.asarray(expected), magnitude, terms, atol=1e-5)
+    assert_close_to_sum_of_products(np.asarray(got), np.asarray(expected), magnitude, k=terms, atol=1e-5)
 
 
 def check(text: str, inputs: dict[str, np.ndarray] | None = None, threads: int = 1, target: str = "c") -> None:

@@ -1,5 +1,5 @@
-// RUN: opt-tool %s -p 'plan-devices,fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
-// RUN: opt-tool %s -p 'plan-devices,fuse-ops,convert-relay-to-loops,dce,licm,cse' -t c | filecheck %s --check-prefix=C
+// RUN: opt-tool %s -p 'plan-devices{targets="c -march=x86-64-v4"},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
+// RUN: opt-tool %s -p 'plan-devices{targets="c -march=x86-64-v4"},fuse-ops,convert-relay-to-loops,dce,licm,cse' -t c | filecheck %s --check-prefix=C
 
 // A cpu max_pool2d whose windows lie inside the input (7 rows and 19 columns, 2x2 windows of
 // stride 2: the last row and column are never read) and whose rows are 9 outputs wide gets
@@ -7,6 +7,8 @@
 // the row's last 8 (starting at column 1), each a loop of constant trip count 8 with the
 // window's 4 taps in straight-line code, the max as a tree of adjacent pairs, then the
 // epilogue (relu). A pool of 7-wide rows stays elementwise (a loop over the window).
+// The target is pinned (AVX-512, x86-64-v4) so that the kernel is the same on every host when
+// the chunk follows the target's vector width (plain "c" is the host's).
 
 // IR:       func.func @fused_nn_max_pool2d_nn_relu({{.*}}) attributes {{{.*}}relay.schedule = "pool_windows"}
 // IR:       func.func @fused_nn_max_pool2d_nn_relu_1({{.*}}) attributes {{{.*}}relay.schedule = "elementwise"}

@@ -1,0 +1,249 @@
+"""runtime/machine.py (a target's features: ISA level, vector width, registers, FMA, caches)
+and runtime/device_kinds.py (the table of device kinds)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xrelay.runtime import machine
+from xrelay.runtime.device_kinds import (
+    DEVICE_KINDS,
+    DeviceKind,
+    device_kind,
+    generating_kinds,
+    kind_of_language,
+    kind_of_target,
+    target_kind,
+    target_kinds,
+)
+from xrelay.runtime.machine import Features, instruction_set, target_features
+
+# --- instruction_set: gcc's predefined macros -> (level, floats, registers) ----------------
+
+SSE = {"__SSE__", "__SSE2__"}
+V2 = SSE | {"__SSE3__", "__SSSE3__", "__SSE4_1__", "__SSE4_2__", "__POPCNT__"}
+V3 = V2 | {"__AVX__", "__AVX2__", "__FMA__", "__BMI__", "__BMI2__", "__F16C__"}
+V4 = V3 | {"__AVX512F__", "__AVX512BW__", "__AVX512DQ__", "__AVX512VL__", "__AVX512CD__"}
+
+
+@pytest.mark.parametrize(
+    ("macros", "expected"),
+    [
+        (V4, ("x86-64-v4", 16, 32)),
+        (V3 | {"__AVX512F__"}, ("x86-64 with AVX-512F", 16, 32)),
+        (V3, ("x86-64-v3", 8, 16)),
+        (V2 | {"__AVX__"}, ("x86-64 with AVX", 8, 16)),
+        (V2, ("x86-64-v2", 4, 16)),
+        (SSE, ("x86-64", 4, 16)),
+        ({"__aarch64__", "__ARM_NEON", "__ARM_FEATURE_FMA"}, ("aarch64", 4, 32)),
+    ],
+    ids=["v4", "avx512f-only", "v3", "avx-no-fma", "v2", "x86-64", "aarch64"],
+)
+def test_instruction_set_of_macros(macros: set[str], expected: tuple[str, int, int]) -> None:
+    assert instruction_set(frozenset(macros)) == expected
+
+
+def test_instruction_set_without_known_macros_is_scalar() -> None:
+    _, floats, registers = instruction_set(frozenset({"__linux__"}))
+    assert (floats, registers) == (1, 16)
+
+
+# --- target_features for C targets --------------------------------------------------------
+
+
+def test_avx2_target_is_8_floats_in_16_registers_with_fma() -> None:
+    f = target_features("c -march=x86-64-v3")
+    assert (f.isa, f.vector_floats, f.vector_registers, f.fma) == ("x86-64-v3", 8, 16, True)
+
+
+def test_sse42_target_is_4_floats_without_fma() -> None:
+    f = target_features("c -march=x86-64-v2")
+    assert (f.isa, f.vector_floats, f.vector_registers, f.fma) == ("x86-64-v2", 4, 16, False)
+
+
+def test_avx512_target_is_16_floats_in_32_registers() -> None:
+    """gcc never runs the code here, so v4 is described on any x86 host."""
+    f = target_features("c -march=x86-64-v4")
+    assert (f.isa, f.vector_floats, f.vector_registers, f.fma) == ("x86-64-v4", 16, 32, True)
+
+
+def test_plain_c_target_is_the_host_as_gcc_native_builds_for_it() -> None:
+    """Read from gcc's -march=native macros here, independently of `instruction_set`'s table."""
+    out = subprocess.run(
+        ["gcc", "-march=native", "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True, text=True, check=True
+    ).stdout
+    if "__AVX512F__" in out:
+        floats, registers = 16, 32
+    elif "__AVX__" in out:
+        floats, registers = 8, 16
+    elif "__SSE2__" in out or "__ARM_NEON" in out:
+        floats, registers = 4, 32 if "__ARM_NEON" in out else 16
+    else:
+        pytest.skip("a host without SSE2 or NEON")
+    f = target_features("c")
+    assert (f.vector_floats, f.vector_registers, f.fma) == (floats, registers, "#define __FMA__ 1" in out)
+    assert f.name == machine.host_name()
+    assert f.cores >= 1
+
+
+def test_flags_other_than_machine_ones_are_ignored() -> None:
+    assert target_features("c -O2 -g -funroll-loops") == target_features("c")
+    assert target_features("c -O1 -march=x86-64-v3 -g") == target_features("c -march=x86-64-v3")
+    assert target_features("llvm -march=x86-64-v2") == target_features("c -march=x86-64-v2")
+
+
+def test_a_later_machine_flag_narrows_the_level() -> None:
+    """`-mno-avx512f` after -march=native (or v4) leaves AVX2: 8 floats."""
+    f = target_features("c -march=x86-64-v4 -mno-avx512f")
+    assert (f.vector_floats, f.vector_registers) == (8, 16)
+
+
+# --- Features as data ---------------------------------------------------------------------
+
+SAMPLE = Features(
+    name="Test CPU",
+    isa="x86-64-v3",
+    vector_floats=8,
+    vector_registers=16,
+    fma=True,
+    l1d=32 << 10,
+    l2=512 << 10,
+    l3=16 << 20,
+    cores=4,
+)
+
+
+def test_features_round_trip_through_json_text() -> None:
+    for features in (SAMPLE, target_features("c"), Features(**{**SAMPLE.to_json(), "local_memory": 64 << 10})):
+        assert Features.from_json(json.loads(json.dumps(features.to_json()))) == features
+
+
+def test_summary_names_the_width_registers_and_caches() -> None:
+    text = SAMPLE.summary()
+    assert "x86-64-v3" in text
+    assert "8 floats x 16 vector registers" in text
+    assert "FMA" in text and "no FMA" not in text
+    assert "L1d 32 KiB, L2 512 KiB, L3 16 MiB, 4 cores" in text
+    assert "(Test CPU)" in text
+    assert "local memory" not in text
+    assert "no FMA" in Features(**{**SAMPLE.to_json(), "fma": False}).summary()
+    assert "local memory 64 KiB" in Features(**{**SAMPLE.to_json(), "local_memory": 64 << 10}).summary()
+
+
+# --- the host's caches from sysfs ---------------------------------------------------------
+
+
+def fake_cache(root: Path, index: int, level: str, kind: str, size: str) -> None:
+    d = root / f"index{index}"
+    d.mkdir(parents=True)
+    (d / "level").write_text(level + "\n")
+    (d / "type").write_text(kind + "\n")
+    (d / "size").write_text(size + "\n")
+
+
+def test_host_caches_reads_sysfs(tmp_path: Path) -> None:
+    fake_cache(tmp_path, 0, "1", "Data", "48K")
+    fake_cache(tmp_path, 1, "1", "Instruction", "32K")  # not counted
+    fake_cache(tmp_path, 2, "2", "Unified", "2048K")
+    fake_cache(tmp_path, 3, "3", "Unified", "96M")
+    assert machine.host_caches(tmp_path) == (48 << 10, 2 << 20, 96 << 20)
+
+
+def test_host_caches_skips_unreadable_entries_and_defaults_missing_levels(tmp_path: Path) -> None:
+    fake_cache(tmp_path, 0, "1", "Data", "64K")
+    fake_cache(tmp_path, 1, "2", "Unified", "lots")  # not a size: skipped
+    (tmp_path / "index2").mkdir()  # no files: skipped
+    assert machine.host_caches(tmp_path) == (64 << 10, 512 << 10, 8 << 20)
+    assert machine.host_caches(tmp_path / "absent") == (32 << 10, 512 << 10, 8 << 20)
+
+
+def test_host_caches_of_this_host_are_plausible() -> None:
+    l1d, l2, l3 = machine.host_caches()
+    assert 4 << 10 <= l1d <= l2 <= max(l3, l2)
+
+
+# --- OpenCL -------------------------------------------------------------------------------
+
+
+def test_opencl_without_a_platform_is_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no pyopencl (no platform), the OpenCL target is described as the host, as PoCL
+    would compile for it."""
+    monkeypatch.setitem(sys.modules, "pyopencl", None)  # `import pyopencl` raises ImportError
+    machine.opencl_features.cache_clear()
+    try:
+        f = target_features("opencl")
+    finally:
+        machine.opencl_features.cache_clear()
+    host = target_features("c")
+    assert f.isa == "opencl"
+    assert f.name.startswith("no OpenCL platform")
+    assert (f.vector_floats, f.vector_registers, f.fma, f.l1d, f.cores) == (
+        host.vector_floats,
+        host.vector_registers,
+        host.fma,
+        host.l1d,
+        host.cores,
+    )
+
+
+def test_opencl_device_features_come_from_the_device() -> None:
+    cl = pytest.importorskip("pyopencl")
+    try:
+        device = cl.get_platforms()[0].get_devices()[0]
+    except Exception:
+        pytest.skip("no OpenCL platform")
+    f = target_features("opencl")
+    assert f.isa == "opencl"
+    assert f.name == device.name
+    assert f.vector_floats == max(1, device.preferred_vector_width_float)
+    assert f.cores == device.max_compute_units
+    assert f.local_memory == device.local_mem_size
+
+
+# --- device_kinds -------------------------------------------------------------------------
+
+
+def test_target_strings_name_their_device_kind() -> None:
+    assert target_kind("c -march=x86-64-v3") == "c"
+    assert target_kind("   ") == ""
+    assert kind_of_target("c -march=x86-64-v3") is device_kind("cpu")
+    assert kind_of_target("llvm") is device_kind("cpu")
+    assert kind_of_target("opencl") is device_kind("opencl")
+    assert kind_of_target("tpu") is None
+    assert device_kind("tpu") is None
+    assert target_kinds() == {"c": "cpu", "llvm": "cpu", "opencl": "opencl", "cuda": "cuda", "vulkan": "vulkan",
+                              "metal": "metal"}  # fmt: skip
+
+
+def test_only_c_and_opencl_generate_kernels() -> None:
+    assert [k.name for k in generating_kinds()] == ["cpu", "opencl"]
+    cuda = kind_of_target("cuda")
+    assert cuda is not None and not cuda.generates_kernels
+    assert kind_of_language("c") is device_kind("cpu")
+    assert kind_of_language("opencl") is device_kind("opencl")
+    assert kind_of_language("cuda") is None
+
+
+def test_work_groups_and_default_specs() -> None:
+    cpu, opencl = device_kind("cpu"), device_kind("opencl")
+    assert cpu is not None and opencl is not None
+    assert (cpu.work_groups, opencl.work_groups) == (False, True)
+    assert (cpu.default_spec(3), opencl.default_spec(1)) == ("cpu", "opencl:1")
+    assert (cpu.source_suffix, opencl.source_suffix) == (".c", ".cl")
+
+
+@pytest.mark.parametrize("kind", generating_kinds(), ids=lambda k: k.name)
+def test_each_generating_kind_names_an_emitter_and_a_runtime_device_that_exist(kind: DeviceKind) -> None:
+    assert kind in DEVICE_KINDS
+    row = kind
+    module, _, name = row.emitter.partition(":")
+    assert isinstance(getattr(importlib.import_module(module), name), type)
+    module, _, name = row.runtime_device.partition(":")
+    assert isinstance(getattr(importlib.import_module(f"xrelay.runtime.{module}"), name), type)
+    assert row.language and row.language_name
