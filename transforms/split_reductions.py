@@ -9,8 +9,9 @@ such a loop changes only the order of its reductions. A *lane* is one of the LAN
 elements of a `vector<16xf32>` accumulator.
 
 Input: kernels made by convert-relay-to-loops (`func.func`s with a `relay.se_scope`
-attribute). Only kernels on device opencl change: an OpenCL compiler keeps the order of a
-one-accumulator loop, so a work item's dot product stays a chain of dependent scalar adds
+attribute). Only kernels of a device kind with `ordered_reductions` (opencl) change: an
+OpenCL compiler keeps the order of a one-accumulator loop, so a work item's dot product
+stays a chain of dependent scalar adds
 (PoCL: a dense layer at 1.6-3 GFLOP/s). C kernels never see a vector: gcc reorders the same
 loops itself under the C emitter's `#pragma omp simd reduction`.
 
@@ -66,6 +67,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects.reductions import reduction_combines
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
+from xrelay.runtime.device_kinds import device_kind
 
 # A vector of LANES floats fills an AVX-512 register (two AVX2 ones). Sixteen independent
 # scalar partials ran at 19-37 GFLOP/s on PoCL when LLVM's SLP vectoriser packed them into
@@ -118,10 +120,13 @@ class SplitReductionsPass(ModulePass):
 
 
 def opencl_kernels(module: ModuleOp) -> Iterator[func.FuncOp]:
+    """The kernels of device kinds whose compiler keeps a float sum's order (opencl's)."""
     for op in module.ops:
         scope = op.attributes.get(SCOPE_ATTR)
-        if isinstance(op, func.FuncOp) and isinstance(scope, SEScopeAttr) and scope.device == "opencl":
-            yield op
+        if isinstance(op, func.FuncOp) and isinstance(scope, SEScopeAttr):
+            kind = device_kind(scope.device or "")
+            if kind is not None and kind.ordered_reductions:
+                yield op
 
 
 # --- Phase 1: find ----------------------------------------------------------------------------
