@@ -49,7 +49,9 @@ from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
 from xrelay.runtime.c_library import check_num_threads, default_num_threads
 from xrelay.runtime.device import DeviceTable
+from xrelay.runtime.device_kinds import device_kind, generating_kinds, kind_of_language
 from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
 from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
@@ -72,8 +74,9 @@ PIPELINE = (
 )
 
 
-# The device types xrelay has a code generator and a runtime device for.
-GENERATED_DEVICES = {"cpu": "C", "opencl": "OpenCL C"}
+# The device types xrelay has a code generator and a runtime device for, with their kernel
+# language's name (from the table of device kinds).
+GENERATED_DEVICES = {kind.name: kind.language_name for kind in generating_kinds()}
 
 
 def build(
@@ -95,7 +98,8 @@ def build(
 
     `num_threads` is how many threads each C kernel's outer loops may use (default: every
     core, or `XRELAY_NUM_THREADS` from the environment). It is recorded in the cpu entries of
-    the graph's `devices` list, so a saved executable keeps it. `progress=True` (or the
+    the graph's `devices` list, so a saved executable keeps it, as it keeps each entry's
+    `features`: what the machine its target builds for can do (`xrelay.runtime.machine`). `progress=True` (or the
     environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
     passes, the kernels emitted, and their build on the devices."""
     report = Progress.start(progress)
@@ -105,6 +109,7 @@ def build(
     lower(module, targets, default_device, host_target, report)
     graph = executor_graph(module)
     record_threads(graph.graph, num_threads)
+    record_features(graph.graph)
     kernels = kernel_sources(module, graph.devices)
     report.stage(f"emitted {len(kernels)} kernels ({_by_language(kernels)})")
     exe = Executable(graph.graph, kernels, graph.params, devices)
@@ -129,19 +134,34 @@ class Progress:
 
 
 def _by_language(kernels: Sequence[KernelSource]) -> str:
-    counts = Counter(GENERATED_DEVICES["cpu" if k.language == "c" else "opencl"] for k in kernels)
+    counts = Counter(language_name(k.language) for k in kernels)
     return ", ".join(f"{n} {language}" for language, n in sorted(counts.items())) or "none"
 
 
+def language_name(language: str) -> str:
+    kind = kind_of_language(language)
+    return kind.language_name if kind is not None else language
+
+
 def record_threads(graph: dict[str, Any], num_threads: int | None) -> None:
-    """Writes the thread count into each cpu entry of the graph's `devices`."""
+    """Writes the thread count into each entry of the graph's `devices` whose kind's kernels
+    share their loops among threads (cpu)."""
     try:
         threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
     except CompileError as e:
         raise UsageError(str(e)) from None
     for entry in graph["devices"]:
-        if entry["kind"] == "cpu":
+        kind = device_kind(entry["kind"])
+        if kind is not None and kind.threads:
             entry["num_threads"] = threads
+
+
+def record_features(graph: dict[str, Any]) -> None:
+    """Writes into each entry of the graph's `devices` the features of the machine its
+    target builds for (`Features.to_json()`), so that an executable, saved or not, says what
+    its kernels were tiled and built for, and `load` can refuse a host that lacks them."""
+    for entry in graph["devices"]:
+        entry["features"] = target_features(entry["target"]).to_json()
 
 
 def target_list(targets: str | Sequence[str]) -> tuple[str, ...]:

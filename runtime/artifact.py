@@ -4,7 +4,8 @@ The artifact format of a built program: a plain directory, no pickle.
     model.xrelay/
       manifest.json       format, version, sha256 of every other file, the kernels' metadata,
                           and the machine and compiler each library was built for
-      graph.json          the executor graph (`-t graph-json`, with its `devices` list)
+      graph.json          the executor graph (`-t graph-json`, with its `devices` list, each
+                          entry with the `features` its kernels were built for)
       params.npz          the params (constants), by node name
       kernels/NAME.c      one translation unit per kernel (.cl for OpenCL C)
       kernels/deviceN.so  the C kernels of device N, compiled
@@ -26,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from xrelay.errors import ArtifactError
+from xrelay.runtime.device_kinds import generating_kinds
 from xrelay.runtime.kernels import LANGUAGES, KernelSource
 
 FORMAT = "xrelay-executable"
-VERSION = 2
-SUFFIXES = {"c": ".c", "opencl": ".cl"}
+VERSION = 3  # 3: the graph's `devices` entries carry the features they were built for
+# A kernel source's file suffix by language (the device kinds' table's).
+SUFFIXES = {kind.language: kind.source_suffix for kind in generating_kinds() if kind.language is not None}
 
 
 @dataclass(frozen=True)

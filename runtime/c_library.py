@@ -220,6 +220,14 @@ def machine() -> str:
     return f"{platform.machine()} {model} (cpu flags {content_key(info.get('flags', ''))[:12]})"
 
 
+@cache
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU's feature flags (`avx2`, `fma`, ...), which `machine()` digests; None where the
+    OS does not list them (then what the CPU lacks cannot be told)."""
+    flags = _cpuinfo().get("flags")
+    return frozenset(flags.split()) if flags else None
+
+
 def _cpuinfo() -> dict[str, str]:
     """The first processor's fields of /proc/cpuinfo (empty where there is none)."""
     fields: dict[str, str] = {}

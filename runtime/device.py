@@ -1,6 +1,7 @@
 """
 Devices the graph executor runs on: the interface every device implements, the registry of
-device kinds, and the table that maps the program's virtual scopes to physical devices.
+runtime devices (each device kind's `runtime_device` in `xrelay.runtime.device_kinds`, and
+the test-only `numpy`), and the table that maps the program's virtual scopes to physical devices.
 
 A device allocates buffers, views a buffer as a typed tensor, moves tensors to and from host
 memory, builds the kernels of its scope and binds a kernel to its argument tensors once, so
@@ -12,7 +13,8 @@ Physical devices are named by a spec string, `kind[:index]`: `cpu`, `opencl:1` (
 device of the OpenCL platform), `numpy` (host memory, Python kernels; for tests). A virtual
 scope `device:id` of the program maps to a spec through a table the user may pass
 (`{("opencl", 1): "opencl:0"}`, or with string keys `{"opencl:1": "opencl:0"}`); without an
-entry, `cpu:N` runs on `cpu` (the host is one device) and `opencl:N` on `opencl:N`.
+entry, a scope runs on its kind's `default_spec`: `cpu:N` on `cpu` (the host is one device)
+and `opencl:N` on `opencl:N`.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import import_module
 from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 
 from xrelay.errors import DeviceError
+from xrelay.runtime.device_kinds import DEVICE_KINDS as KINDS
+from xrelay.runtime.device_kinds import device_kind, resolve
 from xrelay.runtime.kernels import KernelSource
 
 Tensor: TypeAlias = Any
@@ -140,11 +143,12 @@ def done() -> None:
 
 # --- registry ----------------------------------------------------------------------------
 
-# device kind -> (module under xrelay.runtime, class name); the class takes the spec's index
-DEVICE_KINDS: dict[str, tuple[str, str]] = {
-    "cpu": ("cpu", "CPUDevice"),
-    "opencl": ("opencl", "OpenCLDevice"),
-    "numpy": ("numpy_device", "NumpyDevice"),
+# spec kind -> "module:Class" under xrelay.runtime; the class takes the spec's index. The
+# device kinds' own, and `numpy`, a device of the runtime only (host memory, Python kernels:
+# for tests), which no scope compiles for.
+DEVICE_KINDS: dict[str, str] = {
+    **{kind.name: kind.runtime_device for kind in KINDS if kind.runtime_device},
+    "numpy": "numpy_device:NumpyDevice",
 }
 
 
@@ -162,19 +166,19 @@ def parse_spec(spec: str) -> tuple[str, int]:
 def open_device(spec: str) -> Device:
     """The device named by `spec` (one object per spec for the whole process)."""
     kind, index = parse_spec(spec)
-    module, cls = DEVICE_KINDS[kind]
-    return getattr(import_module(f"xrelay.runtime.{module}"), cls)(index)
+    return resolve(DEVICE_KINDS[kind], "xrelay.runtime")(index)
 
 
 # --- virtual scopes to physical devices ----------------------------------------------------
 
 
 def default_spec(device: str, id: int) -> str:
-    if device == "cpu":
-        return "cpu"
-    if device == "opencl":
-        return f"opencl:{id}"
-    raise DeviceError(f"no runtime device for scope {device}:{id}; xrelay runs cpu and opencl scopes")
+    """The physical device scope `device:id` runs on without an entry in the table."""
+    kind = device_kind(device)
+    if kind is None or not kind.runtime_device:
+        runs = " and ".join(k.name for k in KINDS if k.runtime_device)
+        raise DeviceError(f"no runtime device for scope {device}:{id}; xrelay runs {runs} scopes")
+    return kind.default_spec(id)
 
 
 def resolve_devices(scopes: Sequence[tuple[str, int]], table: DeviceTable | None = None) -> list[Device]:

@@ -9,7 +9,12 @@ A row says what a device kind is to the compiler and to the runtime alike: the t
 name, the emitter that prints its kernels (`module:Class`, imported on demand so that the
 runtime never imports the compiler), the suffix of its kernel sources in an artifact, its
 runtime device class (`module:Class` under `xrelay.runtime`), whether its kernels launch in
-work groups and whether schedules write its loops' vectors out, and the device spec a virtual scope of the kind runs on by default. Device types
+work groups, whether its kernels share their loops among threads (`num_threads` in the
+graph's `devices` entry), whether its kernel compiler keeps a float sum's order (so that
+split-reductions accumulates its reductions in vector lanes), whether schedules write its
+loops' vectors out, where the features of its targets come from (`module:function` under
+`xrelay.runtime`, see `xrelay.runtime.machine`), and the device spec a virtual scope of the
+kind runs on by default. Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
 generator: `generates_kernels` is False for them.
 
@@ -19,6 +24,8 @@ Adding a device is one row here, an emitter and a runtime device.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -33,10 +40,13 @@ class DeviceKind:
     source_suffix: str = ""  # a kernel source's file suffix in an artifact
     runtime_device: str = ""  # "module:Class" under xrelay.runtime
     work_groups: bool = False  # kernels launch in work groups (an NDRange with a local size)
+    threads: bool = False  # kernels share their outer loops among threads (the entry's num_threads)
+    ordered_reductions: bool = False  # its compiler keeps the order of a float sum (no reassociation)
     # Its kernel compiler vectorises across work items, not along a work item's loops (PoCL),
-    # so schedules and split-reductions write those loops' vectors out; a C compiler
-    # vectorises the loops itself (with `omp simd` reductions and fast-math flags).
+    # so schedules write those loops' vectors out; a C compiler vectorises the loops itself
+    # (with `omp simd` reductions and fast-math flags).
     explicit_vectors: bool = False
+    features: str = "machine:host_target_features"  # "module:function": a target string's Features
     spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
 
     @property
@@ -57,6 +67,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         emitter="xrelay.targets.c:CEmitter",
         source_suffix=".c",
         runtime_device="cpu:CPUDevice",
+        threads=True,
     ),
     DeviceKind(
         "opencl",
@@ -67,13 +78,18 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         source_suffix=".cl",
         runtime_device="opencl:OpenCLDevice",
         work_groups=True,
+        ordered_reductions=True,
         explicit_vectors=True,
+        features="machine:opencl_target_features",
         spec_has_id=True,
     ),
     DeviceKind("cuda", ("cuda",)),
     DeviceKind("vulkan", ("vulkan",)),
     DeviceKind("metal", ("metal",)),
 )
+
+# The kind of the host: it runs the graph executor, and every build has a target for it.
+HOST_KIND = "cpu"
 
 _BY_NAME = {kind.name: kind for kind in DEVICE_KINDS}
 _BY_TARGET_KIND = {target: kind for kind in DEVICE_KINDS for target in kind.target_kinds}
@@ -88,6 +104,11 @@ def target_kind(target: str) -> str:
 def device_kind(name: str) -> DeviceKind | None:
     """The row of device type `name`, or None when xrelay knows no such kind."""
     return _BY_NAME.get(name)
+
+
+def host_kind() -> DeviceKind:
+    """The row of the host's device kind."""
+    return _BY_NAME[HOST_KIND]
 
 
 def kind_of_target(target: str) -> DeviceKind | None:
@@ -108,3 +129,10 @@ def generating_kinds() -> tuple[DeviceKind, ...]:
 def target_kinds() -> dict[str, str]:
     """Every target kind and the device type it compiles for."""
     return {target: kind.name for target, kind in _BY_TARGET_KIND.items()}
+
+
+def resolve(reference: str, package: str = "") -> Any:
+    """The object a row names by `module:name` (the module under `package`, if given),
+    imported on demand."""
+    module, _, name = reference.partition(":")
+    return getattr(import_module(f"{package}.{module}" if package else module), name)

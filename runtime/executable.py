@@ -14,7 +14,11 @@ device of the graph runs on a physical device chosen by the table `devices` (see
 of the first OpenCL platform.
 
 A saved C library is used when it was built on this machine with this compiler; otherwise
-`load` rebuilds it from the saved sources and says so with a `LibraryRebuiltWarning`.
+`load` rebuilds it from the saved sources and says so with a `LibraryRebuiltWarning`. Each
+device of the graph records the features its kernels were tiled and built for
+(`xrelay.runtime.machine`, `Executable.features`); kernels built for an instruction set this
+host's processor lacks are refused with a `DeviceError` (they would stop with an illegal
+instruction), whether loaded or rebuilt.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ import numpy as np
 from xrelay.errors import CompileError, DeviceError, InputError
 from xrelay.runtime import artifact
 from xrelay.runtime.artifact import Artifact, SavedLibrary
-from xrelay.runtime.c_library import c_compiler_version, machine
+from xrelay.runtime.c_library import c_compiler_version, cpu_flags, machine
 from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices
+from xrelay.runtime.device_kinds import device_kind, kind_of_language
 from xrelay.runtime.executor import COPY, GraphExecutor
 from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.machine import Features, isa_of_flags, missing_extensions
 from xrelay.runtime.profiling import Profile
 
 
@@ -43,6 +49,7 @@ class LibraryRebuiltWarning(UserWarning):
 def load(path: str | Path, devices: DeviceTable | None = None) -> Executable:
     """An executable saved with `Executable.save`; hashes are checked before anything runs."""
     saved = artifact.load(path)
+    check_features(saved.graph)  # before a library of another machine is rebuilt
     libraries = {device: _usable(library, path, device) for device, library in saved.libraries.items()}
     return Executable(
         saved.graph,
@@ -72,6 +79,33 @@ def _usable(library: SavedLibrary, path: str | Path, device: int) -> SavedLibrar
     return None
 
 
+def recorded_features(graph: Mapping[str, Any]) -> dict[int, Features]:
+    """The features each device of `graph` was built for, by device index (where recorded)."""
+    devices = graph["devices"]
+    return {i: Features.from_json(entry["features"]) for i, entry in enumerate(devices) if "features" in entry}
+
+
+def check_features(graph: Mapping[str, Any]) -> None:
+    """Refuses a graph whose kernels were built for an instruction set this host's processor
+    lacks (its `cpu_flags()`, which `machine()` digests; nothing to check where the OS does
+    not list them)."""
+    flags = cpu_flags()
+    if flags is None:
+        return
+    for index, features in recorded_features(graph).items():
+        missing = missing_extensions(features.isa, flags)
+        if missing:
+            entry = graph["devices"][index]
+            host = isa_of_flags(flags) or "a machine with none of them"
+            example = f"c -march={host}" if host.startswith("x86-64-v") else "c -march=x86-64-v2"
+            raise DeviceError(
+                f'device {index} (scope {entry["kind"]}:{entry["id"]}, target "{entry["target"]}") runs kernels '
+                f"built for {features.isa} ({features.name}), but this host is {host} ({machine()}) and lacks "
+                f"{', '.join(missing)}: they would stop with an illegal instruction; build the program again "
+                f"on this host, or build it for the oldest machine it must run on, e.g. targets=({example!r},)"
+            )
+
+
 class Executable:
     """A built program: its executor graph, kernel sources and params, ready on its devices.
 
@@ -87,6 +121,9 @@ class Executable:
         libraries: Mapping[int, bytes] | None = None,
     ):
         self.graph, self.kernels, self.params = graph, list(kernels), dict(params)
+        check_features(graph)
+        # The features each device's kernels were tiled and built for, by device index.
+        self.features = recorded_features(graph)
         self.scopes = [(d["kind"], int(d["id"])) for d in graph["devices"]]
         self.devices = resolve_devices(self.scopes, devices)
         self.loaded = self._load_kernels(libraries or {})
@@ -106,11 +143,11 @@ class Executable:
     def _check_language(device: Device, entry: Mapping[str, Any], sources: Sequence[KernelSource]) -> None:
         wrong = [k for k in sources if device.language is not None and k.language != device.language]
         if wrong:
-            names = {"c": "C", "opencl": "OpenCL C"}
-            example = {"cpu": "cpu", "opencl": "opencl:0"}.get(entry["kind"], entry["kind"])
+            kind = device_kind(entry["kind"])
+            example = kind.default_spec(0) if kind is not None else entry["kind"]
             raise DeviceError(
-                f"scope {entry['kind']}:{entry['id']}'s kernels are {names.get(wrong[0].language, wrong[0].language)} "
-                f"and cannot run on device {device.name}, which runs {names.get(device.language or '', device.language)} "
+                f"scope {entry['kind']}:{entry['id']}'s kernels are {_language_name(wrong[0].language)} "
+                f"and cannot run on device {device.name}, which runs {_language_name(device.language or '')} "
                 f"kernels; map the scope to a device of its kind, e.g. {example!r}"
             )
 
@@ -167,6 +204,11 @@ class Executable:
             if k.library is not None
         }
         artifact.save(path, Artifact(self.graph, self.params, self.kernels, libraries))
+
+
+def _language_name(language: str) -> str:
+    kind = kind_of_language(language)
+    return kind.language_name if kind is not None else language
 
 
 def _results(outputs: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:

@@ -15,13 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-LANGUAGES = ("c", "opencl")
+from xrelay.runtime.device_kinds import generating_kinds
+
+# The kernel languages xrelay generates (the device kinds' table's).
+LANGUAGES = tuple(kind.language for kind in generating_kinds() if kind.language is not None)
 
 
 @dataclass(frozen=True)
 class KernelSource:
     name: str
-    language: str  # "c" | "opencl"
+    language: str  # one of LANGUAGES: "c" | "opencl"
     source: str  # a complete translation unit for this one kernel
     global_size: tuple[int, ...]
     num_inputs: int

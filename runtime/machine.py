@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from xrelay.errors import CompileError
-from xrelay.runtime.device_kinds import target_kind
+from xrelay.runtime.device_kinds import kind_of_target, resolve
 
 C_COMPILER = "gcc"
 
@@ -72,13 +72,23 @@ class Features:
 
 
 def target_features(target: str) -> Features:
-    """The features of the machine `target` (a target string) compiles for."""
-    options = shlex.split(target)[1:]
-    if target_kind(target) == "opencl":
-        device = opencl_features()
-        width = vector_width_option(options)
-        return device if width is None else replace(device, vector_floats=width)
-    return c_features(tuple(flag for flag in options if flag.startswith("-m")))
+    """The features of the machine `target` (a target string) compiles for, as its device
+    kind's row says where they come from (the host's for a kind xrelay does not know)."""
+    kind = kind_of_target(target)
+    describe = resolve(kind.features, "xrelay.runtime") if kind is not None else host_target_features
+    return describe(target)
+
+
+def host_target_features(target: str) -> Features:
+    """The host's features as a C target string builds for it (its `-march`/`-m` flags)."""
+    return c_features(tuple(flag for flag in shlex.split(target)[1:] if flag.startswith("-m")))
+
+
+def opencl_target_features(target: str) -> Features:
+    """The OpenCL device's own features, with the vector width the target string may fix."""
+    device = opencl_features()
+    width = vector_width_option(shlex.split(target)[1:])
+    return device if width is None else replace(device, vector_floats=width)
 
 
 def vector_width_option(options: list[str]) -> int | None:
@@ -129,23 +139,53 @@ def gcc_macros(flags: tuple[str, ...]) -> frozenset[str]:
     return frozenset(m.group(1) for m in re.finditer(r"^#define (\w+)", out, re.MULTILINE))
 
 
+@dataclass(frozen=True)
+class IsaLevel:
+    """An x86-64 instruction-set level: what a processor needs for it, and its vectors."""
+
+    name: str
+    extensions: frozenset[str]  # the processor flags it needs (as /proc/cpuinfo names them)
+    vector_floats: int
+    vector_registers: int
+
+    @property
+    def macros(self) -> frozenset[str]:
+        """gcc's predefined macros for the extensions (`avx2` -> `__AVX2__`)."""
+        return frozenset(f"__{flag.upper()}__" for flag in self.extensions)
+
+
+# Most capable first: a machine is at the first level whose extensions it has.
+ISA_LEVELS = (
+    IsaLevel("x86-64-v4", frozenset({"avx512f", "avx512bw", "avx512dq", "avx512vl"}), 16, 32),
+    IsaLevel("x86-64 with AVX-512F", frozenset({"avx512f"}), 16, 32),
+    IsaLevel("x86-64-v3", frozenset({"avx2", "fma"}), 8, 16),
+    IsaLevel("x86-64 with AVX", frozenset({"avx"}), 8, 16),
+    IsaLevel("x86-64-v2", frozenset({"sse4_2"}), 4, 16),
+    IsaLevel("x86-64", frozenset({"sse2"}), 4, 16),
+)
+_LEVELS = {level.name: level for level in ISA_LEVELS}
+
+
 def instruction_set(macros: frozenset[str]) -> tuple[str, int, int]:
     """(ISA level, floats per vector, vector registers) of gcc's predefined `macros`."""
-    if {"__AVX512F__", "__AVX512BW__", "__AVX512DQ__", "__AVX512VL__"} <= macros:
-        return "x86-64-v4", 16, 32
-    if "__AVX512F__" in macros:
-        return "x86-64 with AVX-512F", 16, 32
-    if {"__AVX2__", "__FMA__"} <= macros:
-        return "x86-64-v3", 8, 16
-    if "__AVX__" in macros:
-        return "x86-64 with AVX", 8, 16
-    if "__SSE4_2__" in macros:
-        return "x86-64-v2", 4, 16
-    if "__SSE2__" in macros:
-        return "x86-64", 4, 16
+    for level in ISA_LEVELS:
+        if level.macros <= macros:
+            return level.name, level.vector_floats, level.vector_registers
     if "__ARM_NEON" in macros:
         return "aarch64", 4, 32
     return platform.machine() or "unknown", 1, 16
+
+
+def isa_of_flags(flags: frozenset[str]) -> str | None:
+    """The x86-64 level of a processor with these /proc/cpuinfo `flags` (None: none of them)."""
+    return next((level.name for level in ISA_LEVELS if level.extensions <= flags), None)
+
+
+def missing_extensions(isa: str, flags: frozenset[str]) -> list[str]:
+    """The extensions of ISA level `isa` that a processor with these /proc/cpuinfo `flags`
+    lacks (none when `isa` is no x86-64 level, e.g. an OpenCL device's "opencl")."""
+    level = _LEVELS.get(isa)
+    return sorted(level.extensions - flags) if level is not None else []
 
 
 CPU0_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")

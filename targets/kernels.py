@@ -5,32 +5,30 @@ The kernels of a lowered module as source text, one translation unit each, for t
     for k in kernel_sources(module, graph.devices):   # xrelay.runtime.kernels.KernelSource
         ...
 
-A kernel's language follows its scope's device (cpu -> "c", opencl -> "opencl"); its
+A kernel's language and emitter are its scope's device kind's (`xrelay.runtime.device_kinds`:
+cpu -> "c", opencl -> "opencl"); its
 `device` is its scope's index in the executor graph's `devices` (the same list the graph's
 `device_index` column indexes); its `global_size` is the NDRange, the trip counts of its
 outermost scf.parallel in OpenCL's dimension order: the innermost (contiguous) loop dimension
-first (see `c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8; an opencl kernel's
-`local_size` is (1, ...) when its schedule gives each work item a work group of its own
+first (see `c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8; the `local_size` of a
+kernel of a kind that launches work groups (opencl) is (1, ...) when its schedule gives each work item a work group of its own
 (`relay.work_group_per_item`), else None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.runtime.device_kinds import DeviceKind, device_kind, generating_kinds, resolve
 from xrelay.runtime.kernels import KernelSource
-from xrelay.targets.c import CEmitter
 from xrelay.targets.c_style import CStyleEmitter, global_size, kernel_scope, local_size, lowered_kernels
 from xrelay.targets.graph_json import scope_order
-from xrelay.targets.opencl import OpenCLEmitter
-
-EMITTERS: dict[str, type[CStyleEmitter]] = {"cpu": CEmitter, "opencl": OpenCLEmitter}
-LANGUAGES = {"cpu": "c", "opencl": "opencl"}
 
 
 def kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = None) -> list[KernelSource]:
@@ -47,20 +45,27 @@ def kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = Non
 
 def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
     scope = kernel_scope(kernel)
-    emitter = EMITTERS.get(scope.device or "")
-    if emitter is None:
+    kind = device_kind(scope.device or "")
+    if kind is None or kind.language is None:
+        supported = " and ".join(f"{k.name} ({k.language_name})" for k in generating_kinds())
         message = (
             f"cannot generate a kernel for @{kernel.sym_name.data} at {location_of(kernel)}: "
-            f"its scope {scope} is on device '{scope.device}', but only cpu (C) and opencl "
-            "(OpenCL C) kernels are supported"
+            f"its scope {scope} is on device '{scope.device}', but only {supported} kernels are supported"
         )
         kernel.emit_error(message, LoweringError(message))
+    emitter = emitter_of(kind)
     return KernelSource(
         name=kernel.sym_name.data,
-        language=LANGUAGES[scope.device],
+        language=kind.language,
         source=emitter.render_unit([kernel]),
         global_size=global_size(kernel, emitter.target),
-        local_size=local_size(kernel, emitter.target) if scope.device == "opencl" else None,
+        local_size=local_size(kernel, emitter.target) if kind.work_groups else None,
         num_inputs=len(kernel.args) - 1,
         device=device,
     )
+
+
+@cache
+def emitter_of(kind: DeviceKind) -> type[CStyleEmitter]:
+    """The emitter class of a device kind with a code generator (its row's "module:Class")."""
+    return resolve(kind.emitter)

@@ -13,7 +13,9 @@ are checked by their CLI names (`default-device`): an unknown one, one without a
 one given twice is an error; `--time-passes` and `--print-between-passes` write to stderr
 (as MLIR's timing and IR dumps do), so stdout holds only the output. `--help` lists xrelay's
 passes first, each with its options, their defaults and a line saying what it does (from
-the pass module's docstring), and `--list-targets` the `-t` targets, a line each.
+the pass module's docstring), and `--list-targets` the `-t` targets, a line each, with the
+features of the machine each kernel target builds for (vector width in floats, vector
+registers, FMA, caches, cores: the host's for `c`, the OpenCL device's own for `opencl`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from xrelay.diagnostics import ConfigError, elide_constants, excerpt
 from xrelay.dialects.dominance import verify_dominance
 from xrelay.errors import Error, OnnxImportError
 from xrelay.ir import LocParser, add_location, register_dialects, verifier_crash
+from xrelay.runtime.device_kinds import kind_of_target
+from xrelay.runtime.machine import target_features
 from xrelay.universe import XRELAY_UNIVERSE
 
 
@@ -95,7 +99,9 @@ class OptTool(xDSLOptMain):
         arg_parser.description = f"{arg_parser.description}\n\n{pass_help(XRELAY_UNIVERSE.all_passes)}"
         arg_parser.epilog = _epilog()
         arg_parser.add_argument(
-            "--list-targets", action="store_true", help="list the -t targets, a line each, and exit"
+            "--list-targets",
+            action="store_true",
+            help="list the -t targets, a line each, with the features of the machine each kernel target builds for, and exit",
         )
 
     def setup_pipeline(self) -> None:
@@ -277,10 +283,16 @@ _NAME_PREFIX = re.compile(r"^`?(-t )?[\w-]+`?: ")
 
 
 def target_list(xrelay_targets: Sequence[str], all_targets: dict[str, Callable[[], type[Any]]]) -> str:
-    """The `-t` targets, a line each: xrelay's with what they print, then xDSL's own."""
+    """The `-t` targets, a line each: xrelay's with what they print, and under each that
+    prints kernels the features of the machine it builds them for (what schedules read);
+    then xDSL's own."""
     width = max(map(len, all_targets)) + 2
     lines = ["xrelay targets:"]
-    lines += [f"  {name:<{width}}{summary(all_targets[name]())}" for name in xrelay_targets if name in all_targets]
+    for name in (n for n in xrelay_targets if n in all_targets):
+        lines.append(f"  {name:<{width}}{summary(all_targets[name]())}")
+        kind = kind_of_target(name)
+        if kind is not None and kind.generates_kernels:
+            lines.append(f"  {'':<{width}}features: {target_features(name).summary()}")
     lines.append("xDSL's own targets (see xdsl-opt):")
     lines += [f"  {name:<{width}}xDSL's {name} printer" for name in all_targets if name not in xrelay_targets]
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """
 The compilation config: which target each device type compiles for, where unconstrained
 primitive ops run (the default scope), and the host scope; and the canonical form of a scope.
+Which device type a target kind compiles for is the table's (`xrelay.runtime.device_kinds`).
 """
 
 from __future__ import annotations
@@ -14,31 +15,25 @@ from xdsl.ir import Operation
 
 from xrelay.diagnostics import ConfigError
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
+from xrelay.runtime.device_kinds import HOST_KIND, device_kind, generating_kinds, host_kind, kind_of_target, target_kind
+from xrelay.runtime.device_kinds import target_kinds as _target_kinds
 
 # Target kinds (the first word of a target string) and the device type each compiles for.
-TARGET_KIND_DEVICES = {
-    "c": "cpu",
-    "llvm": "cpu",
-    "opencl": "opencl",
-    "cuda": "cuda",
-    "vulkan": "vulkan",
-    "metal": "metal",
-}
+TARGET_KIND_DEVICES = _target_kinds()
+# The target kind each device type with a code generator compiles for by default.
+DEVICE_TARGETS = {kind.name: kind.target_kinds[0] for kind in generating_kinds()}
 
 DEFAULT_MEMORY = "global"
 
 
-def target_kind(target: str) -> str:
-    return target.split()[0] if target.strip() else ""
-
-
 def device_of_target(target: str) -> str:
-    kind = target_kind(target)
-    if kind not in TARGET_KIND_DEVICES:
+    kind = kind_of_target(target)
+    if kind is None:
         raise ConfigError(
-            f"unknown target kind '{kind}' in target \"{target}\"; expected one of " + ", ".join(TARGET_KIND_DEVICES)
+            f"unknown target kind '{target_kind(target)}' in target \"{target}\"; expected one of "
+            + ", ".join(TARGET_KIND_DEVICES)
         )
-    return TARGET_KIND_DEVICES[kind]
+    return kind.name
 
 
 @dataclass(frozen=True)
@@ -57,9 +52,11 @@ class CompilationConfig:
     ) -> CompilationConfig:
         by_device = _targets_by_device(targets)
         host_device = device_of_target(host_target)
-        if host_device != "cpu":
-            raise ConfigError(f'host-target must compile for cpu, but "{host_target}" compiles for {host_device}')
-        by_device.setdefault("cpu", host_target)
+        if host_device != HOST_KIND:
+            raise ConfigError(
+                f'host-target must compile for {HOST_KIND}, but "{host_target}" compiles for {host_device}'
+            )
+        by_device.setdefault(HOST_KIND, host_target)
         device = _default_device(targets, default_device)
         if device not in by_device:
             raise ConfigError(
@@ -68,7 +65,7 @@ class CompilationConfig:
         return CompilationConfig(
             targets=by_device,
             default_scope=SEScopeAttr(device, 0, by_device[device]),
-            host_scope=SEScopeAttr("cpu", 0, by_device["cpu"], DEFAULT_MEMORY),
+            host_scope=SEScopeAttr(HOST_KIND, 0, by_device[HOST_KIND], DEFAULT_MEMORY),
         )
 
     def target_for(self, device: str) -> str:
@@ -135,21 +132,26 @@ def _default_device(targets: Sequence[str], default_device: str | None) -> str:
         return device_of_target(targets[0])
     if default_device in DEVICE_TYPES:
         return default_device
-    if default_device in TARGET_KIND_DEVICES:
-        return TARGET_KIND_DEVICES[default_device]
+    kind = kind_of_target(default_device)
+    if kind is not None:
+        return kind.name
     raise ConfigError(
         f"unknown default-device '{default_device}'; expected a device type such as " + ", ".join(DEVICE_TYPES)
     )
 
 
 def _device_or_none(target: str) -> str | None:
-    return TARGET_KIND_DEVICES.get(target_kind(target))
+    kind = kind_of_target(target)
+    return kind.name if kind is not None else None
 
 
 def targets_named_in(module: ModuleOp) -> tuple[str, ...]:
-    """ "c", and the target of every device kind the module's scopes name (opencl's "opencl")."""
-    kinds = {a.device for op in module.walk() for a in scopes_of(op) if a.device is not None}
-    return ("c", *sorted(DEVICE_TARGETS[k] for k in kinds if k in DEVICE_TARGETS and DEVICE_TARGETS[k] != "c"))
+    """The host's target ("c"), and the target of every device kind with a code generator
+    that the module's scopes name (opencl's "opencl")."""
+    names = {a.device for op in module.walk() for a in scopes_of(op) if a.device is not None}
+    kinds = [kind for name in names if (kind := device_kind(name)) is not None and kind.generates_kernels]
+    host = host_kind().target_kinds[0]
+    return (host, *sorted(k.target_kinds[0] for k in kinds if k.target_kinds[0] != host))
 
 
 def scopes_of(op: Operation) -> list[SEScopeAttr]:
@@ -158,6 +160,3 @@ def scopes_of(op: Operation) -> list[SEScopeAttr]:
         for dicts in (op.arg_attrs, op.res_attrs):
             values += [v for d in (dicts.data if dicts else ()) for v in d.data.values()]
     return [v for v in values if isinstance(v, SEScopeAttr)]
-
-
-DEVICE_TARGETS = {"cpu": "c", "opencl": "opencl"}

@@ -10,8 +10,9 @@ elements of a `vector<lanes x f32>` accumulator, `lanes` the kernel's device's v
 in floats (`Features.vector_floats`).
 
 Input: kernels made by convert-relay-to-loops (`func.func`s with a `relay.se_scope`
-attribute). Only kernels of a device kind with `explicit_vectors` (opencl) change: an OpenCL compiler keeps the order of a
-one-accumulator loop, so a work item's dot product stays a chain of dependent scalar adds
+attribute). Only kernels of a device kind with `ordered_reductions` (opencl) change: an
+OpenCL compiler keeps the order of a one-accumulator loop, so a work item's dot product
+stays a chain of dependent scalar adds
 (PoCL: a dense layer at 1.6-3 GFLOP/s). C kernels never see a vector: gcc reorders the same
 loops itself under the C emitter's `#pragma omp simd reduction`.
 
@@ -118,14 +119,14 @@ class SplitReductionsPass(ModulePass):
 
 
 def vectorised_kernels(module: ModuleOp) -> Iterator[tuple[func.FuncOp, int]]:
-    """The kernels whose device needs its loops' vectors written out (opencl), each with the
-    lanes of its device's vectors."""
+    """The kernels of device kinds whose compiler keeps a float sum's order (opencl's), each
+    with the lanes of its device's vectors."""
     for op in module.ops:
         scope = op.attributes.get(SCOPE_ATTR)
         if not isinstance(op, func.FuncOp) or not isinstance(scope, SEScopeAttr):
             continue
         kind = device_kind(scope.device or "")
-        if kind is not None and kind.explicit_vectors:
+        if kind is not None and kind.ordered_reductions:
             yield op, target_features(scope.target or kind.target_kinds[0]).vector_floats
 
 

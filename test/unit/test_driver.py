@@ -5,6 +5,7 @@ two OpenCL devices, and random planned graphs on both targets against xrelay.int
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 import xrelay
 from xrelay import driver
 from xrelay.errors import DeviceError, InputError
+from xrelay.runtime import executable
 from xrelay.runtime.artifact import ArtifactError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -135,6 +137,68 @@ def test_save_load_run(mlp: Any, tmp_path: Path) -> None:
     assert loaded.placement() == exe.placement()
 
 
+SMALL = """
+func.func @main(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %0 = relay.tanh %x : tensor<4x16xf32>
+  %1 = relay.nn.softmax %0 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  func.return %1 : tensor<4x16xf32>
+}
+"""
+V3_HOST_FLAGS = frozenset({"sse2", "ssse3", "sse4_1", "sse4_2", "avx", "avx2", "fma"})
+
+
+def test_an_artifact_keeps_the_features_each_device_was_built_for(tmp_path: Path) -> None:
+    exe = xrelay.build(SMALL, targets=("c -march=x86-64-v2", "opencl"))
+    assert sorted(exe.features) == [0]  # one device: nothing runs on opencl
+    v2 = exe.features[0]
+    assert (v2.isa, v2.vector_floats, v2.vector_registers, v2.fma) == ("x86-64-v2", 4, 16, False)
+    assert exe.graph["devices"][0]["features"] == v2.to_json()
+    exe.save(tmp_path / "m")
+    saved = json.loads((tmp_path / "m" / "graph.json").read_text())
+    assert saved["devices"][0]["features"]["isa"] == "x86-64-v2"
+    loaded = xrelay.load(tmp_path / "m")
+    assert loaded.features == exe.features
+    x = {"x": np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)}
+    np.testing.assert_allclose(loaded.run(**x), reference(SMALL, x), rtol=1e-5, atol=1e-6)
+
+
+def _record_isa(root: Path, isa: str) -> None:
+    """Changes the ISA recorded for device 0 in a saved artifact's graph.json, and its hash in
+    the manifest (so that only the features, not the hash check, can refuse it)."""
+    graph = json.loads((root / "graph.json").read_text())
+    graph["devices"][0]["features"]["isa"] = isa
+    data = json.dumps(graph).encode()
+    (root / "graph.json").write_bytes(data)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["files"]["graph.json"] = hashlib.sha256(data).hexdigest()
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_load_refuses_kernels_built_for_an_isa_the_host_lacks(tmp_path: Path, monkeypatch: Any) -> None:
+    """An artifact built for AVX-512 on an AVX2 host (its CPU flags faked, so that this holds
+    on any machine) is refused before any library is used or rebuilt, with what to do."""
+    xrelay.build(SMALL, targets=("c -march=x86-64-v3",)).save(tmp_path / "m")
+    monkeypatch.setattr(executable, "cpu_flags", lambda: V3_HOST_FLAGS)
+    xrelay.load(tmp_path / "m")  # built for x86-64-v3: runs on the v3 host
+    _record_isa(tmp_path / "m", "x86-64-v4")
+    with pytest.raises(DeviceError) as error:
+        xrelay.load(tmp_path / "m")
+    message = str(error.value)
+    assert 'device 0 (scope cpu:0, target "c -march=x86-64-v3") runs kernels built for x86-64-v4' in message
+    assert "this host is x86-64-v3" in message and "lacks avx512bw, avx512dq, avx512f, avx512vl" in message
+    assert "build the program again on this host, or build it for the oldest machine" in message
+    assert "targets=('c -march=x86-64-v3',)" in message
+    monkeypatch.setattr(executable, "cpu_flags", lambda: None)  # the OS does not say: nothing to check
+    xrelay.load(tmp_path / "m")
+
+
+def test_build_refuses_an_isa_the_host_lacks(monkeypatch: Any) -> None:
+    """Kernels built here run here: a build for AVX-512 on an AVX2 host is refused too."""
+    monkeypatch.setattr(executable, "cpu_flags", lambda: V3_HOST_FLAGS)
+    with pytest.raises(DeviceError, match="built for x86-64-v4 .*but this host is x86-64-v3"):
+        xrelay.build(SMALL, targets=("c -march=x86-64-v4",))
+
+
 def test_load_then_build_then_executable_in_one_process(mlp: Any, tmp_path: Path) -> None:
     """`xrelay.build` stays the function after `xrelay.load` (a submodule named `build` once
     replaced it: "'module' object is not callable"); a fresh interpreter, since the bug lived
@@ -198,7 +262,7 @@ def test_load_rejects_an_edited_artifact(mlp: Any, tmp_path: Path) -> None:
     [
         (lambda root: (root / "manifest.json").unlink(), "is not a saved xrelay executable: it has no manifest.json"),
         (lambda root: (root / "params.npz").unlink(), "params.npz is missing; the artifact is incomplete"),
-        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 2"),
+        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 3"),
         (lambda root: _edit_manifest(root, files={"../x": "0"}), "names the file '../x' outside the artifact"),
     ],
 )

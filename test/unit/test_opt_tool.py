@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import xrelay
+from xrelay.runtime.machine import target_features
 from xrelay.tools.opt_tool import main
 from xrelay.transforms import PASSES
 
@@ -122,6 +123,30 @@ def test_list_targets(capsys):
     assert rows["opencl"].startswith("the OpenCL C kernels")
     assert rows["mlir"] == "xDSL's mlir printer"
     assert out.index("xrelay targets:") < out.index("dot") < out.index("xDSL's own targets")
+
+
+FEATURES = re.compile(
+    r"^ {4,}features: (?P<isa>[\w. -]+), (?P<floats>\d+) floats x (?P<registers>\d+) vector registers, "
+    r"(no )?FMA, L1d \d+ [KM]?i?B, L2 \d+ [KM]?i?B, L3 \d+ [KM]?i?B, (?P<cores>\d+) cores(, local memory .+)? \((?P<name>.+)\)$"
+)
+
+
+def test_list_targets_shows_the_features_of_each_kernel_target(capsys):
+    """Under c and opencl (and no other target) a line of the features schedules read: the
+    host's for c (as runtime/machine.py describes it), the OpenCL device's own for opencl."""
+    code, out, _ = run_main(capsys, "--list-targets")
+    assert code == 0
+    lines = out.splitlines()
+    features = {lines[i - 1].split()[0]: FEATURES.match(line) for i, line in enumerate(lines) if "features:" in line}
+    assert sorted(features) == ["c", "opencl"]
+    c, opencl = features["c"], features["opencl"]
+    assert c is not None and opencl is not None
+    host = target_features("c")
+    assert (c["isa"], int(c["floats"]), int(c["registers"])) == (host.isa, host.vector_floats, host.vector_registers)
+    assert int(c["cores"]) == host.cores >= 1
+    device = target_features("opencl")
+    assert opencl["isa"] == "opencl" and int(opencl["floats"]) == device.vector_floats >= 1
+    assert opencl["name"] == device.name  # the device's, or "no OpenCL platform: the host, ..."
 
 
 def test_version(capsys):
