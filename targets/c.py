@@ -60,8 +60,7 @@ from xrelay.targets.c_style import (
     COMMON_CODE,
     CStyleEmitter,
     Expr,
-    kernel_scope,
-    lowered_kernels,
+    kernels_in_language,
     math_calls,
     trip_counts,
 )
@@ -343,5 +342,4 @@ class CTarget(Target):
     name = "c"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        kernels = [k for k in lowered_kernels(module, self.name) if kernel_scope(k).device == "cpu"]
-        output.write(CEmitter.render_unit(kernels))
+        output.write(CEmitter.render_unit(kernels_in_language(module, CEmitter.target)))

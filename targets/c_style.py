@@ -64,6 +64,7 @@ from xrelay.dialects import cpu, relay
 from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
 from xrelay.dialects.reductions import reduction_combines
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
+from xrelay.runtime.device_kinds import DEVICE_KINDS
 from xrelay.targets.vector_math import helper_text
 
 # OpenCL has at most three NDRange dimensions; deeper nests merge their leading dimensions.
@@ -96,6 +97,13 @@ def lowered_kernels(module: ModuleOp, target: str) -> list[func.FuncOp]:
         for op in module.ops
         if isinstance(op, func.FuncOp) and isinstance(op.attributes.get(SCOPE_ATTR), SEScopeAttr)
     ]
+
+
+def kernels_in_language(module: ModuleOp, language: str) -> list[func.FuncOp]:
+    """The kernels of a lowered module whose scope's device kind writes kernels in `language`
+    (the `-t` target named after it prints them), in module order."""
+    kinds = {kind.name for kind in DEVICE_KINDS if kind.language == language}
+    return [k for k in lowered_kernels(module, language) if kernel_scope(k).device in kinds]
 
 
 def kernel_scope(kernel: func.FuncOp) -> SEScopeAttr:

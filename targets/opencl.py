@@ -30,8 +30,7 @@ from xrelay.targets.c_style import (
     COMMON_CODE,
     CStyleEmitter,
     Expr,
-    kernel_scope,
-    lowered_kernels,
+    kernels_in_language,
     math_calls,
 )
 from xrelay.targets.vector_math import OPENCL_PRELUDE
@@ -100,5 +99,4 @@ class OpenCLTarget(Target):
     name = "opencl"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        kernels = [k for k in lowered_kernels(module, self.name) if kernel_scope(k).device == "opencl"]
-        output.write(OpenCLEmitter.render_unit(kernels))
+        output.write(OpenCLEmitter.render_unit(kernels_in_language(module, OpenCLEmitter.target)))
