@@ -35,7 +35,7 @@ last LANES outputs (computed twice, stored twice alike). Device time at 1 PoCL t
 
 On the cpu, gcc vectorises only part of the elementwise schedule's clipped window loops and
 leaves the rest scalar code with a compare and jump per max (as it does a row loop of 14
-unrolled outputs: 8 in vectors, 4, then 2 scalar). Here a row of at least `cpu_chunk` outputs is computed that many outputs at a
+unrolled outputs: 8 in vectors, 4, then 2 scalar). Here a row of at least CPU_CHUNK outputs is computed `cpu_chunk` outputs at a
 time (`chunked_row`: a loop of constant trip count, which gcc -O3 vectorises whole, the
 stride-2 taps by permutes; a row not a multiple of the chunk ends with its last chunk's
 outputs, computed twice, stored twice alike), a max's taps combined as a tree of adjacent
@@ -66,8 +66,8 @@ MAX_TAPS = 64
 ROW_LANES = (8, 4, 2)
 # Outputs per chunk of a cpu row (`chunked_row`): a vector of the target's, at most
 # CPU_CHUNK (measured on AVX-512 at 8; AVX2's 8 and SSE's 4 fill one vector of outputs).
-# Narrower rows stay with the elementwise schedule (a 7-wide row in chunks of 4 measured
-# slower, as one loop no faster).
+# Rows narrower than CPU_CHUNK stay with the elementwise schedule (a 7-wide row in chunks of
+# 4 measured slower on AVX-512, as one loop no faster).
 CPU_CHUNK = 8
 
 
@@ -78,14 +78,14 @@ def cpu_chunk(group: relay.FusedOp) -> int:
 
 def pool_anchor(group: relay.FusedOp) -> relay.MaxPool2DOp | relay.AvgPool2DOp | None:
     """The group's max or average pool2d of the result's shape, on a device of work groups
-    (OpenCL) or on one without them with rows of at least `cpu_chunk` outputs, whose windows
+    (OpenCL) or on one without them with rows of at least CPU_CHUNK outputs, whose windows
     all lie inside its input and have at most MAX_TAPS taps."""
     if group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     pool = anchor_of(group, relay.Pool2DOp)
     if not isinstance(pool, relay.MaxPool2DOp | relay.AvgPool2DOp):
         return None
-    if not kind_of(group).work_groups and result_shape(group)[-1] < cpu_chunk(group):
+    if not kind_of(group).work_groups and result_shape(group)[-1] < CPU_CHUNK:
         return None
     kh, kw = pool.window
     return pool if kh * kw <= MAX_TAPS and windows_inside(pool) else None
