@@ -335,12 +335,13 @@ def test_packed_conv_nonfinite_at_every_isa_level(target: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("target", "tiles"), [("c -march=x86-64-v3", {(4, 3), (6, 2)}), ("c -march=x86-64-v2", {(4, 3), (6, 2)})]
+    ("target", "tiles"), [("c -march=x86-64-v3", {(3, 3), (5, 2)}), ("c -march=x86-64-v2", {(3, 3), (5, 2)})]
 )
 def test_register_blocks_fit_sixteen_registers(target: str, tiles: set[tuple[int, int]]) -> None:
-    """With 16 vector registers a block's sums, its loaded vectors and a broadcast fit them."""
+    """With 16 vector registers a block's sums, its loaded vectors and two broadcasts leave
+    one spare."""
     features = target_features(target)
     for name in ("resnet_block_small", "wide_rows", "cnn_second_short_rows"):
         plan = plan_of(conv_program(*CASES[name]), target)
         assert plan is not None and (plan.channels, plan.vectors) in tiles and plan.lanes == features.vector_floats
-        assert plan.channels * plan.vectors + plan.vectors + 1 <= features.vector_registers
+        assert plan.channels * plan.vectors + plan.vectors + 2 < features.vector_registers

@@ -66,7 +66,7 @@ from xrelay.transforms.schedules import micro_kernel as mk
 
 # The register block: at most CHANNELS output channels x VECTORS vectors of the target's
 # lanes of output pixels, as many channels as fit its registers (`register_tile`: 8 x 3 of
-# AVX-512's 32, 4 x 3 of AVX2's 16). bench/kernels.py --conv, time against sgemm of the im2col
+# AVX-512's 32, 3 x 3 of AVX2's 16). bench/kernels.py --conv, time against sgemm of the im2col
 # matrix in the same run (a shared machine at load 12; ResNet 64->64 at 56x56, 16->32 at
 # 28x28, CNN batch 8 16->32 at 14x14): 8 x 3 ran at 0.77-1.06x / 0.96-0.97x / 1.09-1.15x
 # sgemm's speed, 6 x 4 at 0.75-1.42x / 0.79-0.81x / 0.89-0.97x (it computes 36 channels for
@@ -207,9 +207,11 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
 
 def register_tile(features: Features, vectors: int, most: int) -> mk.Tile:
     """A register block of `vectors` vectors of the target's lanes x the most output channels,
-    up to `most`, whose sums, `vectors` loaded vectors and a broadcast fit its vector
-    registers: 8 x 3 (or 8 x 2) of AVX-512's 32; of AVX2's 16, 4 x 3 or 6 x 2 (8 x 3 spilled)."""
-    channels = (features.vector_registers - vectors - 1) // vectors
+    up to `most`, whose sums, `vectors` loaded vectors and two broadcasts (gcc alternates two)
+    leave a vector register spare: 8 x 3 or 8 x 2 of AVX-512's 32; 3 x 3 or 5 x 2 of AVX2's
+    16, where 6 x 2 (16 of 16) kept a sum on the stack (winograd_conv, ResNet conv, AVX2:
+    212 -> 320 GFLOP/s as 5 x 2)."""
+    channels = (features.vector_registers - 1 - vectors - 2) // vectors
     return mk.Tile(rows=max(1, min(most, channels)), vectors=vectors, lanes=features.vector_floats)
 
 

@@ -177,7 +177,7 @@ F4_MIN_TILES = 64
 
 # The register block: VECTORS vectors of the target's lanes (a chunk's tile slots: see
 # phase 2) x at most CHANNELS output channels, as many as fit its vector registers
-# (`packed_conv.register_tile`): 8 x 2 of AVX-512's 32 (16 sums), 6 x 2 of AVX2's 16.
+# (`packed_conv.register_tile`): 8 x 2 of AVX-512's 32 (16 sums), 5 x 2 of AVX2's 16.
 CHANNELS = 8
 VECTORS = 2
 
