@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_programs_under_asan
-from test_packed_conv import check_everywhere, inputs
+from test_packed_conv import ISA_TARGETS, check_everywhere, check_isa_level, inputs, terms_of
 from test_packed_conv import conv_program as packed_conv_program
 from test_winograd_conv import after_pool_program, check, group_of
 from test_winograd_conv import conv_program as winograd_conv_program
@@ -240,3 +240,38 @@ def test_ops_after_the_pool() -> None:
     arrays["x"][0, 2, 3, 4] = np.nan
     arrays["s"][0, 1, 2, 2] = np.inf
     check(text, arrays, device="opencl")
+
+
+# --- ISA levels: SSE4.2 (4 lanes), AVX2 (8) and the native machine ---------------------------
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("name", ["cnn_first", "short_rows_one_channel", "dilated_uneven"])
+def test_conv_taps_at_every_isa_level(name: str, target: str) -> None:
+    """Rows of 28, 12 and 35 (not multiples of 8 or 16; 12 below a vector of 16), dilation,
+    uneven padding, no padding, batch 2. (short_rows_no_padding's 18 taps exceed 16 registers.)"""
+    case = ISA_CASES.get(name) or CASES[name]
+    check_isa_level(conv_program(*case), inputs(case, np.random.default_rng(8)), target, "conv_taps", terms_of(case))
+
+
+ISA_CASES = {"short_rows_one_channel": ((1, 1, 14, 14), (16, 1, 3, 3), "", (1, 16, 12, 12), True)}
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+def test_conv_taps_nonfinite_on_two_threads_at_every_isa_level(target: str) -> None:
+    """A NaN input, an inf weight on a tap that reaches the padding (the slow path), 2 threads."""
+    case = CASES["cnn_first"]
+    arrays = inputs(case, np.random.default_rng(9))
+    arrays["x"][1, 0, 5, 7] = np.nan
+    arrays["w"][3, 0, 0, 0] = np.inf
+    expected = check_isa_level(case_text("cnn_first"), arrays, target, "conv_taps", terms_of(case), num_threads=2)
+    assert np.isfinite(expected).any() and not np.isfinite(expected).all()
+
+
+@pytest.mark.parametrize(("target", "taken"), [("c", "conv_taps"), ("c -march=x86-64-v3", "packed_conv")])
+def test_taps_beyond_the_registers_go_to_packed_conv(target: str, taken: str) -> None:
+    """27 taps (3 channels x 3 x 3) and a sum and a weight fit AVX-512's 32 registers, not
+    AVX2's 16 (at most 14 taps there): packed_conv takes that conv."""
+    text = conv_program((1, 3, 32, 32), (16, 3, 3, 3), PAD1, (1, 16, 32, 32), True)
+    arrays = inputs(((1, 3, 32, 32), (16, 3, 3, 3), PAD1, (1, 16, 32, 32), True), np.random.default_rng(10))
+    check_isa_level(text, arrays, target, taken, 29)

@@ -132,4 +132,4 @@ def test_conv_vectors_channel_block(out_c: int, width: int, groups: int, block: 
     text, _ = conv_text((1, 2 * groups, 3, width), (out_c, 2, 1, 1), {}, groups)
     module = xrelay.parse(text)
     conv = next(op for op in module.walk() if op.name == "relay.nn.conv2d")
-    assert conv_vectors.channel_block(conv) == block  # type: ignore[arg-type]
+    assert conv_vectors.channel_block(conv, conv_vectors.Plan(lanes=8, accumulators=32)) == block  # type: ignore[arg-type]

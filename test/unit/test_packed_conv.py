@@ -4,16 +4,21 @@ Each case is a conv2d (with an epilogue where said) that the schedule takes on t
 built with `xrelay.build` for C and for OpenCL (where conv_rows takes it) and checked against
 `xrelay.interpret` on random inputs: edge blocks of channels and positions, batch > 1,
 size-1 dims, groups, dilation and uneven padding, NaN inputs, and NaN or inf weights at taps
-that fall on the padding (the slow path).
+that fall on the padding (the slow path). A slice of them is also built for each ISA level
+(`ISA_TARGETS`: SSE4.2, AVX2 and the native machine), whose kernels take vectors of that
+level's width, against `interpret` within the error bound of their sums (`check_isa_level`).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
 
 import xrelay
 from xrelay.dialects import relay
+from xrelay.runtime.machine import target_features
 from xrelay.transforms import convert_relay_to_loops
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_ops import FuseOpsPass
@@ -55,11 +60,11 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
 
 
-def schedules(text: str) -> list[str]:
+def schedules(text: str, target: str = "c") -> list[str]:
     """The schedules convert-relay-to-loops picks for the program's groups on the cpu."""
     module = xrelay.parse(text)
     ctx = xrelay.context()
-    PlanDevicesPass(targets=("c",)).apply(ctx, module)
+    PlanDevicesPass(targets=(target,)).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
     return [pick_schedule(op).name for op in module.walk() if isinstance(op, relay.FusedOp)]
 
@@ -118,10 +123,10 @@ def test_row_aligned_layout_where_rows_fill_vectors(name: str, aligned: bool, ve
     assert plan is not None and (plan.row_aligned, plan.vectors) == (aligned, vectors)
 
 
-def plan_of(text: str) -> packed_conv.Plan | None:
+def plan_of(text: str, target: str = "c") -> packed_conv.Plan | None:
     module = xrelay.parse(text)
     ctx = xrelay.context()
-    PlanDevicesPass(targets=("c",)).apply(ctx, module)
+    PlanDevicesPass(targets=(target,)).apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
     return packed_conv.plan_of(group)
@@ -249,3 +254,94 @@ def test_work_items_on_two_threads() -> None:
     expected = xrelay.interpret(xrelay.parse(text), arrays)
     np.testing.assert_array_equal(two.run(**arrays), xrelay.build(text, targets=("c",), num_threads=1).run(**arrays))
     np.testing.assert_allclose(two.run(**arrays), expected, rtol=1e-4, atol=1e-4)
+
+
+# --- ISA levels: each built for SSE4.2 (4 lanes), AVX2 (8) and the native machine ---------
+
+ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def check_isa_level(
+    text: str,
+    arrays: dict[str, np.ndarray],
+    target: str,
+    schedule: str | None,
+    terms: int,
+    num_threads: int = 1,
+    vectors: bool = True,
+) -> np.ndarray:
+    """The program built for `target`, its group taking `schedule` (unless None: the caller
+    checks), against `interpret`:
+    NaN and inf where `interpret` has them, elsewhere |got - expected| <= 2 terms eps32 m +
+    1e-30, where m is the program run by `interpret` on the inputs' magnitudes (the sum of
+    |x||w| of each output, plus |b| and the residual's |x|: every op is monotone in them) and
+    `terms` the products of each sum: each of the two results rounds a sum of `terms`
+    products at most terms x eps32 x m away from the exact one. Its kernels use vectors of
+    the target's width (with `vectors`; none else) and none wider."""
+    assert schedule is None or schedules(text, target) == [schedule]
+    built = xrelay.build(text, targets=(target,), num_threads=num_threads)
+    got = built.run(**arrays)
+    parsed = xrelay.parse(text)
+    expected = xrelay.interpret(parsed, arrays)
+    magnitude = xrelay.interpret(xrelay.parse(text), {k: np.abs(v) for k, v in arrays.items()})
+    assert_within_bound(got, expected, magnitude, terms)
+    lanes = target_features(target).vector_floats
+    widths = {int(w) for k in built.kernels for w in re.findall(r"xr_f32x(\d+)", k.source)}
+    assert widths == ({lanes} if vectors else set()), f"{target}: vectors of {sorted(widths)} floats ({lanes} lanes)"
+    return expected
+
+
+def assert_within_bound(got: np.ndarray, expected: np.ndarray, magnitude: np.ndarray, terms: int) -> None:
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(got[~finite], expected[~finite])  # NaN where NaN, inf where inf
+    bound = 2 * terms * EPS32 * np.where(finite, magnitude, 0) + 1e-30
+    with np.errstate(invalid="ignore"):
+        excess = np.abs(np.where(finite, got - expected, 0)) - bound
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    assert excess[worst] <= 0, f"|{got[worst]} - {expected[worst]}| > {bound[worst]} at {worst}"
+
+
+def terms_of(case: tuple) -> int:
+    """The products of each output's sum (input channels of a conv group x taps), plus the
+    epilogue's adds (bias, residual)."""
+    weight = case[1]
+    return weight[1] * weight[2] * weight[3] + 2
+
+
+ISA_CASES = ("edge_blocks_batch", "grouped_dilated_uneven", "size_one", "no_padding_one_block", "cnn_second_short_rows",
+             "row_aligned_overlap", "resnet_block_small")  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("name", ISA_CASES)
+def test_packed_conv_at_every_isa_level(name: str, target: str) -> None:
+    """Edge blocks of channels and positions, widths not a multiple of the lanes (14, 17, 30)
+    and below a vector (6), size-1 dims, groups, dilation, uneven padding, both layouts."""
+    case = CASES[name]
+    text = conv_program(*case)
+    check_isa_level(text, inputs(case, np.random.default_rng(3)), target, "packed_conv", terms_of(case))
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+def test_packed_conv_nonfinite_at_every_isa_level(target: str) -> None:
+    """NaN and inf inputs, a NaN and an inf weight on taps that reach the padding, 2 threads."""
+    case = CASES["edge_blocks_batch"]
+    arrays = inputs(case, np.random.default_rng(4))
+    arrays["x"][0, 1, 4, 5], arrays["x"][1, 2, 0, 13] = np.nan, np.inf
+    arrays["w"][3, 0, 0, 0], arrays["w"][7, 2, 2, 2] = np.nan, -np.inf
+    expected = check_isa_level(conv_program(*case), arrays, target, "packed_conv", terms_of(case), num_threads=2)
+    assert np.isfinite(expected).any() and not np.isfinite(expected).all()
+
+
+@pytest.mark.parametrize(
+    ("target", "tiles"), [("c -march=x86-64-v3", {(3, 3), (5, 2)}), ("c -march=x86-64-v2", {(3, 3), (5, 2)})]
+)
+def test_register_blocks_fit_sixteen_registers(target: str, tiles: set[tuple[int, int]]) -> None:
+    """With 16 vector registers a block's sums, its loaded vectors and two broadcasts leave
+    one spare."""
+    features = target_features(target)
+    for name in ("resnet_block_small", "wide_rows", "cnn_second_short_rows"):
+        plan = plan_of(conv_program(*CASES[name]), target)
+        assert plan is not None and (plan.channels, plan.vectors) in tiles and plan.lanes == features.vector_floats
+        assert plan.channels * plan.vectors + plan.vectors + 2 < features.vector_registers

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_programs_under_asan
+from test_packed_conv import ISA_TARGETS, check_isa_level
 from xdsl.dialects import func, vector
 
 import xrelay
@@ -264,3 +265,18 @@ def test_cpu_rows_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels of every cpu case, built with -fsanitize=address and run on arrays of
     exactly their sizes: the overlapping last chunks and the taps stay in bounds."""
     run_programs_under_asan(tmp_path, [pool_text(*CPU_TAKEN[name]) for name in sorted(CPU_TAKEN)])
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("name", ["17_wide_odd_floor", "16_wide_avg", "max_3x3_stride_2", "one_row"])
+def test_cpu_rows_at_every_isa_level(name: str, target: str) -> None:
+    """Rows in chunks of a vector of the target's (4, 8, at most 8 outputs), not a multiple of
+    them (17, 10, 9), NaN and inf inputs; an average's sum within its bound."""
+    op, data, result, attrs = CPU_TAKEN[name]
+    text = bare_pool_text(op, data, result, attrs)
+    arrays = inputs(text, 11)
+    arrays["x"].flat[::13] = np.nan
+    arrays["x"].flat[5::17] = np.inf
+    kh = 3 if "3x3" in name else 2
+    check_isa_level(text, arrays, target, "pool_windows", kh * kh + 1, vectors=False)

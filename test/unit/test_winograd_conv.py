@@ -25,12 +25,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_c_library import run_programs_under_asan
+from test_packed_conv import ISA_TARGETS, check_isa_level
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import MemRefType
 
 import xrelay
 from xrelay.dialects import relay
 from xrelay.driver import lower
+from xrelay.runtime.machine import target_features
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_conv_pool import FuseConvPoolPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
@@ -693,3 +695,64 @@ def test_ops_after_the_pool(name: str, device: str) -> None:
 
 def test_ops_after_the_pool_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     run_programs_under_asan(tmp_path, [after_pool_program(*AFTER_POOL[name]) for name in sorted(AFTER_POOL)])
+
+
+# --- ISA levels: SSE4.2 (4 lanes), AVX2 (8) and the native machine ---------------------------
+#
+# The bound is the direct sum's (`check_isa_level`: 2 terms eps32 sum|x||w|, terms = 9 input
+# channels + 2). The transforms' roundings (coefficients up to 8 in F4) are not in it, but
+# random data's worst error stays far below it: 6e-6 of the largest output at 64 channels is
+# about a twentieth of the bound.
+
+
+def isa_terms(case: tuple) -> int:
+    return 9 * case[1][1] + 2
+
+
+ISA_CASES = (
+    "odd_residual",
+    "batch_edge_channels",
+    "uneven_padding",
+    "cnn_second_conv",
+    "f4_odd_residual",
+    "f4_batch_edge_channels",
+)
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("name", ISA_CASES)
+def test_winograd_conv_at_every_isa_level(name: str, target: str) -> None:
+    """F2 and F4, odd sizes, edge channel blocks, uneven padding, a batch through one item."""
+    case = CASES[name]
+    check_isa_level(
+        conv_program(*case), inputs(case, np.random.default_rng(5)), target, "winograd_conv", isa_terms(case)
+    )
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+def test_winograd_conv_nonfinite_on_two_threads_at_every_isa_level(target: str) -> None:
+    """NaN and inf inputs and weights (one on a padded tap), work items on 2 threads."""
+    case = CASES["f4_blocks"]
+    arrays = inputs(case, np.random.default_rng(6))
+    arrays["x"][0, 3, 10, 20], arrays["x"][0, 5, 40, 0] = np.nan, -np.inf
+    arrays["w"][2, 1, 0, 0], arrays["w"][17, 4, 1, 2] = np.inf, np.nan
+    expected = check_isa_level(conv_program(*case), arrays, target, "winograd_conv", isa_terms(case), num_threads=2)
+    assert np.isfinite(expected).any() and not np.isfinite(expected).all()
+
+
+@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("name", ["odd_pool", "f4_odd_pool"])
+def test_pooled_at_every_isa_level(name: str, target: str) -> None:
+    """A conv and its pool in one kernel (fuse-conv-pool), odd sizes."""
+    plan = winograd_conv.plan_of(group_of(pooled_text(name), (target,)))
+    assert plan is not None and plan.pool is not None and plan.lanes == target_features(target).vector_floats
+    check_isa_level(pooled_text(name), pooled_inputs(name, 7), target, None, isa_terms(POOLED[name]))
+
+
+@pytest.mark.parametrize("target", ["c -march=x86-64-v3", "c -march=x86-64-v2"])
+def test_register_blocks_fit_sixteen_registers(target: str) -> None:
+    """5 channels x 2 vectors of AVX2's (or SSE's) lanes: 10 sums, 2 loaded vectors and two
+    broadcasts in 16 registers, one spare; 20 output channels in 4 blocks of 5."""
+    features = target_features(target)
+    plan = winograd_conv.plan_of(group_of(conv_program(*CASES["batch_edge_channels"]), (target,)))
+    assert plan is not None and (plan.channels, plan.tile.vectors, plan.lanes) == (5, 2, features.vector_floats)

@@ -10,7 +10,7 @@ conv, 1 -> 16 channels at 28 x 28, batch 8: 41 GFLOP/s). Here an output vector's
 loaded once into registers, and each output channel is one chain of fused multiply-adds
 over them, its sum stored right after:
 
-    for each output vector q:  taps[c, i, j] = packed[base(c, i, j) + q ...]    (LANES floats)
+    for each output vector q:  taps[c, i, j] = packed[base(c, i, j) + q ...]    (the target's lanes)
         for o:                 sum = fma(broadcast(weight[o, c, i, j]), taps[c, i, j], sum) ...
                                the group's result at q's outputs of channel o, from sum
 
@@ -31,7 +31,7 @@ The nest spans (n, block of output rows), as packed_conv's; a work item:
    bounds skip the padding), as in `xrelay.interpret`. (A NaN or inf input needs no slow
    path: the fast path multiplies it by the same weights as `interpret` does.)
 
-Pooled (a group of fuse-conv-pool on opencl, POOLING_DEVICES: a 2 x 2 max_pool2d at stride 2
+Pooled (a group of fuse-conv-pool on a device of work groups, `pools_here`: a 2 x 2 max_pool2d at stride 2
 over an epilogue that commutes with the max, `Pooling.before_epilogue`): a work item's rows
 are an even count (an odd last conv row is left out, as the pool drops it); per pair of conv
 rows and vector of LANES conv columns (even-aligned: the last ends at the last even column),
@@ -54,19 +54,28 @@ from xdsl.dialects.builtin import DenseArrayBase, VectorType, f32, i64
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
+from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, packed_conv
+from xrelay.transforms.schedules import (
+    Schedule,
+    anchor_of,
+    features_of,
+    group_root,
+    kind_of,
+    one_group_per_item,
+    packed_conv,
+)
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.conv_pooling import Pooling, pooling_of, remember_peak
 
-# At most this many taps (input channels x kh x kw) per output: the taps of an output vector
-# stay in registers with the sum and a weight (3 channels x 3 x 3 = 27 of AVX-512's 32).
+# At most this many taps (input channels x kh x kw) per output, and no more than the target's
+# vector registers hold with the sum and a weight (`max_taps`): the taps of an output vector
+# stay in registers (3 channels x 3 x 3 = 27 of AVX-512's 32; 14 of AVX2's 16).
 MAX_TAPS = 27
 
-# Rows shorter than this compute mostly dropped lanes (a vector a row): packed_conv's flat
-# layout or conv_rows serve them better.
-MIN_WIDTH = mk.LANES // 2
+# Rows shorter than half a vector of the target's lanes compute mostly dropped lanes (a
+# vector a row): packed_conv's flat layout or conv_rows serve them better.
 
 # Below MIN_WORK multiply-adds per image the conv stays with conv_rows, as packed_conv leaves
 # its small ones (a threshold of half packed_conv.MIN_WORK, for convs of fewer
@@ -79,17 +88,15 @@ MIN_WORK = 1 << 14
 # a `packed_conv.balanced` count of work items for two threads.
 PACK_MAX_FLOATS = 1 << 12
 
-# The devices it serves. On opencl a work item is the same code (`float16` vectors), launched
+# It serves every device kind with kernels (`DeviceKind.generates_kernels`). On opencl a work item is the same code (`float16` vectors), launched
 # as a work group of its own (`one_group_per_item`) so that PoCL's threads share them. It
 # took 0.081 ms of PoCL device time for the CNN's first conv against packed_conv's 0.046
 # while PoCL's vload16 was built of pieces; through float-aligned vector pointers (the
 # OpenCL target's `xr_float16u`) 0.027 against 0.036, the C kernel 0.029
 # (bench/opencl_model_kernels.py cnn, PoCL on 1 thread, one interleaved run; at 2 threads
-# 0.030 against the C kernel's 0.030, 0.039 in one work group).
-DEVICES = ("cpu", "opencl")
-
-# The devices where a group of fuse-conv-pool takes this schedule, its pool in the stores.
-POOLING_DEVICES = ("opencl",)
+# 0.030 against the C kernel's 0.030, 0.039 in one work group). A group of fuse-conv-pool
+# takes it, its pool in the stores, on a device of work groups (OpenCL: `pools_here`); on
+# the others winograd_conv pools.
 
 
 def plan_of(group: relay.FusedOp) -> packed_conv.Plan | None:
@@ -103,9 +110,11 @@ def plan_of(group: relay.FusedOp) -> packed_conv.Plan | None:
 
 def pools_here(group: relay.FusedOp, pool: Pooling) -> bool:
     """Whether the pool of a group of fuse-conv-pool is one this schedule computes in its
-    stores: on opencl, 2 x 2 windows over an epilogue that commutes with the max."""
-    scope = group.se_scope
-    return scope is not None and scope.device in POOLING_DEVICES and pool.size == 2 and pool.before_epilogue
+    stores: on a device of work groups (OpenCL), 2 x 2 windows over an epilogue that
+    commutes with the max."""
+    if group.se_scope is None or not kind_of(group).work_groups:
+        return False
+    return pool.size == 2 and pool.before_epilogue
 
 
 def pools_in_epilogue(group: relay.FusedOp) -> bool:
@@ -119,17 +128,18 @@ def plan_of_conv(
 ) -> packed_conv.Plan | None:
     """The plan of the group's conv `conv` (pooled by `pool`: work items of an even number of
     rows, an odd last row left out), or None."""
-    scope = group.se_scope
-    if conv is None or scope is None or scope.device not in DEVICES:
+    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     if conv.stride_values != (1, 1) or conv.group_count != 1:
         return None
+    features = features_of(group)
+    lanes = features.vector_floats
     _, in_c, _, width = shape_of(conv.data)
     batch, _, out_h, out_w = shape_of(conv.res)
     _, left, _, right = conv.padding_values
     kh, kw = shape_of(conv.weight)[2:]
     taps = in_c * kh * kw
-    if taps > MAX_TAPS or out_w < MIN_WIDTH or shape_of(conv.res)[1] * out_h * out_w * taps < MIN_WORK:
+    if taps > max_taps(features) or 2 * out_w < lanes or shape_of(conv.res)[1] * out_h * out_w * taps < MIN_WORK:
         return None
     padded_width = width + left + right
     reach = (kh - 1) * conv.dilation_values[0]
@@ -137,12 +147,19 @@ def plan_of_conv(
     fits = [
         rows
         for rows in range(step, height + 1, step)
-        if height % rows == 0 and packed_conv.pack_floats(in_c, rows + reach, padded_width) <= PACK_MAX_FLOATS
+        if height % rows == 0
+        and packed_conv.pack_floats(in_c, rows + reach, padded_width, packed_conv.VECTORS * lanes) <= PACK_MAX_FLOATS
     ]
     if not fits:
         return None
     rows = max(fits, key=lambda rows: (packed_conv.balanced(batch * height // rows), rows))
-    return packed_conv.Plan(conv, padded_width, rows, rows + reach, channels=1, row_aligned=True, vectors=1)
+    tile = mk.Tile(rows=1, vectors=1, lanes=lanes)
+    return packed_conv.Plan(conv, padded_width, rows, rows + reach, row_aligned=True, tile=tile)
+
+
+def max_taps(features: Features) -> int:
+    """The most taps an output vector's chain keeps in registers with its sum and a weight."""
+    return min(MAX_TAPS, features.vector_registers - 2)
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -213,17 +230,17 @@ def fast_path(
     n, row_tile = tile
     out_w = shape_of(plan.conv.res)[3]
     first_row = e.mul_const(row_tile, plan.row_block)
-    direct = root == plan.conv.res and out_w >= mk.LANES  # no epilogue, vectors inside the rows
-    sums = None if direct else e.emit(memref.AllocaOp.get(f32, shape=[1, mk.LANES]))
+    direct = root == plan.conv.res and out_w >= plan.lanes  # no epilogue, vectors inside the rows
+    sums = None if direct else e.emit(memref.AllocaOp.get(f32, shape=[1, plan.lanes]))
 
     def output_vector(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         r, k = ivs
-        column = e.min_index(e.mul_const(k, mk.LANES), e.index(max(out_w - mk.LANES, 0)))
+        column = e.min_index(e.mul_const(k, plan.lanes), e.index(max(out_w - plan.lanes, 0)))
         taps = load_taps(e, plan, packed, e.add(e.mul_const(r, plan.padded_width), column))
 
         def channel(os: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             at = [n, os[0], e.add(first_row, r), column]
-            total = chain(e, plan.conv, os[0], taps)
+            total = chain(e, plan, os[0], taps)
             if sums is None:
                 mk.store(e, total, out, at)
                 return []
@@ -237,7 +254,7 @@ def fast_path(
 
 
 def load_taps(e: GroupEmitter, plan: packed_conv.Plan, packed: SSAValue, position: SSAValue) -> list[SSAValue]:
-    """The LANES packed floats each tap (c, i, j) of the window reads for the output vector at
+    """The `plan.lanes` packed floats each tap (c, i, j) of the window reads for the output vector at
     flat `position` (row * padded_width + column) of the work item: c-major, then i, j."""
     in_c, kh, kw = shape_of(plan.conv.weight)[1:]
     dh, dw = plan.conv.dilation_values
@@ -246,18 +263,19 @@ def load_taps(e: GroupEmitter, plan: packed_conv.Plan, packed: SSAValue, positio
         for i in range(kh):
             for j in range(kw):
                 offset = (c * plan.packed_rows + i * dh) * plan.padded_width + j * dw
-                taps.append(mk.load(e, packed, [e.add_const(position, offset)], mk.LANES))
+                taps.append(mk.load(e, packed, [e.add_const(position, offset)], plan.lanes))
     return taps
 
 
-def chain(e: GroupEmitter, conv: relay.Conv2DOp, o: SSAValue, taps: list[SSAValue]) -> SSAValue:
+def chain(e: GroupEmitter, plan: packed_conv.Plan, o: SSAValue, taps: list[SSAValue]) -> SSAValue:
     """Output channel o's sums at the vector: one fused multiply-add per tap, in tap order."""
+    conv = plan.conv
     kh, kw = shape_of(conv.weight)[2:]
-    total = mk.broadcast(e, e.f32(0.0), mk.LANES)
+    total = mk.broadcast(e, e.f32(0.0), plan.lanes)
     for t, tap in enumerate(taps):
         c, i, j = t // (kh * kw), t // kw % kh, t % kw
         weight = e.value_at(conv.weight, [o, e.index(c), e.index(i), e.index(j)])
-        total = e.emit(vector.FMAOp(mk.broadcast(e, weight, mk.LANES), tap, total))
+        total = e.emit(vector.FMAOp(mk.broadcast(e, weight, plan.lanes), tap, total))
     return total
 
 
@@ -289,18 +307,18 @@ def pooled_fast_path(
     packed: SSAValue,
     out: SSAValue,
 ) -> list[SSAValue]:
-    """Per pair of conv rows and vector of LANES conv columns (LANES / 2 windows), every
-    channel: the two rows' sums, their max, then the max of its even and odd lanes (each
-    window's two columns), the pooled values of LANES / 2 windows; the epilogue once per
+    """Per pair of conv rows and vector of `plan.lanes` conv columns (half as many windows),
+    every channel: the two rows' sums, their max, then the max of its even and odd lanes (each
+    window's two columns), the pooled values of those windows; the epilogue once per
     window, from its largest conv output (`remember_peak`)."""
     n, row_tile = tile
     width = shape_of(plan.conv.res)[3] // 2 * 2  # an odd last column is left out
-    half = mk.LANES // 2
+    half = plan.lanes // 2
     pairs = e.mul_const(row_tile, plan.row_block // 2)
     peaks = e.emit(memref.AllocaOp.get(f32, shape=[half]))
     narrow = VectorType(f32, [half])
-    even = DenseArrayBase.from_list(i64, list(range(0, mk.LANES, 2)))
-    odd = DenseArrayBase.from_list(i64, list(range(1, mk.LANES, 2)))
+    even = DenseArrayBase.from_list(i64, list(range(0, plan.lanes, 2)))
+    odd = DenseArrayBase.from_list(i64, list(range(1, plan.lanes, 2)))
 
     def output_vector(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         p, k = ivs
@@ -310,7 +328,7 @@ def pooled_fast_path(
 
         def channel(os: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             o = os[0]
-            top, bottom = (chain(e, plan.conv, o, row) for row in taps)
+            top, bottom = (chain(e, plan, o, row) for row in taps)
             rows = e.emit(arith.MaximumfOp(top, bottom))
             left, right = (e.emit(vector.ShuffleOp(rows, rows, lanes, result_type=narrow)) for lanes in (even, odd))
             e.builder.insert(vector.StoreOp(e.emit(arith.MaximumfOp(left, right)), peaks, [e.index(0)]))
@@ -325,7 +343,7 @@ def pooled_fast_path(
 
         return e.loops([shape_of(plan.conv.res)[1]], [], channel)
 
-    return e.loops([plan.row_block // 2, -(-width // mk.LANES)], [], output_vector)
+    return e.loops([plan.row_block // 2, -(-width // plan.lanes)], [], output_vector)
 
 
 def pooled_slow_path(

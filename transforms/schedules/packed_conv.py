@@ -50,13 +50,23 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
+from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, result_shape
+from xrelay.transforms.schedules import (
+    Schedule,
+    anchor_of,
+    features_of,
+    group_root,
+    kind_of,
+    one_group_per_item,
+    result_shape,
+)
 from xrelay.transforms.schedules import micro_kernel as mk
 
-# The register block: CHANNELS output channels x VECTORS vectors of LANES output pixels (24
-# of AVX-512's 32 registers). bench/kernels.py --conv, time against sgemm of the im2col
+# The register block: at most CHANNELS output channels x VECTORS vectors of the target's
+# lanes of output pixels, as many channels as fit its registers (`register_tile`: 8 x 3 of
+# AVX-512's 32, 3 x 3 of AVX2's 16). bench/kernels.py --conv, time against sgemm of the im2col
 # matrix in the same run (a shared machine at load 12; ResNet 64->64 at 56x56, 16->32 at
 # 28x28, CNN batch 8 16->32 at 14x14): 8 x 3 ran at 0.77-1.06x / 0.96-0.97x / 1.09-1.15x
 # sgemm's speed, 6 x 4 at 0.75-1.42x / 0.79-0.81x / 0.89-0.97x (it computes 36 channels for
@@ -64,7 +74,6 @@ from xrelay.transforms.schedules import micro_kernel as mk
 # 6 x 4 in registers.)
 CHANNELS = 8
 VECTORS = 3
-PIXELS = VECTORS * mk.LANES
 
 # A work item's rows: the largest divisor of the output height whose padded rows hold at
 # most ROW_BLOCK_PIXELS positions (the packed tile is reused by every channel block), and
@@ -73,7 +82,7 @@ PIXELS = VECTORS * mk.LANES
 ROW_BLOCK_PIXELS = 512
 PACK_MAX_FLOATS = 1 << 16
 
-# The devices it serves. On opencl a work item is the same code (`float16` vectors, the
+# It serves every device kind with kernels (`DeviceKind.generates_kernels`). On opencl a work item is the same code (`float16` vectors, the
 # scratch as private arrays), which PoCL's LLVM compiles to the same zmm broadcast-FMAs as gcc:
 # bench/opencl_kernels.py, PoCL on 1 thread against the C kernel, conv2d 3x3 64 -> 64 at
 # 56x56 2.09x -> 0.93x the C kernel's time, 8x16x28x28 -> 32 1.69x -> 0.97x (conv_vectors
@@ -81,18 +90,16 @@ PACK_MAX_FLOATS = 1 << 16
 # (`one_group_per_item`), so PoCL's threads share them and each has its own stack for its
 # packed tile (PACK_MAX_FLOATS: 256 KiB, far under its 8 MiB); in one group a
 # batch's tiles together overflowed it (64 64-channel 32x32 images segfaulted).
-DEVICES = ("cpu", "opencl")
 
 # Of those down to half the largest, the largest giving a `balanced` count of work items
 # (images x row blocks), for the two cores here: the ResNet block's 56 rows make 7 blocks of
 # 8 rows (4 + 3 on two threads), but 8 blocks of 7.
 BALANCED_ITEMS = 8
 
-# Below this many output pixels per image, register blocks of PIXELS positions would mostly
+# Below half a register block's pixels per image (`Plan.pixels`), its positions would mostly
 # compute dropped columns; below MIN_WORK multiply-adds per image, packing costs more than
 # it saves. conv_rows takes such groups (the CNN's first conv, 1 -> 16 channels at 28x28,
 # is 113K multiply-adds).
-MIN_PIXELS = PIXELS // 2
 MIN_WORK = 1 << 15
 
 # A register block's loop over input channels runs a window of at most this many taps
@@ -116,21 +123,37 @@ PROBE_CHAINS = 4
 @dataclass(frozen=True)
 class Plan:
     """The shapes of a packed conv: the padded row width, the rows per work item and the
-    packed rows they read, and the output channels of a register block."""
+    packed rows they read, and the register block (output channels x vectors of pixels)."""
 
     conv: relay.Conv2DOp
     padded_width: int
     row_block: int
     packed_rows: int
-    channels: int
     row_aligned: bool
-    vectors: int = VECTORS  # of a register block (VECTORS, or ROW_VECTORS' best fit)
+    tile: mk.Tile  # channels x vectors (VECTORS, or ROW_VECTORS' best fit) of the target's lanes
+
+    @property
+    def channels(self) -> int:
+        return self.tile.rows
+
+    @property
+    def vectors(self) -> int:
+        return self.tile.vectors
+
+    @property
+    def lanes(self) -> int:
+        return self.tile.lanes
+
+    @property
+    def pixels(self) -> int:
+        """Flat layout: the positions of a register block."""
+        return self.tile.columns
 
     @property
     def row_vectors(self) -> int:
         """Row-aligned layout: the vectors of an output row (the last one ends at the row's
         end, or the row is shorter than a vector)."""
-        return math.ceil(shape_of(self.conv.res)[3] / mk.LANES)
+        return math.ceil(shape_of(self.conv.res)[3] / self.lanes)
 
     @property
     def vector_count(self) -> int:
@@ -144,20 +167,21 @@ class Plan:
 
     @property
     def pack_floats(self) -> int:
-        return pack_floats(shape_of(self.conv.data)[1], self.packed_rows, self.padded_width)
+        return pack_floats(shape_of(self.conv.data)[1], self.packed_rows, self.padded_width, VECTORS * self.lanes)
 
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
     """How the group's conv is computed in packed register blocks, or None if it is not."""
     conv = anchor_of(group, relay.Conv2DOp)
-    scope = group.se_scope
-    if conv is None or scope is None or scope.device not in DEVICES or conv.stride_values != (1, 1):
+    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels or conv.stride_values != (1, 1):
         return None
+    features = features_of(group)
+    lanes = features.vector_floats
     _, in_c, _, width = shape_of(conv.data)
     _, _, out_h, out_w = shape_of(conv.res)
     _, left, _, right = conv.padding_values
     out_c, in_per_group, kh, kw = shape_of(conv.weight)
-    if out_h * out_w < MIN_PIXELS or out_c * out_h * out_w * in_per_group * kh * kw < MIN_WORK:
+    if 2 * out_h * out_w < VECTORS * lanes or out_c * out_h * out_w * in_per_group * kh * kw < MIN_WORK:
         return None
     padded_width = width + left + right
     reach = (kh - 1) * conv.dilation_values[0]  # the packed rows beyond the output rows
@@ -166,7 +190,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         for rows in range(1, out_h + 1)
         if out_h % rows == 0
         and (rows == 1 or rows * padded_width <= ROW_BLOCK_PIXELS)
-        and pack_floats(in_c, rows + reach, padded_width) <= PACK_MAX_FLOATS
+        and pack_floats(in_c, rows + reach, padded_width, VECTORS * lanes) <= PACK_MAX_FLOATS
     ]
     if not fits:
         return None
@@ -174,17 +198,27 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     batch = shape_of(conv.res)[0]
     large = [rows for rows in fits if 2 * rows >= max(fits)]  # blocks at least half the largest
     rows = max(large, key=lambda rows: (balanced(batch * out_h // rows), rows))
-    count = rows * math.ceil(out_w / mk.LANES)  # the vectors of a work item, row-aligned
-    if not row_aligned(out_w, padded_width) or count < VECTORS:
-        return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), False)
-    vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v))
-    return Plan(conv, padded_width, rows, rows + reach, min(CHANNELS, per_group), True, vectors)
+    count = rows * math.ceil(out_w / lanes)  # the vectors of a work item, row-aligned
+    aligned = row_aligned(out_w, padded_width, lanes) and count >= VECTORS
+    vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v)) if aligned else VECTORS
+    tile = register_tile(features, vectors, min(CHANNELS, per_group))
+    return Plan(conv, padded_width, rows, rows + reach, aligned, tile)
 
 
-def pack_floats(in_c: int, packed_rows: int, padded_width: int) -> int:
-    """A work item's scratch, its packed tile: every input channel's packed rows, then PIXELS
-    zeros (a block of positions past the last row, when a block has fewer than PIXELS)."""
-    return in_c * packed_rows * padded_width + PIXELS
+def register_tile(features: Features, vectors: int, most: int) -> mk.Tile:
+    """A register block of `vectors` vectors of the target's lanes x the most output channels,
+    up to `most`, whose sums, `vectors` loaded vectors and two broadcasts (gcc alternates two)
+    leave a vector register spare: 8 x 3 or 8 x 2 of AVX-512's 32; 3 x 3 or 5 x 2 of AVX2's
+    16, where 6 x 2 (16 of 16) kept a sum on the stack (winograd_conv, ResNet conv, AVX2:
+    212 -> 320 GFLOP/s as 5 x 2)."""
+    channels = (features.vector_registers - 1 - vectors - 2) // vectors
+    return mk.Tile(rows=max(1, min(most, channels)), vectors=vectors, lanes=features.vector_floats)
+
+
+def pack_floats(in_c: int, packed_rows: int, padded_width: int, pixels: int) -> int:
+    """A work item's scratch, its packed tile: every input channel's packed rows, then `pixels`
+    zeros (a block of positions past the last row, when a block has fewer than `pixels`)."""
+    return in_c * packed_rows * padded_width + pixels
 
 
 def balanced(work_items: int) -> bool:
@@ -193,10 +227,10 @@ def balanced(work_items: int) -> bool:
     return work_items % 2 == 0 or work_items >= BALANCED_ITEMS
 
 
-def row_aligned(out_w: int, padded_width: int) -> bool:
+def row_aligned(out_w: int, padded_width: int, lanes: int) -> bool:
     """Whether vectors along output rows compute at most ROW_SLACK columns more per row than
     the padded row does (a 28-wide row in 2 vectors of its 30, a 14-wide one in 1 of 16)."""
-    return math.ceil(out_w / mk.LANES) * mk.LANES <= padded_width + ROW_SLACK
+    return math.ceil(out_w / lanes) * lanes <= padded_width + ROW_SLACK
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -229,7 +263,9 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
     then its register blocks."""
     packed = pack(e, plan, tile)
     blocks = channel_blocks(plan)
-    chunks = math.ceil(plan.vector_count / plan.vectors) if plan.row_aligned else math.ceil(plan.positions / PIXELS)
+    chunks = (
+        math.ceil(plan.vector_count / plan.vectors) if plan.row_aligned else math.ceil(plan.positions / plan.pixels)
+    )
     e.loops([blocks, chunks], [], lambda ivs, _: register_block(e, plan, root, tile, packed, ivs, out))
 
 
@@ -290,7 +326,7 @@ def register_block(
     channel_base = e.conv_channel_base(op, o0)
     spots = row_spots(e, plan, chunk) if plan.row_aligned else None
     offsets = vector_offsets(e, plan, chunk, spots)
-    tile_shape = mk.Tile(rows=plan.channels, vectors=plan.vectors, lanes=mk.LANES)
+    tile_shape = plan.tile
 
     def weight(ks: list[SSAValue], o: int) -> SSAValue:
         c, i, j = ks
@@ -301,7 +337,7 @@ def register_block(
         row = e.mul_const(e.add(channel_base, c), plan.packed_rows)
         tap = e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw))
         at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), offsets[v])
-        return mk.load(e, packed, [at], mk.LANES)
+        return mk.load(e, packed, [at], plan.lanes)
 
     def one_tap(tap: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
         return mk.accumulate(e, tile_shape, [], sums, lambda _, o: weight(tap, o), lambda _, v: pixels(tap, v))
@@ -316,9 +352,9 @@ def register_block(
 
     extents = [in_c] if kh * kw <= UNROLLED_TAPS else [in_c, kh]
     sums = e.loops(extents, mk.zeros(e, tile_shape), taps)
-    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, plan.vectors * mk.LANES]))
-    mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * mk.LANES)])
-    finite = e.emit(arith.CmpfOp(block_probe(e, sums), e.f32(0.0), "oeq"))
+    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, plan.vectors * plan.lanes]))
+    mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * plan.lanes)])
+    finite = e.emit(arith.CmpfOp(block_probe(e, sums, plan.lanes), e.f32(0.0), "oeq"))
 
     def store(sums: SSAValue | None) -> list[SSAValue]:
         if spots is not None:
@@ -339,8 +375,8 @@ def row_spots(e: GroupEmitter, plan: Plan, chunk: SSAValue) -> list[tuple[SSAVal
     spots: list[tuple[SSAValue, SSAValue]] = []
     for v in range(plan.vectors):
         g = e.add_const(first, v)
-        column = e.mul_const(e.rem_const(g, plan.row_vectors), mk.LANES)
-        spots.append((e.div_const(g, plan.row_vectors), e.min_index(column, e.index(max(out_w - mk.LANES, 0)))))
+        column = e.mul_const(e.rem_const(g, plan.row_vectors), plan.lanes)
+        spots.append((e.div_const(g, plan.row_vectors), e.min_index(column, e.index(max(out_w - plan.lanes, 0)))))
     return spots
 
 
@@ -348,33 +384,33 @@ def vector_offsets(
     e: GroupEmitter, plan: Plan, chunk: SSAValue, spots: list[tuple[SSAValue, SSAValue]] | None
 ) -> list[SSAValue]:
     """The flat position (in the packed padded rows) of each vector's first output: from its
-    row and column in the row-aligned layout, else PIXELS consecutive positions from the
+    row and column in the row-aligned layout, else `Plan.pixels` consecutive positions from the
     chunk's start (the last chunk ending at the block's last position)."""
     if spots is not None:
         return [e.add(e.mul_const(row, plan.padded_width), column) for row, column in spots]
-    start = e.mul_const(chunk, PIXELS)
-    q0 = e.min_index(start, e.index(plan.positions - PIXELS)) if plan.positions >= PIXELS else e.index(0)
-    return [e.add_const(q0, v * mk.LANES) for v in range(VECTORS)]
+    start = e.mul_const(chunk, plan.pixels)
+    q0 = e.min_index(start, e.index(plan.positions - plan.pixels)) if plan.positions >= plan.pixels else e.index(0)
+    return [e.add_const(q0, v * plan.lanes) for v in range(plan.vectors)]
 
 
-def block_probe(e: GroupEmitter, sums: list[SSAValue]) -> SSAValue:
+def block_probe(e: GroupEmitter, sums: list[SSAValue], lanes: int) -> SSAValue:
     """0 x s summed over the block's sums s: 0 exactly when every one is finite. In registers:
     PROBE_CHAINS independent chains of fused multiply-adds (one a vector) joined by x * 1 + y
-    (exact), then the LANES lanes of the total."""
-    zero, one = mk.broadcast(e, e.f32(0.0), mk.LANES), mk.broadcast(e, e.f32(1.0), mk.LANES)
+    (exact), then the `lanes` lanes of the total."""
+    zero, one = mk.broadcast(e, e.f32(0.0), lanes), mk.broadcast(e, e.f32(1.0), lanes)
     chains = [zero] * PROBE_CHAINS
     for k, vec in enumerate(sums):
         chains[k % PROBE_CHAINS] = e.emit(vector.FMAOp(vec, zero, chains[k % PROBE_CHAINS]))
     total = chains[0]
     for chain in chains[1:]:
         total = e.emit(vector.FMAOp(chain, one, total))
-    lanes = e.emit(memref.AllocaOp.get(f32, shape=[mk.LANES]))
-    mk.store(e, total, lanes, [e.index(0)])
+    spilled = e.emit(memref.AllocaOp.get(f32, shape=[lanes]))
+    mk.store(e, total, spilled, [e.index(0)])
 
     def add(ivs: list[SSAValue], partial: list[SSAValue]) -> list[SSAValue]:
-        return [e.emit(arith.AddfOp(partial[0], e.emit(memref.LoadOp.get(lanes, ivs))))]
+        return [e.emit(arith.AddfOp(partial[0], e.emit(memref.LoadOp.get(spilled, ivs))))]
 
-    return e.loops([mk.LANES], [e.f32(0.0)], add)[0]
+    return e.loops([lanes], [e.f32(0.0)], add)[0]
 
 
 def store_block(
@@ -387,7 +423,7 @@ def store_block(
     q0: SSAValue,
     out: SSAValue,
 ) -> list[SSAValue]:
-    """`root` at the block's outputs, row by row: the positions q0 + p (p < PIXELS) of output
+    """`root` at the block's outputs, row by row: the positions q0 + p (p < `Plan.pixels`) of output
     row r of the work item are r * padded_width + ow for ow < out_w, so each row's stretch is
     one loop over ow, unit-stride and without a test, which gcc vectorises with the epilogue
     (a test and a division per position cost a fifth of the micro-kernel's time at 64
@@ -399,7 +435,7 @@ def store_block(
     first_row = e.mul_const(row_tile, plan.row_block)
     rows = (
         e.div_const(q0, width),
-        e.min_index(e.add_const(e.div_const(e.add_const(q0, PIXELS - 1), width), 1), e.index(plan.row_block)),
+        e.min_index(e.add_const(e.div_const(e.add_const(q0, plan.pixels - 1), width), 1), e.index(plan.row_block)),
     )
 
     def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -407,7 +443,7 @@ def store_block(
         start = e.sub(e.mul_const(r, width), q0)  # position p of column 0 (may be negative)
         columns = (
             e.max_index(e.index(0), e.sub(e.index(0), start)),
-            e.min_index(e.index(out_w), e.sub(e.index(PIXELS), start)),
+            e.min_index(e.index(out_w), e.sub(e.index(plan.pixels), start)),
         )
 
         def output(ows: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -448,13 +484,13 @@ def store_vector(
     """The outputs of vector v of the block, every channel: `at` is (n, first channel, row,
     first column) of its first one."""
     n, o0, row, column = at
-    lanes = min(mk.LANES, shape_of(plan.conv.res)[3])
+    lanes = min(plan.lanes, shape_of(plan.conv.res)[3])
 
     def output(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         o, lane = ivs
         idx = [n, e.add(o0, o), row, e.add(column, lane)]
         if acc is not None:
-            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, e.add_const(lane, v * mk.LANES)])))
+            e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [o, e.add_const(lane, v * plan.lanes)])))
         return e.store(e.value_at(root, idx), out, idx)
 
     e.loops([plan.channels, lanes], [], output)

@@ -35,9 +35,9 @@ last LANES outputs (computed twice, stored twice alike). Device time at 1 PoCL t
 
 On the cpu, gcc vectorises only part of the elementwise schedule's clipped window loops and
 leaves the rest scalar code with a compare and jump per max (as it does a row loop of 14
-unrolled outputs: 8 in vectors, 4, then 2 scalar). Here a row of at least CPU_LANES outputs is computed CPU_LANES outputs at a
+unrolled outputs: 8 in vectors, 4, then 2 scalar). Here a row of at least CPU_CHUNK outputs is computed `cpu_chunk` outputs at a
 time (`chunked_row`: a loop of constant trip count, which gcc -O3 vectorises whole, the
-stride-2 taps by permutes; a row not a multiple of CPU_LANES ends with its last CPU_LANES
+stride-2 taps by permutes; a row not a multiple of the chunk ends with its last chunk's
 outputs, computed twice, stored twice alike), a max's taps combined as a tree of adjacent
 pairs (`pairwise_max`, bit for bit the chain's value). The CNN's 8x16x28x28 2x2 pool, its
 kernel alone on warm data (medians of 31 x 200 calls): 8.2 -> 7.0 us (an AVX-512 kernel
@@ -55,30 +55,37 @@ from xdsl.ir import BlockArgument, SSAValue
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, result_shape
+from xrelay.transforms.schedules import Schedule, anchor_of, features_of, group_root, kind_of, result_shape
 
 # At most this many taps per window are unrolled (a 3x3 or 7x7 window is; a global-sized
 # one would make straight-line code of thousands of loads).
 MAX_TAPS = 64
-# Outputs per vector of a row computed in vectors, the most that the row holds (each loads
-# twice as many input floats: at most 16, OpenCL's widest vector).
+# Outputs per vector of a row computed in vectors on a device of work groups (`vector_row`):
+# the most of these that the row holds and whose input floats (twice as many) fill at most a
+# vector of the device (PoCL here: 16, so 8, 4 or 2).
 ROW_LANES = (8, 4, 2)
-# Outputs per chunk of a cpu row (`chunked_row`); narrower rows stay with the elementwise
-# schedule (a 7-wide row in chunks of 4 measured slower, as one loop no faster).
-CPU_LANES = 8
+# Outputs per chunk of a cpu row (`chunked_row`): a vector of the target's, at most
+# CPU_CHUNK (measured on AVX-512 at 8; AVX2's 8 and SSE's 4 fill one vector of outputs).
+# Rows narrower than CPU_CHUNK stay with the elementwise schedule (a 7-wide row in chunks of
+# 4 measured slower on AVX-512, as one loop no faster).
+CPU_CHUNK = 8
+
+
+def cpu_chunk(group: relay.FusedOp) -> int:
+    """Outputs per chunk of a row on a device without work groups."""
+    return min(CPU_CHUNK, features_of(group).vector_floats)
 
 
 def pool_anchor(group: relay.FusedOp) -> relay.MaxPool2DOp | relay.AvgPool2DOp | None:
-    """The group's max or average pool2d of the result's shape, on an opencl scope or on a
-    cpu one with rows of at least CPU_LANES outputs, whose windows all lie inside its input
-    and have at most MAX_TAPS taps."""
-    scope = group.se_scope
-    if scope is None or scope.device not in ("opencl", "cpu"):
+    """The group's max or average pool2d of the result's shape, on a device of work groups
+    (OpenCL) or on one without them with rows of at least CPU_CHUNK outputs, whose windows
+    all lie inside its input and have at most MAX_TAPS taps."""
+    if group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     pool = anchor_of(group, relay.Pool2DOp)
     if not isinstance(pool, relay.MaxPool2DOp | relay.AvgPool2DOp):
         return None
-    if scope.device == "cpu" and result_shape(group)[-1] < CPU_LANES:
+    if not kind_of(group).work_groups and result_shape(group)[-1] < CPU_CHUNK:
         return None
     kh, kw = pool.window
     return pool if kh * kw <= MAX_TAPS and windows_inside(pool) else None
@@ -102,25 +109,25 @@ def matches(group: relay.FusedOp) -> bool:
 
 def vector_lanes(group: relay.FusedOp, pool: relay.MaxPool2DOp | relay.AvgPool2DOp) -> int | None:
     """The outputs per vector of a row computed in vectors (`vector_row`): the most of
-    ROW_LANES the row holds, where the pool is the group's result, reads a group input, and
-    its windows are 2 wide at stride 2 (dilation 1); else None."""
+    ROW_LANES the row holds and a vector of the device fits twice, where the pool is the
+    group's result, reads a group input, and its windows are 2 wide at stride 2 (dilation 1);
+    else None."""
     _, sw = pool.stride_values
     _, kw = pool.window
     _, dw = pool.dilation_values
     if group_root(group) is not pool.res or not isinstance(pool.data, BlockArgument) or (sw, kw, dw) != (2, 2, 1):
         return None
-    width = shape_of(pool.res)[-1]
-    return next((lanes for lanes in ROW_LANES if lanes <= width), None)
+    width, most = shape_of(pool.res)[-1], features_of(group).vector_floats
+    return next((lanes for lanes in ROW_LANES if lanes <= width and 2 * lanes <= most), None)
 
 
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
     pool = pool_anchor(group)
     assert pool is not None
     shape = result_shape(group)
-    if group.se_scope is not None and group.se_scope.device == "cpu":
-        return emitter.parallel_nest(
-            shape[:-1], lambda idx: chunked_row(emitter, group, pool, idx, CPU_LANES, out, True)
-        )
+    if not kind_of(group).work_groups:
+        chunk = cpu_chunk(group)
+        return emitter.parallel_nest(shape[:-1], lambda idx: chunked_row(emitter, group, pool, idx, chunk, out, True))
     lanes = vector_lanes(group, pool)
     if lanes is not None:
         return emitter.parallel_nest(shape[:-1], lambda idx: vector_row(emitter, pool, idx, lanes, out))

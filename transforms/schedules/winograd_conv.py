@@ -35,7 +35,7 @@ Its phases:
    work item keeps at least ITEM_PRODUCTS tiles x products.)
 2. Per chunk of tiles (`Plan.chunk_rows` tile rows x `Plan.chunk_cols` tile columns; a last
    chunk that would run past the image's rows or columns starts earlier instead): the tile at
-   chunk row g, column t has slot g * pitch + t, pitch = chunk_cols + 1, under SLOTS.
+   chunk row g, column t has slot g * pitch + t, pitch = chunk_cols + 1, under the plan's slots (VECTORS x lanes).
    a. pack: the input rows the chunk reads, every channel, the columns apart by their
       remainder mod m, the padding as zeros: packed[p, c, i, g * pitch + q] is input row
       m (r0 + g) - top + i, column m (c0 + q) + p - left. Then input (i, j) of the tile at
@@ -49,7 +49,7 @@ Its phases:
       computed and never stored);
    c. per block of CHANNELS output channels (the last starting earlier): the alpha^2
       products M[xi] with the micro-kernel (`micro_kernel.accumulate`, CHANNELS x VECTORS
-      vector sums over the input channels, the slots in the lanes), then the output
+      vector sums (`Plan.tile`) over the input channels, the slots in the lanes), then the output
       transform into a scratch block Y of the chunk's output rows, each row's columns
       adjacent;
    d. store, as packed_conv does: when every value of Y is finite (0 x y summed is 0, in
@@ -88,15 +88,25 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, replace
+from typing import cast
 
 from xdsl.dialects import arith, memref, scf, vector
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import Float32Type, VectorType, f32
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, anchor_of, group_root, one_group_per_item, result_shape
+from xrelay.transforms.schedules import (
+    Schedule,
+    anchor_of,
+    features_of,
+    group_root,
+    kind_of,
+    one_group_per_item,
+    packed_conv,
+    result_shape,
+)
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.conv_pooling import Pooling, finite_maximum, pooling_of, remember_peak, remember_pooled
 
@@ -149,13 +159,12 @@ F4 = Transforms(
     at=((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1)),
 )
 
-# The devices it serves. On opencl a work item is the same code (the micro-kernel's vectors
+# It serves every device kind with kernels (`DeviceKind.generates_kernels`). On opencl a work item is the same code (the micro-kernel's vectors
 # as `float16`, vector loads, stores and fma; the scratch as private arrays), which PoCL's LLVM
 # compiles to the same zmm FMAs as gcc: the ResNet block's convs (F4), device time on PoCL
 # at 1 thread against the C kernel, 2.94-3.06x (packed_conv) -> 1.07-1.15x (one run,
 # bench/opencl_model_kernels.py resnet, load 2.6); 0.93-0.97x with a work item per image
 # and the input transform in vectors (below; load 2.5, the C kernel at 2 blocks).
-DEVICES = ("cpu", "opencl")
 
 # F(4x4, 3x3) needs 2.25 products per output where F(2x2, 3x3) needs 4, but its tiles are
 # coarser (more slots past the edges) and its transforms cost more per tile: it is taken
@@ -166,11 +175,11 @@ DEVICES = ("cpu", "opencl")
 # against `interpret`, 6e-6 of the largest output at 64 channels (F2: 6e-7).
 F4_MIN_TILES = 64
 
-# The register block: CHANNELS output channels x VECTORS vectors of LANES tiles (16 of
-# AVX-512's 32 registers), as packed_conv's (see bench/kernels.py --conv for the numbers).
+# The register block: VECTORS vectors of the target's lanes (a chunk's tile slots: see
+# phase 2) x at most CHANNELS output channels, as many as fit its vector registers
+# (`packed_conv.register_tile`): 8 x 2 of AVX-512's 32 (16 sums), 5 x 2 of AVX2's 16.
 CHANNELS = 8
 VECTORS = 2
-SLOTS = VECTORS * mk.LANES  # tile slots per chunk (see phase 2)
 
 # Below MIN_IN_CHANNELS input channels, MIN_OUT_CHANNELS output channels or MIN_WORK
 # multiply-adds of the direct conv per image, the transforms cost more than the 2.25x fewer
@@ -275,8 +284,23 @@ class Plan:
     chunk_rows: int
     chunk_cols: int
     blocks: int
-    device: str
+    tile: mk.Tile  # the register block: output channels x vectors of slots
+    work_groups: bool  # the device launches work groups (`DeviceKind.work_groups`)
     pool: Pooling | None = None
+
+    @property
+    def channels(self) -> int:
+        """Output channels of a register block."""
+        return self.tile.rows
+
+    @property
+    def lanes(self) -> int:
+        return self.tile.lanes
+
+    @property
+    def slots(self) -> int:
+        """Tile slots per chunk (see phase 2): a register block's vectors of lanes."""
+        return self.tile.columns
 
     @property
     def window(self) -> int:
@@ -291,9 +315,9 @@ class Plan:
 
     @property
     def transform_lanes(self) -> int:
-        """Slots per step of the input transform: on opencl a vector (LANES), else 1 (see
-        `input_transform`)."""
-        return mk.LANES if self.device == "opencl" else 1
+        """Slots per step of the input transform: where kernels run in work groups (OpenCL)
+        a vector of lanes, else 1 (see `input_transform`)."""
+        return self.lanes if self.work_groups else 1
 
     @property
     def in_c(self) -> int:
@@ -313,7 +337,7 @@ class Plan:
         """Whether work items run through the batch's tile rows, image after image
         (`batch_item`): on cpu under CPU_THREAD_WORK, on opencl under OPENCL_MIN_WORK per
         image (`plan_of` takes such a conv there only in a batch under OPENCL_BATCH_WORK)."""
-        if self.device == "opencl":
+        if self.work_groups:
             return self.direct_work < OPENCL_MIN_WORK * shape_of(self.conv.res)[0]
         return self.direct_work < CPU_THREAD_WORK
 
@@ -326,7 +350,7 @@ class Plan:
     def batch_items(self) -> int:
         """The work items of a plan that spans the batch: one on cpu, OPENCL_BATCH_ITEMS on
         opencl (at most one per run of chunk rows)."""
-        return min(OPENCL_BATCH_ITEMS, self.batch_units) if self.device == "opencl" else 1
+        return min(OPENCL_BATCH_ITEMS, self.batch_units) if self.work_groups else 1
 
     @property
     def direct_work(self) -> int:
@@ -361,25 +385,27 @@ class Plan:
 
     @property
     def u_floats(self) -> int:
-        return self.f.xi * math.ceil(self.out_c / CHANNELS) * CHANNELS * self.in_c
+        return self.f.xi * math.ceil(self.out_c / self.channels) * self.channels * self.in_c
 
     @property
     def v_floats(self) -> int:
         """V[xi, c, slot], with a channel row more than the input channels: the input
         transform stores xi rows of V at once, which rows of a power-of-two stride put into
         few cache sets (the CNN's second conv, 16 rows 2 KiB apart: 2 us of 110 saved)."""
-        return self.f.xi * (self.in_c + 1) * SLOTS
+        return self.f.xi * (self.in_c + 1) * self.slots
 
     @property
     def pack_floats(self) -> int:
-        return self.f.m * self.in_c * self.f.alpha * (SLOTS + 1)
+        return self.f.m * self.in_c * self.f.alpha * (self.slots + 1)
 
     @property
     def scratch_floats(self) -> int:
-        products = (self.f.xi + self.f.m * self.f.m) * CHANNELS * SLOTS + mk.LANES  # M, Y, the probe's lanes
+        products = (
+            self.f.xi + self.f.m * self.f.m
+        ) * self.channels * self.slots + self.lanes  # M, Y, the probe's lanes
         if self.peaks_first:
-            products += self.f.m * self.f.m * CHANNELS * SLOTS // (self.window * self.window)
-        return self.u_floats + 9 * self.in_c * CHANNELS + self.v_floats + self.pack_floats + products
+            products += self.f.m * self.f.m * self.channels * self.slots // (self.window * self.window)
+        return self.u_floats + 9 * self.in_c * self.channels + self.v_floats + self.pack_floats + products
 
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
@@ -393,8 +419,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
 
 def plan_of_conv(group: relay.FusedOp, conv: relay.Conv2DOp | None) -> Plan | None:
     """The plan of the group's conv `conv`, or None."""
-    scope = group.se_scope
-    if conv is None or scope is None or scope.device not in DEVICES:
+    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     if conv.stride_values != (1, 1) or conv.dilation_values != (1, 1) or conv.group_count != 1:
         return None
@@ -403,23 +428,26 @@ def plan_of_conv(group: relay.FusedOp, conv: relay.Conv2DOp | None) -> Plan | No
     work = out_c * in_c * 9 * out_h * out_w  # per image
     if (kh, kw) != (3, 3) or in_c < MIN_IN_CHANNELS or out_c < MIN_OUT_CHANNELS or work < MIN_WORK:
         return None
-    if scope.device == "opencl" and work < OPENCL_MIN_WORK and (batch < 2 or batch * work >= OPENCL_BATCH_WORK):
+    work_groups = kind_of(group).work_groups
+    if work_groups and work < OPENCL_MIN_WORK and (batch < 2 or batch * work >= OPENCL_BATCH_WORK):
         return None
-    return next((p for f in (F4, F2) if (p := plan_for(conv, f, scope.device)) is not None), None)
+    tile = packed_conv.register_tile(features_of(group), VECTORS, CHANNELS)
+    return next((p for f in (F4, F2) if (p := plan_for(conv, f, tile, work_groups)) is not None), None)
 
 
-def plan_for(conv: relay.Conv2DOp, f: Transforms, device: str = "cpu") -> Plan | None:
-    """The plan of `conv` as F(m x m, 3 x 3) on `device`, or None if it does not pay or fit."""
+def plan_for(conv: relay.Conv2DOp, f: Transforms, tile: mk.Tile, work_groups: bool = False) -> Plan | None:
+    """The plan of `conv` as F(m x m, 3 x 3) in register blocks `tile`, on a device that
+    launches work groups or not, or None if it does not pay or fit."""
     batch, _, out_h, out_w = shape_of(conv.res)
     tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
     if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
         return None
-    chunk_cols = min(tiles_w, SLOTS)
-    chunk_rows = max(1, min(tiles_h, (SLOTS + 1) // (chunk_cols + 1)))
+    chunk_cols = min(tiles_w, tile.columns)
+    chunk_rows = max(1, min(tiles_h, (tile.columns + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
-    items = OPENCL_MIN_ITEMS if device == "opencl" else MIN_ITEMS
+    items = OPENCL_MIN_ITEMS if work_groups else MIN_ITEMS
     blocks = max(1, min(units, math.ceil(items / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
-    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, device)
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
         return None
     return plan
@@ -443,8 +471,8 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
 
 @dataclass(frozen=True)
 class Scratch:
-    """A work item's buffers: U[channel block, xi, c * CHANNELS + o] (per input channel c,
-    the block's CHANNELS rows adjacent), V[xi, c, slot], the packed chunk [column mod m, c,
+    """A work item's buffers: U[channel block, xi, c * channels + o] (per input channel c,
+    the block's `Plan.channels` rows adjacent), V[xi, c, slot], the packed chunk [column mod m, c,
     row, slot], the products M[xi, o, slot] of a channel block and its outputs Y[o, a,
     m slot + b]."""
 
@@ -488,11 +516,11 @@ def item_scratch(e: GroupEmitter, plan: Plan) -> Scratch:
 
     in_c, f = plan.in_c, plan.f
     return Scratch(
-        alloca(channel_blocks(plan), f.xi, in_c * CHANNELS),
-        alloca(f.xi, in_c + 1, SLOTS),  # a row more: see Plan.v_floats
-        alloca(f.m, in_c, f.alpha, SLOTS + 1),
-        alloca(f.xi, CHANNELS, SLOTS),
-        alloca(CHANNELS, f.m, f.m * SLOTS),
+        alloca(channel_blocks(plan), f.xi, in_c * plan.channels),
+        alloca(f.xi, in_c + 1, plan.slots),  # a row more: see Plan.v_floats
+        alloca(f.m, in_c, f.alpha, plan.slots + 1),
+        alloca(f.xi, plan.channels, plan.slots),
+        alloca(plan.channels, f.m, f.m * plan.slots),
     )
 
 
@@ -527,13 +555,13 @@ def first_tile_column(e: GroupEmitter, plan: Plan, col: SSAValue) -> SSAValue:
 
 
 def channel_blocks(plan: Plan) -> int:
-    return math.ceil(plan.out_c / CHANNELS)
+    return math.ceil(plan.out_c / plan.channels)
 
 
 def first_channel(e: GroupEmitter, plan: Plan, block: SSAValue) -> SSAValue:
     """The first output channel of channel block `block` (the last one ends at the last
     channel: it may recompute channels of the one before)."""
-    return e.min_index(e.mul_const(block, CHANNELS), e.index(plan.out_c - CHANNELS))
+    return e.min_index(e.mul_const(block, plan.channels), e.index(plan.out_c - plan.channels))
 
 
 # --- Phase 1: weights (and the transforms' sums) ------------------------------------------
@@ -547,12 +575,19 @@ def fsub(e: GroupEmitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.emit(arith.SubfOp(a, b))
 
 
+def lanes_of(value: SSAValue) -> int:
+    """The lanes of vector `value`."""
+    kind = value.type
+    assert isinstance(kind, VectorType)
+    return cast(VectorType[Float32Type], kind).get_shape()[0]
+
+
 def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAValue]) -> SSAValue:
     """The sum of coefficient x value over the nonzero coefficients (1 and -1 as an add or a
     subtract; a +1 term first when there is one), of floats or of vectors."""
 
     def times(value: SSAValue, c: float) -> SSAValue:
-        constant = e.f32(c) if value.type == f32 else mk.broadcast(e, e.f32(c), mk.LANES)
+        constant = e.f32(c) if value.type == f32 else mk.broadcast(e, e.f32(c), lanes_of(value))
         return e.emit(arith.MulfOp(value, constant))
 
     terms = sorted(((c, v) for c, v in zip(coefficients, values) if c != 0), key=lambda t: t[0] != 1)
@@ -565,18 +600,18 @@ def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAVal
 
 
 def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
-    """u[block, xi, c * CHANNELS + o] = (G g G^T)[xi] for g = weight[first_channel(block) +
+    """u[block, xi, c * channels + o] = (G g G^T)[xi] for g = weight[first_channel(block) +
     o, c], per channel block: its weights copied tap by tap into taps[i * 3 + j, c *
-    CHANNELS + o] first, so that the transform is a unit-stride loop that gcc vectorises.
+    channels + o] first, so that the transform is a unit-stride loop that gcc vectorises.
     (Every weight reaches some U, and a NaN or inf one makes that U non-finite.)"""
     op, f = plan.conv, plan.f
-    width = plan.in_c * CHANNELS
+    width = plan.in_c * plan.channels
     taps = e.emit(memref.AllocaOp.get(f32, shape=[9, width]))
 
     def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         block, o, c = ivs
         k = e.add(first_channel(e, plan, block), o)
-        at = e.add(e.mul_const(c, CHANNELS), o)
+        at = e.add(e.mul_const(c, plan.channels), o)
         for i, j in itertools.product(range(3), range(3)):
             weight = e.value_at(op.weight, [k, c, e.index(i), e.index(j)])
             e.store(weight, taps, [e.index(i * 3 + j), at])
@@ -591,7 +626,7 @@ def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
         return []
 
     def per_block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        e.loops([CHANNELS, plan.in_c], [], lambda inner, _: copy([ivs[0], *inner], []))
+        e.loops([plan.channels, plan.in_c], [], lambda inner, _: copy([ivs[0], *inner], []))
         e.loops([width], [], lambda inner, _: transform([ivs[0], *inner], []))
         return []
 
@@ -698,7 +733,7 @@ def pack(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk) -> None:
         return e.loops([(rows[1], e.index(f.alpha)), plan.in_c, m, pitch], [], blank)
 
     e.loops([plan.chunk_rows], [], tile_row)
-    past = (e.index(plan.chunk_rows * pitch), e.index(SLOTS + 1))
+    past = (e.index(plan.chunk_rows * pitch), e.index(plan.slots + 1))
     e.loops([m, plan.in_c, f.alpha, past], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
 
 
@@ -736,7 +771,7 @@ def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) 
 
     gcc vectorises the scalar loop in zmm registers (and was 1.05x slower with vectors
     written out, 128 -> 128 channels at 40x40); PoCL's LLVM vectorises it in ymm, so on
-    opencl the steps are `float16` vectors (the last one's lanes reaching slot SLOTS, the
+    opencl the steps are `float16` vectors (the last one's lanes reaching the chunk's last slot, the
     packed rows' last): 64 -> 64 channels, PoCL device time at 32x32 0.95x, at 56x56 0.96x
     (bench/opencl_kernels.py's shapes, one interleaved run each, load 2.6)."""
     f, lanes = plan.f, plan.transform_lanes
@@ -762,25 +797,25 @@ def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) 
                 e.store(value, v, at)
         return []
 
-    e.loops([plan.in_c, SLOTS // lanes], [], body)
+    e.loops([plan.in_c, plan.slots // lanes], [], body)
 
 
 def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
-    """m[xi, o, slot] = sum over c of U[block, xi, c * CHANNELS + o] V[xi, c, slot]: per xi, the
-    micro-kernel's CHANNELS x VECTORS vector sums over the input channels."""
-    tile = mk.Tile(rows=CHANNELS, vectors=VECTORS, lanes=mk.LANES)
+    """m[xi, o, slot] = sum over c of U[block, xi, c * channels + o] V[xi, c, slot]: per xi, the
+    micro-kernel's `Plan.tile` of vector sums over the input channels."""
+    tile = plan.tile
 
     def product(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         xi = ivs[0]
 
         def weight(ks: list[SSAValue], o: int) -> SSAValue:
-            return e.emit(memref.LoadOp.get(s.u, [block, xi, e.add_const(e.mul_const(ks[0], CHANNELS), o)]))
+            return e.emit(memref.LoadOp.get(s.u, [block, xi, e.add_const(e.mul_const(ks[0], plan.channels), o)]))
 
         def tiles(ks: list[SSAValue], vec: int) -> SSAValue:
-            return mk.load(e, s.v, [xi, ks[0], e.index(vec * mk.LANES)], mk.LANES)
+            return mk.load(e, s.v, [xi, ks[0], e.index(vec * plan.lanes)], plan.lanes)
 
         sums = mk.accumulate(e, tile, [plan.in_c], mk.zeros(e, tile), weight, tiles)
-        mk.store_block(e, tile, sums, s.m, lambda o, vec: [xi, e.index(o), e.index(vec * mk.LANES)])
+        mk.store_block(e, tile, sums, s.m, lambda o, vec: [xi, e.index(o), e.index(vec * plan.lanes)])
         return []
 
     e.loops([plan.f.xi], [], product)
@@ -803,35 +838,35 @@ def output_transform(e: GroupEmitter, plan: Plan, m: SSAValue, y: SSAValue) -> N
             e.store(value, y, [o, e.index(a), e.add_const(e.mul_const(slot, f.m), b)])
         return []
 
-    e.loops([CHANNELS, SLOTS], [], body)
+    e.loops([plan.channels, plan.slots], [], body)
 
 
 def probe(e: GroupEmitter, plan: Plan, y: SSAValue) -> SSAValue:
     """0 x y summed over the block's outputs y: 0 exactly when every one is finite. In
-    vectors, a fused 0 x y + sum per LANES outputs into one sum per output channel (CHANNELS
-    independent chains: one sum's chain of m^2 SLOTS / LANES dependent FMAs, at four cycles
+    vectors, a fused 0 x y + sum per LANES outputs into one sum per output channel (a register
+    block's channels, independent chains: one sum's chain of m^2 slots / LANES dependent FMAs, at four cycles
     each, took 4.4 us of the CNN's second conv), the sums added, then the lanes one by one."""
-    zero = mk.broadcast(e, e.f32(0.0), mk.LANES)
+    zero = mk.broadcast(e, e.f32(0.0), plan.lanes)
 
     def add(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
         a, v = ivs
-        column = e.mul_const(v, mk.LANES)
+        column = e.mul_const(v, plan.lanes)
         return [
-            e.emit(vector.FMAOp(zero, mk.load(e, y, [e.index(o), a, column], mk.LANES), total))
+            e.emit(vector.FMAOp(zero, mk.load(e, y, [e.index(o), a, column], plan.lanes), total))
             for o, total in enumerate(sums)
         ]
 
     m = plan.f.m
-    sums = e.loops([m, m * SLOTS // mk.LANES], [zero] * CHANNELS, add)
+    sums = e.loops([m, m * plan.slots // plan.lanes], [zero] * plan.channels, add)
     while len(sums) > 1:  # pairwise, a tree
         sums = [fadd(e, sums[i], sums[i + 1]) for i in range(0, len(sums) - 1, 2)] + sums[len(sums) & ~1 :]
-    lanes = e.emit(memref.AllocaOp.get(f32, shape=[mk.LANES]))
+    lanes = e.emit(memref.AllocaOp.get(f32, shape=[plan.lanes]))
     mk.store(e, sums[0], lanes, [e.index(0)])
 
     def total(ivs: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
         return [fadd(e, sums[0], e.emit(memref.LoadOp.get(lanes, ivs)))]
 
-    return e.loops([mk.LANES], [e.f32(0.0)], total)[0]
+    return e.loops([plan.lanes], [e.f32(0.0)], total)[0]
 
 
 def store_outputs(
@@ -870,7 +905,7 @@ def store_outputs(
         e.loops([within], [], lambda a, _: output_row(e, plan, root, at, a[0], (y, peaks), columns, out))
         return []
 
-    return e.loops([CHANNELS, plan.chunk_rows], [], row)
+    return e.loops([plan.channels, plan.chunk_rows], [], row)
 
 
 @dataclass(frozen=True)
@@ -934,7 +969,7 @@ def pool_block(e: GroupEmitter, plan: Plan, y: SSAValue, k0: SSAValue) -> SSAVal
     with the peaks taken first, 0.905x with the epilogue in this loop (103.1 -> 93.3 us)."""
     assert plan.pool is not None
     pool, w, m = plan.pool, plan.window, plan.f.m
-    peaks = e.emit(memref.AllocaOp.get(f32, shape=[CHANNELS, m // w, m * SLOTS // w]))
+    peaks = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, m // w, m * plan.slots // w]))
 
     def peak(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         o, a, q = ivs
@@ -949,7 +984,7 @@ def pool_block(e: GroupEmitter, plan: Plan, y: SSAValue, k0: SSAValue) -> SSAVal
             value = e.value_at(pool.op.data, tap)
         return e.store(value, peaks, ivs)
 
-    e.loops([CHANNELS, m // w, m * SLOTS // w], [], peak)
+    e.loops([plan.channels, m // w, m * plan.slots // w], [], peak)
     return peaks
 
 
