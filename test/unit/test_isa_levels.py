@@ -83,7 +83,6 @@ def vector_widths(exe: xrelay.Executable) -> set[int]:
     return {int(n) for k in exe.kernels if k.language == "c" for n in re.findall(r"\bxr_f32x(\d+)\b", k.source)}
 
 
-@pytest.mark.xfail(strict=False, reason="schedules still use 16 lanes")
 @pytest.mark.parametrize("target", isa_params(ISA_TARGETS[:2]))
 @pytest.mark.parametrize("name", list(models.MODELS))
 def test_no_vector_wider_than_the_levels_registers(name: str, target: str) -> None:

@@ -75,9 +75,9 @@ def plan_of(features: Features) -> Plan:
 
 
 def conv_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
-    """The group's conv2d of the result's shape, on a device of work groups (OpenCL: its
-    compiler vectorises across work items, not a work item's loops), of unit stride across."""
-    if group.se_scope is None or not kind_of(group).work_groups:
+    """The group's conv2d of the result's shape, on a device whose compiler vectorises across
+    work items, not a work item's loops (`explicit_vectors`: OpenCL), of unit stride across."""
+    if group.se_scope is None or not kind_of(group).explicit_vectors:
         return None
     conv = anchor_of(group, relay.Conv2DOp)
     return conv if conv is not None and conv.stride_values[1] == 1 else None

@@ -217,7 +217,7 @@ func.func @softmax_lanes(%a: tensor<2x40xf32>) -> tensor<2x40xf32> {
 // CHECK-NEXT:      memref.load
 // CHECK-NEXT:      arith.maximumf {{%[0-9]+}}, {{%[0-9]+}} : f32
 func.func @softmax_lanes_opencl(%a: tensor<2x40xf32>) -> tensor<2x40xf32> {
-  %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<2x40xf32>) -> tensor<2x40xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} : (tensor<2x40xf32>) -> tensor<2x40xf32> {
   ^bb0(%x: tensor<2x40xf32>):
     %1 = relay.nn.softmax %x : (tensor<2x40xf32>) -> tensor<2x40xf32>
     relay.yield %1 : tensor<2x40xf32>
@@ -248,7 +248,7 @@ func.func @softmax_lanes_opencl(%a: tensor<2x40xf32>) -> tensor<2x40xf32> {
 // CHECK:           arith.mulf {{.*}}, %[[SCALES]] : vector<16xf32>
 // CHECK:           vector.store
 func.func @softmax_vectors_opencl(%a: tensor<2x48xf32>) -> tensor<2x48xf32> {
-  %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<2x48xf32>) -> tensor<2x48xf32> {
+  %0 = relay.fused(%a) {kernel_name = "fused_nn_softmax", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} : (tensor<2x48xf32>) -> tensor<2x48xf32> {
   ^bb0(%x: tensor<2x48xf32>):
     %1 = relay.nn.softmax %x : (tensor<2x48xf32>) -> tensor<2x48xf32>
     relay.yield %1 : tensor<2x48xf32>
