@@ -42,7 +42,11 @@ from xrelay.runtime.machine import host_name, target_features
 TARGETS = ("c", "c -march=x86-64-v3")
 # (name, m, k, n): dense x[m, k] . w[n, k]^T
 SHAPES = (
+    ("mlp 64x784.512x784", 64, 784, 512),
     ("mlp 64x512.512x512", 64, 512, 512),
+    ("transformer 128x256.768x256", 128, 256, 768),
+    ("transformer 128x256.1024x256", 128, 256, 1024),
+    ("transformer 128x1024.256x1024", 128, 1024, 256),
     ("convnext 784x768.192x768", 784, 768, 192),
 )
 BINDINGS = ("prepacked", "packed")  # the weight bound as a param (pre-packed) or an input
@@ -104,11 +108,13 @@ def case_name(shape: str, binding: str, target: str) -> str:
     return f"{shape} {binding} [{target}]"
 
 
-def build(out: Path) -> None:
+def build(out: Path, bindings: list[str], only: str | None) -> None:
     rng = np.random.default_rng(0)
     for shape, m, k, n in SHAPES:
         w = rng.standard_normal((n, k)).astype(np.float32)
-        for binding in BINDINGS:
+        if only is not None and only not in shape:
+            continue
+        for binding in bindings:
             for target in TARGETS:
                 params = {"w": w} if binding == "prepacked" else None
                 exe = xrelay.build(dense_text(m, k, n), targets=(target,), params=params, num_threads=1)
@@ -196,14 +202,17 @@ def time_cases(dirs: dict[str, Path], rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build").add_argument("out", type=Path)
+    building = sub.add_parser("build")
+    building.add_argument("out", type=Path)
+    building.add_argument("--bindings", nargs="+", choices=BINDINGS, default=list(BINDINGS))
+    building.add_argument("--only", help="only the shapes whose name contains this")
     timing = sub.add_parser("time")
     timing.add_argument("dirs", nargs="+", help="LABEL=DIR of a `build`")
     timing.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.command == "build":
-        build(args.out)
+        build(args.out, args.bindings, args.only)
     else:
         time_cases({d.split("=", 1)[0]: Path(d.split("=", 1)[1]) for d in args.dirs}, args.rounds)
 

@@ -101,7 +101,11 @@ class Tile:
 
 
 # (rows, vectors) of a tile, best first (see the module docstring): the first whose registers
-# (`registers_needed`) the target has is its tile. 1 x 1 fits any target.
+# (`registers_needed`) the target has is its tile. 1 x 1 fits any target. Also measured with
+# balanced blocks (prepacked dense at the MLP's, transformer's and ConvNeXt's shapes, 1
+# thread, 20-30 interleaved rounds, load 3): AVX2's 4 x 3 and 8 x 1 5-12% slower than 6 x 2
+# (ConvNeXt 4 x 3 alike); AVX-512's 12 x 2 and 14 x 2 10-20% slower than 16 x 1; 8 x 2 mixed
+# (ConvNeXt 1.11x the GFLOP/s, transformer 1.0-1.1x, MLP 64x512.512x512 0.93x), so not taken.
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((16, 1), (6, 2), (4, 2), (2, 2), (1, 1))
 
 

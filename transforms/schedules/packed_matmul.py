@@ -197,7 +197,8 @@ def build_blocks(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue, pre
     assert matmul is not None
     shape = result_shape(group)
     blocks = blocking_of(group)
-    tiles = (*shape[:-2], -(-shape[-2] // blocks.rows), -(-shape[-1] // blocks.columns))
+    rows, columns = block_rows(shape[-2], blocks), block_columns(shape[-1], blocks)
+    tiles = (*shape[:-2], -(-shape[-2] // rows), -(-shape[-1] // columns))
     root = group_root(group)
     panels = emitter.inputs[matmul.operands[1]] if prepacked else None
     return emitter.parallel_nest(tiles, lambda tile: Block(emitter, matmul, tile, blocks, panels).emit(root, out))
@@ -215,13 +216,12 @@ class Block:
         self.e, self.op, self.panels, self.blocks, self.tile = e, op, panels, blocks, blocks.tile
         self.shape = shape_of(op.res)
         self.batch = tile[:-2]
-        self.row0 = e.mul_const(tile[-2], blocks.rows)
-        self.col0 = e.mul_const(tile[-1], blocks.columns)
+        self.rows = block_rows(self.shape[-2], blocks)
+        self.columns = block_columns(self.shape[-1], blocks)
+        self.row0 = e.mul_const(tile[-2], self.rows)
+        self.col0 = e.mul_const(tile[-1], self.columns)
         self.depth = dot_depth(op)
         self.layout = RHS_LAYOUT[type(op)]
-        # blocks no larger than the result, rounded up to whole tiles
-        self.rows = min(blocks.rows, round_up(self.shape[-2], self.tile.rows))
-        self.columns = block_columns(self.shape[-1], blocks)
         # the block's first panel in a pre-packed rhs
         self.panel0 = None if panels is None else e.mul_const(tile[-1], self.columns // self.tile.columns)
         self.lhs_in_place = (
@@ -405,9 +405,23 @@ def rows_spread(k: int, rows: int) -> bool:
     return max(sets.count(s) for s in sets) <= L1_WAYS
 
 
+def balanced(extent: int, block: int, tile: int) -> int:
+    """The block of an axis of `extent` cut into as few blocks of at most `block` (whole
+    tiles of `tile`) as it needs, all of the same size: the extent shared out evenly and
+    rounded up to whole tiles, so that only the last tile overruns the edge, not most of a
+    block (128 rows in blocks of 126 computed 252; 192 columns in blocks of 128, 256)."""
+    count = -(-extent // block)
+    return round_up(-(-extent // count), tile)
+
+
+def block_rows(m: int, blocks: Blocking) -> int:
+    """The rows of a block of a result of `m` rows (`balanced`)."""
+    return balanced(m, blocks.rows, blocks.tile.rows)
+
+
 def block_columns(n: int, blocks: Blocking) -> int:
-    """The columns of a block of a result N wide: the blocking's, or N rounded up to whole tiles."""
-    return min(blocks.columns, round_up(n, blocks.tile.columns))
+    """The columns of a block of a result `n` wide (`balanced`)."""
+    return balanced(n, blocks.columns, blocks.tile.columns)
 
 
 # --- pre-packed weights -----------------------------------------------------------------------
