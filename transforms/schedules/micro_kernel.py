@@ -65,8 +65,6 @@ from xdsl.ir import SSAValue
 from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import Extent, Index, KernelBuilder
 
-LANES = 16  # (to go: the conv schedules still use it; the matmul ones ask `register_tile`)
-
 
 def vector_type(lanes: int) -> VectorType[Float32Type]:
     """`vector<lanes x f32>`: one vector register of the target (`Features.vector_floats`)."""
@@ -109,10 +107,10 @@ class Tile:
 TILE_SHAPES: tuple[tuple[int, int], ...] = ((16, 1), (6, 2), (4, 2), (2, 2), (1, 1))
 
 
-def registers_needed(rows: int, vectors: int, fma: bool) -> int:
+def registers_needed(rows: int, vectors: int, fma: bool, broadcasts: int = 1) -> int:
     """The vector registers of a step of a rows x vectors tile: its sums, the rhs vectors, the
-    broadcast, and (without FMA) the product before it is added."""
-    return rows * vectors + vectors + 1 + (0 if fma else 1)
+    `broadcasts` of lhs values live at once, and (without FMA) the product before it is added."""
+    return rows * vectors + vectors + broadcasts + (0 if fma else 1)
 
 
 def register_tile(features: Features) -> Tile:

@@ -201,18 +201,20 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     count = rows * math.ceil(out_w / lanes)  # the vectors of a work item, row-aligned
     aligned = row_aligned(out_w, padded_width, lanes) and count >= VECTORS
     vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v)) if aligned else VECTORS
-    tile = register_tile(features, vectors, min(CHANNELS, per_group))
+    tile = channel_tile(features, vectors, min(CHANNELS, per_group))
     return Plan(conv, padded_width, rows, rows + reach, aligned, tile)
 
 
-def register_tile(features: Features, vectors: int, most: int) -> mk.Tile:
-    """A register block of `vectors` vectors of the target's lanes x the most output channels,
-    up to `most`, whose sums, `vectors` loaded vectors and two broadcasts (gcc alternates two)
-    leave a vector register spare: 8 x 3 or 8 x 2 of AVX-512's 32; 3 x 3 or 5 x 2 of AVX2's
-    16, where 6 x 2 (16 of 16) kept a sum on the stack (winograd_conv, ResNet conv, AVX2:
-    212 -> 320 GFLOP/s as 5 x 2)."""
-    channels = (features.vector_registers - 1 - vectors - 2) // vectors
-    return mk.Tile(rows=max(1, min(most, channels)), vectors=vectors, lanes=features.vector_floats)
+def channel_tile(features: Features, vectors: int, most: int) -> mk.Tile:
+    """A convolution's register block: `vectors` vectors of the target's lanes x the most
+    output channels, up to `most`, whose step (`mk.registers_needed`, with two broadcasts:
+    gcc alternates two) leaves a vector register spare: 8 x 3 or 8 x 2 of AVX-512's 32; 3 x 3
+    or 5 x 2 of AVX2's 16, where 6 x 2 (16 of 16) kept a sum on the stack (winograd_conv,
+    ResNet conv, AVX2: 212 -> 320 GFLOP/s as 5 x 2)."""
+    channels = max(1, most)
+    while channels > 1 and mk.registers_needed(channels, vectors, features.fma, 2) >= features.vector_registers:
+        channels -= 1
+    return mk.Tile(rows=channels, vectors=vectors, lanes=features.vector_floats)
 
 
 def pack_floats(in_c: int, packed_rows: int, padded_width: int, pixels: int) -> int:

@@ -431,7 +431,7 @@ def plan_of_conv(group: relay.FusedOp, conv: relay.Conv2DOp | None) -> Plan | No
     work_groups = kind_of(group).work_groups
     if work_groups and work < OPENCL_MIN_WORK and (batch < 2 or batch * work >= OPENCL_BATCH_WORK):
         return None
-    tile = packed_conv.register_tile(features_of(group), VECTORS, CHANNELS)
+    tile = packed_conv.channel_tile(features_of(group), VECTORS, CHANNELS)
     return next((p for f in (F4, F2) if (p := plan_for(conv, f, tile, work_groups)) is not None), None)
 
 
