@@ -1,5 +1,5 @@
-// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
-// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
+// RUN: opt-tool %s -p 'plan-devices{targets="opencl -vector-width=16"},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
+// RUN: opt-tool %s -p 'plan-devices{targets="opencl -vector-width=16"},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
 
 // An opencl conv2d of stride 1 with enough work gets packed_conv, as on the cpu: the input
 // rows packed with their padding into a private array, then register blocks of 8 output

@@ -1,5 +1,5 @@
-// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
-// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
+// RUN: opt-tool %s -p 'plan-devices{targets="opencl -vector-width=16"},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
+// RUN: opt-tool %s -p 'plan-devices{targets="opencl -vector-width=16"},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
 
 // An opencl max_pool2d whose windows lie inside the input (7 rows and 9 columns, 2x2 windows
 // of stride 2: the last row and column are never read) gets the pool_windows schedule: a

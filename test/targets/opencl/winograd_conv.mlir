@@ -1,5 +1,5 @@
-// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
-// RUN: opt-tool %s -p 'plan-devices{targets=opencl},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
+// RUN: opt-tool %s -p 'plan-devices{targets="opencl -vector-width=16"},fuse-ops,convert-relay-to-loops' | filecheck %s --check-prefix=IR
+// RUN: opt-tool %s -p 'plan-devices{targets="opencl -vector-width=16"},fuse-ops,convert-relay-to-loops,dce,licm,cse,split-reductions' -t opencl | filecheck %s --check-prefix=CL
 
 // An opencl 3x3 conv2d of stride 1 with enough work per image gets winograd_conv, as on the
 // cpu: F(2x2, 3x3) here (12 x 12 tiles). One work item per image (too few tiles for two),

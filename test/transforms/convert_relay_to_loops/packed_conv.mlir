@@ -19,7 +19,7 @@
 // CHECK:             scf.for
 // CHECK:             arith.maximumf
 func.func @conv_bias_relu(%a: tensor<2x4x12x20xf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<8xf32>) -> tensor<2x8x12x20xf32> {
-  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<2x4x12x20xf32>, tensor<8x4x3x3xf32>, tensor<8xf32>) -> tensor<2x8x12x20xf32> {
+  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<2x4x12x20xf32>, tensor<8x4x3x3xf32>, tensor<8xf32>) -> tensor<2x8x12x20xf32> {
   ^bb0(%x: tensor<2x4x12x20xf32>, %y: tensor<8x4x3x3xf32>, %z: tensor<8xf32>):
     %1 = relay.nn.conv2d %x, %y {padding = array<i64: 1, 1, 1, 1>} : (tensor<2x4x12x20xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x12x20xf32>
     %2 = relay.nn.bias_add %1, %z : (tensor<2x8x12x20xf32>, tensor<8xf32>) -> tensor<2x8x12x20xf32>

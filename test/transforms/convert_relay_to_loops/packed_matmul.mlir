@@ -23,7 +23,7 @@
 // C:             float buf{{[0-9]+}}[8192];
 // C-COUNT-16:    = xr_fma_f32x16(
 func.func @dense_bias_tanh(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>, %b: tensor<512xf32>) -> tensor<64x512xf32> {
-  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_dense_bias_tanh", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<64x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<64x512xf32> {
+  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_dense_bias_tanh", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<64x784xf32>, tensor<512x784xf32>, tensor<512xf32>) -> tensor<64x512xf32> {
   ^bb0(%x: tensor<64x784xf32>, %y: tensor<512x784xf32>, %z: tensor<512xf32>):
     %1 = relay.nn.dense %x, %y : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32>
     %2 = relay.nn.bias_add %1, %z : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<64x512xf32>
@@ -50,7 +50,7 @@ func.func @dense_bias_tanh(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>, %b: 
 // C:             for (long {{.*}} < 4;
 // C:             xr_f32x16
 func.func @batch_matmul(%a: tensor<4x128x64xf32>, %b: tensor<4x128x64xf32>) -> tensor<4x128x128xf32> {
-  %0 = relay.fused(%a, %b) {kernel_name = "fused_batch_matmul", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<4x128x64xf32>, tensor<4x128x64xf32>) -> tensor<4x128x128xf32> {
+  %0 = relay.fused(%a, %b) {kernel_name = "fused_batch_matmul", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<4x128x64xf32>, tensor<4x128x64xf32>) -> tensor<4x128x128xf32> {
   ^bb0(%x: tensor<4x128x64xf32>, %y: tensor<4x128x64xf32>):
     %1 = relay.nn.batch_matmul %x, %y : (tensor<4x128x64xf32>, tensor<4x128x64xf32>) -> tensor<4x128x128xf32>
     relay.yield %1 : tensor<4x128x128xf32>
@@ -65,7 +65,7 @@ func.func @batch_matmul(%a: tensor<4x128x64xf32>, %b: tensor<4x128x64xf32>) -> t
 // CHECK-LABEL: func.func @opencl_dense
 // CHECK:       func.func @fused_opencl_dense({{.*}}) attributes {relay.se_scope = {{.*}}, relay.schedule = "packed_matmul_opencl", relay.work_group_per_item}
 func.func @opencl_dense(%a: tensor<64x784xf32>, %w: tensor<512x784xf32>) -> tensor<64x512xf32> {
-  %0 = relay.fused(%a, %w) {kernel_name = "fused_opencl_dense", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl", memory = "global">} : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32> {
+  %0 = relay.fused(%a, %w) {kernel_name = "fused_opencl_dense", se_scope = #relay.se_scope<device = opencl, id = 0, target = "opencl -vector-width=16", memory = "global">} : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32> {
   ^bb0(%x: tensor<64x784xf32>, %y: tensor<512x784xf32>):
     %1 = relay.nn.dense %x, %y : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32>
     relay.yield %1 : tensor<64x512xf32>

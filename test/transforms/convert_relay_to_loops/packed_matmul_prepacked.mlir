@@ -31,8 +31,8 @@
 // C:                 __builtin_prefetch((const void *)((__UINTPTR_TYPE__)in1 + sizeof *in1 * (
 // C-COUNT-16:    = xr_fma_f32x16(
 func.func @dense_bias(%a: tensor<32x72xf32>, %b: tensor<80xf32>) -> tensor<32x80xf32> {
-  %w = relay.constant {value = dense<0.5> : tensor<80x72xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : tensor<80x72xf32>
-  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_dense_bias", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<32x72xf32>, tensor<80x72xf32>, tensor<80xf32>) -> tensor<32x80xf32> {
+  %w = relay.constant {value = dense<0.5> : tensor<80x72xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : tensor<80x72xf32>
+  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_dense_bias", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<32x72xf32>, tensor<80x72xf32>, tensor<80xf32>) -> tensor<32x80xf32> {
   ^bb0(%x: tensor<32x72xf32>, %y: tensor<80x72xf32>, %z: tensor<80xf32>):
     %1 = relay.nn.dense %x, %y : (tensor<32x72xf32>, tensor<80x72xf32>) -> tensor<32x80xf32>
     %2 = relay.nn.bias_add %1, %z : (tensor<32x80xf32>, tensor<80xf32>) -> tensor<32x80xf32>
@@ -53,13 +53,13 @@ func.func @dense_bias(%a: tensor<32x72xf32>, %b: tensor<80xf32>) -> tensor<32x80
 // CHECK:         relay.launch @fused_tanh(%[[W]])
 // CHECK:       func.func @fused_dense({{.*}}) attributes {{{.*}}relay.schedule = "packed_matmul_prepacked"}
 func.func @shared(%a: tensor<32x72xf32>) -> (tensor<32x80xf32>, tensor<80x72xf32>) {
-  %w = relay.constant {value = dense<0.5> : tensor<80x72xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : tensor<80x72xf32>
-  %0 = relay.fused(%a, %w) {kernel_name = "fused_dense", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<32x72xf32>, tensor<80x72xf32>) -> tensor<32x80xf32> {
+  %w = relay.constant {value = dense<0.5> : tensor<80x72xf32>, se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : tensor<80x72xf32>
+  %0 = relay.fused(%a, %w) {kernel_name = "fused_dense", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<32x72xf32>, tensor<80x72xf32>) -> tensor<32x80xf32> {
   ^bb0(%x: tensor<32x72xf32>, %y: tensor<80x72xf32>):
     %1 = relay.nn.dense %x, %y : (tensor<32x72xf32>, tensor<80x72xf32>) -> tensor<32x80xf32>
     relay.yield %1 : tensor<32x80xf32>
   }
-  %2 = relay.fused(%w) {kernel_name = "fused_tanh", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<80x72xf32>) -> tensor<80x72xf32> {
+  %2 = relay.fused(%w) {kernel_name = "fused_tanh", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<80x72xf32>) -> tensor<80x72xf32> {
   ^bb0(%y: tensor<80x72xf32>):
     %3 = relay.tanh %y : tensor<80x72xf32>
     relay.yield %3 : tensor<80x72xf32>

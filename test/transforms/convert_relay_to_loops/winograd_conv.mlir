@@ -29,7 +29,7 @@
 // CHECK:             scf.for
 // CHECK:             arith.maximumf
 func.func @conv_bias_relu(%a: tensor<1x16x12x12xf32>, %w: tensor<16x16x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x16x12x12xf32> {
-  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<1x16x12x12xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x12x12xf32> {
+  %0 = relay.fused(%a, %w, %b) {kernel_name = "fused_nn_conv2d_nn_bias_add_nn_relu", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<1x16x12x12xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x12x12xf32> {
   ^bb0(%x: tensor<1x16x12x12xf32>, %y: tensor<16x16x3x3xf32>, %z: tensor<16xf32>):
     %1 = relay.nn.conv2d %x, %y {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x16x12x12xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x12x12xf32>
     %2 = relay.nn.bias_add %1, %z : (tensor<1x16x12x12xf32>, tensor<16xf32>) -> tensor<1x16x12x12xf32>
@@ -56,7 +56,7 @@ func.func @conv_bias_relu(%a: tensor<1x16x12x12xf32>, %w: tensor<16x16x3x3xf32>,
 // CHECK:           vector.fma {{.*}} : vector<16xf32>
 // CHECK:           scf.if
 func.func @conv_f4(%a: tensor<1x16x32x32xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x32x32xf32> {
-  %0 = relay.fused(%a, %w) {kernel_name = "fused_nn_conv2d", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} : (tensor<1x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x32x32xf32> {
+  %0 = relay.fused(%a, %w) {kernel_name = "fused_nn_conv2d", se_scope = #relay.se_scope<device = cpu, id = 0, target = "c -march=x86-64-v4", memory = "global">} : (tensor<1x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x32x32xf32> {
   ^bb0(%x: tensor<1x16x32x32xf32>, %y: tensor<16x16x3x3xf32>):
     %1 = relay.nn.conv2d %x, %y {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x32x32xf32>
     relay.yield %1 : tensor<1x16x32x32xf32>
