@@ -49,7 +49,7 @@ from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
 from xrelay.runtime.c_library import check_num_threads, default_num_threads
 from xrelay.runtime.device import DeviceTable
-from xrelay.runtime.device_kinds import device_kind, generating_kinds, kind_of_language
+from xrelay.runtime.device_kinds import device_kind, generating_kinds, language_name
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
@@ -99,8 +99,8 @@ def build(
     `num_threads` is how many threads each C kernel's outer loops may use (default: every
     core, or `XRELAY_NUM_THREADS` from the environment). It is recorded in the cpu entries of
     the graph's `devices` list, so a saved executable keeps it, as it keeps each entry's
-    `features`: what the machine its target builds for can do (`xrelay.runtime.machine`). `progress=True` (or the
-    environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
+    `features`: what the machine its target builds for can do (`xrelay.runtime.machine`).
+    `progress=True` (or the environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
     passes, the kernels emitted, and their build on the devices."""
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
@@ -136,11 +136,6 @@ class Progress:
 def _by_language(kernels: Sequence[KernelSource]) -> str:
     counts = Counter(language_name(k.language) for k in kernels)
     return ", ".join(f"{n} {language}" for language, n in sorted(counts.items())) or "none"
-
-
-def language_name(language: str) -> str:
-    kind = kind_of_language(language)
-    return kind.language_name if kind is not None else language
 
 
 def record_threads(graph: dict[str, Any], num_threads: int | None) -> None:

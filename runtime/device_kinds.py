@@ -121,6 +121,12 @@ def kind_of_language(language: str) -> DeviceKind | None:
     return _BY_LANGUAGE.get(language)
 
 
+def language_name(language: str) -> str:
+    """A kernel language as people name it ("C", "OpenCL C"); unknown ones as they are."""
+    kind = kind_of_language(language)
+    return kind.language_name if kind is not None else language
+
+
 def generating_kinds() -> tuple[DeviceKind, ...]:
     """The device kinds xrelay prints kernels for."""
     return tuple(kind for kind in DEVICE_KINDS if kind.generates_kernels)

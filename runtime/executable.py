@@ -35,7 +35,7 @@ from xrelay.runtime import artifact
 from xrelay.runtime.artifact import Artifact, SavedLibrary
 from xrelay.runtime.c_library import c_compiler_version, cpu_flags, machine
 from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices
-from xrelay.runtime.device_kinds import device_kind, kind_of_language
+from xrelay.runtime.device_kinds import device_kind, language_name
 from xrelay.runtime.executor import COPY, GraphExecutor
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import Features, isa_of_flags, missing_extensions
@@ -146,8 +146,8 @@ class Executable:
             kind = device_kind(entry["kind"])
             example = kind.default_spec(0) if kind is not None else entry["kind"]
             raise DeviceError(
-                f"scope {entry['kind']}:{entry['id']}'s kernels are {_language_name(wrong[0].language)} "
-                f"and cannot run on device {device.name}, which runs {_language_name(device.language or '')} "
+                f"scope {entry['kind']}:{entry['id']}'s kernels are {language_name(wrong[0].language)} "
+                f"and cannot run on device {device.name}, which runs {language_name(device.language or '')} "
                 f"kernels; map the scope to a device of its kind, e.g. {example!r}"
             )
 
@@ -204,11 +204,6 @@ class Executable:
             if k.library is not None
         }
         artifact.save(path, Artifact(self.graph, self.params, self.kernels, libraries))
-
-
-def _language_name(language: str) -> str:
-    kind = kind_of_language(language)
-    return kind.language_name if kind is not None else language
 
 
 def _results(outputs: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
