@@ -12,8 +12,8 @@ from xrelay import driver
 from xrelay.diagnostics import ConfigError
 from xrelay.errors import DeviceError
 from xrelay.ir import parse
-from xrelay.runtime import artifact, device, executable, kernels, machine
-from xrelay.runtime.device_kinds import DEVICE_KINDS, device_kind, generating_kinds, kind_of_language
+from xrelay.runtime import artifact, device, kernels, machine
+from xrelay.runtime.device_kinds import DEVICE_KINDS, device_kind, generating_kinds, kind_of_language, language_name
 from xrelay.targets import kernels as target_kernels
 from xrelay.targets.c import CEmitter
 from xrelay.targets.opencl import OpenCLEmitter
@@ -81,7 +81,7 @@ def test_runtime_lookups_come_from_the_rows() -> None:
     with pytest.raises(DeviceError, match="expected kind\\[:index\\] with kind one of cpu, opencl, numpy"):
         device.parse_spec("cuda:0")
     assert type(device.open_device("numpy")).__name__ == "NumpyDevice"
-    assert executable._language_name("opencl") == "OpenCL C"
+    assert (language_name("opencl"), language_name("c"), language_name("wgsl")) == ("OpenCL C", "C", "wgsl")
     language = kind_of_language("c")
     assert language is not None and language.name == "cpu"
 
