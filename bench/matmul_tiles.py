@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import round_orders
+from timing import interleaved_times
 
 import xrelay
 from xrelay.runtime.c_library import C_BASE_FLAGS, c_flags
@@ -139,21 +138,6 @@ def stack_fmas(kernel_dir: Path, target: str) -> tuple[int, int]:
         total += len(fmas)
         spilled += sum("(%rsp)" in line for line in fmas)
     return spilled, total
-
-
-def interleaved_times(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Each of `fns`' wall times in `rounds` rounds calling every one once, in shuffled orders
-    (timing.round_orders), after one untimed call each. The machine is shared: the probe's
-    best round is its peak, and each kernel's best round is set against it."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for order in round_orders(list(fns), rounds):
-        for name in order:
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def time_cases(dirs: dict[str, Path], rounds: int) -> None:

@@ -32,10 +32,13 @@ def round_orders(names: Sequence[str], rounds: int) -> Iterator[list[str]]:
         yield order
 
 
-def interleaved_medians(fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True) -> dict[str, float]:
-    """The median wall time of each of `fns`, measured in `rounds` rounds that call every one
-    of them once, in a shuffled order (`round_orders`). A slow spell of a shared machine then
-    falls on all of them alike, so their ratios hold even when the absolute times swing."""
+def interleaved_times(
+    fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True
+) -> dict[str, list[float]]:
+    """Each of `fns`' wall times in `rounds` rounds that call every one of them once, in a
+    shuffled order (`round_orders`), after one untimed call each (with `warmup`). A slow
+    spell of a shared machine then falls on all of them alike, so their ratios hold even when
+    the absolute times swing."""
     if warmup:
         for fn in fns.values():
             fn()
@@ -45,4 +48,9 @@ def interleaved_medians(fns: Mapping[str, Callable[[], object]], rounds: int, wa
             start = time.perf_counter()
             fns[name]()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(samples) for name, samples in times.items()}
+    return times
+
+
+def interleaved_medians(fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True) -> dict[str, float]:
+    """The median of each of `fns`' `interleaved_times`."""
+    return {name: statistics.median(samples) for name, samples in interleaved_times(fns, rounds, warmup).items()}
