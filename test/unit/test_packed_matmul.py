@@ -8,6 +8,8 @@ matmul's and batch_matmul's rhs, NaN and inf in the weight, save and load, and A
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,9 @@ from xdsl.ir import Operation
 import xrelay
 from xrelay.dialects import cpu, relay
 from xrelay.driver import bind_params, lower
+from xrelay.runtime.c_library import C_BASE_FLAGS, c_flags
 from xrelay.runtime.machine import target_features
+from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms.schedules import micro_kernel, packed_matmul
 
 SCHEDULE_ATTR = "relay.schedule"
@@ -514,6 +518,32 @@ def test_packing_per_work_item_has_no_prefetch_and_k_blocks_of_depth() -> None:
     allocas = [list(op.memref.type.get_shape()) for op in ops if isinstance(op, memref.AllocaOp)]
     assert allocas == [[64, 128], [8, 256, 16]]
     assert not any(isinstance(op, cpu.PrefetchOp) for op in ops)
+
+
+def test_rows_read_in_place_are_one_pointer_and_constant_offsets(tmp_path: Path) -> None:
+    """AVX-512's 16 x 1 tile (the target pinned) reads its 16 rows of the lhs where they lie
+    as `in0[row * 784 + k + r * 784]`: one variable part and a constant per row r
+    (targets/c_style.split_constant), which gcc addresses from one pointer with a constant
+    displacement per row, each FMA's broadcast from memory; printed `(row + r) * 784`, the
+    rows took a register each, and gcc spilled four and subtracted them from the k pointer
+    every step (4 FMAs of 16 on a `(%reg,%reg,4)` operand)."""
+    target = "c -march=x86-64-v4"
+    text = dense(64, 784, 512, "bias")
+    module = lowered_with_params(text, {"w": random_inputs(text, 7)["w"]}, target)
+    (source,) = [s.source for s in kernel_sources(module)]
+    reads = re.findall(r"= in0\[(\w+) \* 784 \+ (\w+)(?: \+ (\d+))?\];", source)
+    assert len({(row, k) for row, k, _ in reads}) == 1
+    assert sorted(int(offset or 0) for _, _, offset in reads) == [784 * r for r in range(16)]
+    path = tmp_path / "kernel.c"
+    path.write_text(source)
+    flags = [f for f in C_BASE_FLAGS if f not in ("-shared", "-fPIC")]
+    asm = subprocess.run(
+        ["gcc", *flags, *c_flags(target), "-S", "-o", "-", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    fmas = re.findall(r"vfmadd\d+ps\s+(-?\d*)\((%\w+)\)\{1to16\}", asm)
+    displacements = sorted(int(d or 0) for d, _ in fmas)
+    assert len(fmas) == 16 and len({base for _, base in fmas}) == 1
+    assert [d - displacements[0] for d in displacements] == [784 * 4 * r for r in range(16)]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

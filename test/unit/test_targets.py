@@ -228,6 +228,44 @@ func.func @k_unused(%in0: memref<4xf32>, %in1: memref<4xf32>, %out0: memref<4xf3
 }"""
 
 
+OFFSET_ROWS = """
+func.func @k_rows(%in0: memref<4x8xf32>, %out0: memref<3x8xf32>) attributes {relay.se_scope = SCOPE} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  "scf.parallel"(%c0, %c0, %c3, %c8, %c1, %c1) <{operandSegmentSizes = array<i32: 2, 2, 2, 0>}> ({
+  ^bb0(%i: index, %j: index):
+    %below = arith.addi %i, %c1 : index
+    %x = memref.load %in0[%i, %j] : memref<4x8xf32>
+    %y = memref.load %in0[%below, %j] : memref<4x8xf32>
+    %s = arith.addf %x, %y : f32
+    %last = arith.addi %c1, %j : index
+    %edge = arith.cmpi eq, %last, %c8 : index
+    %z = arith.select %edge, %x, %s : f32
+    memref.store %z, %out0[%i, %j] : memref<3x8xf32>
+    scf.reduce
+  }) : (index, index, index, index, index, index) -> ()
+  func.return
+}"""
+
+
+@pytest.mark.parametrize("language", ["c", "opencl"])
+def test_an_index_plus_a_constant_is_a_constant_offset(language: str) -> None:
+    """An index `x + c` is printed `x * stride + c * stride` (gcc then addresses rows r of a
+    micro-kernel's tile from one pointer), and not declared where only indices read it; one
+    read elsewhere too is declared as before. The kernel still computes in0[i] + in0[i + 1]."""
+    module = xrelay.parse(OFFSET_ROWS.replace("SCOPE", SCOPES[language]))
+    (source,) = kernel_sources(module)
+    i, j = re.search(r"float \w+ = in0\[(\w+) \* 8 \+ (\w+)\];", source.source).groups()  # type: ignore[union-attr]
+    assert f"in0[{i} * 8 + {j} + 8]" in source.source
+    assert re.search(rf"long \w+ = {i} \+ 1;", source.source) is None
+    assert re.search(rf"long \w+ = 1 \+ {j};", source.source)
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    got = Runner([source]).run("k_rows", [x], (3, 8))
+    np.testing.assert_array_equal(got, np.where(np.arange(8) == 7, x[:3], x[:3] + x[1:]))
+
+
 def test_dead_values_are_printed_until_dce_removes_them() -> None:
     """The emitter prints what it is given; dead values are dce's (the pipeline runs it)."""
     module = xrelay.parse(UNUSED_VALUES.replace("SCOPE", SCOPES["c"]))

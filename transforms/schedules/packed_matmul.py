@@ -112,6 +112,9 @@ LINE_FLOATS = 16
 # onnxruntime (30 rounds, three runs, load 6): the MLP 784-512-512-10 0.80-0.81x the time
 # (k-blocks of 256 with the rows in place: 0.83x in an earlier run), the transformer block
 # 0.90-0.92x; alone, dense 64x784.512x784 0.90x, 64x512.512x512 0.96x, 128x256.1024x256 0.94x.
+# Again with the in-place rows addressed from one pointer (constant offsets, targets/c_style
+# split_constant), AVX-512, MAX_DEPTH 256 against 1024 (30 interleaved rounds, load 0.5):
+# median GFLOP/s 64x784.512x784 0.89x, 64x512.512x512 0.91x, the others 0.99-1.00x.
 MAX_DEPTH = 1024
 SCRATCH_MAX_BYTES = 320 << 10
 # A pre-packed rhs is one stream, panel after panel (`pack_weight`), which a work item reads

@@ -14,7 +14,7 @@
 // IR:       func.func @fused_nn_max_pool2d_nn_relu_1({{.*}}) attributes {{{.*}}relay.schedule = "elementwise"}
 
 // C-LABEL: void fused_nn_max_pool2d_nn_relu(
-// C:         long [[ROW1:v[0-9]+]] = {{v[0-9]+}} + 1;
+// C:         long {{v[0-9]+}} = {{i[0-9]+}} * 2;
 // C-NEXT:    for (long [[CHUNK:i[0-9]+]] = 0; [[CHUNK]] < 2; [[CHUNK]]++) {
 // C-NEXT:      long [[FIRST8:v[0-9]+]] = [[CHUNK]] * 8;
 // C-NEXT:      int [[BEFORE:v[0-9]+]] = [[FIRST8]] < 1;
@@ -22,11 +22,10 @@
 // C-NEXT:      for (long [[LANE:i[0-9]+]] = 0; [[LANE]] < 8; [[LANE]]++) {
 // C-NEXT:        long [[OW:v[0-9]+]] = [[FIRST]] + [[LANE]];
 // C-NEXT:        long [[COL:v[0-9]+]] = [[OW]] * 2;
-// C-NEXT:        float [[T00:v[0-9]+]] = in0[{{.*}} + [[COL]]];
-// C-NEXT:        long [[COL1:v[0-9]+]] = [[COL]] + 1;
-// C-NEXT:        float [[T01:v[0-9]+]] = in0[{{.*}} + [[COL1]]];
-// C-NEXT:        float [[T10:v[0-9]+]] = in0[{{.*}} + [[ROW1]] * 19 + [[COL]]];
-// C-NEXT:        float [[T11:v[0-9]+]] = in0[{{.*}} + [[ROW1]] * 19 + [[COL1]]];
+// C-NEXT:        float [[T00:v[0-9]+]] = in0[[[WINDOW:.*]] + [[COL]]];
+// C-NEXT:        float [[T01:v[0-9]+]] = in0[[[WINDOW]] + [[COL]] + 1];
+// C-NEXT:        float [[T10:v[0-9]+]] = in0[[[WINDOW]] + [[COL]] + 19];
+// C-NEXT:        float [[T11:v[0-9]+]] = in0[[[WINDOW]] + [[COL]] + 20];
 // C-NEXT:        float [[M0:v[0-9]+]] = [[T00]] != [[T00]] ? [[T00]] : ([[T00]] > [[T01]] ? [[T00]] : [[T01]]);
 // C-NEXT:        float [[M1:v[0-9]+]] = [[T10]] != [[T10]] ? [[T10]] : ([[T10]] > [[T11]] ? [[T10]] : [[T11]]);
 // C-NEXT:        float [[M:v[0-9]+]] = [[M0]] != [[M0]] ? [[M0]] : ([[M0]] > [[M1]] ? [[M0]] : [[M1]]);

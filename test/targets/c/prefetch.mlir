@@ -5,7 +5,8 @@
 
 // cpu.prefetch (packed_matmul's prefetch of a pre-packed panel, a fixed distance ahead): C
 // prints gcc's __builtin_prefetch of the element's address, OpenCL drops the hint. It has
-// no result but is neither dead nor loop-invariant code to the cleanup passes.
+// no result but is neither dead nor loop-invariant code to the cleanup passes. Its row, the
+// loop's plus a constant, is printed as the loop's row and a constant offset (i * 8 + 14).
 
 func.func @k_prefetch(%in0: memref<4x8xf32>, %out0: memref<4xf32>) attributes {relay.se_scope = #relay.se_scope<device = cpu, id = 0, target = "c", memory = "global">} {
   %c0 = arith.constant 0 : index
@@ -38,8 +39,7 @@ func.func @k_prefetch_cl(%in0: memref<4x8xf32>, %out0: memref<4xf32>) attributes
 
 // C-LABEL: void k_prefetch(
 // C: for (long [[I:i_[0-9]+]] = 0; [[I]] < 4; [[I]]++) {
-// C-NEXT: long [[J:j_[0-9]+]] = [[I]] + 1;
-// C-NEXT: __builtin_prefetch((const void *)((__UINTPTR_TYPE__)in0 + sizeof *in0 * ([[J]] * 8 + 6)));
+// C-NEXT: __builtin_prefetch((const void *)((__UINTPTR_TYPE__)in0 + sizeof *in0 * ([[I]] * 8 + 14)));
 // C-NEXT: float [[X:x_[0-9]+]] = in0[[[I]] * 8];
 // C-NEXT: out0[[[I]]] = [[X]];
 // C-NOT: k_prefetch_cl

@@ -15,11 +15,10 @@
 // CL:         if (gid2 >= 2) return;
 // CL:         for (long [[OW:i[0-9]+]] = 0; [[OW]] < 4; [[OW]]++) {
 // CL-NEXT:      long [[COL:v[0-9]+]] = [[OW]] * 2;
-// CL-NEXT:      float [[T00:v[0-9]+]] = in0[{{.*}} + [[COL]]];
-// CL-NEXT:      long [[COL1:v[0-9]+]] = [[COL]] + 1;
-// CL-NEXT:      float [[T01:v[0-9]+]] = in0[{{.*}} + [[COL1]]];
-// CL-NEXT:      float [[T10:v[0-9]+]] = in0[{{.*}} + [[COL]]];
-// CL-NEXT:      float [[T11:v[0-9]+]] = in0[{{.*}} + [[COL1]]];
+// CL-NEXT:      float [[T00:v[0-9]+]] = in0[[[WINDOW:.*]] + [[COL]]];
+// CL-NEXT:      float [[T01:v[0-9]+]] = in0[[[WINDOW]] + [[COL]] + 1];
+// CL-NEXT:      float [[T10:v[0-9]+]] = in0[[[WINDOW]] + [[COL]] + 9];
+// CL-NEXT:      float [[T11:v[0-9]+]] = in0[[[WINDOW]] + [[COL]] + 10];
 // CL-NEXT:      float [[M0:v[0-9]+]] = (([[T00]] > [[T01]]) | ([[T00]] != [[T00]])) ? [[T00]] : [[T01]];
 // CL-NEXT:      float [[M1:v[0-9]+]] = (([[M0]] > [[T10]]) | ([[M0]] != [[M0]])) ? [[M0]] : [[T10]];
 // CL-NEXT:      float [[M2:v[0-9]+]] = (([[M1]] > [[T11]]) | ([[M1]] != [[M1]])) ? [[M1]] : [[T11]];

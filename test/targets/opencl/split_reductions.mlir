@@ -31,10 +31,8 @@ func.func @sum_with_remainder(%in0: memref<40xf32>, %out0: memref<1xf32>) attrib
 // CHECK-NEXT:  float16 [[ACC:sum_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 1; [[J]] < 33; [[J]] += 32) {
 // CHECK-NEXT:    float [[X0:x_[0-9]+]] = in0[[[J]]];
-// CHECK-NEXT:    long [[J1:j_[0-9]+]] = [[J]] + 2;
-// CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J1]]];
-// CHECK:         long [[J15:j_[0-9]+]] = [[J]] + 30;
-// CHECK-NEXT:    float [[X15:x_[0-9]+]] = in0[[[J15]]];
+// CHECK-NEXT:    float [[X1:x_[0-9]+]] = in0[[[J]] + 2];
+// CHECK:         float [[X15:x_[0-9]+]] = in0[[[J]] + 30];
 // CHECK-NEXT:    float16 [[LANES:v[0-9]+]] = (float16)([[X0]], [[X1]], {{.*}}, [[X15]]);
 // CHECK-NEXT:    float16 [[NEXT:v[0-9]+]] = [[ACC]] + [[LANES]];
 // CHECK-NEXT:    [[ACC]] = [[NEXT]];
@@ -88,10 +86,10 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 // CHECK-NEXT:    float [[P0:p_[0-9]+]] = [[X0]] * [[Y0]];
 // CHECK:         float16 [[L0:v[0-9]+]] = (float16)([[P0]], {{.*}});
 // CHECK-NEXT:    float16 [[N0:v[0-9]+]] = [[A0]] + [[L0]];
-// CHECK-NEXT:    long {{j_[0-9]+}} = [[J]] + 16;
+// CHECK-NEXT:    float {{x_[0-9]+}} = in0[[[J]] + 16];
 // CHECK:         float16 [[N1:v[0-9]+]] = [[A1]] + {{v[0-9]+}};
 // CHECK:         float16 [[N2:v[0-9]+]] = [[A2]] + {{v[0-9]+}};
-// CHECK:         long {{j_[0-9]+}} = [[J]] + 63;
+// CHECK:         float {{y_[0-9]+}} = in1[[[J]] + 63];
 // CHECK:         float16 [[N3:v[0-9]+]] = [[A3]] + {{v[0-9]+}};
 // CHECK-NEXT:    [[A0]] = [[N0]];
 // CHECK-NEXT:    [[A1]] = [[N1]];
@@ -100,7 +98,7 @@ func.func @sum_of_products(%in0: memref<276xf32>, %in1: memref<276xf32>, %out0: 
 // CHECK-NEXT:  }
 // CHECK-NEXT:  float16 [[B0:sum_lanes_[0-9]+]] = [[A0]];
 // CHECK-NEXT:  for (long [[K:j_[0-9]+]] = 256; [[K]] < 272; [[K]] += 16) {
-// CHECK:         long {{j_[0-9]+}} = [[K]] + 15;
+// CHECK:         float {{y_[0-9]+}} = in1[[[K]] + 15];
 // CHECK:         [[B0]] = {{v[0-9]+}};
 // CHECK-NEXT:  }
 // CHECK-NEXT:  float16 [[F01:v[0-9]+]] = [[B0]] + [[A1]];
@@ -136,7 +134,7 @@ func.func @max_without_remainder(%in0: memref<32xf32>, %out0: memref<1xf32>) att
 // CHECK:       float16 [[START:max_lanes_[0-9]+]] = (float16)((-INFINITY));
 // CHECK-NEXT:  float16 [[M:max_lanes_[0-9]+]] = [[START]];
 // CHECK-NEXT:  for (long [[J:j_[0-9]+]] = 0; [[J]] < 32; [[J]] += 16) {
-// CHECK:         long {{j_[0-9]+}} = [[J]] + 15;
+// CHECK:         float {{x_[0-9]+}} = in0[[[J]] + 15];
 // CHECK:         float16 [[L:v[0-9]+]] = (float16)({{.*}});
 // CHECK-NEXT:    float16 [[N:v[0-9]+]] = (([[M]] > [[L]]) | ([[M]] != [[M]])) ? [[M]] : [[L]];
 // CHECK-NEXT:    [[M]] = [[N]];
