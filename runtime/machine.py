@@ -11,8 +11,9 @@ flags (the kernels are built with them after `-march=native`): gcc's predefined 
 (`__AVX512F__`, `__AVX2__`, `__FMA__`, ...) give the vector width in floats, the number of
 vector registers and whether there is a fused multiply-add; the caches and cores are the
 host's, from the OS. For an OpenCL target they are the device's own: its preferred float
-vector width, compute units and local memory (the registers of a CPU device are the host's;
-PoCL compiles for the host). Without an OpenCL platform the description is the host's, as
+vector width, compute units and local memory (a CPU device's registers are those of the
+x86-64 level of its preferred width: PoCL compiles for the processor with its own LLVM, not
+for gcc's flags). Without an OpenCL platform the description is the host's, as
 PoCL would report it. An OpenCL target string may fix the vector width its kernels use,
 `-vector-width=N` (so that a test's or a lit check's kernels do not depend on the host).
 
@@ -85,10 +86,13 @@ def host_target_features(target: str) -> Features:
 
 
 def opencl_target_features(target: str) -> Features:
-    """The OpenCL device's own features, with the vector width the target string may fix."""
+    """The OpenCL device's own features, with the vector width the target string may fix
+    (and the registers of that width, as a CPU device's are)."""
     device = opencl_features()
     width = vector_width_option(shlex.split(target)[1:])
-    return device if width is None else replace(device, vector_floats=width)
+    if width is None:
+        return device
+    return replace(device, vector_floats=width, vector_registers=registers_of_width(width, device.vector_registers))
 
 
 def vector_width_option(options: list[str]) -> int | None:
@@ -176,6 +180,14 @@ def instruction_set(macros: frozenset[str]) -> tuple[str, int, int]:
     return platform.machine() or "unknown", 1, 16
 
 
+def registers_of_width(floats: int, default: int) -> int:
+    """The vector registers of the x86-64 level whose vectors hold `floats` floats (32 with
+    AVX-512's 16, else 16), or `default` for a width no level has. A CPU OpenCL device
+    (PoCL) compiles for its own idea of the processor with its own LLVM, not for gcc's flags,
+    and tells only its preferred width: its registers are those of that width's level."""
+    return next((level.vector_registers for level in ISA_LEVELS if level.vector_floats == floats), default)
+
+
 def isa_of_flags(flags: frozenset[str]) -> str | None:
     """The x86-64 level of a processor with these /proc/cpuinfo `flags` (None: none of them)."""
     return next((level.name for level in ISA_LEVELS if level.extensions <= flags), None)
@@ -236,11 +248,12 @@ def opencl_features() -> Features:
     except Exception:
         return replace(host, name=f"no OpenCL platform: the host, {host.name}", isa="opencl")
     cpu_device = bool(device.type & cl.device_type.CPU)
+    floats = max(1, device.preferred_vector_width_float)
     return Features(
         name=device.name,
         isa="opencl",
-        vector_floats=max(1, device.preferred_vector_width_float),
-        vector_registers=host.vector_registers if cpu_device else 64,
+        vector_floats=floats,
+        vector_registers=registers_of_width(floats, host.vector_registers) if cpu_device else 64,
         fma=bool(device.single_fp_config & cl.device_fp_config.FMA),
         l1d=host.l1d if cpu_device else 0,
         l2=host.l2 if cpu_device else 0,

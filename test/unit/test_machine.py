@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import xrelay
 from xrelay.runtime import machine
 from xrelay.runtime.device_kinds import (
     DEVICE_KINDS,
@@ -204,6 +205,22 @@ def test_opencl_device_features_come_from_the_device() -> None:
     assert f.vector_floats == max(1, device.preferred_vector_width_float)
     assert f.cores == device.max_compute_units
     assert f.local_memory == device.local_mem_size
+    if device.type & cl.device_type.CPU:  # PoCL: the registers of its width's x86-64 level
+        assert f.vector_registers == {16: 32, 8: 16, 4: 16}.get(f.vector_floats, f.vector_registers)
+
+
+@pytest.mark.parametrize("width, registers", [(16, 32), (8, 16), (4, 16)])
+def test_an_opencl_target_may_fix_its_vector_width(width: int, registers: int) -> None:
+    """`opencl -vector-width=N`: kernels of N-float vectors, whatever the device prefers, and
+    (on a CPU device such as PoCL) the registers of the x86-64 level of that width."""
+    f = target_features(f"opencl -vector-width={width}")
+    assert f.vector_floats == width
+    assert f.vector_registers == registers or f.vector_registers == 64  # 64: a GPU's, kept
+
+
+def test_a_bad_vector_width_is_an_error() -> None:
+    with pytest.raises(xrelay.Error, match="-vector-width takes 1, 2, 4, 8 or 16 floats"):
+        target_features("opencl -vector-width=12")
 
 
 # --- device_kinds -------------------------------------------------------------------------
