@@ -5,6 +5,8 @@ host can run.
     def test_kernel(target: str) -> None:
         exe = xrelay.build(text, targets=(target,))   # "c -march=x86-64-v2" / "-v3" / "c"
 
+    plan = winograd_conv.plan_of(group_of(text, (PLANNED,)))  # the numbers of an AVX-512 machine
+
 x86-64-v2 is SSE4.2 (4 floats per vector, no FMA), x86-64-v3 AVX2 with FMA (8 floats, 16
 registers), and plain "c" the host as `gcc -march=native` builds for it. A level is skipped
 where the CPU lacks one of its instructions (decided from /proc/cpuinfo's flags), since its
@@ -21,6 +23,11 @@ from typing import Any
 import pytest
 
 ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
+
+# The machine whose numbers the plan tests state (tiles, blocks, which schedule is taken):
+# AVX-512, 16 floats x 32 registers, whatever the host. Kernels planned for it are only
+# planned or printed there, never run (a host without AVX-512 could not run them).
+PLANNED = "c -march=x86-64-v4"
 
 # The /proc/cpuinfo flags each level needs (Linux's names: lzcnt is "abm"), after the
 # x86-64 psABI's level definitions.

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from isa_levels import PLANNED, isa_params
 from test_c_library import run_programs_under_asan
-from test_packed_conv import ISA_TARGETS, check_everywhere, check_isa_level, inputs, terms_of
+from test_packed_conv import check_everywhere, check_isa_level, inputs, terms_of
 from test_packed_conv import conv_program as packed_conv_program
 from test_winograd_conv import after_pool_program, check, group_of
 from test_winograd_conv import conv_program as winograd_conv_program
@@ -25,6 +26,7 @@ from test_winograd_conv import inputs as winograd_inputs
 from test_winograd_conv import schedules as winograd_schedules
 
 import xrelay
+from xrelay.runtime.machine import target_features
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.schedules import conv_taps
 
@@ -245,7 +247,7 @@ def test_ops_after_the_pool() -> None:
 # --- ISA levels: SSE4.2 (4 lanes), AVX2 (8) and the native machine ---------------------------
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("name", ["cnn_first", "short_rows_one_channel", "dilated_uneven"])
 def test_conv_taps_at_every_isa_level(name: str, target: str) -> None:
     """Rows of 28, 12 and 35 (not multiples of 8 or 16; 12 below a vector of 16), dilation,
@@ -257,7 +259,7 @@ def test_conv_taps_at_every_isa_level(name: str, target: str) -> None:
 ISA_CASES = {"short_rows_one_channel": ((1, 1, 14, 14), (16, 1, 3, 3), "", (1, 16, 12, 12), True)}
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 def test_conv_taps_nonfinite_on_two_threads_at_every_isa_level(target: str) -> None:
     """A NaN input, an inf weight on a tap that reaches the padding (the slow path), 2 threads."""
     case = CASES["cnn_first"]
@@ -268,10 +270,11 @@ def test_conv_taps_nonfinite_on_two_threads_at_every_isa_level(target: str) -> N
     assert np.isfinite(expected).any() and not np.isfinite(expected).all()
 
 
-@pytest.mark.parametrize(("target", "taken"), [("c", "conv_taps"), ("c -march=x86-64-v3", "packed_conv")])
-def test_taps_beyond_the_registers_go_to_packed_conv(target: str, taken: str) -> None:
+@pytest.mark.parametrize("target", isa_params((PLANNED, "c -march=x86-64-v3")))
+def test_taps_beyond_the_registers_go_to_packed_conv(target: str) -> None:
     """27 taps (3 channels x 3 x 3) and a sum and a weight fit AVX-512's 32 registers, not
     AVX2's 16 (at most 14 taps there): packed_conv takes that conv."""
+    taken = "conv_taps" if target_features(target).vector_registers == 32 else "packed_conv"
     text = conv_program((1, 3, 32, 32), (16, 3, 3, 3), PAD1, (1, 16, 32, 32), True)
     arrays = inputs(((1, 3, 32, 32), (16, 3, 3, 3), PAD1, (1, 16, 32, 32), True), np.random.default_rng(10))
     check_isa_level(text, arrays, target, taken, 29)

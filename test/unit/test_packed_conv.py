@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 import pytest
+from isa_levels import PLANNED, isa_params
 
 import xrelay
 from xrelay.dialects import relay
@@ -60,7 +61,7 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
 
 
-def schedules(text: str, target: str = "c") -> list[str]:
+def schedules(text: str, target: str = PLANNED) -> list[str]:
     """The schedules convert-relay-to-loops picks for the program's groups on the cpu."""
     module = xrelay.parse(text)
     ctx = xrelay.context()
@@ -123,7 +124,7 @@ def test_row_aligned_layout_where_rows_fill_vectors(name: str, aligned: bool, ve
     assert plan is not None and (plan.row_aligned, plan.vectors) == (aligned, vectors)
 
 
-def plan_of(text: str, target: str = "c") -> packed_conv.Plan | None:
+def plan_of(text: str, target: str = PLANNED) -> packed_conv.Plan | None:
     module = xrelay.parse(text)
     ctx = xrelay.context()
     PlanDevicesPass(targets=(target,)).apply(ctx, module)
@@ -258,7 +259,6 @@ def test_work_items_on_two_threads() -> None:
 
 # --- ISA levels: each built for SSE4.2 (4 lanes), AVX2 (8) and the native machine ---------
 
-ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
 EPS32 = float(np.finfo(np.float32).eps)
 
 
@@ -313,7 +313,7 @@ ISA_CASES = ("edge_blocks_batch", "grouped_dilated_uneven", "size_one", "no_padd
              "row_aligned_overlap", "resnet_block_small")  # fmt: skip
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("name", ISA_CASES)
 def test_packed_conv_at_every_isa_level(name: str, target: str) -> None:
     """Edge blocks of channels and positions, widths not a multiple of the lanes (14, 17, 30)
@@ -323,7 +323,7 @@ def test_packed_conv_at_every_isa_level(name: str, target: str) -> None:
     check_isa_level(text, inputs(case, np.random.default_rng(3)), target, "packed_conv", terms_of(case))
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 def test_packed_conv_nonfinite_at_every_isa_level(target: str) -> None:
     """NaN and inf inputs, a NaN and an inf weight on taps that reach the padding, 2 threads."""
     case = CASES["edge_blocks_batch"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from isa_levels import ISA_TARGETS, PLANNED, isa_params
 from test_c_library import run_under_asan
 from tolerances import assert_close_to_sum_of_products
 from xdsl.dialects import func, memref
@@ -31,7 +32,6 @@ from xrelay.transforms.schedules import micro_kernel, packed_matmul
 SCHEDULE_ATTR = "relay.schedule"
 # Every ISA level runs here: SSE4.2 (4 floats, 16 registers, no FMA), AVX2 (8 floats, 16
 # registers) and the host's own (AVX-512 on the machine the tiles were tuned on).
-ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
 NATIVE_TILE = micro_kernel.register_tile(target_features("c"))
 
 
@@ -89,7 +89,7 @@ def batch_matmul(lhs: tuple[int, int, int], rhs: tuple[int, int, int]) -> str:
     return program({"a": lhs, "b": rhs}, [line], out)
 
 
-def schedules(text: str, target: str = "c") -> list[str]:
+def schedules(text: str, target: str = PLANNED) -> list[str]:
     """The schedule of each kernel of `text` lowered for C (`target`)."""
     module = xrelay.parse(text)
     lower(module, (target,), None, target)
@@ -142,13 +142,13 @@ DENSE_SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("mkn", [s for s, _ in DENSE_SHAPES], ids=[w for _, w in DENSE_SHAPES])
 def test_dense_shapes(mkn: tuple[int, int, int], target: str) -> None:
     check(dense(*mkn), target=target)
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 def test_kernel_vectors_are_the_targets_registers(target: str) -> None:
     """Every vector of the kernel is one register of the target: 4 floats with SSE, 8 with
     AVX2, the host's width natively."""
@@ -159,7 +159,7 @@ def test_kernel_vectors_are_the_targets_registers(target: str) -> None:
     assert widths == {target_features(target).vector_floats}
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 def test_edges_and_size_one_dims_at_every_isa(target: str) -> None:
     """Rows and columns one past a tile, a k of no block's multiple, a size-1 batch."""
     check(dense(17, 1100, 33, "bias"), target=target)
@@ -214,7 +214,7 @@ def test_plain_matmul_packs_its_untransposed_rhs(lhs: tuple[int, ...], rhs: tupl
     check(matmul(lhs, rhs))
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_nan_and_inf_propagate_as_in_the_interpreter(target: str) -> None:
     """A NaN in x poisons its output row, an inf in w its column (inf * 0-sum mixes give NaN
@@ -244,7 +244,7 @@ def test_matches_only_big_enough_cpu_matmuls_a_vector_wide() -> None:
     assert [k.attributes[SCHEDULE_ATTR].data for k in kernels] == ["packed_matmul_opencl"]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("target", [*ISA_TARGETS, "opencl"])
+@pytest.mark.parametrize("target", [*isa_params(), "opencl"])
 def test_tile_and_blocks_fit_together(target: str) -> None:
     """The block is whole tiles; the tile's accumulators fit the target's registers with room
     for the rhs vectors and a broadcast (and the product, without FMA); its vectors are one
@@ -320,7 +320,7 @@ def constants_of(module: ModuleOp) -> list[relay.ConstantOp]:
     return [op for op in module.walk() if isinstance(op, relay.ConstantOp) and not op.value.is_splat()]
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("mkn", [s for s, _ in DENSE_SHAPES], ids=[w for _, w in DENSE_SHAPES])
 def test_prepacked_weight_shapes(mkn: tuple[int, int, int], target: str) -> None:
     """Edge tiles, N not a multiple of the tile or of the block, k-blocks with a remainder:
@@ -416,7 +416,7 @@ def test_prepacked_constant_shared_and_kept_for_other_users() -> None:
     assert [c.res.type for c in constants if c not in packed] == [TensorType(f32, [n, n])]  # w, for tanh
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_prepacked_weight_keeps_nan_and_inf(target: str) -> None:
     text = dense(37, 600, 80, "bias")

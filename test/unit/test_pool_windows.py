@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from isa_levels import isa_params
 from test_c_library import run_programs_under_asan
-from test_packed_conv import ISA_TARGETS, check_isa_level
+from test_packed_conv import check_isa_level
 from xdsl.dialects import func, vector
 
 import xrelay
@@ -268,7 +269,7 @@ def test_cpu_rows_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("name", ["17_wide_odd_floor", "16_wide_avg", "max_3x3_stride_2", "one_row"])
 def test_cpu_rows_at_every_isa_level(name: str, target: str) -> None:
     """Rows in chunks of a vector of the target's (4, 8, at most 8 outputs), not a multiple of

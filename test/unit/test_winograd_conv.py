@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from isa_levels import PLANNED, isa_params
 from test_c_library import run_programs_under_asan
-from test_packed_conv import ISA_TARGETS, check_isa_level
+from test_packed_conv import check_isa_level
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import MemRefType
 
@@ -75,7 +76,7 @@ def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, res
     return f"func.func @main({', '.join(params)}) -> {t(result)} {{\n  {body}\n  func.return {last} : {t(result)}\n}}"
 
 
-def schedules(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> list[str]:
+def schedules(text: str, targets: tuple[str, ...] = (PLANNED,), device: str | None = None) -> list[str]:
     """The schedules convert-relay-to-loops picks for the program's groups."""
     module = xrelay.parse(text)
     ctx = xrelay.context()
@@ -172,7 +173,7 @@ def small_work_on_opencl(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
 
 
-def group_of(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> relay.FusedOp:
+def group_of(text: str, targets: tuple[str, ...] = (PLANNED,), device: str | None = None) -> relay.FusedOp:
     module = xrelay.parse(text)
     ctx = xrelay.context()
     PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
@@ -444,7 +445,7 @@ def test_opencl_takes_enough_work_and_launches_a_work_group_per_item() -> None:
     one_image = conv_program((1, 16, 14, 14), (32, 16, 3, 3), PAD1, (1, 32, 14, 14))
     assert schedules(one_image, OPENCL, "opencl") == ["packed_conv"]  # U for one image: not measured
     batch16 = conv_program((16, 64, 32, 32), (64, 64, 3, 3), PAD1, (16, 64, 32, 32))
-    plans = [winograd_conv.plan_of(group_of(batch16, *where)) for where in [(("c",), None), (OPENCL, "opencl")]]
+    plans = [winograd_conv.plan_of(group_of(batch16, *where)) for where in [((PLANNED,), None), (OPENCL, "opencl")]]
     assert [p.f.m if p else None for p in plans] == [4, 4]
 
 
@@ -719,7 +720,7 @@ ISA_CASES = (
 )
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("name", ISA_CASES)
 def test_winograd_conv_at_every_isa_level(name: str, target: str) -> None:
     """F2 and F4, odd sizes, edge channel blocks, uneven padding, a batch through one item."""
@@ -729,7 +730,7 @@ def test_winograd_conv_at_every_isa_level(name: str, target: str) -> None:
     )
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 def test_winograd_conv_nonfinite_on_two_threads_at_every_isa_level(target: str) -> None:
     """NaN and inf inputs and weights (one on a padded tap), work items on 2 threads."""
     case = CASES["f4_blocks"]
@@ -740,7 +741,7 @@ def test_winograd_conv_nonfinite_on_two_threads_at_every_isa_level(target: str) 
     assert np.isfinite(expected).any() and not np.isfinite(expected).all()
 
 
-@pytest.mark.parametrize("target", ISA_TARGETS)
+@pytest.mark.parametrize("target", isa_params())
 @pytest.mark.parametrize("name", ["odd_pool", "f4_odd_pool"])
 def test_pooled_at_every_isa_level(name: str, target: str) -> None:
     """A conv and its pool in one kernel (fuse-conv-pool), odd sizes."""
