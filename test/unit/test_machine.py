@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -264,3 +265,14 @@ def test_each_generating_kind_names_an_emitter_and_a_runtime_device_that_exist(k
     module, _, name = row.runtime_device.partition(":")
     assert isinstance(getattr(importlib.import_module(f"xrelay.runtime.{module}"), name), type)
     assert row.language and row.language_name
+
+
+def test_the_avx2_host_compiler_is_gcc_for_x86_64_v3() -> None:
+    """`make test-avx2-host` runs the suite with test/hosts/x86-64-v3/gcc first on PATH: it
+    must be gcc whose -march=native is AVX2 with FMA and no AVX-512, whatever this host is."""
+    wrapper = Path(__file__).resolve().parents[1] / "hosts" / "x86-64-v3" / "gcc"
+    out = subprocess.run(
+        [str(wrapper), "-march=native", "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True, text=True, check=True
+    ).stdout
+    macros = frozenset(re.findall(r"^#define (\w+)", out, re.MULTILINE))
+    assert instruction_set(macros) == ("x86-64-v3", 8, 16)
