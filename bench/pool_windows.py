@@ -66,7 +66,7 @@ def kernel(text: str, target: str, schedule: str) -> Callable[..., object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args()
