@@ -1,5 +1,5 @@
-"""The pool_windows schedule (opencl max/avg pool2d whose windows lie inside the input, taps
-unrolled): which groups get it, and its results against `xrelay.interpret` on PoCL, with
+"""The pool_windows schedule (opencl max/avg pool2d, the taps of windows inside the input
+unrolled, padded pools' border outputs clipped): which groups get it, and its results against `xrelay.interpret` on PoCL, with
 odd sizes, dilation, unreached padding, size-1 dims, an epilogue and NaN inputs. A pool alone
 with windows 2 wide at stride 2 computes its rows in vectors: rows of a multiple of the
 vector and not (the last vector overlapping), 8, 4 and 2 lanes, taller windows, a row
@@ -9,8 +9,12 @@ On the cpu (rows of at least 8 outputs, in chunks of 8): against `xrelay.interpr
 with and without an epilogue, rows of one chunk, of several and not a multiple of 8 (the last
 chunk overlapping), 3x3 windows (an odd number of taps to pair), dilation, unreached padding,
 NaN and inf; the max bit for bit the chain of the elementwise schedule (NaN, +0 and -0 in
-windows); the pools it declines (7-wide rows, windows reaching the padding or past the
-input); and AddressSanitizer."""
+windows); the pools it declines (7-wide rows, no interior); and AddressSanitizer.
+
+Padded pools (max and avg, 3x3, 3x2 and 2x2 windows, strides 1 and 2, paddings 1 and
+uneven, count_include_pad, ceil_mode, one interior row, wide rows in one loop) on opencl and
+at every ISA level, with and without an epilogue, NaN and inf; tiny inputs without an
+interior stay elementwise."""
 
 from __future__ import annotations
 
@@ -103,16 +107,61 @@ def test_nan_inputs_stay_in_their_windows() -> None:
 
 
 DECLINED = {
-    "reaches_padding": ("max_pool2d", (1, 2, 6, 6), (1, 2, 6, 6), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>"),
-    "ceil_mode_past_the_end": ("max_pool2d", (1, 2, 7, 7), (1, 2, 4, 4), f"{S2}, ceil_mode = true"),
+    "no_interior": ("max_pool2d", (1, 2, 2, 2), (1, 2, 2, 2), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>"),
+    "no_interior_row": ("avg_pool2d", (1, 2, 2, 9), (1, 2, 2, 5), f"{S2}, padding = array<i64: 1, 1, 1, 1>"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(DECLINED))
-def test_windows_that_leave_the_input_stay_elementwise(name: str) -> None:
+def test_windows_without_an_interior_stay_elementwise(name: str) -> None:
     text = pool_text(*DECLINED[name])
     assert schedules(text, "opencl") == ["elementwise"]
     check_opencl(text, inputs(text, 2))
+
+
+P1 = "padding = array<i64: 1, 1, 1, 1>"
+PADDED = {
+    # name: op, data, result, attrs (interior rows and columns, the border around them)
+    "resnet_max_3x3_stride_2": ("max_pool2d", (1, 3, 24, 40), (1, 3, 12, 20), f"pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, {P1}"),
+    "avg_3x3_stride_1": ("avg_pool2d", (1, 2, 10, 19), (1, 2, 10, 19), f"pool_size = array<i64: 3, 3>, {P1}"),
+    "avg_counting_padding": ("avg_pool2d", (1, 2, 17, 35), (1, 2, 9, 18), f"pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, {P1}, count_include_pad = true"),
+    "max_3x2_uneven_padding": ("max_pool2d", (1, 2, 11, 33), (1, 2, 6, 17), "pool_size = array<i64: 3, 2>, strides = array<i64: 2, 2>, padding = array<i64: 1, 0, 2, 1>"),
+    "avg_3x2_uneven_padding": ("avg_pool2d", (1, 2, 11, 33), (1, 2, 6, 17), "pool_size = array<i64: 3, 2>, strides = array<i64: 2, 2>, padding = array<i64: 1, 0, 2, 1>"),
+    "max_2x2_stride_1_padding": ("max_pool2d", (2, 2, 6, 20), (2, 2, 7, 21), f"pool_size = array<i64: 2, 2>, {P1}"),
+    "ceil_mode_past_the_end": ("max_pool2d", (1, 2, 7, 35), (1, 2, 4, 18), f"{S2}, ceil_mode = true"),
+    "one_interior_row": ("max_pool2d", (1, 2, 4, 40), (1, 2, 2, 20), f"pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, {P1}"),
+    "wide_rows_one_loop": ("max_pool2d", (1, 2, 9, 140), (1, 2, 5, 70), f"pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, {P1}"),
+}  # fmt: skip
+
+
+def with_non_finite(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    arrays["x"].flat[::13] = np.nan
+    arrays["x"].flat[5::17] = np.inf
+    arrays["x"].flat[7::19] = -np.inf
+    return arrays
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(PADDED))
+def test_padded_windows_agree_with_the_interpreter_on_opencl(name: str) -> None:
+    """Interior outputs unrolled, the border's windows clipped: with and without an
+    epilogue, NaN and inf."""
+    for text in (pool_text(*PADDED[name]), bare_pool_text(*PADDED[name])):
+        assert schedules(text, "opencl") == ["pool_windows"]
+        expected = check_opencl(text, with_non_finite(inputs(text, 8)))
+        assert np.isnan(expected).any() and not np.isnan(expected).all()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("name", sorted(PADDED))
+def test_padded_windows_at_every_isa_level(name: str, target: str) -> None:
+    """On the cpu at each ISA level (rows in chunks of the target's vector, or one loop where
+    wide), with and without an epilogue; an average's sum within its bound."""
+    op, data, result, attrs = PADDED[name]
+    kh, kw = (3, 2) if "3x2" in name else (2, 2) if "2x2" in name or "ceil" in name else (3, 3)
+    for text in (pool_text(op, data, result, attrs), bare_pool_text(op, data, result, attrs)):
+        check_isa_level(text, with_non_finite(inputs(text, 9)), target, "pool_windows", kh * kw + 1, vectors=False)
 
 
 def bare_pool_text(op: str, data: tuple[int, ...], result: tuple[int, ...], attrs: str) -> str:
@@ -250,8 +299,8 @@ def test_cpu_pairs_of_taps_give_the_chain_bit_for_bit(name: str) -> None:
 
 CPU_DECLINED = {
     "7_wide_cnn_pool2": ("max_pool2d", (8, 32, 14, 14), (8, 32, 7, 7), S2),
-    "reaches_padding": ("max_pool2d", (1, 2, 9, 9), (1, 2, 9, 9), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>"),
-    "ceil_mode_past_the_end": ("max_pool2d", (1, 2, 7, 17), (1, 2, 4, 9), f"{S2}, ceil_mode = true"),
+    "interior_7_wide": ("max_pool2d", (1, 2, 9, 9), (1, 2, 9, 9), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>"),
+    "no_interior": ("avg_pool2d", (1, 2, 2, 2), (1, 2, 2, 2), "pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>"),
 }  # fmt: skip
 
 
@@ -263,9 +312,10 @@ def test_cpu_declined_pools_stay_elementwise(name: str) -> None:
 
 
 def test_cpu_rows_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
-    """The kernels of every cpu case, built with -fsanitize=address and run on arrays of
-    exactly their sizes: the overlapping last chunks and the taps stay in bounds."""
-    run_programs_under_asan(tmp_path, [pool_text(*CPU_TAKEN[name]) for name in sorted(CPU_TAKEN)])
+    """The kernels of every cpu case, padded or not, built with -fsanitize=address and run on
+    arrays of exactly their sizes: the overlapping last chunks and the taps stay in bounds."""
+    cases = [CPU_TAKEN[name] for name in sorted(CPU_TAKEN)] + [PADDED[name] for name in sorted(PADDED)]
+    run_programs_under_asan(tmp_path, [pool_text(*case) for case in cases])
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

@@ -1,7 +1,12 @@
 """
 pool_windows: an OpenCL work item (or a cpu loop iteration) per output row of a group whose
-anchor is a max or average pool2d of the result's shape with every window inside its input,
-the window's taps unrolled.
+anchor is a max or average pool2d of the result's shape, the taps of windows inside its input
+unrolled. Where windows reach the padding (or past the input, ceil_mode), only the interior
+outputs (`interior`: rows and columns whose windows lie inside) are computed so; the few
+around them, and the rows whose windows cross the padding, as the elementwise schedule does
+(`GroupEmitter.pool2d`: the window clipped to the input, so a max ignores the padding and an
+average counts the taps it should). ResNet-18's max pool (3x3, stride 2, padding 1, 64 x 112
+x 112 -> 56 x 56), its C kernel alone: 2500 -> 160 us (bench/pool_windows.py).
 
 The elementwise schedule computes each output's window as a loop nest whose bounds clip it to
 the input (`GroupEmitter.pool2d`): loops of unknown trip count, which neither PoCL's
@@ -48,6 +53,8 @@ one loop of 7 the same 5.9.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith, scf, vector
 from xdsl.dialects.builtin import DenseArrayBase, VectorType, f32, i64
 from xdsl.ir import BlockArgument, SSAValue
@@ -69,6 +76,10 @@ ROW_LANES = (8, 4, 2)
 # Rows narrower than CPU_CHUNK stay with the elementwise schedule (a 7-wide row in chunks of
 # 4 measured slower on AVX-512, as one loop no faster).
 CPU_CHUNK = 8
+# Rows whose interior holds this many chunks are one loop instead: ResNet-18's 3x3 stride-2
+# max pool (55 interior outputs a row) took 512 us in chunks of 8 natively, 164 us as one
+# loop (AVX2: 488 -> 362 us; the C kernels alone, medians of 15 x 20 calls, load 2.7).
+ROW_LOOP_CHUNKS = 4
 
 
 def cpu_chunk(group: relay.FusedOp) -> int:
@@ -76,31 +87,51 @@ def cpu_chunk(group: relay.FusedOp) -> int:
     return min(CPU_CHUNK, features_of(group).vector_floats)
 
 
+def cpu_row_chunk(group: relay.FusedOp, width: int) -> int:
+    """Outputs per chunk of a cpu row whose interior is `width` outputs wide: `cpu_chunk`, or
+    the whole interior where it holds ROW_LOOP_CHUNKS chunks (one loop, which gcc vectorises
+    with a remainder loop of its own)."""
+    chunk = cpu_chunk(group)
+    return width if width >= ROW_LOOP_CHUNKS * chunk else chunk
+
+
 def pool_anchor(group: relay.FusedOp) -> relay.MaxPool2DOp | relay.AvgPool2DOp | None:
-    """The group's max or average pool2d of the result's shape, on a device of work groups
-    (OpenCL) or on one without them with rows of at least CPU_CHUNK outputs, whose windows
-    all lie inside its input and have at most MAX_TAPS taps."""
+    """The group's max or average pool2d of the result's shape, with at most MAX_TAPS taps
+    per window and an interior (`interior`) of at least one output row, and of rows of at
+    least one output on a device of work groups (OpenCL), of at least CPU_CHUNK outputs on
+    one without them."""
     if group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     pool = anchor_of(group, relay.Pool2DOp)
     if not isinstance(pool, relay.MaxPool2DOp | relay.AvgPool2DOp):
         return None
-    if not kind_of(group).work_groups and result_shape(group)[-1] < CPU_CHUNK:
-        return None
+    (top, bottom), (left, right) = interior(pool)
+    least = 1 if kind_of(group).work_groups else CPU_CHUNK
     kh, kw = pool.window
-    return pool if kh * kw <= MAX_TAPS and windows_inside(pool) else None
+    return pool if kh * kw <= MAX_TAPS and bottom > top and right - left >= least else None
 
 
-def windows_inside(pool: relay.Pool2DOp) -> bool:
-    """Whether every tap of every output's window reads the input (none the padding, none
-    past the input's end, as ceil_mode's last windows may)."""
+def interior(pool: relay.Pool2DOp) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The output rows and columns `[lo, hi)` whose windows lie inside the input (no tap on
+    the padding, none past the input's end as ceil_mode's last windows may): an output in
+    both ranges has every tap of its window in the input."""
     _, _, height, width = shape_of(pool.data)
     _, _, out_h, out_w = shape_of(pool.res)
     top, left, _, _ = pool.padding_values
     (kh, kw), (sh, sw), (dh, dw) = pool.window, pool.stride_values, pool.dilation_values
-    rows = top == 0 and (out_h - 1) * sh + (kh - 1) * dh < height
-    columns = left == 0 and (out_w - 1) * sw + (kw - 1) * dw < width
-    return rows and columns
+
+    def inside(size: int, out: int, pad: int, k: int, s: int, d: int) -> tuple[int, int]:
+        lo, last = -(-pad // s), size - 1 + pad - (k - 1) * d  # first output; last window start
+        hi = min(out, last // s + 1) if last >= 0 else 0
+        return lo, max(lo, hi)
+
+    return inside(height, out_h, top, kh, sh, dh), inside(width, out_w, left, kw, sw, dw)
+
+
+def windows_inside(pool: relay.Pool2DOp) -> bool:
+    """Whether every tap of every output's window reads the input."""
+    _, _, out_h, out_w = shape_of(pool.res)
+    return interior(pool) == ((0, out_h), (0, out_w))
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -110,12 +141,14 @@ def matches(group: relay.FusedOp) -> bool:
 def vector_lanes(group: relay.FusedOp, pool: relay.MaxPool2DOp | relay.AvgPool2DOp) -> int | None:
     """The outputs per vector of a row computed in vectors (`vector_row`): the most of
     ROW_LANES the row holds and a vector of the device fits twice, where the pool is the
-    group's result, reads a group input, and its windows are 2 wide at stride 2 (dilation 1);
-    else None."""
+    group's result, reads a group input, all its windows lie inside the input and are 2 wide
+    at stride 2 (dilation 1); else None."""
     _, sw = pool.stride_values
     _, kw = pool.window
     _, dw = pool.dilation_values
     if group_root(group) is not pool.res or not isinstance(pool.data, BlockArgument) or (sw, kw, dw) != (2, 2, 1):
+        return None
+    if not windows_inside(pool):
         return None
     width, most = shape_of(pool.res)[-1], features_of(group).vector_floats
     return next((lanes for lanes in ROW_LANES if lanes <= width and 2 * lanes <= most), None)
@@ -125,13 +158,82 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     pool = pool_anchor(group)
     assert pool is not None
     shape = result_shape(group)
+    _, columns = interior(pool)
     if not kind_of(group).work_groups:
-        chunk = cpu_chunk(group)
-        return emitter.parallel_nest(shape[:-1], lambda idx: chunked_row(emitter, group, pool, idx, chunk, out, True))
+        chunk = cpu_row_chunk(group, columns[1] - columns[0])
+        return emitter.parallel_nest(
+            shape[:-1],
+            lambda idx: padded_row(
+                emitter,
+                group,
+                pool,
+                idx,
+                out,
+                lambda: chunked_row(emitter, group, pool, idx, columns, chunk, out, True),
+            ),
+        )
     lanes = vector_lanes(group, pool)
     if lanes is not None:
         return emitter.parallel_nest(shape[:-1], lambda idx: vector_row(emitter, pool, idx, lanes, out))
-    return emitter.parallel_nest(shape[:-1], lambda idx: chunked_row(emitter, group, pool, idx, shape[-1], out, False))
+    width = columns[1] - columns[0]
+    return emitter.parallel_nest(
+        shape[:-1],
+        lambda idx: padded_row(
+            emitter, group, pool, idx, out, lambda: chunked_row(emitter, group, pool, idx, columns, width, out, False)
+        ),
+    )
+
+
+def padded_row(
+    e: GroupEmitter,
+    group: relay.FusedOp,
+    pool: relay.MaxPool2DOp | relay.AvgPool2DOp,
+    idx: list[SSAValue],
+    out: SSAValue,
+    interior_columns: Callable[[], None],
+) -> None:
+    """Output row `idx` (n, c, output row) of the group's result: in an interior row
+    (`interior`), the outputs left and right of the interior columns as the elementwise
+    schedule computes them (their windows clipped to the input, `GroupEmitter.pool2d`), then
+    `interior_columns`; a row whose windows reach the padding or past the input, all of it
+    so (a branch on the row index where the rows are not all interior)."""
+    (top, bottom), (left, right) = interior(pool)
+    out_h, out_w = result_shape(group)[-2:]
+
+    def interior_row() -> list[SSAValue]:
+        border_outputs(e, group, idx, (0, left), out)
+        interior_columns()
+        border_outputs(e, group, idx, (right, out_w), out)
+        return []
+
+    row = idx[-1]
+    known = e.known.get(row)
+    if (top, bottom) == (0, out_h) or (known is not None and top <= known < bottom):
+        interior_row()
+    elif known is not None:
+        border_outputs(e, group, idx, (0, out_w), out)
+    else:
+        inside = e.compare("slt", row, e.index(bottom))
+        if top > 0:
+            inside = e.emit(arith.AndIOp(e.compare("sge", row, e.index(top)), inside))
+        e.if_else(inside, [], interior_row, lambda: border_outputs(e, group, idx, (0, out_w), out))
+
+
+def border_outputs(
+    e: GroupEmitter, group: relay.FusedOp, idx: list[SSAValue], columns: tuple[int, int], out: SSAValue
+) -> list[SSAValue]:
+    """Outputs `columns` `[lo, hi)` of row `idx` as the elementwise schedule computes them
+    (a loop, or straight-line code for one output)."""
+    root, (lo, hi) = group_root(group), columns
+
+    def output(column: SSAValue) -> list[SSAValue]:
+        return e.store(e.value_at(root, [*idx, column]), out, [*idx, column])
+
+    if hi - lo == 1:
+        return output(e.index(lo))
+    if hi > lo:
+        e.loops([(e.index(lo), e.index(hi))], [], lambda ivs, _: output(ivs[0]))
+    return []
 
 
 def chunked_row(
@@ -139,15 +241,18 @@ def chunked_row(
     group: relay.FusedOp,
     pool: relay.MaxPool2DOp | relay.AvgPool2DOp,
     idx: list[SSAValue],
+    columns: tuple[int, int],
     lanes: int,
     out: SSAValue,
     pairwise: bool,
 ) -> None:
-    """Output row `idx` (n, c, output row) of the group's result, `lanes` outputs at a time in
-    a loop of constant trip count (the last chunk: the row's last `lanes` outputs, computed
-    and stored twice alike where the row is not a multiple of `lanes`); a max's taps
-    `pairwise` or as a chain (`window`)."""
-    root, width = group_root(group), result_shape(group)[-1]
+    """Outputs `columns` `[lo, hi)` of row `idx` (n, c, output row) of the group's result,
+    whose windows lie inside the input, `lanes` outputs at a time in a loop of constant trip
+    count (the last chunk: the range's last `lanes` outputs, computed and stored twice alike
+    where the range is not a multiple of `lanes`); a max's taps `pairwise` or as a chain
+    (`window`)."""
+    root, (lo, hi) = group_root(group), columns
+    width = hi - lo
 
     def outputs(first: SSAValue) -> list[SSAValue]:
         def output(lane: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -159,10 +264,11 @@ def chunked_row(
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         first = e.mul_const(ivs[0], lanes)
-        return outputs(e.min_index(first, e.index(width - lanes)) if width % lanes else first)
+        first = e.min_index(first, e.index(width - lanes)) if width % lanes else first
+        return outputs(e.add_const(first, lo))
 
     if lanes == width:
-        outputs(e.index(0))
+        outputs(e.index(lo))
     else:
         e.loops([-(-width // lanes)], [], chunk)
 
@@ -170,11 +276,13 @@ def chunked_row(
 def window(
     e: GroupEmitter, pool: relay.MaxPool2DOp | relay.AvgPool2DOp, idx: list[SSAValue], pairwise: bool = False
 ) -> SSAValue:
-    """The pool's value at output `idx`: its window's taps, unrolled in row-major order; a
-    max `pairwise` (`pairwise_max`) or as a chain."""
+    """The pool's value at output `idx`, whose window lies inside the input: its taps,
+    unrolled in row-major order; a max `pairwise` (`pairwise_max`) or as a chain; an average
+    their sum divided by kh x kw (with or without count_include_pad: every tap is inside)."""
     n, c, oh, ow = idx
     (kh, kw), (sh, sw), (dh, dw) = pool.window, pool.stride_values, pool.dilation_values
-    row0, col0 = e.mul_const(oh, sh), e.mul_const(ow, sw)
+    top, left, _, _ = pool.padding_values
+    row0, col0 = e.add_const(e.mul_const(oh, sh), -top), e.add_const(e.mul_const(ow, sw), -left)
     taps = [
         e.value_at(pool.data, [n, c, e.add_const(row0, i * dh), e.add_const(col0, j * dw)])
         for i in range(kh)
