@@ -12,10 +12,12 @@ level's width, against `interpret` within the error bound of their sums (`check_
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from isa_levels import PLANNED, isa_params
+from test_c_library import run_programs_under_asan
 
 import xrelay
 from xrelay.dialects import relay
@@ -187,12 +189,12 @@ def test_nonfinite_weight_on_padding_is_never_multiplied(bad: float) -> None:
 @pytest.mark.parametrize(
     ("attrs", "data", "result"),
     [
-        ("{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (1, 4, 16, 16), (1, 4, 8, 8)),
+        ("{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (1, 4, 16, 16), (1, 4, 8, 8)),  # little
         ("{padding = array<i64: 1, 1, 1, 1>}", (1, 4, 4, 4), (1, 4, 4, 4)),  # fewer pixels than a block
         ("{padding = array<i64: 1, 1, 1, 1>}", (1, 4, 8, 8), (1, 4, 8, 8)),  # little work
     ],
 )
-def test_declines_strided_small_and_tiny_convs(attrs: str, data: tuple[int, ...], result: tuple[int, ...]) -> None:
+def test_declines_small_and_tiny_convs(attrs: str, data: tuple[int, ...], result: tuple[int, ...]) -> None:
     text = conv_program(data, (4, 4, 3, 3), attrs, result)
     assert "packed_conv" not in schedules(text)
     rng = np.random.default_rng(3)
@@ -345,3 +347,97 @@ def test_register_blocks_fit_sixteen_registers(target: str, tiles: set[tuple[int
         plan = plan_of(conv_program(*CASES[name]), target)
         assert plan is not None and (plan.channels, plan.vectors) in tiles and plan.lanes == features.vector_floats
         assert plan.channels * plan.vectors + plan.vectors + 2 < features.vector_registers
+
+
+# --- strides: the packed tile holds the phases of the padded input the taps read ---------
+
+S2 = "strides = array<i64: 2, 2>"
+STRIDED = {
+    # name: data, weight, attrs, result, epilogue (no residual: the result is smaller)
+    # ResNet's 3x3 downsampling conv at odd sizes, batch 2 (2 x 2 phases)
+    "s2_3x3_odd": ((2, 16, 15, 17), (24, 16, 3, 3), f"{{{S2}, padding = array<i64: 1, 1, 1, 1>}}", (2, 24, 8, 9), True),
+    # its 1 x 1 downsample: one phase, the subsampled input; an odd input (15 -> 8)
+    "s2_1x1": ((1, 32, 14, 14), (40, 32, 1, 1), f"{{{S2}}}", (1, 40, 7, 7), False),
+    "s2_1x1_odd": ((1, 24, 15, 15), (32, 24, 1, 1), f"{{{S2}}}", (1, 32, 8, 8), True),
+    # the first conv: 7 x 7 (a loop over the window's rows, the row phase from its variable)
+    "s2_7x7_first": ((1, 3, 40, 37), (16, 3, 7, 7), f"{{{S2}, padding = array<i64: 3, 3, 3, 3>}}", (1, 16, 20, 19), True),
+    "s3_uneven": ((1, 8, 20, 23), (12, 8, 3, 3), "{strides = array<i64: 3, 3>, padding = array<i64: 2, 0, 1, 3>}",
+                  (1, 12, 7, 8), False),
+    # dilation 2 with stride 2 rows: one row phase; groups
+    "s21_grouped_dilated": ((1, 8, 17, 19), (16, 4, 3, 3), "{strides = array<i64: 2, 1>, groups = 2 : i64, "
+                            "dilation = array<i64: 2, 2>, padding = array<i64: 2, 2, 2, 2>}", (1, 16, 9, 19), False),
+    "s2_5x3_looped": ((1, 6, 21, 20), (16, 6, 5, 3), f"{{{S2}, padding = array<i64: 2, 1, 2, 1>}}", (1, 16, 11, 10),
+                      False),
+    # row phases 0 and 3 of 4 (not every one): the 10 taps unrolled instead of a row loop
+    "s4_dilated_rows_unrolled": ((1, 8, 30, 24), (16, 8, 2, 5), "{strides = array<i64: 4, 1>, "
+                                 "dilation = array<i64: 3, 1>}", (1, 16, 7, 20), False),
+}  # fmt: skip
+
+
+def strided_text(name: str) -> str:
+    return conv_program(*STRIDED[name], residual=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "row_phases", "column_phases"),
+    [("s2_3x3_odd", (0, 1), (0, 1)), ("s2_1x1", (0,), (0,)), ("s2_7x7_first", (0, 1), (0, 1)),
+     ("s3_uneven", (0, 1, 2), (0, 1, 2)), ("s21_grouped_dilated", (0,), (0,)), ("s4_dilated_rows_unrolled", (0, 3), (0,))],
+)  # fmt: skip
+def test_strided_convs_pack_the_phases_their_taps_read(
+    name: str, row_phases: tuple[int, ...], column_phases: tuple[int, ...]
+) -> None:
+    """A packed row is the output width plus the taps' reach in phase columns."""
+    plan = plan_of(strided_text(name))
+    assert plan is not None and (plan.row_phases, plan.column_phases) == (row_phases, column_phases)
+    (_, sw), (_, dw) = plan.conv.stride_values, plan.conv.dilation_values
+    kw = STRIDED[name][1][3]
+    assert plan.padded_width == STRIDED[name][3][3] + (kw - 1) * dw // sw
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_strided_packed_conv_agrees_with_interpret(name: str) -> None:
+    """On C and on OpenCL (the same work items in float16)."""
+    text = strided_text(name)
+    assert schedules(text) == ["packed_conv"]
+    check_everywhere(text, inputs(STRIDED[name], np.random.default_rng(8)))
+
+
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_strided_packed_conv_at_every_isa_level(name: str, target: str) -> None:
+    case = STRIDED[name]
+    check_isa_level(strided_text(name), inputs(case, np.random.default_rng(9)), target, "packed_conv", terms_of(case))
+
+
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("name", ["s2_3x3_odd", "s2_7x7_first"])
+def test_strided_nonfinite_at_every_isa_level(name: str, target: str) -> None:
+    """NaN and inf inputs in either phase, a NaN and an inf weight on taps that read the
+    padding of the border outputs (the first row and column, the last), 2 threads."""
+    case = STRIDED[name]
+    arrays = inputs(case, np.random.default_rng(10))
+    kh, kw = case[1][2:]
+    arrays["x"][0, 1, 4, 5], arrays["x"][0, 2, 7, 10] = np.nan, np.inf
+    arrays["w"][3, 0, 0, 0], arrays["w"][7, 2, kh - 1, kw - 1] = np.nan, -np.inf
+    expected = check_isa_level(strided_text(name), arrays, target, "packed_conv", terms_of(case), num_threads=2)
+    assert np.isfinite(expected[0, 3, 0, :]).all() and np.isfinite(expected).any() and not np.isfinite(expected).all()
+
+
+def test_strided_resnet_convs_plan_whole_blocks() -> None:
+    """ResNet-18's strided convs (PLANNED): the first conv in row-aligned blocks of 8 x 2 of 7
+    vectors a row; the 3x3 of 256 -> 512 channels at 14 -> 7 in work items of all 7 rows (its
+    4 phases of 256 channels' 8 x 8 rows fill the packed tile exactly)."""
+    first = conv_program((1, 3, 224, 224), (64, 3, 7, 7), f"{{{S2}, padding = array<i64: 3, 3, 3, 3>}}",
+                         (1, 64, 112, 112))  # fmt: skip
+    plan = plan_of(first)
+    assert plan is not None and plan.row_aligned and (plan.channels, plan.vectors, plan.row_vectors) == (8, 2, 7)
+    last = conv_program(
+        (1, 256, 14, 14), (512, 256, 3, 3), f"{{{S2}, padding = array<i64: 1, 1, 1, 1>}}", (1, 512, 7, 7)
+    )
+    plan = plan_of(last)
+    assert plan is not None and plan.row_block == 7 and plan.packed_rows * plan.padded_width * 1024 == 1 << 16
+
+
+def test_strided_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The phase images' copies and the blocks' loads past the last phase stay in bounds."""
+    run_programs_under_asan(tmp_path, [strided_text(name) for name in sorted(STRIDED)])

@@ -1,12 +1,17 @@
 """
 packed_conv: a direct convolution over a packed input tile, in register blocks, for a cpu or
-opencl group whose anchor is a conv2d of stride 1 of the result's shape.
+opencl group whose anchor is a conv2d of the result's shape, of any stride.
 
 The nest spans (n, block of output rows); a work item computes every output channel of its
 rows. Its phases:
 
 1. Pack: the input rows the block's windows read, every input channel, with the padding as
    zeros, into one scratch buffer of padded rows (`memref.alloca`), `Plan.row_block` rows.
+   With a stride (sh, sw), by phases: the padded rows (columns) of one residue modulo sh (sw)
+   that some tap reads (`Plan.row_phases`, `Plan.column_phases`) are one packed image, so
+   that output (r, ow) at tap (i, j) reads its phase image at (r + i*dh // sh, ow + j*dw // sw)
+   and the micro-kernel's loads stay unit-stride, as at stride 1 (one phase each). A 1 x 1
+   conv of stride 2 packs the subsampled input (one phase) and is a dense over it.
 2. Register blocks: the output pixel at (row r, column ow) of the block reads the packed
    input at its flat position q = r * padded_width + ow plus the tap's offset, for every
    tap, whatever its row. A block sums `Plan.vectors` vectors of LANES output pixels (one
@@ -77,7 +82,9 @@ VECTORS = 3
 
 # A work item's rows: the largest divisor of the output height whose padded rows hold at
 # most ROW_BLOCK_PIXELS positions (the packed tile is reused by every channel block), and
-# whose packed tile is at most PACK_MAX_FLOATS (a stack buffer, within the 512 KiB L2).
+# whose packed rows are at most PACK_MAX_FLOATS (a stack buffer, within the 512 KiB L2; 256
+# input channels in 4 phases of 8 x 8 exactly, the 3x3 conv of stride 2 at 14x14 -> 7x7:
+# with the tail of zeros counted, blocks of one 7-wide row ran it 5x slower).
 # (256, 512 and 1024 ran within the noise of each other.)
 ROW_BLOCK_PIXELS = 512
 PACK_MAX_FLOATS = 1 << 16
@@ -126,11 +133,13 @@ class Plan:
     packed rows they read, and the register block (output channels x vectors of pixels)."""
 
     conv: relay.Conv2DOp
-    padded_width: int
+    padded_width: int  # of a packed row (of one column phase): out_w + (kw - 1) * dw // sw
     row_block: int
     packed_rows: int
     row_aligned: bool
     tile: mk.Tile  # channels x vectors (VECTORS, or ROW_VECTORS' best fit) of the target's lanes
+    row_phases: tuple[int, ...] = (0,)  # the padded rows' residues modulo sh that taps read
+    column_phases: tuple[int, ...] = (0,)  # the padded columns' residues modulo sw
 
     @property
     def channels(self) -> int:
@@ -166,31 +175,39 @@ class Plan:
         return (self.row_block - 1) * self.padded_width + shape_of(self.conv.res)[3]
 
     @property
+    def phase_count(self) -> int:
+        """The packed images of an input channel, one per (row phase, column phase)."""
+        return len(self.row_phases) * len(self.column_phases)
+
+    @property
     def pack_floats(self) -> int:
-        return pack_floats(shape_of(self.conv.data)[1], self.packed_rows, self.padded_width, VECTORS * self.lanes)
+        in_c = shape_of(self.conv.data)[1] * self.phase_count
+        return pack_floats(in_c, self.packed_rows, self.padded_width, VECTORS * self.lanes)
 
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
     """How the group's conv is computed in packed register blocks, or None if it is not."""
     conv = anchor_of(group, relay.Conv2DOp)
-    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels or conv.stride_values != (1, 1):
+    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     features = features_of(group)
     lanes = features.vector_floats
-    _, in_c, _, width = shape_of(conv.data)
+    in_c = shape_of(conv.data)[1]
     _, _, out_h, out_w = shape_of(conv.res)
-    _, left, _, right = conv.padding_values
     out_c, in_per_group, kh, kw = shape_of(conv.weight)
+    (sh, sw), (dh, dw) = conv.stride_values, conv.dilation_values
     if 2 * out_h * out_w < VECTORS * lanes or out_c * out_h * out_w * in_per_group * kh * kw < MIN_WORK:
         return None
-    padded_width = width + left + right
-    reach = (kh - 1) * conv.dilation_values[0]  # the packed rows beyond the output rows
+    padded_width = out_w + (kw - 1) * dw // sw  # at stride 1, the input's padded width
+    reach = (kh - 1) * dh // sh  # the packed rows (of a phase) beyond the output rows
+    row_phases, column_phases = phases(kh, dh, sh), phases(kw, dw, sw)
+    images = in_c * len(row_phases) * len(column_phases)
     fits = [
         rows
         for rows in range(1, out_h + 1)
         if out_h % rows == 0
         and (rows == 1 or rows * padded_width <= ROW_BLOCK_PIXELS)
-        and pack_floats(in_c, rows + reach, padded_width, VECTORS * lanes) <= PACK_MAX_FLOATS
+        and images * (rows + reach) * padded_width <= PACK_MAX_FLOATS  # its rows, without the tail
     ]
     if not fits:
         return None
@@ -202,7 +219,20 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     aligned = row_aligned(out_w, padded_width, lanes) and count >= VECTORS
     vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v)) if aligned else VECTORS
     tile = channel_tile(features, vectors, min(CHANNELS, per_group))
-    return Plan(conv, padded_width, rows, rows + reach, aligned, tile)
+    return Plan(conv, padded_width, rows, rows + reach, aligned, tile, row_phases, column_phases)
+
+
+def phases(taps: int, dilation: int, stride: int) -> tuple[int, ...]:
+    """The residues modulo `stride` of the taps' offsets along one axis: the phases packed."""
+    return tuple(sorted({t * dilation % stride for t in range(taps)}))
+
+
+def regular_phases(plan: Plan) -> bool:
+    """Whether the row phases are every multiple of gcd(dh, sh) below sh, so that a loop over
+    the window's rows finds tap i's phase as (i * dh % sh) / gcd (`tap_rows`)."""
+    (sh, _), (dh, _) = plan.conv.stride_values, plan.conv.dilation_values
+    step = math.gcd(dh, sh)
+    return plan.row_phases == tuple(range(0, sh, step))
 
 
 def channel_tile(features: Features, vectors: int, most: int) -> mk.Tile:
@@ -272,23 +302,52 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
 
 
 def pack(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> SSAValue:
-    """The packed tile: packed[(c * packed_rows + r) * padded_width + left + iw] is input
-    (n, c, row0 + r, iw), where row0 = first output row - top; zeros elsewhere."""
+    """The packed tile: for each input channel c, row phase q (index a) and column phase p
+    (index b), an image of packed_rows x padded_width whose (k, k2) is the padded input at row
+    row0 + k * sh + q, column k2 * sw + p, where row0 = first output row * sh (the input's
+    row minus top, column minus left); zeros where that is padding."""
     op = plan.conv
-    n, row_tile = tile
     _, in_c, height, width = shape_of(op.data)
-    top, left, _, _ = op.padding_values
+    left, sw = op.padding_values[1], op.stride_values[1]
     packed = e.emit(memref.AllocaOp.get(f32, shape=[plan.pack_floats]))
     e.loops([plan.pack_floats], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
-    row0 = e.add_const(e.mul_const(row_tile, plan.row_block), -top)
+    for a, q in enumerate(plan.row_phases):
+        for b, p in enumerate(plan.column_phases):
+            first = (p - left) % sw  # the first input column of phase p
+            offset = (first + left - p) // sw  # its packed column
+            count = min(math.ceil((width - first) / sw), plan.padded_width - offset)
+            image = a * len(plan.column_phases) + b
+            pack_phase(e, plan, tile, packed, (image, q, first, offset), (in_c, height, count))
+    return packed
+
+
+def pack_phase(
+    e: GroupEmitter,
+    plan: Plan,
+    tile: list[SSAValue],
+    packed: SSAValue,
+    phase: tuple[int, int, int, int],
+    extents: tuple[int, int, int],
+) -> None:
+    """Copies the input of one phase image: (image index, row phase, first input column,
+    its packed column) into packed rows, `extents` = (input channels, input height, columns)."""
+    op = plan.conv
+    n, row_tile = tile
+    image, q, first, offset = phase
+    in_c, height, count = extents
+    top = op.padding_values[0]
+    sh, sw = op.stride_values
+    row0 = e.add_const(e.mul_const(row_tile, plan.row_block * sh), q - top)
 
     def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        c, r, iw = ivs
-        at = e.add(e.mul_const(e.add(e.mul_const(c, plan.packed_rows), r), plan.padded_width), e.add_const(iw, left))
-        return e.store(e.value_at(op.data, [n, c, e.add(row0, r), iw]), packed, [at])
+        c, k, t = ivs
+        sub = e.add_const(e.mul_const(c, plan.phase_count), image)
+        at = e.add(e.mul_const(e.add(e.mul_const(sub, plan.packed_rows), k), plan.padded_width), e.add_const(t, offset))
+        at_input = [n, c, e.add(row0, e.mul_const(k, sh)), e.add_const(e.mul_const(t, sw), first)]
+        return e.store(e.value_at(op.data, at_input), packed, [at])
 
-    e.loops([in_c, e.window_range(row0, 1, height, plan.packed_rows), width], [], copy)
-    return packed
+    if count > 0:
+        e.loops([in_c, e.window_range(row0, sh, height, plan.packed_rows), count], [], copy)
 
 
 def channel_blocks(plan: Plan) -> int:
@@ -323,36 +382,33 @@ def register_block(
     op = plan.conv
     block, chunk = ivs
     _, in_c, kh, kw = shape_of(op.weight)
-    dh, dw = op.dilation_values
     o0 = first_channel(e, plan, block)
     channel_base = e.conv_channel_base(op, o0)
     spots = row_spots(e, plan, chunk) if plan.row_aligned else None
     offsets = vector_offsets(e, plan, chunk, spots)
     tile_shape = plan.tile
 
-    def weight(ks: list[SSAValue], o: int) -> SSAValue:
-        c, i, j = ks
-        return e.value_at(op.weight, [e.add_const(o0, o), c, i, j])
+    def weight(tap: Tap, o: int) -> SSAValue:
+        c, i, j = tap
+        return e.value_at(op.weight, [e.add_const(o0, o), c, e.index(i) if isinstance(i, int) else i, e.index(j)])
 
-    def pixels(ks: list[SSAValue], v: int) -> SSAValue:
-        c, i, j = ks
-        row = e.mul_const(e.add(channel_base, c), plan.packed_rows)
-        tap = e.add(e.mul_const(i, dh * plan.padded_width), e.mul_const(j, dw))
-        at = e.add(e.add(e.mul_const(row, plan.padded_width), tap), offsets[v])
-        return mk.load(e, packed, [at], plan.lanes)
+    def pixels(tap: Tap, v: int) -> SSAValue:
+        return mk.load(e, packed, [e.add(tap_address(e, plan, channel_base, tap), offsets[v])], plan.lanes)
 
-    def one_tap(tap: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
+    def one_tap(tap: Tap, sums: list[SSAValue]) -> list[SSAValue]:
         return mk.accumulate(e, tile_shape, [], sums, lambda _, o: weight(tap, o), lambda _, v: pixels(tap, v))
+
+    looped = kh * kw > UNROLLED_TAPS and regular_phases(plan)
 
     def taps(ks: list[SSAValue], sums: list[SSAValue]) -> list[SSAValue]:
         """Every tap of input channel ks[0] (of row ks[1] when the window is large), unrolled."""
-        rows = [ks[1]] if len(ks) > 1 else [e.index(i) for i in range(kh)]
+        rows: list[int | SSAValue] = [ks[1]] if looped else list(range(kh))
         for i in rows:
             for j in range(kw):
-                sums = one_tap([ks[0], i, e.index(j)], sums)
+                sums = one_tap((ks[0], i, j), sums)
         return sums
 
-    extents = [in_c] if kh * kw <= UNROLLED_TAPS else [in_c, kh]
+    extents = [in_c, kh] if looped else [in_c]
     sums = e.loops(extents, mk.zeros(e, tile_shape), taps)
     acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.channels, plan.vectors * plan.lanes]))
     mk.store_block(e, tile_shape, sums, acc, lambda o, v: [e.index(o), e.index(v * plan.lanes)])
@@ -365,6 +421,40 @@ def register_block(
 
     e.if_else(finite, [], lambda: store(acc), lambda: store(None))
     return []
+
+
+# A tap of a register block: (input channel of the conv group, window row, window column);
+# the row is a loop's variable when the window's rows are a loop.
+Tap = tuple[SSAValue, "int | SSAValue", int]
+
+
+def tap_address(e: GroupEmitter, plan: Plan, channel_base: SSAValue, tap: Tap) -> SSAValue:
+    """Where in the packed tile output position 0 reads tap (c, i, j): the phase image of
+    input channel channel_base + c, row (i * dh) % sh, column (j * dw) % sw, at row
+    i * dh // sh, column j * dw // sw."""
+    c, i, j = tap
+    sw, dw = plan.conv.stride_values[1], plan.conv.dilation_values[1]
+    b = plan.column_phases.index(j * dw % sw)
+    row_phase, row_offset = tap_rows(e, plan, i)
+    image = e.add(e.mul_const(row_phase, len(plan.column_phases)), e.index(b))
+    sub = e.add(e.mul_const(e.add(channel_base, c), plan.phase_count), image)
+    row = e.mul_const(sub, plan.packed_rows)
+    tap_offset = e.add(row_offset, e.index(j * dw // sw))
+    return e.add(e.mul_const(row, plan.padded_width), tap_offset)
+
+
+def tap_rows(e: GroupEmitter, plan: Plan, i: int | SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Window row i's row phase index and its offset in the packed tile (packed rows times
+    the padded width); from a loop's variable when the phases are `regular_phases`."""
+    (sh, _), (dh, _) = plan.conv.stride_values, plan.conv.dilation_values
+    width = plan.padded_width
+    if isinstance(i, int):
+        return e.index(plan.row_phases.index(i * dh % sh)), e.index(i * dh // sh * width)
+    if len(plan.row_phases) == 1:  # every i * dh a multiple of sh
+        return e.index(0), e.mul_const(i, dh // sh * width)
+    step = math.gcd(dh, sh)
+    offset = e.mul_const(i, dh)
+    return e.div_const(e.rem_const(offset, sh), step), e.mul_const(e.div_const(offset, sh), width)
 
 
 def row_spots(e: GroupEmitter, plan: Plan, chunk: SSAValue) -> list[tuple[SSAValue, SSAValue]]:
