@@ -1,9 +1,9 @@
 """One table of device kinds: every layer's lookup is derived from `runtime/device_kinds.py`
-(a row added or changed there changes them all), and `runtime/machine.py`'s ISA levels say
-what a processor needs to run kernels built for each."""
+(a row added or changed there changes them all)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -12,8 +12,18 @@ from xrelay import driver
 from xrelay.diagnostics import ConfigError
 from xrelay.errors import DeviceError
 from xrelay.ir import parse
-from xrelay.runtime import artifact, device, kernels, machine
-from xrelay.runtime.device_kinds import DEVICE_KINDS, device_kind, generating_kinds, kind_of_language, language_name
+from xrelay.runtime import artifact, device, kernels
+from xrelay.runtime.device_kinds import (
+    DEVICE_KINDS,
+    DeviceKind,
+    device_kind,
+    generating_kinds,
+    kind_of_language,
+    kind_of_target,
+    language_name,
+    target_kind,
+    target_kinds,
+)
 from xrelay.targets import kernels as target_kernels
 from xrelay.targets.c import CEmitter
 from xrelay.targets.opencl import OpenCLEmitter
@@ -86,53 +96,44 @@ def test_runtime_lookups_come_from_the_rows() -> None:
     assert language is not None and language.name == "cpu"
 
 
-def test_target_features_ask_the_row() -> None:
-    """A C target's features are the host's as its -march builds for it; opencl's the device's."""
-    assert machine.target_features("opencl") == machine.opencl_features()
-    assert machine.target_features("c -march=x86-64-v3") == machine.c_features(("-march=x86-64-v3",))
-    v3, v2 = machine.target_features("c -march=x86-64-v3"), machine.target_features("llvm -march=x86-64-v2")
-    assert (v3.isa, v3.vector_floats, v3.vector_registers, v3.fma) == ("x86-64-v3", 8, 16, True)
-    assert (v2.isa, v2.vector_floats, v2.vector_registers, v2.fma) == ("x86-64-v2", 4, 16, False)
+# --- device_kinds -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("macros", "isa", "floats", "registers"),
-    [
-        (
-            {
-                "__SSE2__",
-                "__SSE4_2__",
-                "__AVX__",
-                "__AVX2__",
-                "__FMA__",
-                "__AVX512F__",
-                "__AVX512BW__",
-                "__AVX512DQ__",
-                "__AVX512VL__",
-            },
-            "x86-64-v4",
-            16,
-            32,
-        ),  # fmt: skip
-        ({"__SSE2__", "__AVX__", "__AVX512F__"}, "x86-64 with AVX-512F", 16, 32),
-        ({"__SSE2__", "__SSE4_2__", "__AVX__", "__AVX2__", "__FMA__"}, "x86-64-v3", 8, 16),
-        ({"__SSE2__", "__SSE4_2__", "__AVX__"}, "x86-64 with AVX", 8, 16),
-        ({"__SSE2__", "__SSE4_2__"}, "x86-64-v2", 4, 16),
-        ({"__SSE2__"}, "x86-64", 4, 16),
-        ({"__ARM_NEON"}, "aarch64", 4, 32),
-    ],
-)
-def test_isa_levels_from_gcc_macros(macros: set[str], isa: str, floats: int, registers: int) -> None:
-    assert machine.instruction_set(frozenset(macros)) == (isa, floats, registers)
+def test_target_strings_name_their_device_kind() -> None:
+    assert target_kind("c -march=x86-64-v3") == "c"
+    assert target_kind("   ") == ""
+    assert kind_of_target("c -march=x86-64-v3") is device_kind("cpu")
+    assert kind_of_target("llvm") is device_kind("cpu")
+    assert kind_of_target("opencl") is device_kind("opencl")
+    assert kind_of_target("tpu") is None
+    assert device_kind("tpu") is None
+    assert target_kinds() == {"c": "cpu", "llvm": "cpu", "opencl": "opencl", "cuda": "cuda", "vulkan": "vulkan",
+                              "metal": "metal"}  # fmt: skip
 
 
-def test_what_a_processor_lacks_for_a_level() -> None:
-    v3_host = frozenset({"sse2", "ssse3", "sse4_2", "avx", "avx2", "fma"})
-    assert machine.isa_of_flags(v3_host) == "x86-64-v3"
-    assert machine.isa_of_flags(v3_host | {"avx512f", "avx512bw", "avx512dq", "avx512vl"}) == "x86-64-v4"
-    assert machine.isa_of_flags(frozenset({"neon"})) is None
-    assert machine.missing_extensions("x86-64-v4", v3_host) == ["avx512bw", "avx512dq", "avx512f", "avx512vl"]
-    assert machine.missing_extensions("x86-64-v3", v3_host) == []
-    assert machine.missing_extensions("x86-64-v2", v3_host) == []
-    assert machine.missing_extensions("x86-64-v3", frozenset({"sse2", "sse4_2"})) == ["avx2", "fma"]
-    assert machine.missing_extensions("opencl", frozenset()) == []  # not a processor's level
+def test_only_c_and_opencl_generate_kernels() -> None:
+    assert [k.name for k in generating_kinds()] == ["cpu", "opencl"]
+    cuda = kind_of_target("cuda")
+    assert cuda is not None and not cuda.generates_kernels
+    assert kind_of_language("c") is device_kind("cpu")
+    assert kind_of_language("opencl") is device_kind("opencl")
+    assert kind_of_language("cuda") is None
+
+
+def test_work_groups_and_default_specs() -> None:
+    cpu, opencl = device_kind("cpu"), device_kind("opencl")
+    assert cpu is not None and opencl is not None
+    assert (cpu.work_groups, opencl.work_groups) == (False, True)
+    assert (cpu.default_spec(3), opencl.default_spec(1)) == ("cpu", "opencl:1")
+    assert (cpu.source_suffix, opencl.source_suffix) == (".c", ".cl")
+
+
+@pytest.mark.parametrize("kind", generating_kinds(), ids=lambda k: k.name)
+def test_each_generating_kind_names_an_emitter_and_a_runtime_device_that_exist(kind: DeviceKind) -> None:
+    assert kind in DEVICE_KINDS
+    row = kind
+    module, _, name = row.emitter.partition(":")
+    assert isinstance(getattr(importlib.import_module(module), name), type)
+    module, _, name = row.runtime_device.partition(":")
+    assert isinstance(getattr(importlib.import_module(f"xrelay.runtime.{module}"), name), type)
+    assert row.language and row.language_name

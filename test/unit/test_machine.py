@@ -1,9 +1,8 @@
-"""runtime/machine.py (a target's features: ISA level, vector width, registers, FMA, caches)
-and runtime/device_kinds.py (the table of device kinds)."""
+"""runtime/machine.py: a target's features (ISA level, vector width, registers, FMA, caches),
+and what a processor needs to run kernels built for each ISA level."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import subprocess
@@ -14,17 +13,15 @@ import pytest
 
 import xrelay
 from xrelay.runtime import machine
-from xrelay.runtime.device_kinds import (
-    DEVICE_KINDS,
-    DeviceKind,
-    device_kind,
-    generating_kinds,
-    kind_of_language,
-    kind_of_target,
-    target_kind,
-    target_kinds,
+from xrelay.runtime.machine import (
+    Features,
+    c_features,
+    instruction_set,
+    isa_of_flags,
+    missing_extensions,
+    opencl_features,
+    target_features,
 )
-from xrelay.runtime.machine import Features, instruction_set, target_features
 
 # --- instruction_set: gcc's predefined macros -> (level, floats, registers) ----------------
 
@@ -224,49 +221,6 @@ def test_a_bad_vector_width_is_an_error() -> None:
         target_features("opencl -vector-width=12")
 
 
-# --- device_kinds -------------------------------------------------------------------------
-
-
-def test_target_strings_name_their_device_kind() -> None:
-    assert target_kind("c -march=x86-64-v3") == "c"
-    assert target_kind("   ") == ""
-    assert kind_of_target("c -march=x86-64-v3") is device_kind("cpu")
-    assert kind_of_target("llvm") is device_kind("cpu")
-    assert kind_of_target("opencl") is device_kind("opencl")
-    assert kind_of_target("tpu") is None
-    assert device_kind("tpu") is None
-    assert target_kinds() == {"c": "cpu", "llvm": "cpu", "opencl": "opencl", "cuda": "cuda", "vulkan": "vulkan",
-                              "metal": "metal"}  # fmt: skip
-
-
-def test_only_c_and_opencl_generate_kernels() -> None:
-    assert [k.name for k in generating_kinds()] == ["cpu", "opencl"]
-    cuda = kind_of_target("cuda")
-    assert cuda is not None and not cuda.generates_kernels
-    assert kind_of_language("c") is device_kind("cpu")
-    assert kind_of_language("opencl") is device_kind("opencl")
-    assert kind_of_language("cuda") is None
-
-
-def test_work_groups_and_default_specs() -> None:
-    cpu, opencl = device_kind("cpu"), device_kind("opencl")
-    assert cpu is not None and opencl is not None
-    assert (cpu.work_groups, opencl.work_groups) == (False, True)
-    assert (cpu.default_spec(3), opencl.default_spec(1)) == ("cpu", "opencl:1")
-    assert (cpu.source_suffix, opencl.source_suffix) == (".c", ".cl")
-
-
-@pytest.mark.parametrize("kind", generating_kinds(), ids=lambda k: k.name)
-def test_each_generating_kind_names_an_emitter_and_a_runtime_device_that_exist(kind: DeviceKind) -> None:
-    assert kind in DEVICE_KINDS
-    row = kind
-    module, _, name = row.emitter.partition(":")
-    assert isinstance(getattr(importlib.import_module(module), name), type)
-    module, _, name = row.runtime_device.partition(":")
-    assert isinstance(getattr(importlib.import_module(f"xrelay.runtime.{module}"), name), type)
-    assert row.language and row.language_name
-
-
 def test_the_avx2_host_compiler_is_gcc_for_x86_64_v3() -> None:
     """`make test-avx2-host` runs the suite with test/hosts/x86-64-v3/gcc first on PATH: it
     must be gcc whose -march=native is AVX2 with FMA and no AVX-512, whatever this host is."""
@@ -276,3 +230,24 @@ def test_the_avx2_host_compiler_is_gcc_for_x86_64_v3() -> None:
     ).stdout
     macros = frozenset(re.findall(r"^#define (\w+)", out, re.MULTILINE))
     assert instruction_set(macros) == ("x86-64-v3", 8, 16)
+
+
+def test_target_features_ask_the_row() -> None:
+    """A C target's features are the host's as its -march builds for it; opencl's the device's."""
+    assert target_features("opencl") == opencl_features()
+    assert target_features("c -march=x86-64-v3") == c_features(("-march=x86-64-v3",))
+    v3, v2 = target_features("c -march=x86-64-v3"), target_features("llvm -march=x86-64-v2")
+    assert (v3.isa, v3.vector_floats, v3.vector_registers, v3.fma) == ("x86-64-v3", 8, 16, True)
+    assert (v2.isa, v2.vector_floats, v2.vector_registers, v2.fma) == ("x86-64-v2", 4, 16, False)
+
+
+def test_what_a_processor_lacks_for_a_level() -> None:
+    v3_host = frozenset({"sse2", "ssse3", "sse4_2", "avx", "avx2", "fma"})
+    assert isa_of_flags(v3_host) == "x86-64-v3"
+    assert isa_of_flags(v3_host | {"avx512f", "avx512bw", "avx512dq", "avx512vl"}) == "x86-64-v4"
+    assert isa_of_flags(frozenset({"neon"})) is None
+    assert missing_extensions("x86-64-v4", v3_host) == ["avx512bw", "avx512dq", "avx512f", "avx512vl"]
+    assert missing_extensions("x86-64-v3", v3_host) == []
+    assert missing_extensions("x86-64-v2", v3_host) == []
+    assert missing_extensions("x86-64-v3", frozenset({"sse2", "sse4_2"})) == ["avx2", "fma"]
+    assert missing_extensions("opencl", frozenset()) == []  # not a processor's level
