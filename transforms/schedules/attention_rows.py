@@ -70,6 +70,7 @@ from xrelay.transforms.schedules import (
     softmax_row,
 )
 from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.packed_matmul import balanced
 
 # A work item's query rows (about ROWS: whole tiles of the target's micro-kernel tile,
 # `micro_kernel.register_tile`, as packed_matmul's). The transformer's
@@ -295,8 +296,9 @@ class Rows:
 
 
 def block_rows(m: int, tile: mk.Tile) -> int:
-    """A work item's query rows: ROWS cut to whole tiles, or m rounded up to whole tiles."""
-    return min(max(1, ROWS // tile.rows) * tile.rows, round_up(m, tile.rows))
+    """A work item's query rows: m shared out evenly in blocks of at most ROWS cut to whole
+    tiles (`packed_matmul.balanced`: 128 rows in AVX2's 6-row tiles are 3 x 48, not 3 x 60)."""
+    return balanced(m, max(1, ROWS // tile.rows) * tile.rows, tile.rows)
 
 
 SCHEDULE = Schedule("attention_rows", matches, build)
