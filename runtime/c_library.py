@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -135,7 +136,7 @@ def default_num_threads() -> int:
     text = os.environ.get(THREADS_ENVIRONMENT, "").strip()
     if text:
         return check_num_threads(text, f"the environment variable {THREADS_ENVIRONMENT}")
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return available_cores()
 
 
 def check_num_threads(value: object, what: str = "num_threads") -> int:
@@ -253,7 +254,7 @@ def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = (), num_thre
     library = cache_dir() / f"c-{key}.so"
     cached = library.exists()
     if not cached:
-        _compile_c(text, argv, library, [s.name for s in sources])
+        _compile_c([*translation_units(sources), Unit(THREADS_REPORT, ("xrelay_num_threads",))], argv, library)
     return _load_c(library, sources, cached)
 
 
@@ -275,23 +276,108 @@ def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
 FAST_MATH_FLAGS = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations")
 
 
-def _compile_c(text: str, argv: list[str], library: Path, names: list[str]) -> None:
-    source = library.with_suffix(".c")
-    write_atomically(source, text.encode())
+@dataclass(frozen=True)
+class Unit:
+    """One translation unit of a library: a kernel's complete source (`KernelSource.source`:
+    its prelude, then the function), and the kernels it defines, for error messages."""
+
+    source: str
+    names: tuple[str, ...]
+
+
+# Kernels equal but for their names (ResNet-18: 24 kernels, 6 distinct) share a translation
+# unit, where gcc's identical-code folding (-fipa-icf, on at -O2) optimises their body once.
+# Such a family of at least UNIT_BYTES of source is a unit of its own. Smaller ones share a
+# unit with their neighbours: each unit costs gcc ~0.12 s of start-up and headers
+# (immintrin.h, omp.h) whatever its size, and BERT's 31 kernels average 4.6 KB. A unit of
+# small families ends after one whose body's hash is 0 modulo UNIT_KERNELS (or once it holds
+# UNIT_BYTES), so the units, and the cached objects, follow the kernels' content: a changed
+# kernel changes its own unit (and, when its hash moves a boundary, the next one).
+UNIT_BYTES = 16384
+UNIT_KERNELS = 4
+
+
+def translation_units(sources: Sequence[KernelSource]) -> list[Unit]:
+    """The kernels grouped into translation units (each source is a complete unit whose
+    prelude's definitions are guarded, so concatenated ones define them once)."""
+    families: dict[str, list[KernelSource]] = {}
+    for s in sources:
+        families.setdefault(s.source.replace(s.name, ""), []).append(s)
+    units: list[Unit] = []
+    group: list[KernelSource] = []
+    for body, family in families.items():
+        if len(body) >= UNIT_BYTES:
+            units.append(_unit(family))
+            continue
+        group += family
+        if int(content_key(body), 16) % UNIT_KERNELS == 0 or sum(len(g.source) for g in group) >= UNIT_BYTES:
+            units.append(_unit(group))
+            group = []
+    return [*units, _unit(group)] if group else units
+
+
+def _unit(sources: Sequence[KernelSource]) -> Unit:
+    return Unit("\n".join(s.source for s in sources), tuple(s.name for s in sources))
+
+
+def _compile_c(units: Sequence[Unit], argv: list[str], library: Path) -> None:
+    """Compiles every unit to an object (or takes it from the cache), as many gcc processes at
+    once as this process has cores, then links them into `library`. gcc's -O3 dominates a
+    model's build and is single-threaded per unit: one file of all kernels left cores idle."""
+    compile_argv = [f for f in argv if f != "-shared"]
+    objects = _objects(units, compile_argv)
+    link = [f for f in argv if f not in FAST_MATH_FLAGS]  # (no crtfastmath.o: see FAST_MATH_FLAGS)
     with atomic_path(library) as tmp:
-        if any(flag in FAST_MATH_FLAGS for flag in argv):
-            with atomic_path(library.with_suffix(".o")) as obj:
-                _gcc([*argv, "-c", "-o", str(obj), str(source)], names)
-                link = [f for f in argv if f not in FAST_MATH_FLAGS]
-                _gcc([*link, "-o", str(tmp), str(obj), *C_LINK_FLAGS], names)
-            return
-        _gcc([*argv, "-o", str(tmp), str(source), *C_LINK_FLAGS], names)
+        _check_gcc([*link, "-o", str(tmp), *map(str, objects), *C_LINK_FLAGS], [n for u in units for n in u.names])
 
 
-def _gcc(argv: list[str], names: list[str]) -> None:
+def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
+    """The object of each unit, in order: cached ones as they are, the rest compiled in
+    parallel, largest first (so a big kernel started last does not finish alone). Every
+    failing unit is named in one `CompileError`."""
+    version = c_compiler_version()
+    paths = [cache_dir() / f"c-{content_key(u.source, ' '.join(argv), version, machine())}.o" for u in units]
+    missing = sorted((i for i, p in enumerate(paths) if not p.exists()), key=lambda i: -len(units[i].source))
+    with ThreadPoolExecutor(max_workers=max(1, min(available_cores(), len(missing)))) as pool:
+        results = pool.map(
+            _compile_unit, [units[i] for i in missing], [argv] * len(missing), [paths[i] for i in missing]
+        )
+        errors = [e for e in results if e is not None]
+    if errors:
+        raise CompileError("\n".join(errors))
+    return paths
+
+
+def available_cores() -> int:
+    """The cores this process may run on: the default thread count, and how many gcc processes
+    a build runs at once."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _compile_unit(unit: Unit, argv: list[str], obj: Path) -> str | None:
+    """Compiles one unit to `obj` (its source beside it); gcc's error message on failure."""
+    source = obj.with_suffix(".c")
+    write_atomically(source, unit.source.encode())
+    try:
+        with atomic_path(obj) as tmp:  # (an exception leaves nothing under the object's name)
+            _check_gcc([*argv, "-c", "-o", str(tmp), str(source)], unit.names)
+    except CompileError as e:
+        return str(e)
+    return None
+
+
+def _gcc(argv: list[str], names: Sequence[str]) -> str | None:
+    """Runs gcc; None when it succeeds, else a message naming the kernels and quoting gcc."""
     result = subprocess.run([C_COMPILER, *argv], capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise CompileError(f"{C_COMPILER} failed to compile kernels {', '.join(names)}:\n{result.stderr}")
+        return f"{C_COMPILER} failed to compile kernels {', '.join(names)}:\n{result.stderr}"
+    return None
+
+
+def _check_gcc(argv: list[str], names: Sequence[str]) -> None:
+    error = _gcc(argv, names)
+    if error is not None:
+        raise CompileError(error)
 
 
 def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibrary:

@@ -4,7 +4,9 @@ flags, errors, and ASan, on kernels the compiler emits."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +50,90 @@ def test_c_second_build_hits_the_cache(cache: Path) -> None:
 
 
 def test_c_build_is_one_library_for_many_kernels(cache: Path) -> None:
-    lib = build_c(kernel_sources_of("c"))
+    lib = build_c(kernel_sources_of("c"), num_threads=2)
     assert sorted(lib.kernels) == sorted(k.name for k in LOOP_KERNELS)
     assert len(list(cache.glob("*.so"))) == 1
+    assert lib.num_threads == 2  # the report, a unit of its own, is linked in
+    for case in LOOP_KERNELS:
+        run_c(lib, case)
+
+
+# A gcc on PATH that logs each compile's start and end; a compile (-c) waits (at most 10 s)
+# until a second one has started, so two alive at once show in the log as start, start.
+FAKE_GCC = """#!/bin/sh
+case " $* " in *" -c "*) compiling=1 ;; *) compiling= ;; esac
+if [ -n "$compiling" ]; then
+  echo start >> {log}
+  mkdir -p {started}; : > {started}/$$
+  i=0; while [ "$(ls {started} | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+fi
+{gcc} "$@"; status=$?
+[ -n "$compiling" ] && echo end >> {log}
+exit $status
+"""
+
+
+@pytest.fixture
+def gcc_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A logging gcc (FAKE_GCC) first on PATH; the path of its log."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "gcc.log"
+    bin_dir.mkdir()
+    real = shutil.which("gcc")
+    assert real is not None
+    script = FAKE_GCC.format(log=log, started=tmp_path / "started", gcc=real)
+    (bin_dir / "gcc").write_text(script)
+    (bin_dir / "gcc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    log.write_text("")
+    return log
+
+
+def most_alive(log: Path) -> int:
+    alive = peak = 0
+    for line in log.read_text().split():
+        alive += 1 if line == "start" else -1
+        peak = max(peak, alive)
+    return peak
+
+
+def test_kernels_compile_in_parallel(cache: Path, gcc_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(c_library, "available_cores", lambda: 2)
+    monkeypatch.setattr(c_library, "UNIT_BYTES", 0)  # a unit per kernel
+    lib = build_c(kernel_sources_of("c"))
+    assert gcc_log.read_text().split().count("start") == len(LOOP_KERNELS) + 1  # + the thread report
+    assert most_alive(gcc_log) == 2
+    for case in LOOP_KERNELS:
+        run_c(lib, case)
+
+
+def test_one_changed_kernel_compiles_one_object(cache: Path, gcc_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(c_library, "UNIT_BYTES", 0)
+    sources = kernel_sources_of("c")
+    build_c(sources, ["-O1"])
+    gcc_log.write_text("")
+    changed = [dataclasses.replace(s, source=s.source + "\n/* changed */\n") if s.name == "k_select" else s
+               for s in sources]  # fmt: skip
+    lib = build_c(changed, ["-O1"])
+    assert not lib.cached and gcc_log.read_text().split() == ["start", "end"]
+    for case in LOOP_KERNELS:
+        run_c(lib, case)
+    assert len(list(cache.glob("*.o"))) == len(LOOP_KERNELS) + 2 and list(cache.glob("*.tmp")) == []
+
+
+def test_small_kernels_share_units_decided_by_their_content() -> None:
+    sources = [dataclasses.replace(s, name=f"{s.name}_{i}", source=s.source.replace(s.name, f"{s.name}_{i}"))
+               for i in range(6) for s in kernel_sources_of("c")]  # fmt: skip
+    units = c_library.translation_units(sources)
+    assert sorted(n for u in units for n in u.names) == sorted(s.name for s in sources)
+    assert len(units) <= len(LOOP_KERNELS) + 1  # equal but for the name: one unit
+    for s in kernel_sources_of("c"):
+        assert any({f"{s.name}_{i}" for i in range(6)} <= set(u.names) for u in units)
+    distinct = kernel_sources_of("c")
+    units = c_library.translation_units(distinct)
+    for i in range(len(distinct)):
+        edited = [*distinct[:i], dataclasses.replace(distinct[i], source=distinct[i].source + " "), *distinct[i + 1 :]]
+        changed = set(c_library.translation_units(edited)) - set(units)
+        assert 1 <= len(changed) <= 2, i
 
 
 CONCURRENT_BUILD = """
@@ -109,6 +192,20 @@ def test_gcc_error_is_a_compile_error_with_its_message(cache: Path) -> None:
         CompileError, match="gcc failed to compile kernels k_elementwise:\n(.|\n)*error: .undeclared_buffer. undeclared"
     ):
         build_c([bad])
+
+
+def test_a_failing_kernel_among_many_is_named(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(c_library, "UNIT_BYTES", 0)
+    sources = kernel_sources_of("c")
+    broken = [dataclasses.replace(s, source=s.source.replace("out0[", "undeclared_buffer[")) if s.name == "k_select" else s
+              for s in sources]  # fmt: skip
+    with pytest.raises(CompileError) as error:
+        build_c(broken)
+    message = str(error.value)
+    assert message.startswith("gcc failed to compile kernels k_select:\n") and "undeclared_buffer" in message
+    assert "k_elementwise" not in message
+    assert list(cache.glob("*.tmp")) == [] and list(cache.glob("*.so")) == []
+    assert len(list(cache.glob("*.o"))) == len(LOOP_KERNELS)  # the others' (and the report's) objects
 
 
 def test_c_builder_rejects_opencl_kernel_sources_of(cache: Path) -> None:
