@@ -52,8 +52,10 @@ pytest:
 
 # The lit tests and pytest again as on an AVX2 host whatever this one is: gcc's -march=native
 # is x86-64-v3 there (test/hosts/x86-64-v3/gcc), so plain "c" targets get that host's tiles,
-# vectors and plans; its kernel cache is kept apart from the real one's.
-AVX2_HOST := PATH="$(CURDIR)/test/hosts/x86-64-v3:$$PATH" XDG_CACHE_HOME="$(CURDIR)/build/avx2-host-cache"
+# vectors and plans, and (in pytest, test/unit/conftest.py) a plain "opencl" target PoCL's
+# 8-float vectors there; its kernel cache is kept apart from the real one's.
+AVX2_HOST := PATH="$(CURDIR)/test/hosts/x86-64-v3:$$PATH" XDG_CACHE_HOME="$(CURDIR)/build/avx2-host-cache" \
+	XRELAY_TEST_OPENCL_VECTOR_WIDTH=8
 test-avx2-host: setup
 	$(AVX2_HOST) $(VENV)/bin/lit -q test/
 	$(AVX2_HOST) $(PY) -m pytest -q -n 2 test/unit test/runtime

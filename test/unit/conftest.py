@@ -17,3 +17,19 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty kernel cache (`$XDG_CACHE_HOME/xrelay`) for one test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     return tmp_path / "xrelay"
+
+
+# `make test-avx2-host` sets this: OpenCL targets then describe the device as PoCL does on an
+# AVX2 host, 8-float vectors (16 registers), whatever this host's PoCL says; a target's own
+# `-vector-width=N` still wins. (machine.opencl_features, the device's own info, is left.)
+_OPENCL_WIDTH = os.environ.get("XRELAY_TEST_OPENCL_VECTOR_WIDTH")
+if _OPENCL_WIDTH:
+    from xrelay.runtime import machine
+
+    _device_target_features = machine.opencl_target_features
+
+    def _as_on_that_host(target: str) -> machine.Features:
+        pinned = "-vector-width=" in target
+        return _device_target_features(target if pinned else f"{target} -vector-width={_OPENCL_WIDTH}")
+
+    machine.opencl_target_features = _as_on_that_host

@@ -28,6 +28,9 @@ ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
 # AVX-512, 16 floats x 32 registers, whatever the host. Kernels planned for it are only
 # planned or printed there, never run (a host without AVX-512 could not run them).
 PLANNED = "c -march=x86-64-v4"
+# The OpenCL device they state them for: PoCL on such a machine, 16-float vectors (and 32
+# registers). Unlike PLANNED's kernels, these run anywhere: PoCL splits a float16 as it must.
+OPENCL_PLANNED = "opencl -vector-width=16"
 
 # The /proc/cpuinfo flags each level needs (Linux's names: lzcnt is "abm"), after the
 # x86-64 psABI's level definitions.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from isa_levels import PLANNED, isa_params
+from isa_levels import OPENCL_PLANNED, PLANNED, isa_params
 from test_c_library import run_programs_under_asan
 from test_packed_conv import check_everywhere, check_isa_level, inputs, terms_of
 from test_packed_conv import conv_program as packed_conv_program
@@ -31,7 +31,7 @@ from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.schedules import conv_taps
 
 PAD1 = "{padding = array<i64: 1, 1, 1, 1>}"
-OPENCL = ("c", "opencl")
+OPENCL = ("c", OPENCL_PLANNED)
 
 
 def conv_program(data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from isa_levels import PLANNED, isa_params
+from isa_levels import OPENCL_PLANNED, PLANNED, isa_params
 from test_c_library import run_programs_under_asan
 
 import xrelay
@@ -206,11 +206,11 @@ def test_takes_opencl_groups_and_declines_big_packed_tiles() -> None:
     text = conv_program((1, 8, 12, 12), (8, 8, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 12, 12))
     module = xrelay.parse(text)
     ctx = xrelay.context()
-    PlanDevicesPass(targets=("c", "opencl"), default_device="opencl").apply(ctx, module)
+    PlanDevicesPass(targets=("c", OPENCL_PLANNED), default_device="opencl").apply(ctx, module)
     FuseOpsPass().apply(ctx, module)
     (group,) = [op for op in module.walk() if isinstance(op, relay.FusedOp)]
     assert packed_conv.matches(group)  # the OpenCL kernel is the same micro-kernel, in float16
-    kernels = xrelay.build(text, targets=("c", "opencl"), default_device="opencl").kernels
+    kernels = xrelay.build(text, targets=("c", OPENCL_PLANNED), default_device="opencl").kernels
     assert [k.language for k in kernels] == ["opencl"] and "float16" in kernels[0].source
     huge = conv_program((1, 512, 8, 200), (8, 512, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 8, 200))
     assert "packed_conv" not in schedules(huge)  # one packed row block would exceed PACK_MAX_FLOATS

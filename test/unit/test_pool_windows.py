@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from isa_levels import isa_params
+from isa_levels import OPENCL_PLANNED, isa_params
 from test_c_library import run_programs_under_asan
 from test_packed_conv import check_isa_level
 from xdsl.dialects import func, vector
@@ -174,9 +174,10 @@ def bare_pool_text(op: str, data: tuple[int, ...], result: tuple[int, ...], attr
 
 
 def vector_widths(text: str) -> set[int]:
-    """The widths of the vectors the opencl kernel's shuffles pick (none: scalar taps)."""
+    """The widths of the vectors the opencl kernel's shuffles pick (none: scalar taps), on
+    the OpenCL device the plan tests state their numbers for (OPENCL_PLANNED)."""
     module = xrelay.parse(text)
-    lower(module, ("opencl",), "opencl", "c")
+    lower(module, (OPENCL_PLANNED,), "opencl", "c")
     shuffles = [op for op in module.walk() if isinstance(op, vector.ShuffleOp)]
     return {op.result.type.get_shape()[0] for op in shuffles}  # type: ignore[union-attr]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from isa_levels import PLANNED, isa_params
+from isa_levels import OPENCL_PLANNED, PLANNED, isa_params
 from test_c_library import run_programs_under_asan
 from test_packed_conv import check_isa_level
 from xdsl.dialects import arith, func, memref, scf
@@ -152,7 +152,7 @@ def assert_close(got: np.ndarray, expected: np.ndarray) -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * scale)  # NaN and inf where they are
 
 
-OPENCL = ("c", "opencl")
+OPENCL = ("c", OPENCL_PLANNED)
 
 
 def check(text: str, arrays: dict[str, np.ndarray], num_threads: int = 1, device: str = "cpu") -> np.ndarray:
@@ -240,6 +240,21 @@ def test_chunks_run_on_into_the_next_image() -> None:
     assert not np.isfinite(expected[0, :, 11:, :]).all() and not np.isfinite(expected[1, :, :2, :]).all()
     assert np.isfinite(expected[0, :, :11, :]).all() and np.isfinite(expected[1, :, 2:, :]).all()
     assert np.isfinite(expected[2]).all()
+
+
+@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.mark.parametrize("width", [4, 8])
+@pytest.mark.parametrize("name", ["odd_residual", "f4_wide_rows", "batch_edge_channels"])
+def test_winograd_conv_on_opencl_devices_of_narrower_vectors(name: str, width: int) -> None:
+    """PoCL on an AVX2 (8 floats) or SSE (4) host: the OpenCL kernel's blocks and steps take
+    the device's width, and it still computes what `interpret` does."""
+    text = case_text(name)
+    targets = ("c", f"opencl -vector-width={width}")
+    assert schedules(text, targets, "opencl") == ["winograd_conv"]
+    built = xrelay.build(text, targets=targets, default_device="opencl")
+    assert f"float{width} " in built.kernels[0].source and "float16" not in built.kernels[0].source
+    arrays = inputs(CASES[name], np.random.default_rng(0))
+    assert_close(built.run(**arrays), xrelay.interpret(xrelay.parse(text), arrays))
 
 
 @pytest.mark.usefixtures("small_work_on_opencl")
