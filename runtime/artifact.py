@@ -2,16 +2,22 @@
 The artifact format of a built program: a plain directory, no pickle.
 
     model.xrelay/
-      manifest.json       format, version, sha256 of every other file, the kernels' metadata,
-                          and the machine and compiler each library was built for
+      manifest.json       format, version, sha256 of every other file, the kernels' metadata
+                          (with their parameters' shapes and dtypes), and the machine and
+                          compiler each library was built for
+      manifest.sig        HMAC-SHA256 of manifest.json's bytes under the saving user's key
       graph.json          the executor graph (`-t graph-json`, with its `devices` list, each
                           entry with the `features` its kernels were built for)
       params.npz          the params (constants), by node name
       kernels/NAME.c      one translation unit per kernel (.cl for OpenCL C)
       kernels/deviceN.so  the C kernels of device N, compiled
 
-Loading checks the format and every hash before reading anything else. Reading needs only
-numpy and the standard library: no compiler, no xDSL.
+An artifact is code: its libraries and kernels run in the process that loads it. Loading
+checks the format and the signature (`xrelay.runtime.signing`; `trust=True` skips it), then
+every hash, before reading anything else, and then the graph against the kernels and params
+(`xrelay.runtime.graph_check`); anything malformed is an ArtifactError saying what. Reading
+needs only numpy and the standard library: no compiler, no xDSL. `save` writes into a new or
+empty directory, or over an xrelay artifact, never into another directory.
 """
 
 from __future__ import annotations
@@ -19,19 +25,26 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
+import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from xrelay.errors import ArtifactError
 from xrelay.runtime.device_kinds import generating_kinds
-from xrelay.runtime.kernels import LANGUAGES, KernelSource
+from xrelay.runtime.graph_check import COPY, NOP, check_graph
+from xrelay.runtime.kernels import LANGUAGES, KernelSource, TensorArg
+from xrelay.runtime.signing import SIGNATURE_FILE, sign, verify
 
 FORMAT = "xrelay-executable"
-VERSION = 3  # 3: the graph's `devices` entries carry the features they were built for
+# 3: the graph's `devices` entries carry the features they were built for; 4: signed, and
+# each kernel's entry has its parameters' shapes and dtypes (`args`)
+VERSION = 4
+KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C identifier: the symbol, and a file name
 # A kernel source's file suffix by language (the device kinds' table's).
 SUFFIXES = {kind.language: kind.source_suffix for kind in generating_kinds() if kind.language is not None}
 
@@ -61,23 +74,20 @@ def sha256(data: bytes) -> str:
 
 def save(path: str | Path, artifact: Artifact) -> None:
     root = Path(path)
-    if root.exists() and not root.is_dir():
-        raise ArtifactError(
-            f"cannot save to {root}: it is a file, and an executable is saved as a "
-            "directory; choose a new path or remove the file"
-        )
+    _check_target(root)
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     files = {"graph.json": json.dumps(artifact.graph, indent=1).encode(), "params.npz": _npz(artifact.params)}
     kernels: list[dict[str, Any]] = []
     for k in artifact.kernels:
         name = f"kernels/{k.name}{SUFFIXES[k.language]}"
         files[name] = k.source.encode()
-        kernels.append({**k.to_json(), "file": name})
+        kernels.append({**_with_args(k, artifact.graph).to_json(), "file": name})
     libraries: list[dict[str, Any]] = []
     for device, library in sorted(artifact.libraries.items()):
         name = f"kernels/device{device}.so"
         files[name] = library.data
         libraries.append({"device": device, "file": name, "machine": library.machine, "compiler": library.compiler})
+    (root / SIGNATURE_FILE).unlink(missing_ok=True)  # (a half-written artifact is then unsigned)
     for name, data in files.items():
         (root / name).write_bytes(data)
     manifest = {
@@ -87,7 +97,45 @@ def save(path: str | Path, artifact: Artifact) -> None:
         "kernels": kernels,
         "libraries": libraries,
     }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    text = (json.dumps(manifest, indent=1) + "\n").encode()
+    (root / "manifest.json").write_bytes(text)
+    (root / SIGNATURE_FILE).write_text(sign(text) + "\n")
+
+
+def _check_target(root: Path) -> None:
+    """`root` is new, an empty directory or an xrelay artifact: `save` overwrites no other files."""
+    if root.exists() and not root.is_dir():
+        raise ArtifactError(
+            f"cannot save to {root}: it is a file, and an executable is saved as a "
+            "directory; choose a new path or remove the file"
+        )
+    if not root.exists() or not any(root.iterdir()):
+        return
+    try:
+        is_artifact = json.loads((root / "manifest.json").read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        is_artifact = False
+    if not is_artifact:
+        raise ArtifactError(
+            f"cannot save to {root}: it is a directory with files of its own, not an xrelay "
+            "artifact, and saving would overwrite them; choose a new or empty directory"
+        )
+
+
+def _with_args(kernel: KernelSource, graph: Mapping[str, Any]) -> KernelSource:
+    """`kernel`, with the parameter types the graph gives it where it has none of its own (a
+    kernel written by hand), so that every saved kernel has a signature to check against."""
+    if kernel.args:
+        return kernel
+    attrs = graph["attrs"]
+    devices = attrs["device_index"][1] if "device_index" in attrs else [0] * len(graph["nodes"])
+    for index, node in enumerate(graph["nodes"]):
+        func_name = node.get("attrs", {}).get("func_name")
+        if func_name == kernel.name and devices[index] == kernel.device and func_name not in (COPY, NOP):
+            tensors = [i for i, _, _ in node["inputs"]] + [index]
+            args = tuple(TensorArg(tuple(attrs["shape"][1][t]), attrs["dltype"][1][t]) for t in tensors)
+            return replace(kernel, args=args)
+    return kernel
 
 
 def _npz(params: Mapping[str, np.ndarray]) -> bytes:
@@ -97,42 +145,68 @@ def _npz(params: Mapping[str, np.ndarray]) -> bytes:
     return buffer.getvalue()
 
 
-def load(path: str | Path) -> Artifact:
+def load(path: str | Path, trust: bool = False) -> Artifact:
+    """The artifact at `path`, checked: its signature (unless `trust`: this runs native code
+    from the artifact), every file's hash, and the graph against the kernels and params."""
     root = Path(path)
-    manifest = _manifest(root)
-    files = {name: _verified(root, name, digest) for name, digest in manifest["files"].items()}
+    text, manifest = _manifest(root)
+    if not trust:
+        verify(root, text)
+    files = {name: _verified(root, name, digest) for name, digest in _entries(manifest, "files", dict, root).items()}
     for required in ("graph.json", "params.npz"):
         if required not in files:
             raise ArtifactError(f"{root}: the manifest lists no {required}; the artifact is incomplete")
-    with np.load(io.BytesIO(files["params.npz"]), allow_pickle=False) as npz:
-        params = {name: npz[name] for name in npz.files}
-    kernels = [_kernel(k, files, root) for k in manifest["kernels"]]
-    libraries = {int(entry["device"]): _library(entry, files, root) for entry in manifest.get("libraries", [])}
-    return Artifact(json.loads(files["graph.json"]), params, kernels, libraries)
+    params = _params(files["params.npz"], root)
+    kernels = [_kernel(k, files, root) for k in _entries(manifest, "kernels", list, root)]
+    libraries: dict[int, SavedLibrary] = {}
+    for entry in _entries(manifest, "libraries", list, root):
+        device, library = _library(entry, files, root)
+        libraries[device] = library
+    try:
+        graph = json.loads(files["graph.json"])
+    except ValueError as e:
+        raise ArtifactError(f"{root}/graph.json is not valid JSON ({e})") from None
+    check_graph(graph, kernels, params, f"{root}/graph.json")
+    return Artifact(graph, params, kernels, libraries)
 
 
-def _manifest(root: Path) -> dict[str, Any]:
+def _manifest(root: Path) -> tuple[bytes, dict[str, Any]]:
+    """manifest.json's bytes and content, of this format and version."""
     if root.exists() and not root.is_dir():
         raise ArtifactError(
             f"{root} is a file, but a saved xrelay executable is a directory "
             "(made by Executable.save); to compile a program use xrelay.build"
         )
     try:
-        manifest = json.loads((root / "manifest.json").read_text())
+        text = (root / "manifest.json").read_bytes()
+        manifest = json.loads(text)
     except FileNotFoundError:
         raise ArtifactError(f"{root} is not a saved xrelay executable: it has no manifest.json") from None
-    except json.JSONDecodeError as e:
+    except ValueError as e:
         raise ArtifactError(f"{root}/manifest.json is not valid JSON ({e})") from None
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{root}/manifest.json must be a JSON object, but is {type(manifest).__name__}")
+    manifest = cast(dict[str, Any], manifest)
     if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
         raise ArtifactError(
             f"{root}/manifest.json is format {manifest.get('format')!r} version {manifest.get('version')!r}, "
             f"but this xrelay reads {FORMAT!r} version {VERSION}"
+            + (" (signed artifacts): build and save the program again" if manifest.get("format") == FORMAT else "")
         )
-    return manifest
+    return text, manifest
 
 
-def _verified(root: Path, name: str, digest: str) -> bytes:
-    if Path(name).is_absolute() or ".." in Path(name).parts:
+def _entries(manifest: Mapping[str, Any], key: str, kind: type, root: Path) -> Any:
+    """The manifest's `key`, a JSON object (dict) or list."""
+    if key not in manifest:
+        raise ArtifactError(f"{root}/manifest.json has no {key!r} key; the artifact is incomplete")
+    if not isinstance(manifest[key], kind):
+        raise ArtifactError(f"{root}/manifest.json: {key!r} must be a JSON {'object' if kind is dict else 'list'}")
+    return manifest[key]
+
+
+def _verified(root: Path, name: object, digest: object) -> bytes:
+    if not isinstance(name, str) or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ArtifactError(f"{root}/manifest.json names the file {name!r} outside the artifact")
     try:
         data = (root / name).read_bytes()
@@ -146,21 +220,62 @@ def _verified(root: Path, name: str, digest: str) -> bytes:
     return data
 
 
-def _kernel(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path) -> KernelSource:
-    _check_hashed(entry, files, root, f"kernel {entry['name']}")
-    if entry.get("language") not in LANGUAGES:
+def _params(data: bytes, root: Path) -> dict[str, np.ndarray]:
+    """params.npz's arrays (numbers only: no pickled objects)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except (ValueError, OSError, EOFError, AttributeError, zipfile.BadZipFile) as e:
         raise ArtifactError(
-            f"{root}/manifest.json gives kernel {entry['name']} the language "
-            f"{entry.get('language')!r}; expected one of {', '.join(LANGUAGES)}"
+            f"{root}/params.npz is not an archive of numeric arrays ({e}); save the program again"
+        ) from None
+
+
+def _kernel(entry: object, files: Mapping[str, bytes], root: Path) -> KernelSource:
+    entry = _entry(entry, ("name", "language", "file", "global_size", "num_inputs", "device", "args"), root, "kernel")
+    name = entry["name"]
+    if not isinstance(name, str) or not KERNEL_NAME.fullmatch(name):
+        raise ArtifactError(f"{root}/manifest.json names a kernel {name!r}; a kernel's name is a C identifier")
+    _check_hashed(entry, files, root, f"kernel {name}")
+    if entry["language"] not in LANGUAGES:
+        raise ArtifactError(
+            f"{root}/manifest.json gives kernel {name} the language "
+            f"{entry['language']!r}; expected one of {', '.join(LANGUAGES)}"
         )
-    return KernelSource.from_json(dict(entry), files[entry["file"]].decode())
+    try:
+        kernel = KernelSource.from_json(entry, files[entry["file"]].decode())
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ArtifactError(f"{root}/manifest.json: the entry of kernel {name} is malformed ({e!r})") from None
+    if (
+        kernel.num_inputs < 0
+        or any(n < 0 for n in kernel.global_size)
+        or any(d < 0 for a in kernel.args for d in a.shape)
+    ):
+        raise ArtifactError(f"{root}/manifest.json: kernel {name} has a negative size, input count or shape")
+    return kernel
 
 
-def _library(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path) -> SavedLibrary:
+def _library(entry: object, files: Mapping[str, bytes], root: Path) -> tuple[int, SavedLibrary]:
+    entry = _entry(entry, ("device", "file", "machine", "compiler"), root, "library")
+    if not isinstance(entry["device"], int):
+        raise ArtifactError(f"{root}/manifest.json gives a library the device {entry['device']!r}; expected an index")
     _check_hashed(entry, files, root, f"the library of device {entry['device']}")
-    return SavedLibrary(files[entry["file"]], str(entry["machine"]), str(entry["compiler"]))
+    return entry["device"], SavedLibrary(files[entry["file"]], str(entry["machine"]), str(entry["compiler"]))
+
+
+def _entry(entry: object, keys: tuple[str, ...], root: Path, what: str) -> dict[str, Any]:
+    """A manifest entry (a kernel's, a library's), with all of `keys`."""
+    if not isinstance(entry, dict):
+        raise ArtifactError(f"{root}/manifest.json: a {what} entry must be a JSON object, but is {entry!r}")
+    fields = cast(dict[str, Any], entry)
+    missing = [k for k in keys if k not in fields]
+    if missing:
+        raise ArtifactError(
+            f"{root}/manifest.json: the {what} entry {fields.get('name', '')} lacks {', '.join(missing)}"
+        )
+    return fields
 
 
 def _check_hashed(entry: Mapping[str, Any], files: Mapping[str, bytes], root: Path, what: str) -> None:
-    if entry["file"] not in files:
-        raise ArtifactError(f"{root}/manifest.json lists {what} in {entry['file']}, which it does not hash")
+    if not isinstance(entry["file"], str) or entry["file"] not in files:
+        raise ArtifactError(f"{root}/manifest.json lists {what} in {entry['file']!r}, which it does not hash")

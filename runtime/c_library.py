@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from xrelay.errors import CompileError
+from xrelay.errors import ArtifactError, CompileError
 from xrelay.runtime.kernels import KernelSource
 
 C_COMPILER = "gcc"
@@ -267,7 +267,10 @@ def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
     library = cache_dir() / f"c-saved-{hashlib.sha256(data).hexdigest()[:32]}.so"
     if not library.exists():
         write_atomically(library, data)
-    return _load_c(library, sources, cached=True)
+    try:
+        return _load_c(library, sources, cached=True)
+    except MissingSymbolError as e:
+        raise ArtifactError(f"the saved kernel library {e}; the artifact does not match its kernels") from None
 
 
 # gcc links crtfastmath.o into a library linked with these; it turns on flush-to-zero for the
@@ -391,11 +394,17 @@ def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibra
         report.argtypes, report.restype = [], ctypes.c_int
         library.num_threads = int(report())
     for s in sources:
-        function = getattr(handle, s.name)
+        function = getattr(handle, s.name, None)
+        if function is None:
+            raise MissingSymbolError(f"{path} has no kernel {s.name}")
         function.argtypes = [ctypes.c_void_p] * (s.num_inputs + 1)
         function.restype = None
         library.kernels[s.name] = CKernel(s.name, s.num_inputs, function)
     return library
+
+
+class MissingSymbolError(CompileError):
+    """A kernel library lacks the function of a kernel."""
 
 
 def _check_language(sources: Sequence[KernelSource], language: str) -> None:

@@ -12,7 +12,8 @@ runtime device class (`module:Class` under `xrelay.runtime`), whether its kernel
 work groups, whether its kernels share their loops among threads (`num_threads` in the
 graph's `devices` entry), whether its kernel compiler keeps a float sum's order (so that
 split-reductions accumulates its reductions in vector lanes), whether schedules write its
-loops' vectors out, where the features of its targets come from (`module:function` under
+loops' vectors out, the dtypes of the tensors its kernels take (what its emitter can type;
+a loaded graph with another on the device is refused), where the features of its targets come from (`module:function` under
 `xrelay.runtime`, see `xrelay.runtime.machine`), and the device spec a virtual scope of the
 kind runs on by default. Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
@@ -48,6 +49,7 @@ class DeviceKind:
     explicit_vectors: bool = False
     features: str = "machine:host_target_features"  # "module:function": a target string's Features
     spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
+    dtypes: tuple[str, ...] = ()  # numpy names of the tensor dtypes its kernels take (CStyleEmitter.c_type's)
 
     @property
     def generates_kernels(self) -> bool:
@@ -68,6 +70,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         source_suffix=".c",
         runtime_device="cpu:CPUDevice",
         threads=True,
+        dtypes=("float32", "int32", "int64"),
     ),
     DeviceKind(
         "opencl",
@@ -82,6 +85,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         explicit_vectors=True,
         features="machine:opencl_target_features",
         spec_has_id=True,
+        dtypes=("float32", "int32", "int64"),
     ),
     DeviceKind("cuda", ("cuda",)),
     DeviceKind("vulkan", ("vulkan",)),

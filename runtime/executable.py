@@ -13,7 +13,8 @@ device of the graph runs on a physical device chosen by the table `devices` (see
 `xrelay.runtime.device`): by default `cpu:N` on the host and `opencl:N` on the N-th device
 of the first OpenCL platform.
 
-A saved C library is used when it was built on this machine with this compiler; otherwise
+An artifact is code, so `load` refuses one that was not saved under this user's key (see
+`xrelay.runtime.signing`) unless told `trust=True`. A saved C library is used when it was built on this machine with this compiler; otherwise
 `load` rebuilds it from the saved sources and says so with a `LibraryRebuiltWarning`. Each
 device of the graph records the features its kernels were tiled and built for
 (`xrelay.runtime.machine`, `Executable.features`); kernels built for an instruction set this
@@ -46,9 +47,12 @@ class LibraryRebuiltWarning(UserWarning):
     """A saved C library was built for another machine or compiler and was rebuilt."""
 
 
-def load(path: str | Path, devices: DeviceTable | None = None) -> Executable:
-    """An executable saved with `Executable.save`; hashes are checked before anything runs."""
-    saved = artifact.load(path)
+def load(path: str | Path, devices: DeviceTable | None = None, *, trust: bool = False) -> Executable:
+    """An executable saved with `Executable.save`. An artifact is code: its signature (under
+    this user's key, `xrelay.runtime.signing`), its hashes and its graph are checked before
+    anything is built or loaded. `trust=True` loads an artifact signed elsewhere, or not at
+    all: this runs native code from the artifact."""
+    saved = artifact.load(path, trust=trust)
     check_features(saved.graph)  # before a library of another machine is rebuilt
     libraries = {device: _usable(library, path, device) for device, library in saved.libraries.items()}
     return Executable(

@@ -7,7 +7,11 @@ What the compiler hands the runtime for each kernel: plain data, no IR.
 `device` indexes the executor graph's `devices` list (the compiler decided it from the
 kernel's scope); `global_size` is the NDRange, innermost dimension first (C kernels ignore
 it: they loop over their whole nest); `local_size` the work-group shape, or None to let the
-device choose (in the manifest only when set).
+device choose (in the manifest only when set); `args` the kernel's parameters, its inputs
+then its output, each a `TensorArg` (shape and dtype), as the compiler typed them (empty for
+a kernel written by hand: an artifact then records the types its graph gives it, or none
+for a kernel no node calls), so that a
+loaded graph is checked against the kernels it calls.
 """
 
 from __future__ import annotations
@@ -22,6 +26,21 @@ LANGUAGES = tuple(kind.language for kind in generating_kinds() if kind.language 
 
 
 @dataclass(frozen=True)
+class TensorArg:
+    """A kernel parameter: the shape and dtype (numpy's name, "float32") of the tensor it takes."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> TensorArg:
+        return cls(tuple(int(n) for n in entry["shape"]), str(entry["dtype"]))
+
+
+@dataclass(frozen=True)
 class KernelSource:
     name: str
     language: str  # one of LANGUAGES: "c" | "opencl"
@@ -30,6 +49,7 @@ class KernelSource:
     num_inputs: int
     device: int = 0
     local_size: tuple[int, ...] | None = None
+    args: tuple[TensorArg, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The manifest entry of this kernel, without its source."""
@@ -42,6 +62,7 @@ class KernelSource:
         }
         if self.local_size is not None:
             entry["local_size"] = list(self.local_size)
+        entry["args"] = [a.to_json() for a in self.args]
         return entry
 
     @classmethod
@@ -54,4 +75,5 @@ class KernelSource:
             int(entry["num_inputs"]),
             int(entry["device"]),
             tuple(int(n) for n in entry["local_size"]) if "local_size" in entry else None,
+            tuple(TensorArg.from_json(a) for a in entry.get("args", ())),
         )

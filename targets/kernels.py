@@ -12,7 +12,8 @@ cpu -> "c", opencl -> "opencl"); its
 outermost scf.parallel in OpenCL's dimension order: the innermost (contiguous) loop dimension
 first (see `c_style.ndrange_groups`), e.g. (8, 4) for a nest over 4x8; the `local_size` of a
 kernel of a kind that launches work groups (opencl) is (1, ...) when its schedule gives each work item a work group of its own
-(`relay.work_group_per_item`), else None.
+(`relay.work_group_per_item`), else None; its `args` the shape and dtype of each memref
+parameter, inputs then output, against which `load` checks a saved graph.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from collections.abc import Sequence
 from functools import cache
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 
 from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.runtime.device_kinds import DeviceKind, device_kind, generating_kinds, resolve
-from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.kernels import KernelSource, TensorArg
 from xrelay.targets.c_style import CStyleEmitter, global_size, kernel_scope, local_size, lowered_kernels
-from xrelay.targets.graph_json import scope_order
+from xrelay.targets.graph_json import DTYPES, scope_order
 
 
 def kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = None) -> list[KernelSource]:
@@ -62,7 +63,17 @@ def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
         local_size=local_size(kernel, emitter.target) if kind.work_groups else None,
         num_inputs=len(kernel.args) - 1,
         device=device,
+        args=tuple(kernel_arg(kernel, t) for t in kernel.function_type.inputs),
     )
+
+
+def kernel_arg(kernel: func.FuncOp, ty: object) -> TensorArg:
+    """A parameter's shape and dtype (the emitters took it: a static memref)."""
+    if not isinstance(ty, MemRefType):
+        message = f"kernel @{kernel.sym_name.data} at {location_of(kernel)} takes {ty}, but kernels take memrefs"
+        kernel.emit_error(message, LoweringError(message))
+    element = str(ty.element_type)
+    return TensorArg(tuple(ty.get_shape()), DTYPES.get(element, element))
 
 
 @cache

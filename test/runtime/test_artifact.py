@@ -18,6 +18,7 @@ import xrelay.runtime
 from xrelay.errors import ArtifactError
 from xrelay.runtime import Executable, LibraryRebuiltWarning
 from xrelay.runtime.c_library import c_compiler_version, machine
+from xrelay.runtime.signing import sign
 
 
 @pytest.fixture
@@ -29,6 +30,12 @@ def saved(tmp_path: Path) -> Path:
 
 def manifest(root: Path) -> dict:
     return json.loads((root / "manifest.json").read_text())
+
+
+def write_signed(root: Path, data: dict) -> None:
+    text = json.dumps(data).encode()
+    (root / "manifest.json").write_bytes(text)
+    (root / "manifest.sig").write_text(sign(text))
 
 
 def test_the_library_is_saved_with_its_machine_and_compiler(saved: Path) -> None:
@@ -67,7 +74,7 @@ def test_load_uses_the_library_without_a_compiler(tmp_path: Path) -> None:
 def test_load_rebuilds_a_library_of_another_machine_or_compiler(saved: Path, field: str) -> None:
     data = manifest(saved)
     data["libraries"][0][field] = "elsewhere"
-    (saved / "manifest.json").write_text(json.dumps(data))
+    write_signed(saved, data)  # (as its owner would: an artifact moved to another host)
     with pytest.warns(
         LibraryRebuiltWarning, match="device 0 were built on .*elsewhere.*: rebuilding them from the saved sources"
     ):

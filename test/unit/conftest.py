@@ -12,6 +12,14 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+@pytest.fixture(autouse=True)
+def artifact_key(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Artifacts are signed with a test key, and any key file goes to a temporary config
+    directory: no test reads or writes the user's own."""
+    monkeypatch.setenv("XRELAY_ARTIFACT_KEY", "xrelay test key")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty kernel cache (`$XDG_CACHE_HOME/xrelay`) for one test."""
