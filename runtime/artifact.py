@@ -252,6 +252,11 @@ def _kernel(entry: object, files: Mapping[str, bytes], root: Path) -> KernelSour
         or any(d < 0 for a in kernel.args for d in a.shape)
     ):
         raise ArtifactError(f"{root}/manifest.json: kernel {name} has a negative size, input count or shape")
+    if kernel.args and len(kernel.args) != kernel.num_inputs + 1:
+        raise ArtifactError(
+            f"{root}/manifest.json: kernel {name} takes {kernel.num_inputs} inputs, but has "
+            f"{len(kernel.args)} parameters (the inputs and one output)"
+        )
     return kernel
 
 

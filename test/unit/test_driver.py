@@ -27,6 +27,7 @@ from xrelay import driver
 from xrelay.errors import DeviceError, InputError
 from xrelay.runtime import executable
 from xrelay.runtime.artifact import ArtifactError
+from xrelay.runtime.signing import sign
 
 sys.path.insert(0, str(Path(__file__).parent))
 from random_graphs import random_inputs, random_module_text
@@ -131,7 +132,7 @@ def test_save_load_run(mlp: Any, tmp_path: Path) -> None:
     exe, x = mlp
     exe.save(tmp_path / "mlp.xrelay")
     names = sorted(p.name for p in (tmp_path / "mlp.xrelay").iterdir())
-    assert names == ["graph.json", "kernels", "manifest.json", "params.npz"]
+    assert names == ["graph.json", "kernels", "manifest.json", "manifest.sig", "params.npz"]
     loaded = xrelay.load(tmp_path / "mlp.xrelay")
     np.testing.assert_array_equal(loaded.run(**x), exe.run(**x))
     assert loaded.placement() == exe.placement()
@@ -171,7 +172,7 @@ def _record_isa(root: Path, isa: str) -> None:
     (root / "graph.json").write_bytes(data)
     manifest = json.loads((root / "manifest.json").read_text())
     manifest["files"]["graph.json"] = hashlib.sha256(data).hexdigest()
-    (root / "manifest.json").write_text(json.dumps(manifest))
+    _write_signed(root, manifest)
 
 
 def test_load_refuses_kernels_built_for_an_isa_the_host_lacks(tmp_path: Path, monkeypatch: Any) -> None:
@@ -262,7 +263,7 @@ def test_load_rejects_an_edited_artifact(mlp: Any, tmp_path: Path) -> None:
     [
         (lambda root: (root / "manifest.json").unlink(), "is not a saved xrelay executable: it has no manifest.json"),
         (lambda root: (root / "params.npz").unlink(), "params.npz is missing; the artifact is incomplete"),
-        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 3"),
+        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 4"),
         (lambda root: _edit_manifest(root, files={"../x": "0"}), "names the file '../x' outside the artifact"),
     ],
 )
@@ -276,7 +277,14 @@ def test_load_errors(mlp: Any, tmp_path: Path, edit: Any, message: str) -> None:
 def _edit_manifest(root: Path, **changes: Any) -> None:
     manifest = json.loads((root / "manifest.json").read_text())
     manifest.update(changes)
-    (root / "manifest.json").write_text(json.dumps(manifest))
+    _write_signed(root, manifest)
+
+
+def _write_signed(root: Path, manifest: dict[str, Any]) -> None:
+    """The manifest, signed as its owner would (so that the checks behind the signature answer)."""
+    text = json.dumps(manifest).encode()
+    (root / "manifest.json").write_bytes(text)
+    (root / "manifest.sig").write_text(sign(text))
 
 
 # --- errors ----------------------------------------------------------------------------------
