@@ -75,7 +75,19 @@ def sha256(data: bytes) -> str:
 def save(path: str | Path, artifact: Artifact) -> None:
     root = Path(path)
     _check_target(root)
+    files, manifest = _contents(artifact)
+    text = (json.dumps(manifest, indent=1) + "\n").encode()
+    signature = sign(text)  # (before writing anything: a key that cannot be made leaves no files)
     (root / "kernels").mkdir(parents=True, exist_ok=True)
+    (root / SIGNATURE_FILE).unlink(missing_ok=True)  # (a half-written artifact is then unsigned)
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    (root / "manifest.json").write_bytes(text)
+    (root / SIGNATURE_FILE).write_text(signature + "\n")
+
+
+def _contents(artifact: Artifact) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The artifact's files by name, and its manifest."""
     files = {"graph.json": json.dumps(artifact.graph, indent=1).encode(), "params.npz": _npz(artifact.params)}
     kernels: list[dict[str, Any]] = []
     for k in artifact.kernels:
@@ -87,19 +99,8 @@ def save(path: str | Path, artifact: Artifact) -> None:
         name = f"kernels/device{device}.so"
         files[name] = library.data
         libraries.append({"device": device, "file": name, "machine": library.machine, "compiler": library.compiler})
-    (root / SIGNATURE_FILE).unlink(missing_ok=True)  # (a half-written artifact is then unsigned)
-    for name, data in files.items():
-        (root / name).write_bytes(data)
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "files": {n: sha256(d) for n, d in files.items()},
-        "kernels": kernels,
-        "libraries": libraries,
-    }
-    text = (json.dumps(manifest, indent=1) + "\n").encode()
-    (root / "manifest.json").write_bytes(text)
-    (root / SIGNATURE_FILE).write_text(sign(text) + "\n")
+    hashes = {n: sha256(d) for n, d in files.items()}
+    return files, {"format": FORMAT, "version": VERSION, "files": hashes, "kernels": kernels, "libraries": libraries}
 
 
 def _check_target(root: Path) -> None:

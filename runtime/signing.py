@@ -22,6 +22,7 @@ import hmac
 import os
 import secrets
 import stat
+import tempfile
 from pathlib import Path
 
 from xrelay.errors import ArtifactError
@@ -99,13 +100,21 @@ def _key(create: bool) -> bytes | None:
 
 
 def _make_key_file(path: Path) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """A new random key at `path`, whole or not at all: written to a private temporary file and
+    linked into place (a process that made it first wins; its key is the one used)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return  # another process made it first
-    with os.fdopen(fd, "wb") as f:
-        f.write(secrets.token_bytes(32))
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".artifact-key-")  # (0600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    except OSError as e:
+        raise ArtifactError(f"cannot make the artifact key {path} ({e}); set {KEY_VARIABLE} instead") from None
 
 
 def _check_private(path: Path, st: os.stat_result, mode: int) -> None:

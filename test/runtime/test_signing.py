@@ -157,3 +157,15 @@ def test_save_refuses_a_directory_that_is_not_an_artifact(tmp_path: Path) -> Non
     exe.save(tmp_path / "empty")  # over an artifact: allowed
     x = inputs("ABD")
     np.testing.assert_allclose(xrelay.runtime.load(tmp_path / "empty").run(x), simplex_expected(x), rtol=1e-6)
+
+
+def test_a_key_that_cannot_be_made_says_to_set_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XRELAY_ARTIFACT_KEY")
+    (tmp_path / "config").write_text("a file, not a directory")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    graph, kernels = simplex_on([CPU, {**CPU, "id": 1}])
+    with pytest.raises(
+        ArtifactError, match="cannot make the artifact key .*config/xrelay/artifact.key .*set XRELAY_ARTIFACT_KEY"
+    ):
+        Executable(graph, kernels, {}).save(tmp_path / "m")
+    assert not (tmp_path / "m").exists()
