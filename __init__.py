@@ -5,7 +5,7 @@
     ref = xrelay.interpret(m, {"a": a})    # numpy reference, any stage before lowering
     exe = xrelay.build(m, targets=("c", "opencl"), default_device="opencl")
     out = exe.run(a=a)                     # numpy in, numpy out
-    exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")
+    exe.save("model.xrelay"); exe = xrelay.load("model.xrelay")   # signed; trust=True runs another's
     xrelay.render(m, "model.svg", targets=("c", "opencl"))  # placement and fusion picture
     prof = exe.profile(a=a, runs=10); prof.save_trace("run.json")   # timeline for Perfetto
     b = xrelay.Builder(); x = b.input("x", (4, 8)); m = b.finish(b.nn.relu(x))
