@@ -14,7 +14,7 @@ graph's `devices` entry), whether its kernel compiler keeps a float sum's order 
 split-reductions accumulates its reductions in vector lanes), whether schedules write its
 loops' vectors out, where the features of its targets come from (`module:function` under
 `xrelay.runtime`, see `xrelay.runtime.machine`), and the device spec a virtual scope of the
-kind runs on by default. Device types
+kind runs on by default, and the tensor element types it holds. Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
 generator: `generates_kernels` is False for them.
 
@@ -48,6 +48,10 @@ class DeviceKind:
     explicit_vectors: bool = False
     features: str = "machine:host_target_features"  # "module:function": a target string's Features
     spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
+    # The tensor element types (numpy names) its kernels and buffers hold; a value of another
+    # is an error at plan-devices. C: `float`, `long`, bools in `unsigned char`; OpenCL C:
+    # `float`, `long` (64-bit in every OpenCL profile), bools in `uchar`.
+    dtypes: tuple[str, ...] = ("float32", "int64", "bool")
 
     @property
     def generates_kernels(self) -> bool:
@@ -84,7 +88,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         spec_has_id=True,
     ),
     DeviceKind("cuda", ("cuda",)),
-    DeviceKind("vulkan", ("vulkan",)),
+    DeviceKind("vulkan", ("vulkan",), dtypes=("float32", "bool")),  # shaderInt64 is an optional feature
     DeviceKind("metal", ("metal",)),
 )
 
