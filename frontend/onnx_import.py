@@ -42,7 +42,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
-from xrelay.frontend.onnx_ops import CONVERTERS, NodeImporter, node_error
+from xrelay.frontend.onnx_ops import CONVERTERS, ONNX_DTYPES, NodeImporter, node_error, onnx_dtype_name
 
 if TYPE_CHECKING:
     import onnx
@@ -142,19 +142,23 @@ class GraphImporter:
             raise UsageError(f"shapes names {unknown}, which are not inputs of the model (its inputs: {inputs})")
         for value_info in self.graph.input:
             if value_info.name not in initializers:
-                self.tensors[value_info.name] = self.b.input(value_info.name, self.input_shape(value_info))
+                shape, dtype = self.input_shape(value_info), self.input_dtype(value_info)
+                self.tensors[value_info.name] = self.b.input(value_info.name, shape, dtype)
         for name, tensor in initializers.items():
             self.add_initializer(name, numpy_helper.to_array(tensor))
 
-    def input_shape(self, value_info: onnx.ValueInfoProto) -> tuple[int, ...]:
-        from onnx import TensorProto
-
-        name, ty = value_info.name, value_info.type.tensor_type
-        if ty.elem_type != TensorProto.FLOAT:
+    def input_dtype(self, value_info: onnx.ValueInfoProto) -> str:
+        """The input's dtype: float32, int64 (token ids, masks) or bool."""
+        elem_type = value_info.type.tensor_type.elem_type
+        if elem_type not in ONNX_DTYPES:
             raise OnnxImportError(
-                f"input {name!r} is of element type {TensorProto.DataType.Name(ty.elem_type).lower()}; "
-                "xrelay takes float32 inputs (make it a float32 input, or an initializer if it carries shape data)"
+                f"input {value_info.name!r} is of element type {onnx_dtype_name(elem_type)}; xrelay takes "
+                "float32, int64 and bool inputs (make it one of those, or an initializer if it carries shape data)"
             )
+        return ONNX_DTYPES[elem_type]
+
+    def input_shape(self, value_info: onnx.ValueInfoProto) -> tuple[int, ...]:
+        name, ty = value_info.name, value_info.type.tensor_type
         if name in self.shapes:
             return self.given_shape(value_info)
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in ty.shape.dim]
@@ -257,17 +261,19 @@ class GraphImporter:
     # --- values ---------------------------------------------------------------------------------
 
     def tensor(self, name: str) -> SSAValue:
-        """The relay value of `name`; a float value known at import becomes a constant."""
+        """The relay value of `name`; a value known at import becomes a constant (a float one
+        float32, an int64 or bool one of its own dtype)."""
         if name in self.tensors:
             return self.tensors[name]
         if name not in self.known:
             raise OnnxImportError(f"value {name!r} is used before any node or graph input defines it")
         value = self.known[name]
-        if value.dtype.kind != "f":
+        if value.dtype.kind != "f" and value.dtype not in (np.int64, np.bool_):
             raise OnnxImportError(
-                f"value {name!r} is of element type {value.dtype} and is used as a tensor; xrelay computes in float32"
+                f"value {name!r} is of element type {value.dtype} and is used as a tensor; xrelay computes "
+                "in float32, int64 and bool"
             )
-        self.tensors[name] = self.b.const(value.astype(np.float32))
+        self.tensors[name] = self.b.const(value if value.dtype.kind != "f" else value.astype(np.float32))
         return self.tensors[name]
 
     def output(self, name: str) -> SSAValue:
