@@ -30,7 +30,7 @@ naming the op type and the node.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -51,6 +51,19 @@ MIN_OPSET, MAX_OPSET = 13, 21
 
 # Ops never folded at import even when their inputs are known: their results differ per run.
 NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
+
+
+def _gather_elements(node: onnx.NodeProto, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    from onnx import helper
+
+    axis = next((int(helper.get_attribute_value(a)) for a in node.attribute if a.name == "axis"), 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    return np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis)
+
+
+# Folds computed with numpy where onnx's reference evaluator fails: its GatherElements
+# (np.choose) takes at most 64 choices along the axis (BERT's token_type_ids buffer has 512).
+NUMPY_FOLDS: dict[str, Callable[..., np.ndarray]] = {"GatherElements": _gather_elements}
 
 
 def from_onnx(
@@ -226,6 +239,9 @@ class GraphImporter:
         from onnx.reference import ReferenceEvaluator
 
         feeds = {n: self.known[n] for n in node.input if n}
+        if node.op_type in NUMPY_FOLDS:
+            self.known[node.output[0]] = NUMPY_FOLDS[node.op_type](node, *(self.known[n] for n in node.input))
+            return
         try:
             results = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)  # pyright: ignore[reportUnknownMemberType]
         except Exception as e:  # onnx's evaluator raises whatever its op implementation raises

@@ -680,6 +680,13 @@ def compare(n: NodeImporter) -> list[Result]:
     return [_COMPARE[n.node.op_type](n.b, n.tensor(0), n.tensor(1))]
 
 
+@converter("IsNaN")
+def is_nan(n: NodeImporter) -> list[Result]:
+    """`x != x`: true exactly where x is NaN (an unordered comparison)."""
+    x = n.tensor(0)
+    return [n.b.not_equal(x, x)]
+
+
 @converter("Not")
 def not_(n: NodeImporter) -> list[Result]:
     return [n.b.logical_not(n.tensor(0))]
