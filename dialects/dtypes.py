@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, TensorType, f32, i1, i64
+from xdsl.dialects.builtin import TensorType, f32, i1, i64
 from xdsl.ir import Attribute
 
 
@@ -77,16 +77,6 @@ def dtype_of(ty: Attribute) -> DType | None:
     """The row of a tensor (or memref) type's element type, or None."""
     element = getattr(ty, "element_type", None)
     return None if element is None else dtype_of_element(element)
-
-
-def element_name(element: Attribute) -> str:
-    """How a message names an element type: its dtype name, or the type itself."""
-    found = dtype_of_element(element)
-    if found is not None:
-        return found.name
-    if isinstance(element, IntegerType):
-        return f"i{element.width.data}"
-    return str(element)
 
 
 def tensor_of(dtype: DType, shape: tuple[int, ...] | list[int]) -> TensorType[Attribute]:

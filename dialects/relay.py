@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -1331,7 +1332,8 @@ def elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     values = np.ascontiguousarray(array, dtype=found.numpy.newbyteorder("<"))
     if found == BOOL:
         values = values.view(np.uint8)
-    return DenseIntOrFPElementsAttr(TensorType(found.element, values.shape), BytesAttr(values.tobytes()))
+    element = cast(IntegerType | Float32Type, found.element)
+    return DenseIntOrFPElementsAttr(TensorType(element, values.shape), BytesAttr(values.tobytes()))
 
 
 def f32_elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:

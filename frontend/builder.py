@@ -155,7 +155,7 @@ class Builder:
         """A `relay.constant` of `value` (anything numpy turns into an array) as `dtype`; by
         default an int64 or bool numpy array keeps its dtype, anything else is float32."""
         array = np.asarray(value)
-        kept = isinstance(value, np.ndarray | np.generic) and array.dtype in (np.int64, np.bool_)
+        kept = isinstance(value, np.ndarray | np.generic) and array.dtype.name in ("int64", "bool")
         array = array.astype(dtype or (array.dtype if kept else np.float32))
         result = self.append(relay.ConstantOp(relay.elements(array)))
         if name is not None:
@@ -350,7 +350,8 @@ class Builder:
         """`np.take(x, indices, axis)` with constant (integer) indices, or an int64 tensor of
         them computed at run time (clipped into range); negative ones count from the end."""
         if isinstance(indices, SSAValue):
-            return self.op(relay.TakeOp, [x, indices], {"axis": _i64(axis)})
+            ids = cast(SSAValue, indices)
+            return self.op(relay.TakeOp, [x, ids], {"axis": _i64(axis)})
         array = np.array(indices, dtype=np.int64)
         dense = DenseIntOrFPElementsAttr(TensorType(i64, array.shape), BytesAttr(array.astype("<i8").tobytes()))
         return self.op(relay.TakeOp, [x], {"indices": dense, "axis": _i64(axis)})

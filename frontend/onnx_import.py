@@ -284,7 +284,7 @@ class GraphImporter:
         if name not in self.known:
             raise OnnxImportError(f"value {name!r} is used before any node or graph input defines it")
         value = self.known[name]
-        if value.dtype.kind != "f" and value.dtype not in (np.int64, np.bool_):
+        if value.dtype.kind != "f" and value.dtype.name not in ("int64", "bool"):
             raise OnnxImportError(
                 f"value {name!r} is of element type {value.dtype} and is used as a tensor; xrelay computes "
                 "in float32, int64 and bool"

@@ -342,3 +342,89 @@ def test_an_input_of_an_unsupported_type_names_it() -> None:
         xrelay.OnnxImportError, match="input 'x' is of element type float16; xrelay takes float32, int64"
     ):
         xrelay.from_onnx(onnx_model)
+
+
+# --- memory, graph JSON and artifacts ---------------------------------------------------------------
+
+
+def test_graph_records_dtypes_and_storage_holds_their_sizes(tmp_path: object) -> None:
+    """The graph JSON's dltype names each tensor's dtype; storage is sized by element size (8
+    bytes an int64, 1 a bool); an artifact saved and loaded takes and gives them alike."""
+    from pathlib import Path
+
+    b = Builder()
+    ids = b.input("ids", (2, 8), "int64")
+    kept = b.not_equal(ids, 0)
+    module = b.finish(kept, b.cast(kept, "int64"))
+    exe = xrelay.build(module, targets=("c",))
+    dltypes = exe.graph["attrs"]["dltype"][1]
+    assert dltypes == ["int64", "int64", "bool", "int64"]  # ids, the constant 0, the two results
+    sizes = sorted(exe.executor.storage_sizes.values())
+    assert 16 in sizes and 128 in sizes  # a 2x8 bool tensor and a 2x8 int64 one
+    values = np.array([[0, 3, -1, 0, 5, 0, 0, 2]] * 2, np.int64)
+    path = Path(str(tmp_path)) / "mask.xrelay"
+    exe.save(path)
+    for runner in (exe, xrelay.load(path)):
+        kept_out, ints = runner.run(ids=values)
+        np.testing.assert_array_equal(kept_out, values != 0)
+        assert kept_out.dtype == np.bool_ and ints.dtype == np.int64
+
+
+# --- onnx's node tests of these ops, every input computed at run time ---------------------------
+
+DATA_OPS = frozenset(
+    [
+        "Equal",
+        "Less",
+        "LessOrEqual",
+        "Greater",
+        "GreaterOrEqual",
+        "And",
+        "Or",
+        "Not",
+        "Where",
+        "IsNaN",
+        "Cast",
+        "CastLike",
+        "Gather",
+    ]
+)
+DATA_TYPES = frozenset({TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL})
+
+
+def data_cases() -> list[object]:
+    """onnx's single-node cases of DATA_OPS whose inputs and outputs are all float32, int64 or
+    bool (test_onnx_conformance.py makes integer inputs initializers; here they stay inputs)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from onnx_node_cases import cases
+
+    selected: list[object] = []
+    for case in cases():
+        graph = case.model().graph
+        values = [*graph.input, *graph.output]
+        one_op = len(graph.node) == 1 and graph.node[0].op_type in DATA_OPS
+        if one_op and all(v.type.tensor_type.elem_type in DATA_TYPES for v in values):
+            selected.append(case)
+    return selected
+
+
+@pytest.mark.parametrize("case", data_cases(), ids=lambda c: getattr(c, "name", "?"))
+@pytest.mark.parametrize("targets", [("c",), ("opencl",)])
+def test_onnx_node_case_with_run_time_data(case: object, targets: tuple[str, ...]) -> None:
+    from onnx_node_cases import NodeCase
+
+    assert isinstance(case, NodeCase)
+    model = case.model()
+    for opset in model.opset_import:  # And, Or, Not (opsets 1, 7) and the comparisons are
+        opset.version = max(opset.version, 13)  # unchanged since: the same models at opset 13
+    module, params = xrelay.from_onnx(model)
+    exe = xrelay.build(module, targets=targets, params=params)
+    for inputs, outputs in case.data_sets():
+        got = exe.run(*inputs)
+        got = got if isinstance(got, tuple) else (got,)
+        for g, want in zip(got, outputs):
+            assert g.dtype == want.dtype
+            np.testing.assert_array_equal(g, want)
