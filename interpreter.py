@@ -51,7 +51,7 @@ UNARY = {
 
 def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """int64 division truncating toward zero, as C and ONNX's Div (numpy's // floors); a zero
-    divisor gives 0 here, where C's result is undefined."""
+    divisor gives 0, as in the kernels (where C's division would trap)."""
     quotient = np.abs(a) // np.where(b == 0, 1, np.abs(b))
     return np.where(b == 0, 0, np.sign(a) * np.sign(b) * quotient)
 

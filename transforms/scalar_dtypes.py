@@ -3,8 +3,8 @@ The scalar ops of relay's element types other than f32: which `arith` op compute
 or bool element of an elementwise, comparison, logical or cast op (`scalar_ops.GroupEmitter`
 asks here when an operand is not f32).
 
-int64 elements are `i64` scalars (`addi`, `subi`, `muli`, `divsi` truncating toward zero,
-`maxsi`, `minsi`); bool elements are `i1` scalars, 0 or 1 (`andi`, `ori`, `xori` with true);
+int64 elements are `i64` scalars (`addi`, `subi`, `muli`, `divsi` truncating toward zero
+and giving 0 for a zero divisor, `maxsi`, `minsi`); bool elements are `i1` scalars, 0 or 1 (`andi`, `ori`, `xori` with true);
 comparisons are `cmpf` (ordered, but `une` for not_equal: NaN != NaN, as numpy) or `cmpi`
 (signed on int64, unsigned on bool: i1's true is -1 when signed). Casts: `sitofp`, `uitofp`
 (bool), `fptosi` (truncating), `extui` (bool to int64), and a number to bool is `!= 0`
@@ -28,7 +28,6 @@ INT_BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
     relay.AddOp: arith.AddiOp,
     relay.SubtractOp: arith.SubiOp,
     relay.MultiplyOp: arith.MuliOp,
-    relay.DivideOp: arith.DivSIOp,
     relay.MaximumOp: arith.MaxSIOp,
     relay.MinimumOp: arith.MinSIOp,
 }
@@ -74,12 +73,21 @@ def compare(op: relay.CompareOp, lhs: SSAValue, rhs: SSAValue) -> Operation:
     return arith.CmpiOp(lhs, rhs, on_int if dtype == INT64 else on_bool)
 
 
-def typed_binary(op: relay.BinaryBroadcastOp, lhs: SSAValue, rhs: SSAValue) -> Operation:
-    """The int64 or bool scalar op of a binary relay op (comparisons: `compare`)."""
+def typed_binary(
+    op: relay.BinaryBroadcastOp, lhs: SSAValue, rhs: SSAValue, emit: Emit, zero: SSAValue, one: SSAValue
+) -> SSAValue:
+    """The int64 or bool scalar op of a binary relay op, or any comparison (`zero` and `one`
+    are i64 constants). An int64 division by zero gives 0, as in `xrelay.interpret`: the
+    divisor is made 1 first, since C's and OpenCL's division by zero traps (SIGFPE on x86)."""
     if isinstance(op, relay.CompareOp):
-        return compare(op, lhs, rhs)
-    table = BOOL_BINARY if element_dtype(op.lhs) == BOOL else INT_BINARY
-    return table[type(op)](lhs, rhs)
+        return emit(compare(op, lhs, rhs))
+    if element_dtype(op.lhs) == BOOL:
+        return emit(BOOL_BINARY[type(op)](lhs, rhs))
+    if isinstance(op, relay.DivideOp):
+        by_zero = emit(arith.CmpiOp(rhs, zero, "eq"))
+        quotient = emit(arith.DivSIOp(lhs, emit(arith.SelectOp(by_zero, one, rhs))))
+        return emit(arith.SelectOp(by_zero, zero, quotient))
+    return emit(INT_BINARY[type(op)](lhs, rhs))
 
 
 def integer_unary(op: relay.UnaryElemwiseOp, x: SSAValue, emit: Emit, zero: SSAValue, true: SSAValue) -> SSAValue:

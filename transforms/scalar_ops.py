@@ -137,7 +137,7 @@ class GroupEmitter(KernelBuilder):
         lhs = self.value_at(op.lhs, self.broadcast_index(idx, shape_of(op.lhs)))
         rhs = self.value_at(op.rhs, self.broadcast_index(idx, shape_of(op.rhs)))
         if isinstance(op, relay.CompareOp) or element_dtype(op.lhs) != FLOAT32:
-            return self.emit(scalar_dtypes.typed_binary(op, lhs, rhs))
+            return scalar_dtypes.typed_binary(op, lhs, rhs, self.emit, self.scalar(0, i64), self.scalar(1, i64))
         return self.emit(BINARY_SCALAR[type(op)](lhs, rhs))
 
     def cast(self, op: relay.CastOp, idx: list[SSAValue]) -> SSAValue:
