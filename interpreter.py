@@ -254,7 +254,7 @@ class RelayFunctions(InterpreterFunctions):
 
     def run_reduce(self, interp: Interpreter, op: relay.ReduceOp, args: PythonValues) -> PythonValues:
         result = REDUCE[type(op)](args[0], axis=op.reduced_axes, keepdims=op.keeps_dims)
-        return (_f32(result).reshape(op.res.type.get_shape()),)
+        return (_as_result(result, op).reshape(op.res.type.get_shape()),)
 
     @impl(relay.DenseOp)
     def run_dense(self, interp: Interpreter, op: relay.DenseOp, args: PythonValues) -> PythonValues:

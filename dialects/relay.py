@@ -948,6 +948,7 @@ class SumOp(ReduceOp):
     """`np.sum`"""
 
     name = "relay.sum"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -962,6 +963,7 @@ class MaxOp(ReduceOp):
     """`np.max`"""
 
     name = "relay.max"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
     EMPTY_IS_DEFINED: ClassVar[bool] = False
 
 
@@ -970,6 +972,7 @@ class MinOp(ReduceOp):
     """`np.min`"""
 
     name = "relay.min"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
     EMPTY_IS_DEFINED: ClassVar[bool] = False
 
 

@@ -104,6 +104,13 @@ def integer_unary(op: relay.UnaryElemwiseOp, x: SSAValue, emit: Emit, zero: SSAV
     return emit(arith.SelectOp(emit(arith.CmpiOp(x, zero, "slt")), negated, x))
 
 
+def extremum(maximum: bool, ints: bool) -> Callable[[SSAValue, SSAValue], Operation]:
+    """The op combining two elements of a max (or min) reduction, of int64 or f32."""
+    if ints:
+        return arith.MaxSIOp if maximum else arith.MinSIOp
+    return arith.MaximumfOp if maximum else arith.MinimumfOp
+
+
 def cast(x: SSAValue, source: DType, target: DType, emit: Emit, zero: Callable[[DType], SSAValue]) -> SSAValue:
     """The scalar `x` of dtype `source` as `target` (`zero(d)` is a constant 0 of dtype d)."""
     if source == target:

@@ -296,11 +296,12 @@ class GroupEmitter(KernelBuilder):
             return [ivs[axes.index(a)] if a in axes else outer[a] for a in range(len(shape))]
 
         extents = [shape[a] for a in axes]
+        ints = element_dtype(op.data) != FLOAT32  # int64 sum, max or min
         if isinstance(op, (relay.MaxOp, relay.MinOp)):
-            combine = arith.MaximumfOp if isinstance(op, relay.MaxOp) else arith.MinimumfOp
+            combine = scalar_dtypes.extremum(isinstance(op, relay.MaxOp), ints)
             init = self.value_at(op.data, at([self.index(0)] * len(axes)))
         else:
-            combine, init = arith.AddfOp, self.f32(0.0)
+            combine, init = (arith.AddiOp, self.scalar(0, i64)) if ints else (arith.AddfOp, self.f32(0.0))
         (total,) = self.loops(
             extents, [init], lambda ivs, accs: [self.emit(combine(accs[0], self.value_at(op.data, at(ivs))))]
         )

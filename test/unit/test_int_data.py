@@ -89,6 +89,14 @@ def test_int64_divide_truncates_toward_zero_and_by_zero_gives_zero() -> None:
     check_everywhere(lambda b, x, y: b.divide(x, y), {"a": a, "c": c}, want)
 
 
+@pytest.mark.parametrize("name", ["sum", "max", "min"])
+def test_int64_reductions(name: str) -> None:
+    """attention_mask.sum(-1) and the like: int64 sums, maxima and minima stay int64."""
+    a = sample("int64", (3, 4, 5))
+    want = getattr(np, name)(a, axis=(0, 2), keepdims=True)
+    check_everywhere(lambda b, x: getattr(b, name)(x, axis=[0, 2], keepdims=True), {"a": a}, want)
+
+
 @pytest.mark.parametrize("name", ["negative", "abs", "relu"])
 def test_int64_unary(name: str) -> None:
     a = sample("int64")
