@@ -3,7 +3,7 @@ The reference interpreter: runs a module on numpy, at any stage before lowering.
 
 Built on xDSL's `Interpreter`: `func.func`, `func.call` and `func.return` come from xDSL, and
 each relay op has a numpy implementation below. Placement ops are identities; `relay.fused`
-runs its region. Results are float32 numpy arrays.
+runs its region. Results are numpy arrays of the result types' dtypes (float32, int64, bool).
 
     out = xrelay.interpret(module, {"a": a, "b": b})   # one array, or a tuple for several results
 """
@@ -29,6 +29,7 @@ from xdsl.interpreters.func import FuncFunctions
 
 from xrelay.diagnostics import location_of
 from xrelay.dialects import relay
+from xrelay.dialects.dtypes import dtype_of
 from xrelay.errors import InputError
 from xrelay.ir import Program, as_module
 
@@ -47,7 +48,23 @@ UNARY = {
     relay.ReluOp: lambda x: np.maximum(x, np.float32(0)),
 }
 
+
+def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """int64 division truncating toward zero, as C and ONNX's Div (numpy's // floors); a zero
+    divisor gives 0, as in the kernels (where C's division would trap)."""
+    quotient = np.abs(a) // np.where(b == 0, 1, np.abs(b))
+    return np.where(b == 0, 0, np.sign(a) * np.sign(b) * quotient)
+
+
 BINARY = {
+    relay.EqualOp: np.equal,
+    relay.NotEqualOp: np.not_equal,
+    relay.LessOp: np.less,
+    relay.LessEqualOp: np.less_equal,
+    relay.GreaterOp: np.greater,
+    relay.GreaterEqualOp: np.greater_equal,
+    relay.LogicalAndOp: np.logical_and,
+    relay.LogicalOrOp: np.logical_or,
     relay.AddOp: np.add,
     relay.SubtractOp: np.subtract,
     relay.MultiplyOp: np.multiply,
@@ -67,6 +84,13 @@ REDUCE = {
 
 def _f32(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
+
+
+def _as_result(x: np.ndarray, op: relay.RelayOp) -> np.ndarray:
+    """`x` in the dtype of `op`'s result type."""
+    found = dtype_of(op.results[0].type)
+    assert found is not None  # verified
+    return np.asarray(x, dtype=found.numpy)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, op: relay.Conv2DOp) -> np.ndarray:
@@ -153,6 +177,10 @@ class RelayFunctions(InterpreterFunctions):
     """numpy implementations of the relay ops."""
 
     def run_unary(self, interp: Interpreter, op: relay.UnaryElemwiseOp, args: PythonValues) -> PythonValues:
+        if isinstance(op, relay.LogicalNotOp):
+            return (np.logical_not(args[0]),)
+        if args[0].dtype == np.int64:  # negative, abs, relu (the verifier allows no others)
+            return (_as_result(UNARY[type(op)](args[0]), op),)
         if isinstance(op, relay.ClipOp):
             return (_f32(np.clip(args[0], op.a_min.value.data, op.a_max.value.data)),)
         if isinstance(op, relay.LeakyReluOp):
@@ -161,8 +189,20 @@ class RelayFunctions(InterpreterFunctions):
         return (_f32(UNARY[type(op)](args[0])),)
 
     def run_binary(self, interp: Interpreter, op: relay.BinaryBroadcastOp, args: PythonValues) -> PythonValues:
+        lhs, rhs = args
+        if isinstance(op, relay.DivideOp) and lhs.dtype == np.int64:
+            return (_int_divide(*np.broadcast_arrays(lhs, rhs)),)
         with np.errstate(all="ignore"):
-            return (_f32(BINARY[type(op)](args[0], args[1])),)
+            return (_as_result(BINARY[type(op)](lhs, rhs), op),)
+
+    @impl(relay.CastOp)
+    def run_cast(self, interp: Interpreter, op: relay.CastOp, args: PythonValues) -> PythonValues:
+        with np.errstate(all="ignore"):  # NaN or an out-of-range float to int64: undefined in C too
+            return (_as_result(args[0], op),)
+
+    @impl(relay.WhereOp)
+    def run_where(self, interp: Interpreter, op: relay.WhereOp, args: PythonValues) -> PythonValues:
+        return (_as_result(np.where(*args), op),)
 
     @impl(relay.BiasAddOp)
     def run_bias_add(self, interp: Interpreter, op: relay.BiasAddOp, args: PythonValues) -> PythonValues:
@@ -177,6 +217,10 @@ class RelayFunctions(InterpreterFunctions):
 
     @impl(relay.TakeOp)
     def run_take(self, interp: Interpreter, op: relay.TakeOp, args: PythonValues) -> PythonValues:
+        if op.runtime_indices is not None:
+            extent = args[0].shape[op.axis_value]
+            indices = np.where(args[1] < 0, args[1] + extent, args[1])
+            return (np.array(np.take(args[0], indices, axis=op.axis_value, mode="clip"), order="C"),)
         indices = np.array(op.normalized_indices, dtype=np.int64).reshape(op.indices_shape)
         return (np.array(np.take(args[0], indices, axis=op.axis_value), order="C"),)
 
@@ -210,7 +254,7 @@ class RelayFunctions(InterpreterFunctions):
 
     def run_reduce(self, interp: Interpreter, op: relay.ReduceOp, args: PythonValues) -> PythonValues:
         result = REDUCE[type(op)](args[0], axis=op.reduced_axes, keepdims=op.keeps_dims)
-        return (_f32(result).reshape(op.res.type.get_shape()),)
+        return (_as_result(result, op).reshape(op.res.type.get_shape()),)
 
     @impl(relay.DenseOp)
     def run_dense(self, interp: Interpreter, op: relay.DenseOp, args: PythonValues) -> PythonValues:
@@ -269,7 +313,7 @@ class RelayFunctions(InterpreterFunctions):
 
 # xDSL dispatches on the exact op class: one shared method serves each op of a family.
 for _family, _method in (
-    ((*UNARY, relay.ClipOp, relay.LeakyReluOp), RelayFunctions.run_unary),
+    ((*UNARY, relay.ClipOp, relay.LeakyReluOp, relay.LogicalNotOp), RelayFunctions.run_unary),
     (BINARY, RelayFunctions.run_binary),
     (REDUCE, RelayFunctions.run_reduce),
     ((relay.MaxPool2DOp, relay.AvgPool2DOp), RelayFunctions.run_pool2d),
@@ -280,11 +324,15 @@ register_impls(RelayFunctions)
 
 
 def constant_value(op: relay.ConstantOp) -> np.ndarray:
-    """The constant's value as a float32 array of the result's shape."""
+    """The constant's value as an array of the result's shape and dtype (float32, int64, or
+    bool from one byte each, nonzero true)."""
     shape = tuple(op.res.type.get_shape())
-    values = np.frombuffer(op.value.data.data, dtype="<f4").astype(np.float32)  # raw bytes: fast
+    found = dtype_of(op.res.type)
+    assert found is not None  # verified
+    stored = np.dtype(np.uint8) if found.is_bool else found.numpy.newbyteorder("<")
+    values = np.frombuffer(op.value.data.data, dtype=stored).astype(found.numpy)  # raw bytes: fast
     if values.size == 1:
-        return np.full(shape, values.reshape(()), dtype=np.float32)
+        return np.full(shape, values.reshape(()), dtype=found.numpy)
     return values.reshape(shape)
 
 
@@ -323,8 +371,10 @@ def check_input(name: str, ty: TensorType, value: np.ndarray, what: str = "input
     expected = tuple(ty.get_shape())
     if array.shape != expected:
         raise InputError(f"{what} %{name} must have shape {list(expected)} ({ty}), but has shape {list(array.shape)}")
-    if array.dtype != np.float32:
-        raise InputError(f"{what} %{name} must be float32 ({ty}), but has dtype {array.dtype}")
+    expected_dtype = dtype_of(ty)
+    if expected_dtype is None or array.dtype != expected_dtype.numpy:
+        dtype = expected_dtype.name if expected_dtype is not None else ty.element_type
+        raise InputError(f"{what} %{name} must be {dtype} ({ty}), but has dtype {array.dtype}")
     return np.array(array, order="C")  # ascontiguousarray would make a rank-0 input rank 1
 
 

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -40,6 +41,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
     f32,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
@@ -51,6 +53,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -61,6 +64,18 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from xrelay.dialects.dtypes import (
+    ALL,
+    BOOL,
+    BOOLS,
+    DTYPE_NAMES,
+    FLOATS,
+    INT64,
+    NUMBERS,
+    dtype_named,
+    dtype_of,
+    dtype_of_numpy,
+)
 from xrelay.dialects.se_scope import SEScopeAttr
 
 
@@ -89,8 +104,10 @@ def _shape(value: SSAValue, what: str) -> Shape:
     if not isinstance(ty, TensorType):
         raise VerifyException(f"expected {what} to be a tensor, but found {ty}")
     ty = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
-    if ty.element_type != f32:
-        raise VerifyException(f"expected {what} to have element type f32, but found {ty}")
+    if dtype_of(ty) is None:
+        raise VerifyException(
+            f"expected {what} to have element type f32, i64 or i1 ({', '.join(DTYPE_NAMES)}), but found {ty}"
+        )
     shape = tuple(ty.get_shape())
     if any(d < 0 for d in shape):
         raise VerifyException(f"expected {what} to have a static shape, but found {ty}")
@@ -136,10 +153,19 @@ def tensor(shape: Sequence[int]) -> TensorType:
 # --- base classes ---------------------------------------------------------------------------
 
 
+def element_of(value: SSAValue) -> Attribute:
+    """The element type of a tensor value."""
+    return cast(TensorType[Attribute], value.type).element_type
+
+
 class RelayOp(IRDLOperation):
-    """Base of the primitive relay ops: placement, pattern kind, result type inference."""
+    """Base of the primitive relay ops: placement, pattern kind, element types, result type
+    inference. An op takes tensors of the dtypes in `ACCEPTS` (float32 only unless it says
+    otherwise), all of one element type unless `same_element_operands` says which must
+    agree; its result has the element type `result_element` gives (the first operand's)."""
 
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.OPAQUE
+    ACCEPTS: ClassVar[frozenset[str]] = FLOATS
     se_scope = opt_prop_def(SEScopeAttr)
     irdl_options = (ParsePropInAttrDict(),)
     traits = traits_def(Pure())
@@ -147,8 +173,36 @@ class RelayOp(IRDLOperation):
     def infer_shape(self) -> Shape:
         raise NotImplementedError
 
+    def operand_accepts(self, index: int) -> frozenset[str]:
+        """The dtypes operand `index` may have."""
+        return self.ACCEPTS
+
+    def same_element_operands(self) -> Sequence[SSAValue]:
+        """The operands that must share one element type."""
+        return self.operands
+
+    def result_element(self) -> Attribute:
+        return element_of(self.operands[0]) if self.operands else f32
+
+    def check_element_types(self) -> None:
+        for i, operand in enumerate(self.operands):
+            found = dtype_of(operand.type)
+            accepted = self.operand_accepts(i)
+            if found is None or found.name not in accepted:
+                names = " or ".join(n for n in DTYPE_NAMES if n in accepted)
+                raise VerifyException(f"'{self.name}' takes {names} tensors, but operand {i} is {operand.type}")
+        same = self.same_element_operands()
+        if len({element_of(v) for v in same}) > 1:
+            types = ", ".join(str(v.type) for v in same)
+            raise VerifyException(f"'{self.name}' takes operands of one element type, but found {types}")
+
+    def infer_type(self) -> TensorType[Attribute]:
+        """The result type: the inferred shape, of `result_element` (element types checked)."""
+        self.check_element_types()
+        return TensorType(self.result_element(), list(self.infer_shape()))
+
     def verify_(self) -> None:
-        expected = tensor(self.infer_shape())
+        expected = self.infer_type()
         found = self.results[0].type
         if found != expected:
             raise VerifyException(f"expected result type {expected} for '{self.name}', but found {found}")
@@ -177,7 +231,8 @@ class BinaryBroadcastOp(RelayOp):
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, se_scope: SEScopeAttr | None = None):
         shape = broadcast_shapes(_shape(lhs, "lhs"), _shape(rhs, "rhs"))
-        super().__init__(operands=[lhs, rhs], result_types=[tensor(shape)], properties={"se_scope": se_scope})
+        result = TensorType(element_of(lhs), list(shape))
+        super().__init__(operands=[lhs, rhs], result_types=[result], properties={"se_scope": se_scope})
 
     def infer_shape(self) -> Shape:
         return broadcast_shapes(_shape(self.lhs, "lhs"), _shape(self.rhs, "rhs"))
@@ -199,6 +254,7 @@ class NegativeOp(UnaryElemwiseOp):
     """`-x`"""
 
     name = "relay.negative"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -248,6 +304,7 @@ class AbsOp(UnaryElemwiseOp):
     """`|x|`"""
 
     name = "relay.abs"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -262,6 +319,7 @@ class ReluOp(UnaryElemwiseOp):
     """`max(x, 0)`"""
 
     name = "relay.nn.relu"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -322,6 +380,7 @@ class AddOp(BinaryBroadcastOp):
     """`lhs + rhs` with numpy broadcasting."""
 
     name = "relay.add"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -329,6 +388,7 @@ class SubtractOp(BinaryBroadcastOp):
     """`lhs - rhs` with numpy broadcasting."""
 
     name = "relay.subtract"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -336,6 +396,7 @@ class MultiplyOp(BinaryBroadcastOp):
     """`lhs * rhs` with numpy broadcasting."""
 
     name = "relay.multiply"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -343,6 +404,7 @@ class DivideOp(BinaryBroadcastOp):
     """`lhs / rhs` with numpy broadcasting."""
 
     name = "relay.divide"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -350,6 +412,7 @@ class MaximumOp(BinaryBroadcastOp):
     """`np.maximum(lhs, rhs)`"""
 
     name = "relay.maximum"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -357,6 +420,7 @@ class MinimumOp(BinaryBroadcastOp):
     """`np.minimum(lhs, rhs)`"""
 
     name = "relay.minimum"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -398,6 +462,7 @@ class ExpandDimsOp(OneOperandOp):
     """Inserts `num_newaxis` size-1 axes at `axis`."""
 
     name = "relay.expand_dims"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     axis = prop_def(IntegerAttr[I64])
     num_newaxis = opt_prop_def(IntegerAttr[I64])
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
@@ -422,6 +487,7 @@ class BroadcastToOp(OneOperandOp):
     """Broadcasts to the result type's shape."""
 
     name = "relay.broadcast_to"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
 
     def infer_shape(self) -> Shape:
@@ -441,6 +507,7 @@ class ReshapeOp(OneOperandOp):
     """Reshapes to the result type's shape (same element count)."""
 
     name = "relay.reshape"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
 
     def infer_shape(self) -> Shape:
@@ -459,6 +526,7 @@ class TransposeOp(OneOperandOp):
     """`np.transpose(x, axes)`; absent `axes` reverses the axes."""
 
     name = "relay.transpose"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     axes = opt_prop_def(I64Array)
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
 
@@ -485,6 +553,7 @@ class SqueezeOp(OneOperandOp):
     """Removes size-1 axes: those in `axis`, or all of them when `axis` is absent."""
 
     name = "relay.squeeze"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     axis = opt_prop_def(I64Array)
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
 
@@ -510,6 +579,7 @@ class StridedSliceOp(OneOperandOp):
     """Basic slicing `x[b0:e0:s0, ...]` on the leading axes (`strides` default to 1)."""
 
     name = "relay.strided_slice"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     begin = prop_def(I64Array)
     end = prop_def(I64Array)
     strides = opt_prop_def(I64Array)
@@ -543,6 +613,7 @@ class ConcatenateOp(RelayOp):
     """`np.concatenate(inputs, axis)`"""
 
     name = "relay.concatenate"
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     inputs = var_operand_def(TensorType)
     res = result_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
@@ -627,16 +698,30 @@ class PadOp(OneOperandOp):
 
 
 @irdl_op_definition
-class TakeOp(OneOperandOp):
-    """`np.take(x, indices, axis)` with constant indices:
-    `relay.take %x {indices = dense<[2, -1]> : tensor<2xi64>, axis = 0 : i64}`. Negative
-    indices count from the end; out-of-range ones are verification errors. The result's
-    shape is `x.shape[:axis] + indices.shape + x.shape[axis + 1:]`."""
+class TakeOp(RelayOp):
+    """`np.take(x, indices, axis)`, the indices either constant:
+    `relay.take %x {indices = dense<[2, -1]> : tensor<2xi64>, axis = 0 : i64}` (out-of-range
+    ones are verification errors), or an int64 tensor computed at run time (token ids into an
+    embedding): `relay.take %x, %ids {axis = 0 : i64} : (tensor<50x8xf32>, tensor<1x4xi64>)
+    -> tensor<1x4x8xf32>`, whose out-of-range values are clipped into range (TVM's default
+    `mode = "clip"`). Negative indices count from the end. The result's shape is
+    `x.shape[:axis] + indices.shape + x.shape[axis + 1:]`; `x` may hold any dtype."""
 
     name = "relay.take"
-    indices = prop_def(DenseIntOrFPElementsAttr)
+    data = operand_def(TensorType)
+    runtime_indices = opt_operand_def(TensorType)
+    res = result_def(TensorType)
+    indices = opt_prop_def(DenseIntOrFPElementsAttr)
     axis = prop_def(IntegerAttr[I64])
     PATTERN: ClassVar[OpPatternKind] = OpPatternKind.INJECTIVE
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
+    assembly_format = "$data (`,` $runtime_indices^)? attr-dict `:` functional-type(operands, results)"
+
+    def operand_accepts(self, index: int) -> frozenset[str]:
+        return ALL if index == 0 else frozenset({INT64.name})
+
+    def same_element_operands(self) -> Sequence[SSAValue]:
+        return ()
 
     @property
     def axis_value(self) -> int:
@@ -644,11 +729,17 @@ class TakeOp(OneOperandOp):
 
     @property
     def indices_shape(self) -> Shape:
+        if self.runtime_indices is not None:
+            return _shape(self.runtime_indices, "indices")
+        if self.indices is None:
+            raise VerifyException("expected indices: an `indices` property or a tensor operand")
         return tuple(self.indices.get_shape())
 
     @property
     def normalized_indices(self) -> tuple[int, ...]:
-        """The indices, flattened, each in `[0, x.shape[axis])`."""
+        """The constant indices, flattened, each in `[0, x.shape[axis])`."""
+        if self.indices is None:
+            raise VerifyException("the indices of this take are a tensor operand, not constants")
         element = self.indices.get_element_type()
         if element != i64:
             raise VerifyException(f"expected indices of element type i64, but found {self.indices.type}")
@@ -664,8 +755,147 @@ class TakeOp(OneOperandOp):
 
     def infer_shape(self) -> Shape:
         shape, axis = _shape(self.data, "data"), self.axis_value
-        _ = self.normalized_indices  # checks the element type and the range
+        if self.runtime_indices is not None and self.indices is not None:
+            raise VerifyException("expected either an `indices` property or an indices operand, not both")
+        if self.runtime_indices is None:
+            _ = self.normalized_indices  # checks the element type and the range
+        elif shape[axis] == 0 and math.prod(self.indices_shape) > 0:
+            raise VerifyException(f"cannot take from axis {axis} of length 0")
         return shape[:axis] + self.indices_shape + shape[axis + 1 :]
+
+
+# --- element types ----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CastOp(OneOperandOp):
+    """`x.astype(dtype)`: `relay.cast %x {dtype = "float32"} : (tensor<4xi64>) -> tensor<4xf32>`.
+    float to int truncates toward zero; to bool is `x != 0`; bool to a number is 0 or 1."""
+
+    name = "relay.cast"
+    dtype = prop_def(StringAttr)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.ELEMWISE
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
+
+    def result_element(self) -> Attribute:
+        target = dtype_named(self.dtype.data)
+        if target is None:
+            raise VerifyException(
+                f"expected dtype to be one of {', '.join(DTYPE_NAMES)}, but found {self.dtype.data!r}"
+            )
+        return target.element
+
+    def infer_shape(self) -> Shape:
+        return _shape(self.data, "data")
+
+
+class CompareOp(BinaryBroadcastOp):
+    """A comparison with numpy broadcasting: a bool tensor."""
+
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, se_scope: SEScopeAttr | None = None):
+        shape = broadcast_shapes(_shape(lhs, "lhs"), _shape(rhs, "rhs"))
+        IRDLOperation.__init__(
+            self, operands=[lhs, rhs], result_types=[TensorType(i1, list(shape))], properties={"se_scope": se_scope}
+        )
+
+    def result_element(self) -> Attribute:
+        return i1
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    """`lhs == rhs`"""
+
+    name = "relay.equal"
+
+
+@irdl_op_definition
+class NotEqualOp(CompareOp):
+    """`lhs != rhs`"""
+
+    name = "relay.not_equal"
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    """`lhs < rhs`"""
+
+    name = "relay.less"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    """`lhs <= rhs`"""
+
+    name = "relay.less_equal"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    """`lhs > rhs`"""
+
+    name = "relay.greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    """`lhs >= rhs`"""
+
+    name = "relay.greater_equal"
+
+
+@irdl_op_definition
+class LogicalNotOp(UnaryElemwiseOp):
+    """`~x` of a bool tensor"""
+
+    name = "relay.logical_not"
+    ACCEPTS: ClassVar[frozenset[str]] = BOOLS
+
+
+@irdl_op_definition
+class LogicalAndOp(BinaryBroadcastOp):
+    """`lhs & rhs` of bool tensors, with numpy broadcasting"""
+
+    name = "relay.logical_and"
+    ACCEPTS: ClassVar[frozenset[str]] = BOOLS
+
+
+@irdl_op_definition
+class LogicalOrOp(BinaryBroadcastOp):
+    """`lhs | rhs` of bool tensors, with numpy broadcasting"""
+
+    name = "relay.logical_or"
+    ACCEPTS: ClassVar[frozenset[str]] = BOOLS
+
+
+@irdl_op_definition
+class WhereOp(RelayOp):
+    """`np.where(condition, x, y)` with numpy broadcasting of the three: a bool condition, `x`
+    and `y` of one (any) element type, the result's."""
+
+    name = "relay.where"
+    condition = operand_def(TensorType)
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    res = result_def(TensorType)
+    PATTERN: ClassVar[OpPatternKind] = OpPatternKind.BROADCAST
+    assembly_format = "$condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)"
+
+    def operand_accepts(self, index: int) -> frozenset[str]:
+        return BOOLS if index == 0 else ALL
+
+    def same_element_operands(self) -> Sequence[SSAValue]:
+        return (self.x, self.y)
+
+    def result_element(self) -> Attribute:
+        return element_of(self.x)
+
+    def infer_shape(self) -> Shape:
+        shape = broadcast_shapes(_shape(self.condition, "condition"), _shape(self.x, "x"))
+        return broadcast_shapes(shape, _shape(self.y, "y"))
 
 
 # --- reductions -----------------------------------------------------------------------------
@@ -718,6 +948,7 @@ class SumOp(ReduceOp):
     """`np.sum`"""
 
     name = "relay.sum"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
 
 
 @irdl_op_definition
@@ -732,6 +963,7 @@ class MaxOp(ReduceOp):
     """`np.max`"""
 
     name = "relay.max"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
     EMPTY_IS_DEFINED: ClassVar[bool] = False
 
 
@@ -740,6 +972,7 @@ class MinOp(ReduceOp):
     """`np.min`"""
 
     name = "relay.min"
+    ACCEPTS: ClassVar[frozenset[str]] = NUMBERS
     EMPTY_IS_DEFINED: ClassVar[bool] = False
 
 
@@ -1076,7 +1309,11 @@ class ConstantOp(RelayOp):
     name = "relay.constant"
     value = prop_def(DenseIntOrFPElementsAttr)
     res = result_def(TensorType)
+    ACCEPTS: ClassVar[frozenset[str]] = ALL
     assembly_format = "attr-dict `:` type($res)"
+
+    def result_element(self) -> Attribute:
+        return element_of(self.res)
 
     def __init__(self, value: DenseIntOrFPElementsAttr, se_scope: SEScopeAttr | None = None):
         super().__init__(result_types=[value.type], properties={"value": value, "se_scope": se_scope})
@@ -1087,6 +1324,19 @@ class ConstantOp(RelayOp):
                 f"expected the value's type {self.value.type} to equal the result type {self.res.type}"
             )
         return _shape(self.res, "the result")
+
+
+def elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """`array` (float32, int64 or bool) as a constant's value, from its raw bytes (bool as one
+    byte 0 or 1, as `xrelay.interpreter.constant_value` reads it back)."""
+    found = dtype_of_numpy(np.asarray(array).dtype)
+    if found is None:
+        raise VerifyException(f"a constant holds float32, int64 or bool elements, but found {np.asarray(array).dtype}")
+    values = np.ascontiguousarray(array, dtype=found.numpy.newbyteorder("<"))
+    if found == BOOL:
+        values = values.view(np.uint8)
+    element = cast(IntegerType | Float32Type, found.element)
+    return DenseIntOrFPElementsAttr(TensorType(element, values.shape), BytesAttr(values.tobytes()))
 
 
 def f32_elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
@@ -1297,7 +1547,8 @@ PRIMITIVE_OPS: tuple[type[RelayOp], ...] = (
     LeakyReluOp,
     AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp, BiasAddOp,
     ReshapeOp, TransposeOp, SqueezeOp, ExpandDimsOp, BroadcastToOp, StridedSliceOp, ConcatenateOp,
-    PadOp, TakeOp,
+    PadOp, TakeOp, CastOp, EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+    LogicalNotOp, LogicalAndOp, LogicalOrOp, WhereOp,
     SumOp, MeanOp, MaxOp, MinOp,
     DenseOp, BatchMatmulOp, MatmulOp, Conv2DOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp,
     LayerNormOp, SoftmaxOp,

@@ -48,6 +48,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from xrelay.diagnostics import VerifyError
 from xrelay.dialects import relay
+from xrelay.dialects.dtypes import DTYPE_NAMES, dtype_named, dtype_of, tensor_of
 from xrelay.dialects.lowered_graph import INPUT_NAME_ATTR
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
 from xrelay.errors import UsageError
@@ -125,13 +126,17 @@ class Builder:
 
     # --- inputs, constants, placement ---------------------------------------------------------
 
-    def input(self, name: str, shape: Sequence[int]) -> SSAValue:
-        """A parameter of the function, of element type f32. A name that is not a valid SSA
-        name is kept as `relay.input_name` and the parameter gets a valid one."""
+    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> SSAValue:
+        """A parameter of the function, of element type `dtype` ("float32", "int64" or "bool").
+        A name that is not a valid SSA name is kept as `relay.input_name` and the parameter
+        gets a valid one."""
         if name in self.input_names:
             raise UsageError(f"the program already has an input named {name!r}; give each input its own name")
+        element = dtype_named(dtype)
+        if element is None:
+            raise UsageError(f"input {name!r} has dtype {dtype!r}; inputs are one of {', '.join(DTYPE_NAMES)}")
         self.input_names.append(name)
-        arg = self.block.insert_arg(relay.tensor(_static_shape(name, shape)), len(self.block.args))
+        arg = self.block.insert_arg(tensor_of(element, _static_shape(name, shape)), len(self.block.args))
         arg.name_hint = self.unique_arg_name(value_name(name))
         self.arg_attrs.append({INPUT_NAME_ATTR: StringAttr(name)} if arg.name_hint != name else {})
         return arg
@@ -146,9 +151,13 @@ class Builder:
             candidate = f"{name}.{suffix}"
         return candidate
 
-    def const(self, value: Any, name: str | None = None) -> SSAValue:
-        """A `relay.constant` of `value` (anything numpy turns into an array), as f32."""
-        result = self.append(relay.ConstantOp(relay.f32_elements(np.asarray(value, dtype=np.float32))))
+    def const(self, value: Any, name: str | None = None, dtype: str | None = None) -> SSAValue:
+        """A `relay.constant` of `value` (anything numpy turns into an array) as `dtype`; by
+        default an int64 or bool numpy array keeps its dtype, anything else is float32."""
+        array = np.asarray(value)
+        kept = isinstance(value, np.ndarray | np.generic) and array.dtype.name in ("int64", "bool")
+        array = array.astype(dtype or (array.dtype if kept else np.float32))
+        result = self.append(relay.ConstantOp(relay.elements(array)))
         if name is not None:
             result.name_hint = value_name(name)
         return result
@@ -192,7 +201,7 @@ class Builder:
         placeholder = relay.tensor(shape if shape is not None else ())
         op = cls.create(operands=list(operands), result_types=[placeholder], properties=props)
         try:
-            inferred = relay.tensor(op.infer_shape())
+            inferred = op.infer_type()
             if inferred != placeholder:
                 Rewriter.replace_value_with_new_type(op.results[0], inferred)
             op.verify()  # what infer_shape does not check: attribute types, e.g. an empty max
@@ -202,9 +211,13 @@ class Builder:
             raise VerifyError(f"'{cls.name}' on ({operand_types}): {e}") from None
         return self.append(op)
 
-    def value(self, operand: Operand) -> SSAValue:
-        """An SSA value as it is, or a constant of a number or array."""
-        return operand if isinstance(operand, SSAValue) else self.const(operand)
+    def value(self, operand: Operand, like: Operand | None = None) -> SSAValue:
+        """An SSA value as it is, or a constant of a number or array: of `like`'s element type
+        when `like` is a value (`b.add(ids, 1)` adds an int64 1 to int64 ids)."""
+        if isinstance(operand, SSAValue):
+            return operand
+        found = dtype_of(like.type) if isinstance(like, SSAValue) else None
+        return self.const(operand, dtype=None if found is None else found.name)
 
     # --- elementwise --------------------------------------------------------------------------
 
@@ -242,7 +255,7 @@ class Builder:
     # --- binary, with numpy broadcasting --------------------------------------------------------
 
     def _binary(self, cls: type[relay.RelayOp], lhs: Operand, rhs: Operand) -> SSAValue:
-        return self.op(cls, [self.value(lhs), self.value(rhs)])
+        return self.op(cls, [self.value(lhs, rhs), self.value(rhs, lhs)])
 
     def add(self, lhs: Operand, rhs: Operand) -> SSAValue:
         return self._binary(relay.AddOp, lhs, rhs)
@@ -264,6 +277,44 @@ class Builder:
 
     def power(self, lhs: Operand, rhs: Operand) -> SSAValue:
         return self._binary(relay.PowerOp, lhs, rhs)
+
+    # --- element types, comparisons, logic ------------------------------------------------------
+
+    def cast(self, x: SSAValue, dtype: str) -> SSAValue:
+        """`x.astype(dtype)`, dtype "float32", "int64" or "bool"."""
+        return self.op(relay.CastOp, [x], {"dtype": StringAttr(dtype)})
+
+    def equal(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.EqualOp, lhs, rhs)
+
+    def not_equal(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.NotEqualOp, lhs, rhs)
+
+    def less(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.LessOp, lhs, rhs)
+
+    def less_equal(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.LessEqualOp, lhs, rhs)
+
+    def greater(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.GreaterOp, lhs, rhs)
+
+    def greater_equal(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.GreaterEqualOp, lhs, rhs)
+
+    def logical_not(self, x: SSAValue) -> SSAValue:
+        return self.op(relay.LogicalNotOp, [x])
+
+    def logical_and(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.LogicalAndOp, lhs, rhs)
+
+    def logical_or(self, lhs: Operand, rhs: Operand) -> SSAValue:
+        return self._binary(relay.LogicalOrOp, lhs, rhs)
+
+    def where(self, condition: Operand, x: Operand, y: Operand) -> SSAValue:
+        """`np.where(condition, x, y)`: a bool condition, x and y of one element type."""
+        cond = condition if isinstance(condition, SSAValue) else self.const(condition, dtype="bool")
+        return self.op(relay.WhereOp, [cond, self.value(x, y), self.value(y, x)])
 
     # --- shapes -------------------------------------------------------------------------------
 
@@ -296,7 +347,11 @@ class Builder:
         return self.op(relay.StridedSliceOp, [x], props)
 
     def take(self, x: SSAValue, indices: Any, axis: int = 0) -> SSAValue:
-        """`np.take(x, indices, axis)` with constant (integer) indices; negative ones count from the end."""
+        """`np.take(x, indices, axis)` with constant (integer) indices, or an int64 tensor of
+        them computed at run time (clipped into range); negative ones count from the end."""
+        if isinstance(indices, SSAValue):
+            ids = cast(SSAValue, indices)
+            return self.op(relay.TakeOp, [x, ids], {"axis": _i64(axis)})
         array = np.array(indices, dtype=np.int64)
         dense = DenseIntOrFPElementsAttr(TensorType(i64, array.shape), BytesAttr(array.astype("<i8").tobytes()))
         return self.op(relay.TakeOp, [x], {"indices": dense, "axis": _i64(axis)})

@@ -30,7 +30,7 @@ naming the op type and the node.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -42,7 +42,7 @@ from xdsl.ir import SSAValue
 from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
-from xrelay.frontend.onnx_ops import CONVERTERS, NodeImporter, node_error
+from xrelay.frontend.onnx_ops import CONVERTERS, ONNX_DTYPES, NodeImporter, node_error, onnx_dtype_name
 
 if TYPE_CHECKING:
     import onnx
@@ -51,6 +51,19 @@ MIN_OPSET, MAX_OPSET = 13, 21
 
 # Ops never folded at import even when their inputs are known: their results differ per run.
 NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
+
+
+def _gather_elements(node: onnx.NodeProto, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    from onnx import helper
+
+    axis = next((int(helper.get_attribute_value(a)) for a in node.attribute if a.name == "axis"), 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    return np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis)
+
+
+# Folds computed with numpy where onnx's reference evaluator fails: its GatherElements
+# (np.choose) takes at most 64 choices along the axis (BERT's token_type_ids buffer has 512).
+NUMPY_FOLDS: dict[str, Callable[..., np.ndarray]] = {"GatherElements": _gather_elements}
 
 
 def from_onnx(
@@ -142,19 +155,23 @@ class GraphImporter:
             raise UsageError(f"shapes names {unknown}, which are not inputs of the model (its inputs: {inputs})")
         for value_info in self.graph.input:
             if value_info.name not in initializers:
-                self.tensors[value_info.name] = self.b.input(value_info.name, self.input_shape(value_info))
+                shape, dtype = self.input_shape(value_info), self.input_dtype(value_info)
+                self.tensors[value_info.name] = self.b.input(value_info.name, shape, dtype)
         for name, tensor in initializers.items():
             self.add_initializer(name, numpy_helper.to_array(tensor))
 
-    def input_shape(self, value_info: onnx.ValueInfoProto) -> tuple[int, ...]:
-        from onnx import TensorProto
-
-        name, ty = value_info.name, value_info.type.tensor_type
-        if ty.elem_type != TensorProto.FLOAT:
+    def input_dtype(self, value_info: onnx.ValueInfoProto) -> str:
+        """The input's dtype: float32, int64 (token ids, masks) or bool."""
+        elem_type = value_info.type.tensor_type.elem_type
+        if elem_type not in ONNX_DTYPES:
             raise OnnxImportError(
-                f"input {name!r} is of element type {TensorProto.DataType.Name(ty.elem_type).lower()}; "
-                "xrelay takes float32 inputs (make it a float32 input, or an initializer if it carries shape data)"
+                f"input {value_info.name!r} is of element type {onnx_dtype_name(elem_type)}; xrelay takes "
+                "float32, int64 and bool inputs (make it one of those, or an initializer if it carries shape data)"
             )
+        return ONNX_DTYPES[elem_type]
+
+    def input_shape(self, value_info: onnx.ValueInfoProto) -> tuple[int, ...]:
+        name, ty = value_info.name, value_info.type.tensor_type
         if name in self.shapes:
             return self.given_shape(value_info)
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in ty.shape.dim]
@@ -222,6 +239,9 @@ class GraphImporter:
         from onnx.reference import ReferenceEvaluator
 
         feeds = {n: self.known[n] for n in node.input if n}
+        if node.op_type in NUMPY_FOLDS:
+            self.known[node.output[0]] = NUMPY_FOLDS[node.op_type](node, *(self.known[n] for n in node.input))
+            return
         try:
             results = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)  # pyright: ignore[reportUnknownMemberType]
         except Exception as e:  # onnx's evaluator raises whatever its op implementation raises
@@ -257,17 +277,19 @@ class GraphImporter:
     # --- values ---------------------------------------------------------------------------------
 
     def tensor(self, name: str) -> SSAValue:
-        """The relay value of `name`; a float value known at import becomes a constant."""
+        """The relay value of `name`; a value known at import becomes a constant (a float one
+        float32, an int64 or bool one of its own dtype)."""
         if name in self.tensors:
             return self.tensors[name]
         if name not in self.known:
             raise OnnxImportError(f"value {name!r} is used before any node or graph input defines it")
         value = self.known[name]
-        if value.dtype.kind != "f":
+        if value.dtype.kind != "f" and value.dtype.name not in ("int64", "bool"):
             raise OnnxImportError(
-                f"value {name!r} is of element type {value.dtype} and is used as a tensor; xrelay computes in float32"
+                f"value {name!r} is of element type {value.dtype} and is used as a tensor; xrelay computes "
+                "in float32, int64 and bool"
             )
-        self.tensors[name] = self.b.const(value.astype(np.float32))
+        self.tensors[name] = self.b.const(value if value.dtype.kind != "f" else value.astype(np.float32))
         return self.tensors[name]
 
     def output(self, name: str) -> SSAValue:

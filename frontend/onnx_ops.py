@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from xdsl.ir import SSAValue
 
+from xrelay.dialects.dtypes import dtype_of
 from xrelay.errors import OnnxImportError
-from xrelay.frontend.builder import Builder, shape_of
+from xrelay.frontend.builder import Builder, Operand, shape_of
 
 if TYPE_CHECKING:
     import onnx
@@ -607,10 +608,18 @@ def _pad_value(n: NodeImporter) -> float | SSAValue:
 
 @converter("Gather")
 def gather(n: NodeImporter) -> list[Result]:
-    """Constant indices only: `relay.take`."""
+    """`relay.take`: of constant indices, or of an int64 tensor of them computed at run time
+    (token ids into an embedding table), clipped into range where ONNX leaves an
+    out-of-range index undefined."""
     x = n.tensor(0)
     axis = _axis(int(n.attr("axis", 0)), len(shape_of(x)), n)
-    return [n.b.take(x, n.known(1, "indices").astype(np.int64), axis)]
+    name = n.node.input[1] if n.has(1) else ""
+    if name in n.known_values:
+        return [n.b.take(x, n.known(1, "indices").astype(np.int64), axis)]
+    indices = n.tensor(1)
+    if element_dtype_name(indices) != "int64":
+        raise n.error(f"indices of type {indices.type} are not supported (int64 indices are)")
+    return [n.b.take(x, indices, axis)]
 
 
 @converter("Shape")
@@ -625,20 +634,73 @@ def size(n: NodeImporter) -> list[Result]:
     return [np.array(math.prod(n.shape(0)), dtype=np.int64)]
 
 
-@converter("Cast")
-def cast(n: NodeImporter) -> list[Result]:
+# ONNX TensorProto element types relay tensors hold, by their numpy name.
+ONNX_DTYPES = {1: "float32", 7: "int64", 9: "bool"}  # TensorProto.FLOAT, INT64, BOOL
+
+
+def onnx_dtype_name(to: int) -> str:
     from onnx import TensorProto
 
+    return TensorProto.DataType.Name(to).lower() if to in TensorProto.DataType.values() else f"type {to}"
+
+
+@converter("Cast")
+def cast(n: NodeImporter) -> list[Result]:
+    """`relay.cast` to float32, int64 or bool; any other type is an error naming it."""
     to = int(n.attr("to"))
-    if to != TensorProto.FLOAT:
-        raise n.error(f"casting a tensor to {TensorProto.DataType.Name(to).lower()} is not supported (only float32)")
-    return [n.tensor(0)]
+    if to not in ONNX_DTYPES:
+        raise n.error(f"casting a tensor to {onnx_dtype_name(to)} is not supported (only to float, int64 and bool)")
+    return [_cast(n.b, n.tensor(0), ONNX_DTYPES[to])]
+
+
+def _cast(b: Builder, x: SSAValue, dtype: str) -> SSAValue:
+    return x if element_dtype_name(x) == dtype else b.cast(x, dtype)
+
+
+def element_dtype_name(x: SSAValue) -> str:
+    found = dtype_of(x.type)
+    assert found is not None  # relay values hold one of the dtypes
+    return found.name
+
+
+_COMPARE: dict[str, Callable[[Builder, Operand, Operand], SSAValue]] = {
+    "Equal": Builder.equal,
+    "Less": Builder.less,
+    "LessOrEqual": Builder.less_equal,
+    "Greater": Builder.greater,
+    "GreaterOrEqual": Builder.greater_equal,
+    "And": Builder.logical_and,
+    "Or": Builder.logical_or,
+}
+
+
+@converter(*_COMPARE)
+def compare(n: NodeImporter) -> list[Result]:
+    """Comparisons (a bool tensor) and the logical And and Or of bool tensors."""
+    return [_COMPARE[n.node.op_type](n.b, n.tensor(0), n.tensor(1))]
+
+
+@converter("IsNaN")
+def is_nan(n: NodeImporter) -> list[Result]:
+    """`x != x`: true exactly where x is NaN (an unordered comparison)."""
+    x = n.tensor(0)
+    return [n.b.not_equal(x, x)]
+
+
+@converter("Not")
+def not_(n: NodeImporter) -> list[Result]:
+    return [n.b.logical_not(n.tensor(0))]
+
+
+@converter("Where")
+def where(n: NodeImporter) -> list[Result]:
+    return [n.b.where(n.tensor(0), n.tensor(1), n.tensor(2))]
 
 
 @converter("CastLike")
 def cast_like(n: NodeImporter) -> list[Result]:
     name = n.node.input[1] if n.has(1) else ""
-    to = n.known_values[name].dtype if name in n.known_values else np.dtype(np.float32)
-    if to != np.float32:
-        raise n.error(f"casting a tensor to {to} is not supported (only float32)")
-    return [n.tensor(0)]
+    to = n.known_values[name].dtype.name if name in n.known_values else element_dtype_name(n.tensor(1))
+    if to not in ONNX_DTYPES.values():
+        raise n.error(f"casting a tensor to {to} is not supported (only to float32, int64 and bool)")
+    return [_cast(n.b, n.tensor(0), to)]

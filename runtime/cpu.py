@@ -16,6 +16,7 @@ import numpy as np
 from xrelay.errors import DeviceError
 from xrelay.runtime.c_library import build_c, c_flags, load_c
 from xrelay.runtime.device import Kernel, LoadedKernels, Tensor
+from xrelay.runtime.device_kinds import host_kind
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.numpy_device import NumpyDevice
 
@@ -52,7 +53,10 @@ class CPUDevice(NumpyDevice):
         return LoadedKernels({s.name: built[s.name] for s in sources}, built.path.read_bytes())
 
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
+        held = host_kind().dtypes
         for a in args:
-            if not a.flags.c_contiguous or a.dtype != np.float32:
-                raise DeviceError(f"{self.name}: C kernels take C-contiguous float32 tensors, not {a.dtype}")
+            if not a.flags.c_contiguous or a.dtype.name not in held:
+                raise DeviceError(
+                    f"{self.name}: C kernels take C-contiguous tensors of {', '.join(held)}, not {a.dtype}"
+                )
         return partial(kernel.function, *(a.ctypes.data for a in args))

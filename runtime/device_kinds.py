@@ -12,10 +12,10 @@ runtime device class (`module:Class` under `xrelay.runtime`), whether its kernel
 work groups, whether its kernels share their loops among threads (`num_threads` in the
 graph's `devices` entry), whether its kernel compiler keeps a float sum's order (so that
 split-reductions accumulates its reductions in vector lanes), whether schedules write its
-loops' vectors out, the dtypes of the tensors its kernels take (what its emitter can type;
-a loaded graph with another on the device is refused), where the features of its targets come from (`module:function` under
+loops' vectors out, where the features of its targets come from (`module:function` under
 `xrelay.runtime`, see `xrelay.runtime.machine`), and the device spec a virtual scope of the
-kind runs on by default. Device types
+kind runs on by default, and the tensor element types it holds (a value of another is an
+error at plan-devices; a loaded graph with one is refused). Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
 generator: `generates_kernels` is False for them.
 
@@ -49,7 +49,10 @@ class DeviceKind:
     explicit_vectors: bool = False
     features: str = "machine:host_target_features"  # "module:function": a target string's Features
     spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
-    dtypes: tuple[str, ...] = ()  # numpy names of the tensor dtypes its kernels take (CStyleEmitter.c_type's)
+    # The tensor element types (numpy names) its kernels and buffers hold; a value of another
+    # is an error at plan-devices. C: `float`, `long`, bools in `unsigned char`; OpenCL C:
+    # `float`, `long` (64-bit in every OpenCL profile), bools in `uchar`.
+    dtypes: tuple[str, ...] = ("float32", "int64", "bool")
 
     @property
     def generates_kernels(self) -> bool:
@@ -70,7 +73,6 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         source_suffix=".c",
         runtime_device="cpu:CPUDevice",
         threads=True,
-        dtypes=("float32", "int32", "int64"),
     ),
     DeviceKind(
         "opencl",
@@ -85,10 +87,9 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         explicit_vectors=True,
         features="machine:opencl_target_features",
         spec_has_id=True,
-        dtypes=("float32", "int32", "int64"),
     ),
     DeviceKind("cuda", ("cuda",)),
-    DeviceKind("vulkan", ("vulkan",)),
+    DeviceKind("vulkan", ("vulkan",), dtypes=("float32", "bool")),  # shaderInt64 is an optional feature
     DeviceKind("metal", ("metal",)),
 )
 

@@ -56,6 +56,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     VectorType,
+    i1,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue, Use
 
@@ -233,6 +234,8 @@ class CStyleEmitter:
     # Format of the i-th NDRange index ("get_global_id({})"), or None for `for` loops.
     global_id: ClassVar[str | None] = None
     index_type: ClassVar[str] = "long"
+    # How a buffer stores a bool (i1) element: one byte, 0 or 1, as numpy's bool.
+    bool_storage: ClassVar[str] = "unsigned char"
     # Lines before an innermost loop whose iter_args are reductions ({} = one clause per
     # variable, `reduction(+:acc)`), letting the compiler reorder them and vectorise; or None.
     reduction_pragma: ClassVar[tuple[str, ...] | None] = None
@@ -294,6 +297,12 @@ class CStyleEmitter:
             return self.vector_type(ty, op)
         self.fail(op, f"cannot represent type {ty} (in '{op.name}' at {location_of(op)})")
 
+    def storage_type(self, element: Attribute, op: Operation) -> str:
+        """The type of a buffer's elements: a bool's is a byte (`bool_storage`), not `int`."""
+        if element == i1:
+            return self.bool_storage
+        return self.c_type(element, op)
+
     def expr(self, value: SSAValue) -> str:
         """The C expression of a value: a literal for constants, else its variable."""
         op = value.owner
@@ -305,6 +314,8 @@ class CStyleEmitter:
         attr = op.value
         if isinstance(attr, FloatAttr):
             return float_literal(attr.value.data)
+        if isinstance(attr, IntegerAttr) and attr.type == i1:
+            return "1" if attr.value.data else "0"  # i1's true reads as -1
         if isinstance(attr, IntegerAttr):
             return int_literal(attr.value.data)
         self.fail(op, f"cannot print the constant {attr} at {location_of(op)}")
@@ -390,7 +401,7 @@ class CStyleEmitter:
         name = "out0" if is_output else f"in{position}"
         self.names[arg] = name
         const = "" if is_output else "const "
-        elt = self.c_type(ty.element_type, self.kernel)
+        elt = self.storage_type(ty.element_type, self.kernel)
         return f"{self.buffer_prefix}{const}{elt} *{self.pointer_qualifier}{name}"
 
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
@@ -458,7 +469,7 @@ class CStyleEmitter:
         self.assign(op.result, f"{lhs} {CMPI[predicate]} {rhs}", op)
 
     @emit.register
-    def _(self, op: arith.IndexCastOp | arith.SIToFPOp) -> None:
+    def _(self, op: arith.IndexCastOp | arith.SIToFPOp | arith.FPToSIOp | arith.ExtUIOp) -> None:
         self.assign(op.result, f"({self.c_type(op.result.type, op)}){self.expr(op.input)}", op)
 
     @emit.register
@@ -500,7 +511,7 @@ class CStyleEmitter:
         assert isinstance(ty, MemRefType)
         if op.dynamic_sizes or any(d < 0 for d in ty.get_shape()):
             self.fail(op, f"expects scratch buffers of static shape, but found {ty}")
-        elt = self.c_type(ty.element_type, op)
+        elt = self.storage_type(ty.element_type, op)
         self.line(f"{elt} {self.declare(op.memref, 'buf')}[{max(1, math.prod(ty.get_shape()))}];")
 
     @emit.register

@@ -50,7 +50,7 @@ from xrelay.interpreter import constant_value
 
 COPY = "__copy"
 NOP = "__nop"
-DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool"}
 
 
 @dataclass

@@ -41,6 +41,7 @@ class OpenCLEmitter(CStyleEmitter):
     header = ""
     kernel_prefix = "__kernel void"
     buffer_prefix = "__global "
+    bool_storage = "uchar"
     global_id = "get_global_id({})"
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,

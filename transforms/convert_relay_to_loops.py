@@ -98,7 +98,10 @@ OpenCL); the opencl-only conv_vectors schedule adds vector.load/store/broadcast/
 `vector<8xf32>`, printed as OpenCL's `float8`, and pool_windows vector.load/store/shuffle/
 broadcast and arith on vectors of 2 to 16 lanes (a shuffle is a swizzle, `.s02468ace`).
 
-Not yet: element types other than f32 (the dialect has none). A producer is computed once per
+Element types: int64 elements are `i64` scalars and bool elements `i1` ones (their arith ops in
+`transforms/scalar_dtypes.py`); kernels' memrefs keep the tensors' element types. The anchored
+schedules meet only f32 (their anchors take only f32); the data-moving ones (transpose_tiles,
+reshape_source) move int64 and bool elements as they move f32 ones. A producer is computed once per
 distinct index it is needed at (memoised), which is cheap for the groups fuse-ops makes; a
 group whose injective ops keep asking for new indices (nested concatenates of slices of one
 value) recomputes more, as inlining injective ops does in TVM.

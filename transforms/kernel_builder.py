@@ -128,6 +128,19 @@ class KernelBuilder:
             self.const_cache[key] = op.result
         return self.const_cache[key]
 
+    def scalar(self, value: float | int | bool, element: Attribute) -> SSAValue:
+        """A constant scalar of element type `element` (f32, i64 or i1), in front of the nest."""
+        if element == f32:
+            return self.f32(float(value))
+        key = (str(element), int(value))
+        if key not in self.const_cache:
+            from xrelay.transforms.scalar_dtypes import scalar_constant
+
+            op = scalar_constant(value, element)
+            self.scopes[0].builder.insert(op)
+            self.const_cache[key] = op.results[0]
+        return self.const_cache[key]
+
     def int_op(self, kind: Callable[[SSAValue, SSAValue], Operation], a: SSAValue, b: SSAValue) -> SSAValue:
         return self.pure((kind, a, b), lambda: kind(a, b))
 

@@ -66,7 +66,7 @@ from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, MemRefType, ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -74,7 +74,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import ConfigError, PlacementError, VerifyError, emit_remark, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.dominance import verify_dominance
+from xrelay.dialects.dtypes import dtype_of
 from xrelay.dialects.se_scope import FIELDS, SCOPE_ATTR, SEScopeAttr
+from xrelay.runtime.device_kinds import device_kind
 from xrelay.transforms.compilation_config import TARGET_KIND_DEVICES, CompilationConfig, target_kind
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain, Origin
 from xrelay.transforms.device_remarks import Remark, Step, describe_scope, steps_of
@@ -103,6 +105,26 @@ class PlanDevicesPass(ModulePass):
                 if not remark.local:
                     emit_remark(remark.location, str(remark))
         WriteBack(constraints).run()
+        check_dtypes_held(op)
+
+
+def check_dtypes_held(module: ModuleOp) -> None:
+    """Every value is planned on a device whose kind holds its element type (the kind's
+    `dtypes` in runtime/device_kinds.py): an int64 value on a device without 64-bit integers
+    is an error at the op that computes it (or copies it there)."""
+    for op in module.walk():
+        scope = op.dst_se_scope if isinstance(op, relay.DeviceCopyOp) else getattr(op, "se_scope", None)
+        if not isinstance(op, (relay.RelayOp, relay.DeviceCopyOp)) or not isinstance(scope, SEScopeAttr):
+            continue
+        kind = device_kind(scope.device or "")
+        dtype = dtype_of(op.results[0].type)
+        if kind is None or dtype is None or dtype.name in kind.dtypes:
+            continue
+        msg = (
+            f"'{op.name}' at {location_of(op)} computes {op.results[0].type} ({dtype.name}) on {scope}, but "
+            f"{kind.name} devices hold only {', '.join(kind.dtypes)}; place it on the host with relay.on_device"
+        )
+        op.emit_error(msg, PlacementError(msg))
 
 
 def solve(module: ModuleOp, config: CompilationConfig) -> Constraints:
@@ -190,18 +212,19 @@ def _collect_signature(c: Constraints, fn: func.FuncOp) -> None:
 
 
 def _check_tensor_type(fn: func.FuncOp, what: str, ty: Attribute) -> None:
-    """Every value of a relay program is a static tensor of f32, also a parameter no op uses
+    """Every value of a relay program is a static tensor of f32, i64 or i1 (`dialects/dtypes.py`),
+    also a parameter no op uses
     (whose type nothing else checks, and the executor would meet at run time). Memrefs are
     a lowered kernel's, whose launch is the error (`_reject`)."""
     if isinstance(ty, MemRefType):
         return
     if isinstance(ty, TensorType):
         tensor = cast(TensorType[Attribute], ty)  # isinstance leaves the element type unknown
-        if tensor.element_type == f32 and all(d >= 0 for d in tensor.get_shape()):
+        if dtype_of(tensor) is not None and all(d >= 0 for d in tensor.get_shape()):
             return
     msg = (
         f"{what} of @{fn.sym_name.data} at {location_of(fn)} has type {ty}, but relay values are "
-        "tensors of f32 with a static shape (e.g. tensor<2x3xf32>); change its type"
+        "tensors of f32, i64 or i1 with a static shape (e.g. tensor<2x3xf32>); change its type"
     )
     fn.emit_error(msg, VerifyError(msg))
 

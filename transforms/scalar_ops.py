@@ -41,11 +41,14 @@ from typing import Any
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import f32, i64
+from xdsl.dialects.builtin import IndexType, f32, i1, i64
 from xdsl.ir import Operation, SSAValue
 
 from xrelay.dialects import relay
+from xrelay.dialects.dtypes import FLOAT32, DType
+from xrelay.transforms import scalar_dtypes
 from xrelay.transforms.kernel_builder import Index, KernelBuilder, shape_of
+from xrelay.transforms.scalar_dtypes import element_dtype
 
 Shape = tuple[int, ...]
 Extent = int | tuple[SSAValue, SSAValue]  # a loop's trip count from 0, or its [lo, hi) bounds
@@ -115,6 +118,8 @@ class GroupEmitter(KernelBuilder):
 
     def unary(self, op: relay.UnaryElemwiseOp, idx: list[SSAValue]) -> SSAValue:
         x = self.value_at(op.data, idx)
+        if element_dtype(op.data) != FLOAT32:
+            return scalar_dtypes.integer_unary(op, x, self.emit, self.scalar(0, i64), self.scalar(True, i1))
         if isinstance(op, relay.ReluOp):
             return self.emit(arith.MaximumfOp(x, self.f32(0.0)))
         if isinstance(op, relay.ClipOp):
@@ -131,7 +136,19 @@ class GroupEmitter(KernelBuilder):
     def binary(self, op: relay.BinaryBroadcastOp, idx: list[SSAValue]) -> SSAValue:
         lhs = self.value_at(op.lhs, self.broadcast_index(idx, shape_of(op.lhs)))
         rhs = self.value_at(op.rhs, self.broadcast_index(idx, shape_of(op.rhs)))
+        if isinstance(op, relay.CompareOp) or element_dtype(op.lhs) != FLOAT32:
+            return scalar_dtypes.typed_binary(op, lhs, rhs, self.emit, self.scalar(0, i64), self.scalar(1, i64))
         return self.emit(BINARY_SCALAR[type(op)](lhs, rhs))
+
+    def cast(self, op: relay.CastOp, idx: list[SSAValue]) -> SSAValue:
+        source, target = element_dtype(op.data), element_dtype(op.res)
+        zero: Callable[[DType], SSAValue] = lambda d: self.scalar(0, d.element)  # noqa: E731
+        return scalar_dtypes.cast(self.value_at(op.data, idx), source, target, self.emit, zero)
+
+    def where(self, op: relay.WhereOp, idx: list[SSAValue]) -> SSAValue:
+        """Both branches are computed (they are elementwise and cheap) and selected."""
+        cond, x, y = (self.value_at(v, self.broadcast_index(idx, shape_of(v))) for v in op.operands)
+        return self.emit(arith.SelectOp(cond, x, y))
 
     def bias_add(self, op: relay.BiasAddOp, idx: list[SSAValue]) -> SSAValue:
         x = self.value_at(op.data, idx)
@@ -186,7 +203,7 @@ class GroupEmitter(KernelBuilder):
         shifted = idx[:axis] + [self.add_const(idx[axis], -extent)] + idx[axis + 1 :]
         (result,) = self.if_else(
             self.compare("slt", idx[axis], self.index(extent)),
-            [f32],
+            [element_dtype(first).element],
             lambda: [self.value_at(first, idx)],
             lambda: [self.concat_value(inputs[1:], axis, shifted)],
         )
@@ -226,11 +243,31 @@ class GroupEmitter(KernelBuilder):
         return result
 
     def take(self, op: relay.TakeOp, idx: list[SSAValue]) -> SSAValue:
-        """The input at the constant index the output's position in `indices` names."""
+        """The input at the index the output's position in `indices` names: a constant one,
+        or one loaded from the indices tensor, made non-negative and clipped into range."""
         axis, rank = op.axis_value, len(op.indices_shape)
+        if op.runtime_indices is not None:
+            return self.value_at(
+                op.data, [*idx[:axis], self.runtime_index(op, idx[axis : axis + rank]), *idx[axis + rank :]]
+            )
         position = self.linearize(idx[axis : axis + rank], op.indices_shape)
         source = self.constant_index(op.normalized_indices, position)
         return self.value_at(op.data, [*idx[:axis], source, *idx[axis + rank :]])
+
+    def runtime_index(self, op: relay.TakeOp, position: list[SSAValue]) -> SSAValue:
+        """`indices[position]` as an index into the data's axis: + extent if negative, then
+        clipped to [0, extent - 1] (TVM's take mode "clip")."""
+        assert op.runtime_indices is not None
+        extent = shape_of(op.data)[op.axis_value]
+        value = self.value_at(op.runtime_indices, position)
+        zero, size = self.scalar(0, i64), self.scalar(extent, i64)
+        wrapped = self.emit(
+            arith.SelectOp(self.emit(arith.CmpiOp(value, zero, "slt")), self.emit(arith.AddiOp(value, size)), value)
+        )
+        clipped = self.emit(
+            arith.MinSIOp(self.emit(arith.MaxSIOp(wrapped, zero)), self.scalar(max(extent - 1, 0), i64))
+        )
+        return self.emit(arith.IndexCastOp(clipped, IndexType()))
 
     def constant_index(self, values: Sequence[int], position: SSAValue) -> SSAValue:
         """`values[position]` as index arithmetic: `values` split into runs of arithmetic
@@ -259,11 +296,12 @@ class GroupEmitter(KernelBuilder):
             return [ivs[axes.index(a)] if a in axes else outer[a] for a in range(len(shape))]
 
         extents = [shape[a] for a in axes]
+        ints = element_dtype(op.data) != FLOAT32  # int64 sum, max or min
         if isinstance(op, (relay.MaxOp, relay.MinOp)):
-            combine = arith.MaximumfOp if isinstance(op, relay.MaxOp) else arith.MinimumfOp
+            combine = scalar_dtypes.extremum(isinstance(op, relay.MaxOp), ints)
             init = self.value_at(op.data, at([self.index(0)] * len(axes)))
         else:
-            combine, init = arith.AddfOp, self.f32(0.0)
+            combine, init = (arith.AddiOp, self.scalar(0, i64)) if ints else (arith.AddfOp, self.f32(0.0))
         (total,) = self.loops(
             extents, [init], lambda ivs, accs: [self.emit(combine(accs[0], self.value_at(op.data, at(ivs))))]
         )
@@ -472,7 +510,7 @@ class GroupEmitter(KernelBuilder):
     def constant(self, op: relay.ConstantOp, idx: list[SSAValue]) -> SSAValue:
         value = op.value.get_values()[0]  # a splat (checked by the pass)
         assert isinstance(value, (int, float))
-        return self.f32(float(value))
+        return self.scalar(value, element_dtype(op.res).element)
 
 
 def reshape_groups(src: Shape, dst: Shape) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -504,6 +542,8 @@ DISPATCH: list[
     (relay.ConcatenateOp, GroupEmitter.concatenate),
     (relay.PadOp, GroupEmitter.pad),
     (relay.TakeOp, GroupEmitter.take),
+    (relay.CastOp, GroupEmitter.cast),
+    (relay.WhereOp, GroupEmitter.where),
     (relay.ReduceOp, GroupEmitter.reduce),
     (relay.SoftmaxOp, GroupEmitter.softmax),
     (relay.LayerNormOp, GroupEmitter.layer_norm),

@@ -468,6 +468,31 @@ GROUP_CASES: tuple[GroupCase, ...] = (
     GroupCase("pad_constant", "x:3x4", '%r = relay.nn.pad %x {pad_width = array<i64: 1, 0, 2, 1>, pad_value = 0.5 : f32} : (tensor<3x4xf32>) -> tensor<4x7xf32>'),
     GroupCase("pad_reflect", "x:3x4", '%r = relay.nn.pad %x {pad_width = array<i64: 2, 1, 0, 3>, pad_mode = "reflect"} : (tensor<3x4xf32>) -> tensor<6x7xf32>'),
     GroupCase("take", "x:5x4", "%r = relay.take %x {indices = dense<[[0, 1, 2], [3, -1, 0]]> : tensor<2x3xi64>, axis = 1 : i64} : (tensor<5x4xf32>) -> tensor<5x2x3xf32>"),
+    # int64 and bool elements inside a group of float inputs and result (issue 32)
+    GroupCase("compare_logic_where", "x:3x4 y:4", """
+        %lt = relay.less %x, %y : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+        %le = relay.less_equal %x, %y : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+        %gt = relay.greater %x, %y : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+        %ge = relay.greater_equal %x, %y : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+        %eq = relay.equal %lt, %le : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+        %ne = relay.not_equal %gt, %ge : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+        %n = relay.logical_not %eq : tensor<3x4xi1>
+        %a = relay.logical_and %n, %lt : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+        %o = relay.logical_or %a, %ne : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+        %r = relay.where %o, %x, %y : (tensor<3x4xi1>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>"""),
+    GroupCase("int64_casts_take", "t:7x3 x:2x4", """
+        %s = relay.constant {value = dense<3.0> : tensor<1xf32>} : tensor<1xf32>
+        %xs = relay.multiply %x, %s : (tensor<2x4xf32>, tensor<1xf32>) -> tensor<2x4xf32>
+        %i = relay.cast %xs {dtype = "int64"} : (tensor<2x4xf32>) -> tensor<2x4xi64>
+        %one = relay.constant {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+        %j = relay.subtract %i, %one : (tensor<2x4xi64>, tensor<1xi64>) -> tensor<2x4xi64>
+        %e = relay.take %t, %j {axis = 0 : i64} : (tensor<7x3xf32>, tensor<2x4xi64>) -> tensor<2x4x3xf32>
+        %b = relay.cast %x {dtype = "bool"} : (tensor<2x4xf32>) -> tensor<2x4xi1>
+        %bf = relay.cast %b {dtype = "float32"} : (tensor<2x4xi1>) -> tensor<2x4xf32>
+        %jf = relay.cast %j {dtype = "float32"} : (tensor<2x4xi64>) -> tensor<2x4xf32>
+        %w = relay.add %bf, %jf : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+        %we = relay.expand_dims %w {axis = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4x1xf32>
+        %r = relay.add %e, %we : (tensor<2x4x3xf32>, tensor<2x4x1xf32>) -> tensor<2x4x3xf32>"""),
 )  # fmt: skip
 
 

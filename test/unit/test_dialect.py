@@ -52,8 +52,9 @@ def test_dialect_lists_every_op_once():
 # The design table, and the ops imported models need (nn.leaky_relu, nn.pad, take,
 # nn.layer_norm, nn.matmul; issue 15).
 PATTERNS = {
-    K.ELEMWISE: "negative exp log sqrt rsqrt tanh sigmoid abs erf nn.relu clip nn.leaky_relu",
-    K.BROADCAST: "add subtract multiply divide maximum minimum power nn.bias_add expand_dims broadcast_to",
+    K.ELEMWISE: "negative exp log sqrt rsqrt tanh sigmoid abs erf nn.relu clip nn.leaky_relu cast logical_not",
+    K.BROADCAST: "add subtract multiply divide maximum minimum power nn.bias_add expand_dims broadcast_to "
+    "equal not_equal less less_equal greater greater_equal logical_and logical_or where",
     K.INJECTIVE: "reshape transpose squeeze strided_slice concatenate nn.pad take",
     K.COMM_REDUCE: "sum mean max min nn.layer_norm",
     K.OUT_EWISE_FUSABLE: "nn.dense nn.batch_matmul nn.matmul nn.conv2d nn.max_pool2d nn.avg_pool2d nn.global_avg_pool2d",

@@ -45,8 +45,6 @@ OPS = frozenset(_OP_LIST.split())
 # Cases the importer declines, with the error each must raise (a regular expression).
 _TRAINING = r"training_mode = (1|true) is not supported \(inference only\)"
 _OPSET_11 = r"the model uses ONNX opset 11; xrelay imports opsets 13 to 21"
-# The function bodies of Clip and LeakyRelu select with Less and Where: relay has no boolean tensors.
-_LESS = r"ONNX node Less \(unnamed, output '\w+'\): op Less is not supported by the importer"
 UNSUPPORTED: dict[str, str] = {
     "test_batchnorm_epsilon_training_mode": _TRAINING,
     "test_batchnorm_example_training_mode": _TRAINING,
@@ -55,17 +53,6 @@ UNSUPPORTED: dict[str, str] = {
     "test_training_dropout_zero_ratio": _TRAINING,
     "test_dropout_default_old": _OPSET_11,
     "test_dropout_random_old": _OPSET_11,
-    "test_clip_default_max_expanded": _LESS,
-    "test_clip_default_min_expanded": _LESS,
-    "test_clip_example_expanded": _LESS,
-    "test_clip_expanded": _LESS,
-    "test_clip_inbounds_expanded": _LESS,
-    "test_clip_min_greater_than_max_expanded": _LESS,
-    "test_clip_outbounds_expanded": _LESS,
-    "test_clip_splitbounds_expanded": _LESS,
-    "test_leakyrelu_default_expanded": _LESS,
-    "test_leakyrelu_example_expanded": _LESS,
-    "test_leakyrelu_expanded": _LESS,
 }
 
 OPENCL_EVERY = 5

@@ -31,7 +31,55 @@ func.func @not_f32(%a: tensor<2xi32>) -> tensor<2xi32> {
   %0 = relay.exp %a : tensor<2xi32>
   func.return %0 : tensor<2xi32>
 }
-// CHECK: expected the operand to have element type f32, but found tensor<2xi32>
+// CHECK: 'relay.exp' takes float32 tensors, but operand 0 is tensor<2xi32>
+
+// -----
+
+func.func @exp_of_int64(%a: tensor<2xi64>) -> tensor<2xi64> {
+  %0 = relay.exp %a : tensor<2xi64>
+  func.return %0 : tensor<2xi64>
+}
+// CHECK: 'relay.exp' takes float32 tensors, but operand 0 is tensor<2xi64>
+
+// -----
+
+func.func @mixed_element_types(%a: tensor<2xi64>, %b: tensor<2xf32>) -> tensor<2xi64> {
+  %0 = relay.add %a, %b : (tensor<2xi64>, tensor<2xf32>) -> tensor<2xi64>
+  func.return %0 : tensor<2xi64>
+}
+// CHECK: 'relay.add' takes operands of one element type, but found tensor<2xi64>, tensor<2xf32>
+
+// -----
+
+func.func @compare_gives_bool(%a: tensor<2xi64>) -> tensor<2xi64> {
+  %0 = relay.equal %a, %a : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  func.return %0 : tensor<2xi64>
+}
+// CHECK: expected result type tensor<2xi1> for 'relay.equal', but found tensor<2xi64>
+
+// -----
+
+func.func @take_of_float_indices(%e: tensor<5x3xf32>, %i: tensor<2xf32>) -> tensor<2x3xf32> {
+  %0 = relay.take %e, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+// CHECK: 'relay.take' takes int64 tensors, but operand 1 is tensor<2xf32>
+
+// -----
+
+func.func @cast_to_float16(%a: tensor<2xi64>) -> tensor<2xf32> {
+  %0 = relay.cast %a {dtype = "float16"} : (tensor<2xi64>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+// CHECK: expected dtype to be one of float32, int64, bool, but found 'float16'
+
+// -----
+
+func.func @where_of_int_condition(%c: tensor<2xi64>, %a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = relay.where %c, %a, %a : (tensor<2xi64>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+// CHECK: 'relay.where' takes bool tensors, but operand 0 is tensor<2xi64>
 
 // -----
 

@@ -238,3 +238,47 @@ func.func @model_ops(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>, %g: tensor<3x5x
   %10 = relay.nn.max_pool2d %p {pool_size = array<i64: 2, 2>, dilation = array<i64: 3, 3>, ceil_mode = false} : (tensor<1x2x8x8xf32>) -> tensor<1x2x5x5xf32>
   func.return %0 : tensor<2x3x4xf32>
 }
+
+// int64 and bool tensors: token ids into an embedding, a mask made float, comparisons,
+// logic, where and int64 arithmetic.
+// CHECK-LABEL: func.func @element_types
+// CHECK-SAME:      (%[[IDS:.*]]: tensor<1x4xi64>, %[[MASK:.*]]: tensor<1x4xi64>, %[[E:.*]]: tensor<50x8xf32>)
+// CHECK-NEXT:    %[[EMB:.*]] = relay.take %[[E]], %[[IDS]] {axis = 0 : i64} : (tensor<50x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+// CHECK-NEXT:    %[[MF:.*]] = relay.cast %[[MASK]] {dtype = "float32"} : (tensor<1x4xi64>) -> tensor<1x4xf32>
+// CHECK-NEXT:    %[[ZERO:.*]] = relay.constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+// CHECK-NEXT:    %[[EQ:.*]] = relay.equal %[[MASK]], %[[ZERO]] : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[NE:.*]] = relay.not_equal %[[IDS]], %[[ZERO]] : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[LT:.*]] = relay.less %[[IDS]], %[[MASK]] : (tensor<1x4xi64>, tensor<1x4xi64>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[LE:.*]] = relay.less_equal %[[MF]], %[[MF]] : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[GT:.*]] = relay.greater %[[IDS]], %[[ZERO]] : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[GE:.*]] = relay.greater_equal %[[IDS]], %[[ZERO]] : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[NOT:.*]] = relay.logical_not %[[EQ]] : tensor<1x4xi1>
+// CHECK-NEXT:    %[[AND:.*]] = relay.logical_and %[[NOT]], %[[LT]] : (tensor<1x4xi1>, tensor<1x4xi1>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[OR:.*]] = relay.logical_or %[[AND]], %[[LE]] : (tensor<1x4xi1>, tensor<1x4xi1>) -> tensor<1x4xi1>
+// CHECK-NEXT:    %[[NEG:.*]] = relay.constant {value = dense<-1.000000e+04> : tensor<1xf32>} : tensor<1xf32>
+// CHECK-NEXT:    %[[W:.*]] = relay.where %[[OR]], %[[MF]], %[[NEG]] : (tensor<1x4xi1>, tensor<1x4xf32>, tensor<1xf32>) -> tensor<1x4xf32>
+// CHECK-NEXT:    %[[SUB:.*]] = relay.subtract %[[IDS]], %[[MASK]] : (tensor<1x4xi64>, tensor<1x4xi64>) -> tensor<1x4xi64>
+// CHECK-NEXT:    %[[B:.*]] = relay.cast %[[GT]] {dtype = "int64"} : (tensor<1x4xi1>) -> tensor<1x4xi64>
+// GENERIC-LABEL: sym_name = "element_types"
+// GENERIC:         "relay.take"(%{{.*}}, %{{.*}}) <{axis = 0 : i64}> : (tensor<50x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+// GENERIC:         "relay.cast"(%{{.*}}) <{dtype = "float32"}> : (tensor<1x4xi64>) -> tensor<1x4xf32>
+// GENERIC:         "relay.where"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<1x4xi1>, tensor<1x4xf32>, tensor<1xf32>) -> tensor<1x4xf32>
+func.func @element_types(%ids: tensor<1x4xi64>, %mask: tensor<1x4xi64>, %e: tensor<50x8xf32>) -> tensor<1x4x8xf32> {
+  %0 = relay.take %e, %ids {axis = 0 : i64} : (tensor<50x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+  %1 = relay.cast %mask {dtype = "float32"} : (tensor<1x4xi64>) -> tensor<1x4xf32>
+  %2 = relay.constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+  %3 = relay.equal %mask, %2 : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+  %4 = relay.not_equal %ids, %2 : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+  %5 = relay.less %ids, %mask : (tensor<1x4xi64>, tensor<1x4xi64>) -> tensor<1x4xi1>
+  %6 = relay.less_equal %1, %1 : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xi1>
+  %7 = relay.greater %ids, %2 : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+  %8 = relay.greater_equal %ids, %2 : (tensor<1x4xi64>, tensor<1xi64>) -> tensor<1x4xi1>
+  %9 = relay.logical_not %3 : tensor<1x4xi1>
+  %10 = relay.logical_and %9, %5 : (tensor<1x4xi1>, tensor<1x4xi1>) -> tensor<1x4xi1>
+  %11 = relay.logical_or %10, %6 : (tensor<1x4xi1>, tensor<1x4xi1>) -> tensor<1x4xi1>
+  %12 = relay.constant {value = dense<-1.0e4> : tensor<1xf32>} : tensor<1xf32>
+  %13 = relay.where %11, %1, %12 : (tensor<1x4xi1>, tensor<1x4xf32>, tensor<1xf32>) -> tensor<1x4xf32>
+  %14 = relay.subtract %ids, %mask : (tensor<1x4xi64>, tensor<1x4xi64>) -> tensor<1x4xi64>
+  %15 = relay.cast %7 {dtype = "int64"} : (tensor<1x4xi1>) -> tensor<1x4xi64>
+  func.return %0 : tensor<1x4x8xf32>
+}

@@ -47,7 +47,7 @@ func.func @main(%p0: tensor<2x3xcomplex<f32>>, %p1: tensor<3xf32>) -> tensor<3xf
   %0 = relay.nn.relu %p1 : tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
-// CHECK: argument %p0 of @main at {{.*}}invalid_input.mlir:{{[0-9]+}}:1 has type tensor<2x3xcomplex<f32>>, but relay values are tensors of f32 with a static shape (e.g. tensor<2x3xf32>); change its type
+// CHECK: argument %p0 of @main at {{.*}}invalid_input.mlir:{{[0-9]+}}:1 has type tensor<2x3xcomplex<f32>>, but relay values are tensors of f32, i64 or i1 with a static shape (e.g. tensor<2x3xf32>); change its type
 
 // -----
 
