@@ -58,7 +58,7 @@ CASES = {
     "output [-1, 32]": (shape(4, [-1, 32]), r"node 4 \(fused_exp\) has shape \[-1, 32\]; a shape is a list of non-negative"),
     "shrunk intermediate": (shape(2, [2, 32]), r"node 2 \(fused_add\) gives kernel fused_add its output as \[2, 32\]"),
     "float64 input on opencl": (dtype(0, "float64"), r"node 0 \(x\) has dtype 'float64', but opencl kernels take float32"),
-    "int32 input on opencl": (dtype(0, "int32"), r"node 2 \(fused_add\) gives kernel fused_add input 0 as \[4, 32\] int32, but the kernel takes \[4, 32\] float32"),
+    "int32 input on opencl": (dtype(0, "int32"), r"node 0 \(x\) has dtype .int32., but opencl kernels take float32, int64, bool"),
     "storage out of its pool": (lambda g: g["attrs"]["storage_id"][1].__setitem__(2, 4), r"node 4 \(fused_exp\) has storage 4 on device 0, but the storage is device 1's"),
     "storage id 99": (lambda g: g["attrs"]["storage_id"][1].__setitem__(3, 99), r"node 3 \(__copy\) has storage id 99; storage ids are 0 to 4"),
     "copy of another shape": (shape(3, [4, 31]), r"node 3 \(__copy\) copies \[4, 32\] float32 into \[4, 31\] float32"),
