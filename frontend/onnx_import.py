@@ -8,7 +8,8 @@
 
 Phase 1, signature: @main takes the graph's non-initializer inputs in graph order, then the
 float32 initializers (their values are `params`, by parameter name). Input shapes must be
-static, or fixed by `shapes`; an input whose name is not a valid SSA name keeps it as the
+static, or fixed by `shapes` (symbolic dims not given are taken as 1, with a
+`DynamicShapeWarning`); an input whose name is not a valid SSA name keeps it as the
 argument attribute `relay.input_name`, so the executor takes it by its ONNX name. Integer
 initializers are not parameters: they are shape data, known at import.
 Phase 2, nodes in graph order: each ONNX value is a relay tensor, a value known at import
@@ -30,6 +31,7 @@ naming the op type and the node.
 from __future__ import annotations
 
 import fnmatch
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +45,19 @@ from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
 from xrelay.frontend.onnx_ops import CONVERTERS, NodeImporter, node_error
+from xrelay.frontend.onnx_rnn import lstm as _lstm  # registers LSTM and GRU in CONVERTERS
+
+del _lstm
 
 if TYPE_CHECKING:
     import onnx
 
 MIN_OPSET, MAX_OPSET = 13, 21
+
+
+class DynamicShapeWarning(UserWarning):
+    """An input's symbolic dims were taken as 1 (from_onnx's `shapes` fixes them)."""
+
 
 # Ops never folded at import even when their inputs are known: their results differ per run.
 NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
@@ -158,14 +168,22 @@ class GraphImporter:
         if name in self.shapes:
             return self.given_shape(value_info)
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in ty.shape.dim]
-        if not ty.HasField("shape") or any(isinstance(d, str) for d in dims):
-            shown = ", ".join(map(str, dims)) if ty.HasField("shape") else "unknown"
-            example = [d if isinstance(d, int) else 1 for d in dims] or [1]
+        if not ty.HasField("shape"):
             raise OnnxImportError(
-                f"input {name!r} has a dynamic shape [{shown}]; xrelay needs static shapes: fix it with "
-                f"from_onnx(model, shapes={{{name!r}: {tuple(example)}}}) "
-                f"(opt-tool: --input-shape {name}={'x'.join(map(str, example))})"
+                f"input {name!r} has an unknown shape (not even its rank); xrelay needs static shapes: give it "
+                f"with from_onnx(model, shapes={{{name!r}: (...)}}) (opt-tool: --input-shape {name}=AxB...)"
             )
+        if any(isinstance(d, str) for d in dims):
+            static = tuple(d if isinstance(d, int) else 1 for d in dims)
+            shown = ", ".join(map(str, dims))
+            warnings.warn(
+                f"input {name!r} has a dynamic shape [{shown}]; its symbolic dims are taken as 1, so it is "
+                f"imported as {list(static)}: give the shape with from_onnx(model, shapes={{{name!r}: {static}}}) "
+                f"(opt-tool: --input-shape {name}={'x'.join(map(str, static))})",
+                DynamicShapeWarning,
+                stacklevel=5,  # from_onnx's caller
+            )
+            return static
         return tuple(int(d) for d in dims)
 
     def given_shape(self, value_info: onnx.ValueInfoProto) -> tuple[int, ...]:
@@ -213,10 +231,12 @@ class GraphImporter:
         self.bind_results(node, results)
 
     def can_fold(self, node: onnx.NodeProto, inputs: Sequence[str]) -> bool:
-        """Every input known at import and none a parameter (weights stay parameters)."""
+        """Every input known at import and none a parameter with more than one element (weights
+        stay parameters; a float scalar initializer, such as Range's start and step as torch
+        exports them, is folded)."""
         if node.op_type in NOT_FOLDED or node.domain not in ("", "ai.onnx") or node.op_type == "Constant":
             return node.op_type == "Constant"
-        return all(n in self.known and n not in self.param_names for n in inputs)
+        return all(n in self.known and (n not in self.param_names or self.known[n].size == 1) for n in inputs)
 
     def fold(self, node: onnx.NodeProto) -> None:
         from onnx.reference import ReferenceEvaluator
