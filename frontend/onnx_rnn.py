@@ -101,8 +101,10 @@ class Recurrence:
         h = self.hidden
         return self.b.strided_slice(values, [0, index * h], [self.batch, (index + 1) * h])
 
-    def act(self, direction: int, which: int, x: SSAValue) -> SSAValue:
-        if self.clip is not None:
+    def act(self, direction: int, which: int, x: SSAValue, clipped: bool = True) -> SSAValue:
+        """Activation `which` (f, g, h) of `direction`; `clip` bounds a gate's input (not the
+        cell state's, as onnxruntime)."""
+        if self.clip is not None and clipped:
             x = self.b.clip(x, -self.clip, self.clip)
         return self.activations[direction * self.per_direction + which](self.b, x)
 
@@ -187,7 +189,7 @@ def lstm(n: NodeImporter) -> list[Result]:
             i, f, cand = r.act(d, 0, i_in), r.act(d, 0, f_in), r.act(d, 1, r.gate(g, 3))
             c = b.multiply(i, cand) if c is None else b.add(b.multiply(f, c), b.multiply(i, cand))
             o = r.act(d, 0, o_in if peep is None else b.add(o_in, b.multiply(c, peep[1])))
-            h = outs[t] = b.multiply(o, r.act(d, 2, c))
+            h = outs[t] = b.multiply(o, r.act(d, 2, c, clipped=False))
         assert h is not None and c is not None
         hs.append([outs[t] for t in range(r.seq)])
         last_h.append(h)
