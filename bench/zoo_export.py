@@ -205,25 +205,50 @@ ZOO: tuple[ZooModel, ...] = (
 )
 
 
+def calibrate(module: nn.Module, inputs: Callable[[], tuple[torch.Tensor, ...]]) -> nn.Module:
+    """Seeded weights whose outputs are not ~0, so that checking an import against onnxruntime
+    at atol 1e-4 means something: the library inits leave some outputs at 1e-9 (MobileNets,
+    EfficientNet: activations shrink layer by layer) or exactly 0 (ViT's zero-initialised
+    head). Weights that are all zero get normal(0, 0.02); every batch norm's running statistics
+    become those of its input on a few random batches (cumulative average), so each layer
+    sees unit-scale data."""
+    with torch.no_grad():
+        for param in module.parameters():
+            if param.dim() >= 2 and not param.any():
+                param.normal_(0.0, 0.02)
+        norms = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+        if norms:
+            for norm in norms:
+                norm.reset_running_stats()
+                norm.momentum = None  # the cumulative average of every batch seen
+            module.train()
+            for _ in range(4):
+                module(*inputs())
+    return module.eval()
+
+
 def export(model: ZooModel, out: Path) -> Path:
-    """Exports one model with seeded weights (random inputs seeded too) and checks the file."""
+    """Exports one model with seeded, calibrated weights (random inputs seeded too), checks
+    the file, and moves it into place (other processes may be reading the previous one)."""
     torch.manual_seed(SEED)
-    module = model.build().eval()
+    module = calibrate(model.build(), model.inputs)
     args = model.inputs()
     path = out / f"{model.name}.onnx"
+    partial = out / f".{model.name}.onnx.partial"
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             module,
             args,
-            str(path),
+            str(partial),
             input_names=list(model.input_names),
             output_names=list(model.output_names),
             opset_version=OPSET,
             do_constant_folding=True,
             dynamo=False,
         )
-    onnx.checker.check_model(str(path), full_check=True)
+    onnx.checker.check_model(str(partial), full_check=True)
+    partial.replace(path)
     return path
 
 
@@ -249,7 +274,8 @@ def write_readme(out: Path) -> None:
     known = {m.name: m.description for m in ZOO}
     lines = [
         "ONNX models exported by xrelay's bench/zoo_export.py (torch.onnx.export, opset 17, static",
-        f"shapes, dynamo=False, seeded random weights, seed {SEED}; torch {torch.__version__}).",
+        f"shapes, dynamo=False, seeded random weights, seed {SEED}, batch norms calibrated on random",
+        f"batches so outputs are unit-scale; torch {torch.__version__}).",
         "Regenerate with: .venv/bin/python bench/zoo_export.py --out DIR",
         "",
     ]
