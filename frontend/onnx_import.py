@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import fnmatch
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -106,6 +106,20 @@ def _default_opset(model: onnx.ModelProto) -> int:
             f"convert it first, e.g. onnx.version_converter.convert_version(model, {MAX_OPSET})"
         )
     return version
+
+
+def _fold_gather_elements(node: onnx.NodeProto, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    data, indices = inputs
+    axis = next((int(a.i) for a in node.attribute if a.name == "axis"), 0) % max(data.ndim, 1)
+    return [np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis)]
+
+
+# Ops folded with numpy rather than onnx's reference evaluator, whose implementation fails on
+# them: GatherElements with more than 32 values along the axis (np.choose's limit), as
+# transformers' BERT export gathers its 512 token type ids.
+FOLDERS: dict[str, Callable[[onnx.NodeProto, Sequence[np.ndarray]], list[np.ndarray]]] = {
+    "GatherElements": _fold_gather_elements,
+}
 
 
 @dataclass
@@ -243,7 +257,10 @@ class GraphImporter:
 
         feeds = {n: self.known[n] for n in node.input if n}
         try:
-            results = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)  # pyright: ignore[reportUnknownMemberType]
+            if node.op_type in FOLDERS:
+                results = FOLDERS[node.op_type](node, [self.known[n] for n in node.input])
+            else:
+                results = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)  # pyright: ignore[reportUnknownMemberType]
         except Exception as e:  # onnx's evaluator raises whatever its op implementation raises
             raise node_error(node, f"cannot evaluate it at import: {type(e).__name__}: {e}") from None
         for name, value in zip(node.output, results):

@@ -420,3 +420,23 @@ def test_symbolic_dims_default_to_one_with_a_warning_and_shapes_fix_them() -> No
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "tensor<4x3xf32>" in str(xrelay.from_onnx(proto, shapes={"x": (4, 3)})[0])
+
+
+def test_gather_elements_of_known_values_folds_past_onnx_reference_limit() -> None:
+    """BERT's export gathers its token type ids (512 along the axis) at known positions: folded
+    with numpy (onnx's reference evaluator fails beyond 32 values, np.choose's limit)."""
+    nodes = [
+        helper.make_node("GatherElements", ["ids", "positions"], ["picked"], axis=1),
+        helper.make_node("Cast", ["picked"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "f"], ["y"]),
+    ]
+    inits = {
+        "ids": (np.arange(512, dtype=np.int64) * 3).reshape(1, 512),
+        "positions": np.array([[5, -1, 40, 0]], np.int64),
+    }
+    proto = model(nodes, {"x": (1, 4)}, ["y"], inits)
+    module, _ = xrelay.from_onnx(proto)
+    assert sorted({op.name for op in module.walk() if op.name.startswith("relay.")}) == ["relay.add", "relay.constant"]
+    x = weights(1, 4)
+    got = xrelay.interpret(module, {"x": x})
+    np.testing.assert_allclose(got, x + np.array([[15, 1533, 120, 0]]), rtol=1e-6)
