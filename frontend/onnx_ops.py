@@ -583,11 +583,26 @@ def _resize_nearest(b: Builder, x: SSAValue, axis: int, source: np.ndarray, mode
         "floor": np.zeros_like(fraction, dtype=bool),
         "ceil": fraction > 0,
     }[mode]
-    index = np.clip(below + up, 0, shape_of(x)[axis] - 1).astype(np.int64)
+    xs = shape_of(x)
+    index = np.clip(below + up, 0, xs[axis] - 1).astype(np.int64)
+    factor = len(index) // max(xs[axis], 1)
+    if factor > 1 and np.array_equal(index, np.arange(len(index)) // factor):
+        # Each row repeated `factor` times (torch's nearest upsampling by an integer): a
+        # broadcast, which no gather needs.
+        wide = [*xs[: axis + 1], 1, *xs[axis + 1 :]]
+        repeated = [*xs[: axis + 1], factor, *xs[axis + 1 :]]
+        merged = [*xs[:axis], xs[axis] * factor, *xs[axis + 1 :]]
+        return b.reshape(b.broadcast_to(b.reshape(x, wide), repeated), merged)
     return b.take(x, index, axis)
 
 
 def _resize_linear(b: Builder, x: SSAValue, axis: int, source: np.ndarray) -> SSAValue:
+    """The two neighbours of each source coordinate (clamped to the edge) blended by constant
+    weights: by phases for an integer upscale whose coordinates repeat every `factor` outputs
+    (torch's bilinear, align_corners False), by gathers otherwise."""
+    phased = _resize_linear_phases(b, x, axis, source)
+    if phased is not None:
+        return phased
     size = shape_of(x)[axis]
     below = np.floor(source)
     weight = (source - below).astype(np.float32)
@@ -599,6 +614,40 @@ def _resize_linear(b: Builder, x: SSAValue, axis: int, source: np.ndarray) -> SS
     shape[axis] = len(weight)
     w = weight.reshape(shape)
     return b.add(b.multiply(low, 1 - w), b.multiply(high, w))
+
+
+def _resize_linear_phases(b: Builder, x: SSAValue, axis: int, source: np.ndarray) -> SSAValue | None:
+    """Output `k * factor + p` blends input rows `k + offset_p` and `k + offset_p + 1` with the
+    same weights for every k: one blend of two shifted slices of the edge-padded input per
+    phase p, the phases interleaved by a concatenation and a reshape (no gather). None when
+    the coordinates do not repeat so."""
+    xs = shape_of(x)
+    size = xs[axis]
+    factor = len(source) // max(size, 1)
+    if factor < 2 or len(source) != size * factor:
+        return None
+    starts = source[:factor]
+    if not np.allclose(source.reshape(size, factor) - np.arange(size)[:, None], starts, rtol=0, atol=1e-9):
+        return None
+    offsets = np.floor(starts).astype(np.int64)
+    before, after = max(0, -int(offsets.min())), max(0, int(offsets.max()) + 1)
+    widths = [(0, 0)] * len(xs)
+    widths[axis] = (before, after)
+    padded = b.nn.pad(x, widths, pad_mode="edge") if before or after else x
+
+    def rows(first: int) -> SSAValue:
+        begin, end = [0] * (axis + 1), list(xs[: axis + 1])
+        begin[axis], end[axis] = first + before, first + before + size
+        return b.strided_slice(padded, begin, end)
+
+    phases: list[SSAValue] = []
+    for start, offset in zip(starts, offsets):
+        weight = float(np.float32(start - offset))
+        y = rows(int(offset))
+        if weight:
+            y = b.add(b.multiply(y, 1 - weight), b.multiply(rows(int(offset) + 1), weight))
+        phases.append(b.reshape(y, [*xs[: axis + 1], 1, *xs[axis + 1 :]]))
+    return b.reshape(b.concatenate(phases, axis + 1), [*xs[:axis], size * factor, *xs[axis + 1 :]])
 
 
 # --- normalizations ------------------------------------------------------------------------------

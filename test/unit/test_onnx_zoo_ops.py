@@ -108,6 +108,7 @@ RESIZES = {
     "nearest_ceil_sizes": ((2, 3, 4), None, [2, 3, 7], {"nearest_mode": "ceil"}),
     "linear_down_half_pixel": ((1, 2, 8, 8), [1, 1, 0.375, 0.5], None, {"mode": "linear"}),
     "linear_3d_axes": ((1, 2, 3, 4, 5), [2.0, 1.5], None, {"mode": "linear", "axes": [2, 4]}),
+    "linear_asymmetric_x3": ((1, 2, 3, 4), [1, 1, 3, 3], None, {"mode": "linear", "coordinate_transformation_mode": "asymmetric"}),
     "linear_not_larger": ((1, 1, 4, 6), None, [8, 8], {"mode": "linear", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"}),
 }  # fmt: skip
 
@@ -117,6 +118,17 @@ RESIZES = {
 def test_resize(case: str, targets: tuple[str, ...]) -> None:
     shape, scales, sizes, attrs = RESIZES[case]
     check(resize(shape, scales, sizes, **attrs), targets)
+
+
+def test_integer_upsampling_needs_no_gather() -> None:
+    """torch's nearest and bilinear (align_corners False) upsampling by an integer factor are
+    broadcasts and phase blends of shifted slices: `relay.take` (a gather) would be slower."""
+    for case in ("torch_nearest_x2", "torch_bilinear_x2", "linear_asymmetric_x3"):
+        shape, scales, sizes, attrs = RESIZES[case]
+        module, _ = xrelay.from_onnx(resize(shape, scales, sizes, **attrs))
+        assert "relay.take" not in str(module), case
+    module, _ = xrelay.from_onnx(resize(*RESIZES["torch_bilinear_corners"][:3], **RESIZES["torch_bilinear_corners"][3]))
+    assert "relay.take" in str(module)  # align_corners: the weights differ per output
 
 
 def test_resize_modes_it_does_not_take_are_clean_errors() -> None:
