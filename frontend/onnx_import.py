@@ -13,8 +13,9 @@ static, or fixed by `shapes` (symbolic dims not given are taken as 1, with a
 argument attribute `relay.input_name`, so the executor takes it by its ONNX name. Integer
 initializers are not parameters: they are shape data, known at import.
 Phase 2, nodes in graph order: each ONNX value is a relay tensor, a value known at import
-(a numpy array: Constant, Shape, integer initializers and everything computed from them only,
-folded with onnx's reference evaluator), or both (a float initializer). Every other node is
+(a numpy array: Constant, Shape, integer initializers, float scalar initializers and
+everything computed from them only, folded with onnx's reference evaluator, or numpy for the
+ops in `FOLDERS`), or both (a float initializer). Every other node is
 converted by its op type (`onnx_ops.CONVERTERS`).
 Phase 3, placement: a node whose name or op type matches a rule's glob has its results
 wrapped in `relay.on_device` of the rule's scope (the first matching rule wins); other nodes

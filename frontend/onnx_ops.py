@@ -10,7 +10,10 @@ input it does not take; the importer adds the node's op type and name.
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
 slices; a Pad whose value comes at run time concatenates blocks of it; a LayerNormalization
-whose Mean or InvStdDev output is used is built from reductions.
+whose Mean or InvStdDev output is used is built from reductions; HardSigmoid and HardSwish are
+clips; Resize is separable (broadcasts, phase blends of shifted slices, or gathers and blends
+per axis); GatherElements gathers the flattened input; ConvTranspose convolves the
+zero-inserted input with the flipped kernel. LSTM and GRU are unrolled in onnx_rnn.py.
 """
 
 from __future__ import annotations
