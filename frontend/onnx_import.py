@@ -8,12 +8,14 @@
 
 Phase 1, signature: @main takes the graph's non-initializer inputs in graph order, then the
 float32 initializers (their values are `params`, by parameter name). Input shapes must be
-static, or fixed by `shapes`; an input whose name is not a valid SSA name keeps it as the
+static, or fixed by `shapes` (symbolic dims not given are taken as 1, with a
+`DynamicShapeWarning`); an input whose name is not a valid SSA name keeps it as the
 argument attribute `relay.input_name`, so the executor takes it by its ONNX name. Integer
 initializers are not parameters: they are shape data, known at import.
 Phase 2, nodes in graph order: each ONNX value is a relay tensor, a value known at import
-(a numpy array: Constant, Shape, integer initializers and everything computed from them only,
-folded with onnx's reference evaluator), or both (a float initializer). Every other node is
+(a numpy array: Constant, Shape, integer initializers, float scalar initializers and
+everything computed from them only, folded with onnx's reference evaluator, or numpy for the
+ops in `FOLDERS`), or both (a float initializer). Every other node is
 converted by its op type (`onnx_ops.CONVERTERS`).
 Phase 3, placement: a node whose name or op type matches a rule's glob has its results
 wrapped in `relay.on_device` of the rule's scope (the first matching rule wins); other nodes
@@ -30,6 +32,7 @@ naming the op type and the node.
 from __future__ import annotations
 
 import fnmatch
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,27 +46,22 @@ from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
 from xrelay.frontend.onnx_ops import CONVERTERS, ONNX_DTYPES, NodeImporter, node_error, onnx_dtype_name
+from xrelay.frontend.onnx_rnn import lstm as _lstm  # registers LSTM and GRU in CONVERTERS
+
+del _lstm
 
 if TYPE_CHECKING:
     import onnx
 
 MIN_OPSET, MAX_OPSET = 13, 21
 
+
+class DynamicShapeWarning(UserWarning):
+    """An input's symbolic dims were taken as 1 (from_onnx's `shapes` fixes them)."""
+
+
 # Ops never folded at import even when their inputs are known: their results differ per run.
 NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
-
-
-def _gather_elements(node: onnx.NodeProto, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    from onnx import helper
-
-    axis = next((int(helper.get_attribute_value(a)) for a in node.attribute if a.name == "axis"), 0)
-    axis = axis + data.ndim if axis < 0 else axis
-    return np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis)
-
-
-# Folds computed with numpy where onnx's reference evaluator fails: its GatherElements
-# (np.choose) takes at most 64 choices along the axis (BERT's token_type_ids buffer has 512).
-NUMPY_FOLDS: dict[str, Callable[..., np.ndarray]] = {"GatherElements": _gather_elements}
 
 
 def from_onnx(
@@ -109,6 +107,20 @@ def _default_opset(model: onnx.ModelProto) -> int:
             f"convert it first, e.g. onnx.version_converter.convert_version(model, {MAX_OPSET})"
         )
     return version
+
+
+def _fold_gather_elements(node: onnx.NodeProto, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    data, indices = inputs
+    axis = next((int(a.i) for a in node.attribute if a.name == "axis"), 0) % max(data.ndim, 1)
+    return [np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis)]
+
+
+# Ops folded with numpy rather than onnx's reference evaluator, whose implementation fails on
+# them: GatherElements with more than 32 values along the axis (np.choose's limit), as
+# transformers' BERT export gathers its 512 token type ids.
+FOLDERS: dict[str, Callable[[onnx.NodeProto, Sequence[np.ndarray]], list[np.ndarray]]] = {
+    "GatherElements": _fold_gather_elements,
+}
 
 
 @dataclass
@@ -175,14 +187,22 @@ class GraphImporter:
         if name in self.shapes:
             return self.given_shape(value_info)
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in ty.shape.dim]
-        if not ty.HasField("shape") or any(isinstance(d, str) for d in dims):
-            shown = ", ".join(map(str, dims)) if ty.HasField("shape") else "unknown"
-            example = [d if isinstance(d, int) else 1 for d in dims] or [1]
+        if not ty.HasField("shape"):
             raise OnnxImportError(
-                f"input {name!r} has a dynamic shape [{shown}]; xrelay needs static shapes: fix it with "
-                f"from_onnx(model, shapes={{{name!r}: {tuple(example)}}}) "
-                f"(opt-tool: --input-shape {name}={'x'.join(map(str, example))})"
+                f"input {name!r} has an unknown shape (not even its rank); xrelay needs static shapes: give it "
+                f"with from_onnx(model, shapes={{{name!r}: (...)}}) (opt-tool: --input-shape {name}=AxB...)"
             )
+        if any(isinstance(d, str) for d in dims):
+            static = tuple(d if isinstance(d, int) else 1 for d in dims)
+            shown = ", ".join(map(str, dims))
+            warnings.warn(
+                f"input {name!r} has a dynamic shape [{shown}]; its symbolic dims are taken as 1, so it is "
+                f"imported as {list(static)}: give the shape with from_onnx(model, shapes={{{name!r}: {static}}}) "
+                f"(opt-tool: --input-shape {name}={'x'.join(map(str, static))})",
+                DynamicShapeWarning,
+                stacklevel=5,  # from_onnx's caller
+            )
+            return static
         return tuple(int(d) for d in dims)
 
     def given_shape(self, value_info: onnx.ValueInfoProto) -> tuple[int, ...]:
@@ -230,20 +250,22 @@ class GraphImporter:
         self.bind_results(node, results)
 
     def can_fold(self, node: onnx.NodeProto, inputs: Sequence[str]) -> bool:
-        """Every input known at import and none a parameter (weights stay parameters)."""
+        """Every input known at import and none a parameter with more than one element (weights
+        stay parameters; a float scalar initializer, such as Range's start and step as torch
+        exports them, is folded)."""
         if node.op_type in NOT_FOLDED or node.domain not in ("", "ai.onnx") or node.op_type == "Constant":
             return node.op_type == "Constant"
-        return all(n in self.known and n not in self.param_names for n in inputs)
+        return all(n in self.known and (n not in self.param_names or self.known[n].size == 1) for n in inputs)
 
     def fold(self, node: onnx.NodeProto) -> None:
         from onnx.reference import ReferenceEvaluator
 
         feeds = {n: self.known[n] for n in node.input if n}
-        if node.op_type in NUMPY_FOLDS:
-            self.known[node.output[0]] = NUMPY_FOLDS[node.op_type](node, *(self.known[n] for n in node.input))
-            return
         try:
-            results = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)  # pyright: ignore[reportUnknownMemberType]
+            if node.op_type in FOLDERS:
+                results = FOLDERS[node.op_type](node, [self.known[n] for n in node.input])
+            else:
+                results = ReferenceEvaluator(node, opsets={"": self.opset}).run(None, feeds)  # pyright: ignore[reportUnknownMemberType]
         except Exception as e:  # onnx's evaluator raises whatever its op implementation raises
             raise node_error(node, f"cannot evaluate it at import: {type(e).__name__}: {e}") from None
         for name, value in zip(node.output, results):

@@ -10,7 +10,10 @@ input it does not take; the importer adds the node's op type and name.
 Compositions: BatchNormalization (inference) folds into one multiply and one add per channel;
 Gelu is built from erf (or tanh); Gemm's alpha and beta are multiplies; Split is strided
 slices; a Pad whose value comes at run time concatenates blocks of it; a LayerNormalization
-whose Mean or InvStdDev output is used is built from reductions.
+whose Mean or InvStdDev output is used is built from reductions; HardSigmoid and HardSwish are
+clips; Resize is separable (broadcasts, phase blends of shifted slices, or gathers and blends
+per axis); GatherElements gathers the flattened input; ConvTranspose convolves the
+zero-inserted input with the flipped kernel. LSTM and GRU are unrolled in onnx_rnn.py.
 """
 
 from __future__ import annotations
@@ -177,6 +180,20 @@ def _float_operand(n: NodeImporter, index: int) -> SSAValue:
 @converter("LeakyRelu")
 def leaky_relu(n: NodeImporter) -> list[Result]:
     return [n.b.nn.leaky_relu(n.tensor(0), float(n.attr("alpha", 0.01)))]
+
+
+@converter("HardSigmoid")
+def hard_sigmoid(n: NodeImporter) -> list[Result]:
+    """`clip(alpha * x + beta, 0, 1)`."""
+    alpha, beta = float(n.attr("alpha", 0.2)), float(n.attr("beta", 0.5))
+    return [n.b.clip(n.b.add(n.b.multiply(n.tensor(0), alpha), beta), 0.0, 1.0)]
+
+
+@converter("HardSwish")
+def hard_swish(n: NodeImporter) -> list[Result]:
+    """`x * clip(x / 6 + 1/2, 0, 1)`: HardSigmoid with alpha 1/6, beta 1/2, times x."""
+    x = n.tensor(0)
+    return [n.b.multiply(x, n.b.clip(n.b.add(n.b.multiply(x, 1 / 6), 0.5), 0.0, 1.0))]
 
 
 @converter("Clip")
@@ -362,6 +379,86 @@ def conv(n: NodeImporter) -> list[Result]:
     return [_unspatial(n, y, len(xs))]
 
 
+@converter("ConvTranspose")
+def conv_transpose(n: NodeImporter) -> list[Result]:
+    """1-D and 2-D: the convolution of the input with zeros inserted between its elements
+    (stride - 1 per gap) by the flipped kernel, its input and output channels swapped per
+    group, then cropped to the window that pads, output_padding or output_shape give."""
+    x, w, b = n.tensor(0), n.tensor(1), n.b
+    xs, ws = shape_of(x), shape_of(w)
+    rank, groups = len(xs), int(n.attr("group", 1))
+    x4, w4 = _spatial(n, x, "transposed convolutions"), _spatial(n, w, "transposed convolutions")
+    lead = [1] if rank == 3 else []  # a 1-D op in 2-D, of height 1
+    strides = lead + [int(v) for v in n.attr("strides", [1] * (rank - 2))]
+    dilations = lead + [int(v) for v in n.attr("dilations", [1] * (rank - 2))]
+    begins, outs = _conv_transpose_window(n, xs[2:], ws[2:])
+    begins, outs = [0] * len(lead) + begins, lead + outs
+    sizes, kernel = shape_of(x4)[2:], shape_of(w4)[2:]
+    for axis, stride in enumerate(strides):
+        x4 = _insert_zeros(b, x4, axis + 2, stride)
+    before: list[int] = []
+    after: list[int] = []
+    for size, k, s, d, begin, out in zip(sizes, kernel, strides, dilations, begins, outs):
+        upsampled, reach = (size - 1) * s + 1, (k - 1) * d
+        before.append(reach - begin)
+        after.append(out - upsampled + begin)
+    pads = [max(0, p) for p in before + after]  # a negative pad crops: after the convolution
+    y = b.nn.conv2d(x4, _flipped_kernel(b, w4, groups), (1, 1), pads, dilations, groups)
+    ys = shape_of(y)
+    crop = [max(0, -p) for p in before]
+    if any(crop) or list(ys[2:]) != outs:
+        y = b.strided_slice(y, [0, 0, *crop], [*ys[:2], *(c + o for c, o in zip(crop, outs))])
+    if n.has(2):
+        y = b.nn.bias_add(y, n.tensor(2))
+    return [_unspatial(n, y, rank)]
+
+
+def _conv_transpose_window(n: NodeImporter, sizes: Sequence[int], kernel: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Where the output starts in the full (unpadded) transposed convolution, and its size, per
+    spatial axis: from pads (and output_padding or output_shape), or auto_pad (onnx's reference)."""
+    rank = len(sizes)
+    strides = [int(v) for v in n.attr("strides", [1] * rank)]
+    dilations = [int(v) for v in n.attr("dilations", [1] * rank)]
+    extra = [int(v) for v in n.attr("output_padding", [0] * rank)]
+    given = n.attr("output_shape")
+    given = None if given is None else [int(v) for v in given][-rank:]
+    auto_pad = n.only("auto_pad", "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", default="NOTSET")
+    full = [s * (d - 1) + (k - 1) * dil + 1 + e for d, k, s, dil, e in zip(sizes, kernel, strides, dilations, extra)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        outs = given or [d * s for d, s in zip(sizes, strides)]
+        totals = [f - o for f, o in zip(full, outs)]
+        return [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals], outs
+    pads = [0] * 2 * rank if auto_pad == "VALID" else [int(p) for p in n.attr("pads", [0] * 2 * rank)]
+    outs = given or [f - pads[i] - pads[i + rank] for i, f in enumerate(full)]
+    return pads[:rank], outs
+
+
+def _insert_zeros(b: Builder, x: SSAValue, axis: int, stride: int) -> SSAValue:
+    """`x` with `stride - 1` zeros between neighbours along `axis` (none after the last)."""
+    xs = shape_of(x)
+    if stride == 1 or xs[axis] <= 1:
+        return x
+    split = [*xs[: axis + 1], 1, *xs[axis + 1 :]]
+    widths = [(0, 0)] * len(split)
+    widths[axis + 1] = (0, stride - 1)
+    padded = b.reshape(b.nn.pad(b.reshape(x, split), widths), [*xs[:axis], xs[axis] * stride, *xs[axis + 1 :]])
+    end = list(xs)
+    end[axis] = (xs[axis] - 1) * stride + 1
+    return b.strided_slice(padded, [0] * len(xs), end)
+
+
+def _flipped_kernel(b: Builder, w: SSAValue, groups: int) -> SSAValue:
+    """ConvTranspose's [C_in, C_out / g, kh, kw] weight as the [C_out, C_in / g, kh, kw] weight
+    of the equivalent convolution, its window flipped."""
+    cin, cout_g, kh, kw = shape_of(w)
+    w = b.reshape(w, (groups, cin // groups, cout_g, kh, kw))
+    w = b.reshape(b.transpose(w, (0, 2, 1, 3, 4)), (groups * cout_g, cin // groups, kh, kw))
+    for axis, k in ((2, kh), (3, kw)):
+        if k > 1:
+            w = b.take(w, list(range(k - 1, -1, -1)), axis)
+    return w
+
+
 Pool2D = Callable[[SSAValue, Window], SSAValue]
 
 
@@ -408,6 +505,153 @@ def global_average_pool(n: NodeImporter) -> list[Result]:
     if len(shape_of(x)) != 4:
         return [n.b.mean(x, list(range(2, len(shape_of(x)))), keepdims=True)]
     return [n.b.nn.global_avg_pool2d(x)]
+
+
+# --- resize ---------------------------------------------------------------------------------------
+
+_RESIZE_COORDINATES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@converter("Resize")
+def resize(n: NodeImporter) -> list[Result]:
+    """Nearest and linear modes (torch's nearest, bilinear and trilinear) with scales or sizes
+    known at import: separable, one axis at a time, as `relay.take` of the source rows (nearest)
+    or the two neighbours blended by constant weights (linear), as onnx's reference computes them."""
+    mode = n.only("mode", "nearest", "linear", default="nearest")
+    coordinates = n.only("coordinate_transformation_mode", *_RESIZE_COORDINATES, default="half_pixel")
+    nearest = n.only("nearest_mode", *_NEAREST_MODES, default="round_prefer_floor")
+    n.only("antialias", 0, default=0)
+    x = n.tensor(0)
+    xs = shape_of(x)
+    scales, outs = _resize_scales(n, xs)
+    for axis, (size, scale, out) in enumerate(zip(xs, scales, outs)):
+        if size == out and math.isclose(scale, 1.0):
+            continue
+        source = _resize_source(coordinates, np.arange(out, dtype=np.float64), scale, size, out)
+        x = (
+            _resize_nearest(n.b, x, axis, source, nearest)
+            if mode == "nearest"
+            else _resize_linear(n.b, x, axis, source)
+        )
+    return [x]
+
+
+def _resize_scales(n: NodeImporter, xs: Sequence[int]) -> tuple[list[float], list[int]]:
+    """The scale and output size per axis, from the scales input (sizes floor(scale * size)) or
+    the sizes input (scales size_out / size, or one scale with keep_aspect_ratio_policy)."""
+    rank = len(xs)
+    axes = [_axis(int(a), rank, n) for a in n.attr("axes", list(range(rank)))]
+    scales, outs = [1.0] * rank, list(xs)
+    given_scales = n.known(2, "scales") if n.has(2) else np.zeros(0)
+    if given_scales.size:
+        for axis, scale in zip(axes, given_scales.reshape(-1)):
+            scales[axis], outs[axis] = float(scale), int(float(scale) * xs[axis])
+        return scales, outs
+    sizes = n.ints(3, "sizes")
+    if not sizes:
+        raise n.error("expected scales or sizes known at import")
+    for axis, size in zip(axes, sizes):
+        scales[axis], outs[axis] = size / xs[axis], size
+    policy = n.only("keep_aspect_ratio_policy", "stretch", "not_larger", "not_smaller", default="stretch")
+    if policy != "stretch":
+        scale = (min if policy == "not_larger" else max)(scales[a] for a in axes)
+        for axis in axes:
+            scales[axis], outs[axis] = scale, int(math.floor(scale * xs[axis] + 0.5))
+    return scales, outs
+
+
+def _resize_source(mode: str, y: np.ndarray, scale: float, size: int, out: int) -> np.ndarray:
+    """The source coordinate of each output position `y` (onnx's coordinate_transformation_mode;
+    as onnx's reference, align_corners and pytorch_half_pixel take the output length as
+    `scale * size` unrounded)."""
+    length = scale * size
+    if mode == "align_corners":
+        return np.zeros_like(y) if length == 1 else y * (size - 1) / (length - 1)
+    if mode == "asymmetric":
+        return y / scale
+    if mode == "pytorch_half_pixel" and length == 1:
+        return np.full_like(y, -0.5)
+    if mode == "half_pixel_symmetric":
+        offset = size / 2 * (1 - out / (scale * size))
+        return offset + (y + 0.5) / scale - 0.5
+    return (y + 0.5) / scale - 0.5
+
+
+def _resize_nearest(b: Builder, x: SSAValue, axis: int, source: np.ndarray, mode: str) -> SSAValue:
+    below = np.floor(source)
+    fraction = source - below
+    up = {
+        "round_prefer_floor": fraction > 0.5,
+        "round_prefer_ceil": fraction >= 0.5,
+        "floor": np.zeros_like(fraction, dtype=bool),
+        "ceil": fraction > 0,
+    }[mode]
+    xs = shape_of(x)
+    index = np.clip(below + up, 0, xs[axis] - 1).astype(np.int64)
+    factor = len(index) // max(xs[axis], 1)
+    if factor > 1 and np.array_equal(index, np.arange(len(index)) // factor):
+        # Each row repeated `factor` times (torch's nearest upsampling by an integer): a
+        # broadcast, which no gather needs.
+        wide = [*xs[: axis + 1], 1, *xs[axis + 1 :]]
+        repeated = [*xs[: axis + 1], factor, *xs[axis + 1 :]]
+        merged = [*xs[:axis], xs[axis] * factor, *xs[axis + 1 :]]
+        return b.reshape(b.broadcast_to(b.reshape(x, wide), repeated), merged)
+    return b.take(x, index, axis)
+
+
+def _resize_linear(b: Builder, x: SSAValue, axis: int, source: np.ndarray) -> SSAValue:
+    """The two neighbours of each source coordinate (clamped to the edge) blended by constant
+    weights: by phases for an integer upscale whose coordinates repeat every `factor` outputs
+    (torch's bilinear, align_corners False), by gathers otherwise."""
+    phased = _resize_linear_phases(b, x, axis, source)
+    if phased is not None:
+        return phased
+    size = shape_of(x)[axis]
+    below = np.floor(source)
+    weight = (source - below).astype(np.float32)
+    low = b.take(x, np.clip(below, 0, size - 1).astype(np.int64), axis)
+    if not weight.any():
+        return low
+    high = b.take(x, np.clip(below + 1, 0, size - 1).astype(np.int64), axis)
+    shape = [1] * len(shape_of(x))
+    shape[axis] = len(weight)
+    w = weight.reshape(shape)
+    return b.add(b.multiply(low, 1 - w), b.multiply(high, w))
+
+
+def _resize_linear_phases(b: Builder, x: SSAValue, axis: int, source: np.ndarray) -> SSAValue | None:
+    """Output `k * factor + p` blends input rows `k + offset_p` and `k + offset_p + 1` with the
+    same weights for every k: one blend of two shifted slices of the edge-padded input per
+    phase p, the phases interleaved by a concatenation and a reshape (no gather). None when
+    the coordinates do not repeat so."""
+    xs = shape_of(x)
+    size = xs[axis]
+    factor = len(source) // max(size, 1)
+    if factor < 2 or len(source) != size * factor:
+        return None
+    starts = source[:factor]
+    if not np.allclose(source.reshape(size, factor) - np.arange(size)[:, None], starts, rtol=0, atol=1e-9):
+        return None
+    offsets = np.floor(starts).astype(np.int64)
+    before, after = max(0, -int(offsets.min())), max(0, int(offsets.max()) + 1)
+    widths = [(0, 0)] * len(xs)
+    widths[axis] = (before, after)
+    padded = b.nn.pad(x, widths, pad_mode="edge") if before or after else x
+
+    def rows(first: int) -> SSAValue:
+        begin, end = [0] * (axis + 1), list(xs[: axis + 1])
+        begin[axis], end[axis] = first + before, first + before + size
+        return b.strided_slice(padded, begin, end)
+
+    phases: list[SSAValue] = []
+    for start, offset in zip(starts, offsets):
+        weight = float(np.float32(start - offset))
+        y = rows(int(offset))
+        if weight:
+            y = b.add(b.multiply(y, 1 - weight), b.multiply(rows(int(offset) + 1), weight))
+        phases.append(b.reshape(y, [*xs[: axis + 1], 1, *xs[axis + 1 :]]))
+    return b.reshape(b.concatenate(phases, axis + 1), [*xs[:axis], size * factor, *xs[axis + 1 :]])
 
 
 # --- normalizations ------------------------------------------------------------------------------
@@ -620,6 +864,23 @@ def gather(n: NodeImporter) -> list[Result]:
     if element_dtype_name(indices) != "int64":
         raise n.error(f"indices of type {indices.type} are not supported (int64 indices are)")
     return [n.b.take(x, indices, axis)]
+
+
+@converter("GatherElements")
+def gather_elements(n: NodeImporter) -> list[Result]:
+    """Constant indices: `relay.take` of the flattened input at the flat positions they name."""
+    x = n.tensor(0)
+    xs = shape_of(x)
+    axis = _axis(int(n.attr("axis", 0)), len(xs), n)
+    indices = n.known(1, "indices").astype(np.int64)
+    if indices.ndim != len(xs):
+        raise n.error(f"expected indices of rank {len(xs)} (the input's), but found shape {list(indices.shape)}")
+    if ((indices < -xs[axis]) | (indices >= xs[axis])).any():
+        raise n.error(f"indices must lie in [{-xs[axis]}, {xs[axis]}) along axis {axis}")
+    coordinates: list[np.ndarray] = list(np.indices(indices.shape, sparse=True))
+    coordinates[axis] = np.where(indices < 0, indices + xs[axis], indices)
+    flat = np.ravel_multi_index(tuple(np.broadcast_arrays(*coordinates)), xs)
+    return [n.b.take(n.b.reshape(x, (math.prod(xs),)), flat, 0)]
 
 
 @converter("Shape")

@@ -26,6 +26,7 @@ import dataclasses
 import re
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Sequence
 from typing import IO, Any, NoReturn
 
@@ -220,6 +221,11 @@ def _check_repeated_options(spec: str) -> None:
         after_brace_or_space = token.kind in (SpecTokenKind.L_BRACE, SpecTokenKind.SPACE)
 
 
+def _warn(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """xrelay's warnings (e.g. an ONNX input's symbolic dims taken as 1) as one line each."""
+    print(f"opt-tool: warning: {message}", file=sys.stderr)
+
+
 def _fail(message: str) -> NoReturn:
     print(f"opt-tool: error: {message}", file=sys.stderr)
     sys.exit(1)
@@ -312,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if tool.args.list_targets:
         print(target_list(list(XRELAY_UNIVERSE.all_targets), tool.available_targets))
         sys.exit(0)
+    warnings.showwarning = _warn
     try:
         tool.run()
     except ParseError as e:
