@@ -96,6 +96,22 @@ def opencl_target_features(target: str) -> Features:
     return replace(device, vector_floats=width, vector_registers=registers_of_width(width, device.vector_registers))
 
 
+# The options an OpenCL target string takes after `opencl`, and what each does.
+OPENCL_OPTIONS = {"-vector-width": "-vector-width=N (the floats per vector its kernels use: 1, 2, 4, 8 or 16)"}
+
+
+def check_opencl_options(target: str) -> None:
+    """Refuses an option of an OpenCL target string that is not in `OPENCL_OPTIONS`."""
+    options = shlex.split(target)[1:]
+    for option in options:
+        if option.partition("=")[0] not in OPENCL_OPTIONS:
+            raise CompileError(
+                f"unknown option {option!r} in OpenCL target {target!r}; an OpenCL target takes "
+                + ", ".join(OPENCL_OPTIONS.values())
+            )
+    vector_width_option(options)
+
+
 def vector_width_option(options: list[str]) -> int | None:
     """N of an OpenCL target's `-vector-width=N` (the floats per vector its kernels use in
     place of the device's preferred width), or None."""
