@@ -149,3 +149,10 @@ def test_interpret_refuses_a_recursive_call() -> None:
     """It raised RecursionError from inside xDSL's interpreter."""
     with pytest.raises(xrelay.InputError, match=r"<input>:7:3: .*recursive call to @f \(@f -> @g -> @f\)"):
         xrelay.interpret(RECURSIVE, [np.ones(2, np.float32)])
+
+
+def test_build_runs_a_chain_of_calls() -> None:
+    """inline-calls walked @main once per level of calls and the module once per function it
+    erased: 500 calls took 40 s in inline-calls (now 0.2 s)."""
+    x = np.array([1.0, -2.0], np.float32)
+    np.testing.assert_array_equal(xrelay.build(call_chain(301)).run(x), -x)
