@@ -32,6 +32,7 @@ from xrelay.dialects import relay
 from xrelay.dialects.dtypes import dtype_of
 from xrelay.errors import InputError
 from xrelay.ir import Program, as_module
+from xrelay.transforms.inline_calls import inline_calls
 
 _erf = np.vectorize(math.erf, otypes=[np.float32])
 
@@ -391,12 +392,54 @@ def interpret(
     module = as_module(program, "xrelay.interpret")
     check_not_lowered(module)
     fn = entry_function(module, entry)
+    if any(isinstance(op, func.CallOp) for op in fn.walk()):
+        module, fn = inlined(module, entry)
     args = bind_inputs(fn, named if inputs is None else {**inputs, **named} if isinstance(inputs, Mapping) else inputs)
     interp = Interpreter(module)
     interp.register_implementations(FuncFunctions())
     interp.register_implementations(RelayFunctions())
     results = interp.call_op(fn, tuple(args))
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def inlined(module: ModuleOp, entry: str) -> tuple[ModuleOp, func.FuncOp]:
+    """A copy of `module` whose `@entry` has every call inlined, so a chain of thousands of
+    calls runs without a Python frame per call; a recursive call, which in a program without
+    branches never returns, is an `InputError` naming the cycle."""
+    functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    check_no_recursion(functions[entry], functions)
+    module = module.clone()
+    functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    inline_calls(functions[entry], functions)
+    return module, functions[entry]
+
+
+def check_no_recursion(entry: func.FuncOp, functions: Mapping[str, func.FuncOp]) -> None:
+    """Refuses a function reachable from `entry` that calls itself, directly or through others
+    (a depth-first search with an explicit stack: the path of calls is the stack)."""
+    done: set[str] = set()
+    path: list[tuple[str, list[func.CallOp]]] = [(entry.sym_name.data, calls_in(entry))]
+    while path:
+        name, calls = path[-1]
+        if not calls:
+            done.add(name)
+            path.pop()
+            continue
+        call = calls.pop()
+        callee = call.callee.string_value()
+        on_path = [n for n, _ in path]
+        if callee in on_path:
+            cycle = " -> ".join(f"@{n}" for n in [*on_path[on_path.index(callee) :], callee])
+            raise InputError(
+                f"{location_of(call)}: xrelay.interpret cannot run the recursive call to @{callee} "
+                f"({cycle}): a relay program has no branches, so it would never return"
+            )
+        if callee not in done and callee in functions:
+            path.append((callee, calls_in(functions[callee])))
+
+
+def calls_in(fn: func.FuncOp) -> list[func.CallOp]:
+    return [op for op in fn.walk() if isinstance(op, func.CallOp)]
 
 
 def check_not_lowered(module: ModuleOp) -> None:

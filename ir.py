@@ -134,8 +134,13 @@ class LocParser(Parser):
         return FileLineColLoc(self.filename, IntAttr(line + self.line_offset), IntAttr(column))
 
 
-def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> ModuleOp:
-    """Parses and verifies a module; raises `xrelay.ParseError` or `xrelay.VerifyError`."""
+def parse(text: str | bytes, filename: str = "<input>", ctx: Context | None = None) -> ModuleOp:
+    """Parses and verifies a module (text, or UTF-8 bytes); raises `xrelay.ParseError` or
+    `xrelay.VerifyError`."""
+    if isinstance(text, bytes):
+        text = decode(text, filename)
+    if not isinstance(text, str):
+        raise UsageError(f"xrelay.parse takes relay text (str, or UTF-8 bytes), but was given {type(text).__name__}")
     try:
         module = LocParser(ctx or context(), text, filename).parse_module()
     except XDSLParseError as e:
@@ -207,7 +212,7 @@ def as_module(program: Program, what: str) -> ModuleOp:
     if isinstance(program, ModuleOp):
         return program
     if isinstance(program, bytes):
-        return parse(program.decode())
+        return parse(program)
     if isinstance(program, os.PathLike):
         return parse_file(Path(program), what)
     if isinstance(program, str):
@@ -221,7 +226,19 @@ def as_module(program: Program, what: str) -> ModuleOp:
 
 def parse_file(path: Path, what: str) -> ModuleOp:
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as e:
         raise ParseError(f"{what} was given the path {str(path)!r}, which cannot be read: {e.strerror}") from None
-    return parse(text, str(path))
+    return parse(data, str(path))
+
+
+def decode(data: bytes, filename: str) -> str:
+    """`data` as UTF-8 text, or a `ParseError` at the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ParseError(
+            f"{filename}:{line}:{column}: the program is not UTF-8 text: byte {data[e.start]:#04x} ({e.reason})"
+        ) from None

@@ -88,11 +88,14 @@ def parse_scope(scope: ScopeLike) -> SEScopeAttr:
 def _parse_scope_attr(text: str) -> SEScopeAttr:
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
+    from xdsl.utils.mlir_lexer import MLIRTokenKind
 
     from xrelay.ir import context
 
     try:
-        attr = Parser(context(), text).parse_attribute()
+        parser = Parser(context(), text)
+        attr = parser.parse_attribute()
+        parser.expect(lambda: parser._parse_optional_token(MLIRTokenKind.EOF), "nothing after the attribute")  # pyright: ignore[reportPrivateUsage]
     except (ParseError, VerifyException) as e:
         raise UsageError(f"cannot parse the scope {text!r}: {e}") from None
     if not isinstance(attr, SEScopeAttr):

@@ -61,6 +61,8 @@ class DynamicShapeWarning(UserWarning):
 
 
 # Ops never folded at import even when their inputs are known: their results differ per run.
+# Ops with subgraphs: only an If with a condition known at import is imported (as its branch).
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
 
 
@@ -229,6 +231,9 @@ class GraphImporter:
 
     def add_node(self, node: onnx.NodeProto) -> None:
         inputs = [name for name in node.input if name]
+        if node.op_type in CONTROL_FLOW and node.domain in ("", "ai.onnx"):
+            self.add_control_flow(node)
+            return
         if self.can_fold(node, inputs):
             self.scope_for(node)  # a rule matching only folded nodes still matches
             self.fold(node)
@@ -248,6 +253,32 @@ class GraphImporter:
                 node, f"cannot import it ({type(e).__name__}: {e}); check the node's inputs and attributes"
             ) from None
         self.bind_results(node, results)
+
+    def add_control_flow(self, node: onnx.NodeProto) -> None:
+        """An `If` whose condition is known at import is its branch's nodes (a graph of its
+        own, whose outputs become the node's); every other `If`, `Loop` or `Scan` is refused:
+        a relay program has no branches or loops."""
+        from onnx import helper, numpy_helper
+
+        cond = node.input[0] if node.input else ""
+        if node.op_type != "If" or cond not in self.known or cond in self.param_names:
+            when = "" if node.op_type != "If" else " (an If is imported only when its condition is known at import)"
+            raise node_error(
+                node, f"op {node.op_type} is not supported by the importer: xrelay programs have no control flow{when}"
+            )
+        taken = "then_branch" if bool(np.asarray(self.known[cond]).reshape(-1)[0]) else "else_branch"
+        branch = next(helper.get_attribute_value(a) for a in node.attribute if a.name == taken)
+        for init in branch.initializer:
+            self.add_initializer(init.name, numpy_helper.to_array(init))
+        for inner in branch.node:
+            self.add_node(inner)
+        for name, result in zip(node.output, branch.output):
+            if result.name in self.tensors:
+                self.tensors[name] = self.tensors[result.name]
+            elif result.name in self.known:
+                self.known[name] = self.known[result.name]
+            else:
+                raise node_error(node, f"its {taken} has no value {result.name!r} for output {name!r}")
 
     def can_fold(self, node: onnx.NodeProto, inputs: Sequence[str]) -> bool:
         """Every input known at import and none a parameter with more than one element (weights

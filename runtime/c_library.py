@@ -161,11 +161,36 @@ def c_flags(target: str) -> list[str]:
 
 def check_c_flags(flags: Sequence[str], target: str | None = None) -> None:
     for flag in flags:
+        where = f" in target {target!r}" if target is not None else ""
         if not any(re.fullmatch(p, flag) for p in C_FLAG_ALLOW_LIST):
-            where = f" in target {target!r}" if target is not None else ""
             raise CompileError(
                 f"unsupported C compiler flag {flag!r}{where}; allowed flags match: {', '.join(C_FLAG_ALLOW_LIST)}"
             )
+        check_sanitizer(flag, where)
+
+
+# Sanitizers whose runtime must be the first library of a process (UBSan's loads with the kernels).
+SANITIZER_RUNTIMES = {"address": "libasan"}
+
+
+def check_sanitizer(flag: str, where: str, maps: Path = Path("/proc/self/maps")) -> None:
+    """A `-fsanitize=` flag only where its runtime is in the process already: the kernels are
+    a library this Python process loads, and a library built with ASan that is loaded
+    later makes the process exit ("ASan runtime does not come first")."""
+    name = flag.removeprefix("-fsanitize=")
+    runtime = SANITIZER_RUNTIMES.get(name)
+    if runtime is None or flag == name:
+        return
+    try:
+        loaded = runtime in maps.read_text()
+    except OSError:
+        loaded = False
+    if not loaded:
+        raise CompileError(
+            f"C compiler flag {flag!r}{where} cannot be used here: the kernels are a library this Python "
+            f"process loads, and {runtime}, the sanitizer's runtime, must be loaded before everything else "
+            f"or the process exits; run Python with LD_PRELOAD=$(gcc -print-file-name={runtime}.so)"
+        )
 
 
 @cache

@@ -13,7 +13,8 @@ work groups, whether its kernels share their loops among threads (`num_threads` 
 graph's `devices` entry), whether its kernel compiler keeps a float sum's order (so that
 split-reductions accumulates its reductions in vector lanes), whether schedules write its
 loops' vectors out, where the features of its targets come from (`module:function` under
-`xrelay.runtime`, see `xrelay.runtime.machine`), and the device spec a virtual scope of the
+`xrelay.runtime`, see `xrelay.runtime.machine`), what checks the options of its target strings
+(the C flags' allow-list, OpenCL's `-vector-width=N`), the device spec a virtual scope of the
 kind runs on by default, and the tensor element types it holds (a value of another is an
 error at plan-devices; a loaded graph with one is refused). Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
@@ -48,6 +49,7 @@ class DeviceKind:
     # (with `omp simd` reductions and fast-math flags).
     explicit_vectors: bool = False
     features: str = "machine:host_target_features"  # "module:function": a target string's Features
+    options: str = ""  # "module:function" refusing a target string's options it does not take
     spec_has_id: bool = False  # a virtual scope kind:N runs on device spec "kind:N" ("kind" alone if not)
     # The tensor element types (numpy names) its kernels and buffers hold; a value of another
     # is an error at plan-devices. C: `float`, `long`, bools in `unsigned char`; OpenCL C:
@@ -73,6 +75,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         source_suffix=".c",
         runtime_device="cpu:CPUDevice",
         threads=True,
+        options="c_library:c_flags",
     ),
     DeviceKind(
         "opencl",
@@ -86,6 +89,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         ordered_reductions=True,
         explicit_vectors=True,
         features="machine:opencl_target_features",
+        options="machine:check_opencl_options",
         spec_has_id=True,
     ),
     DeviceKind("cuda", ("cuda",)),
@@ -140,6 +144,13 @@ def generating_kinds() -> tuple[DeviceKind, ...]:
 def target_kinds() -> dict[str, str]:
     """Every target kind and the device type it compiles for."""
     return {target: kind.name for target, kind in _BY_TARGET_KIND.items()}
+
+
+def check_target_options(target: str) -> None:
+    """Refuses (a `CompileError`) an option of `target` its device kind does not take."""
+    kind = kind_of_target(target)
+    if kind is not None and kind.options:
+        resolve(kind.options, "xrelay.runtime")(target)
 
 
 def resolve(reference: str, package: str = "") -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import resource
 import shlex
 import subprocess
 from dataclasses import asdict, dataclass, replace
@@ -93,6 +94,22 @@ def opencl_target_features(target: str) -> Features:
     if width is None:
         return device
     return replace(device, vector_floats=width, vector_registers=registers_of_width(width, device.vector_registers))
+
+
+# The options an OpenCL target string takes after `opencl`, and what each does.
+OPENCL_OPTIONS = {"-vector-width": "-vector-width=N (the floats per vector its kernels use: 1, 2, 4, 8 or 16)"}
+
+
+def check_opencl_options(target: str) -> None:
+    """Refuses an option of an OpenCL target string that is not in `OPENCL_OPTIONS`."""
+    options = shlex.split(target)[1:]
+    for option in options:
+        if option.partition("=")[0] not in OPENCL_OPTIONS:
+            raise CompileError(
+                f"unknown option {option!r} in OpenCL target {target!r}; an OpenCL target takes "
+                + ", ".join(OPENCL_OPTIONS.values())
+            )
+    vector_width_option(options)
 
 
 def vector_width_option(options: list[str]) -> int | None:
@@ -217,6 +234,69 @@ def host_caches(root: Path = CPU0_CACHES) -> tuple[int, int, int]:
         if kind != "Instruction":
             sizes[level] = size
     return sizes[1], sizes[2], sizes[3]
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_SELF = Path("/proc/self")
+
+
+def host_memory(cgroup_root: Path = CGROUP_ROOT, proc_self: Path = PROC_SELF) -> int | None:
+    """The bytes of host memory this process may use (None: unknown): the least of the
+    physical memory, the address space `RLIMIT_AS` leaves it (`ulimit -v`, less what it has
+    mapped already) and its cgroup's limit (`memory.max` in v2, `memory.limit_in_bytes` in v1,
+    of its own group and those above it), so that a plan larger than that is refused before
+    anything is allocated rather than failing in numpy's allocator."""
+    limits = [_physical_memory(), *_cgroup_memory_limits(cgroup_root, proc_self)]
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits.append(max(soft - _mapped_bytes(proc_self), 0))
+    known = [n for n in limits if n is not None]
+    return min(known) if known else None
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _mapped_bytes(proc_self: Path) -> int:
+    """The process's address space in use (`VmSize`; 0 where unknown)."""
+    try:
+        match = re.search(r"^VmSize:\s*(\d+) kB", (proc_self / "status").read_text(), re.MULTILINE)
+    except OSError:
+        return 0
+    return int(match.group(1)) * 1024 if match else 0
+
+
+def _cgroup_memory_limits(root: Path, proc_self: Path) -> list[int]:
+    """The memory limits of the process's cgroups (v2 `0::/path`, v1 `N:...memory...:/path`
+    in `/proc/self/cgroup`), each group's and its ancestors' up to the hierarchy's root."""
+    try:
+        lines = (proc_self / "cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    limits: list[int] = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base, file = root / "unified" if (root / "unified").is_dir() else root, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, file = root / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        group = base / path.lstrip("/")
+        for directory in [group, *group.parents]:
+            try:
+                text = (directory / file).read_text().strip()
+            except OSError:
+                text = ""
+            if text.isdigit():
+                limits.append(int(text))
+            if directory == base:
+                break
+    return limits
 
 
 def host_cores() -> int:

@@ -8,7 +8,6 @@ table `load` looks kernel names up in.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 from xrelay.errors import DeviceError
 from xrelay.runtime.device import Device, Kernel, LoadedKernels, MemoryLimits, Tensor
 from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.machine import host_memory
 
 
 class NumpyDevice(Device):
@@ -28,13 +28,16 @@ class NumpyDevice(Device):
         self.kernels = dict(kernels or {})
 
     def alloc(self, nbytes: int) -> np.ndarray:
-        return np.empty(nbytes, dtype=np.uint8)
+        try:
+            return np.empty(nbytes, dtype=np.uint8)
+        except MemoryError:  # what the limits checked before did not foresee (others' use)
+            raise DeviceError(
+                f"device {self.name} could not allocate {nbytes} bytes: the host is out of memory "
+                "(physical, ulimit -v or its cgroup's limit)"
+            ) from None
 
     def memory_limits(self) -> MemoryLimits:
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # physical memory
-        except (ValueError, OSError, AttributeError):
-            return MemoryLimits(None, None)
+        total = host_memory()  # physical memory, ulimit -v and the cgroup's limit
         return MemoryLimits(total, total)
 
     def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:

@@ -15,7 +15,15 @@ from xdsl.ir import Operation
 
 from xrelay.diagnostics import ConfigError
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
-from xrelay.runtime.device_kinds import HOST_KIND, device_kind, generating_kinds, host_kind, kind_of_target, target_kind
+from xrelay.runtime.device_kinds import (
+    HOST_KIND,
+    check_target_options,
+    device_kind,
+    generating_kinds,
+    host_kind,
+    kind_of_target,
+    target_kind,
+)
 from xrelay.runtime.device_kinds import target_kinds as _target_kinds
 
 # Target kinds (the first word of a target string) and the device type each compiles for.
@@ -123,6 +131,7 @@ def _targets_by_device(targets: Sequence[str]) -> dict[str, str]:
                 f'two targets for device type {device}: "{by_device[device]}" and "{target}"; '
                 "give one target per device type"
             )
+        check_target_options(target)
         by_device[device] = target
     return by_device
 

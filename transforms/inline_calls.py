@@ -48,15 +48,15 @@ class InlineCallsPass(ModulePass):
 
 
 def inline_calls(main: func.FuncOp, functions: dict[str, func.FuncOp]) -> None:
-    """Inlines calls until none is left; the bound on rounds catches recursion."""
-    for _ in range(len(functions) + 1):
-        calls = [c for c in main.walk() if isinstance(c, func.CallOp)]
-        if not calls:
-            return
-        for call in calls:
-            inline_call(call, _callee(call, functions))
-    call = next(c for c in main.walk() if isinstance(c, func.CallOp))
-    _fail(call, f"cannot inline the call to @{call.callee.string_value()}: the functions are recursive")
+    """Inlines calls until none is left: a worklist of the calls in `main` and of those each
+    inlined body brings, so a chain of n calls costs n inlinings, not n walks of `main`. A
+    call nested deeper than there are functions is recursion."""
+    work = [(call, 0) for call in main.walk() if isinstance(call, func.CallOp)]
+    while work:
+        call, depth = work.pop()
+        if depth > len(functions):
+            _fail(call, f"cannot inline the call to @{call.callee.string_value()}: the functions are recursive")
+        work.extend((inner, depth + 1) for inner in inline_call(call, _callee(call, functions)))
 
 
 def _callee(call: func.CallOp, functions: dict[str, func.FuncOp]) -> func.FuncOp:
@@ -69,44 +69,57 @@ def _callee(call: func.CallOp, functions: dict[str, func.FuncOp]) -> func.FuncOp
     return callee
 
 
-def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
-    """Clones the callee's body before `call` and forwards its returned values."""
+def inline_call(call: func.CallOp, callee: func.FuncOp) -> list[func.CallOp]:
+    """Clones the callee's body before `call` and forwards its returned values; returns the
+    calls the clone holds."""
     block = callee.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, call.arguments))
     before_call = InsertPoint.before(call)
+    calls: list[func.CallOp] = []
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             results = [mapping.get(v, v) for v in op.arguments]
             break
-        Rewriter.insert_op(op.clone(mapping), before_call)
+        clone = op.clone(mapping)
+        Rewriter.insert_op(clone, before_call)
+        calls += [inner for inner in clone.walk() if isinstance(inner, func.CallOp)]
     else:
         _fail(call, f"cannot inline @{callee.sym_name.data}: its body does not end in func.return")
     for old, new in zip(call.results, results):
         old.replace_all_uses_with(new)
     call.detach()
     call.erase()
+    return calls
 
 
 # --- Phase 2: clean up ---------------------------------------------------------------------
 
 
 def erase_unreferenced(module: ModuleOp, main: func.FuncOp) -> None:
-    """Erases the functions nothing refers to any more, until none is left to erase (an
-    erased function may have held the last reference to another). Kernels always stay."""
-    while True:
-        referenced = _referenced_symbols(module)
-        dead = [f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in referenced]
-        dead = [f for f in dead if f is not main and not is_kernel(f)]
-        if not dead:
-            return
-        for fn in dead:
+    """Erases the functions that `main`, the kernels and the module's other ops do not
+    reach through symbol references (one walk of the module; a chain of functions each
+    referring to the next goes at once). Kernels always stay."""
+    functions = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    refers = {op: _referenced_symbols(op) for op in module.ops}
+    reached = {name for name, f in functions.items() if f is main or is_kernel(f)}
+    work = [name for op, names in refers.items() if not isinstance(op, func.FuncOp) for name in names]
+    work += list(reached)
+    while work:
+        name = work.pop()
+        fn = functions.get(name)
+        if fn is None:
+            continue
+        reached.add(name)
+        work += [n for n in refers[fn] if n not in reached and n in functions]
+    for name, fn in functions.items():
+        if name not in reached:
             fn.detach()
             fn.erase()
 
 
-def _referenced_symbols(module: ModuleOp) -> set[str]:
+def _referenced_symbols(root: Operation) -> set[str]:
     referenced: set[str] = set()
-    for op in module.walk():
+    for op in root.walk():
         for attr in (*op.properties.values(), *op.attributes.values()):
             if isinstance(attr, SymbolRefAttr):
                 referenced.add(attr.string_value())

@@ -4,8 +4,8 @@ The scalar meaning of each relay op at an index, as loop-level IR.
 `GroupEmitter.value_at(v, idx)` emits, at the current insertion point, the ops that compute the
 f32 element of tensor `v` at the index values `idx` (one `index` SSA value per axis). A group
 input is a `memref.load`; every other value is computed from its operands' values at derived
-indices, recursively, so producers are fused into their consumer's loop body and no
-intermediate buffer is written:
+indices (operands first, from an explicit stack: `compute_reads`), so producers are fused into
+their consumer's loop body and no intermediate buffer is written:
 
 - elementwise and broadcast ops apply `arith`/`math` ops to their operands' values at the
   (broadcast) index;
@@ -13,7 +13,7 @@ intermediate buffer is written:
   within each group of axes of equal size (`reshape_groups`),
   transpose permutes, squeeze/expand_dims drop or insert zeros, strided_slice scales and
   shifts, concatenate picks its input with an `scf.if` chain, pad clamps, mirrors or wraps the
-  index or tests it in an `scf.if`, take maps the position in its constant indices to the
+  index or tests it in an `scf.if` (both select instead past `BRANCH_NESTING` regions), take maps the position in its constant indices to the
   index they hold (`constant_index`);
 - reductions, dense, batch_matmul, matmul, conv2d, pooling, softmax and layer_norm are `scf.for` nests with
   `iter_args` inside the work item; a padded window's loops run over the taps inside the
@@ -34,6 +34,7 @@ result, and the `layer_norm_rows` schedule computes the mean and 1/std once per 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,6 +52,7 @@ from xrelay.transforms.kernel_builder import Index, KernelBuilder, shape_of
 from xrelay.transforms.scalar_dtypes import element_dtype
 
 Shape = tuple[int, ...]
+BRANCH_NESTING = 24  # the regions a kernel nests before concatenate and pad select instead of branching
 Extent = int | tuple[SSAValue, SSAValue]  # a loop's trip count from 0, or its [lo, hi) bounds
 
 # relay op -> the arith/math op computing it on scalars
@@ -85,7 +87,59 @@ class GroupEmitter(KernelBuilder):
 
     def value_at(self, value: SSAValue, idx: Index) -> SSAValue:
         """The f32 element of the tensor `value` at `idx`."""
-        return self.memo(self.element(value, idx), lambda: self.compute(value, list(idx)))
+        key = self.element(value, idx)
+        found = self.lookup(key)
+        if found is None:
+            self.compute_reads(value, list(idx))
+            found = self.memo(key, lambda: self.compute(value, list(idx)))
+        return found
+
+    def compute_reads(self, value: SSAValue, idx: list[SSAValue]) -> None:
+        """Computes, operands first and with a stack instead of recursion, the elements `value`
+        at `idx` reads in this scope through elementwise and injective ops (`reads`), so
+        `compute` finds them memoised: a chain of 10,000 such ops costs no Python recursion.
+        An op that reads its operands inside a loop or branch (reductions, concatenate, pad)
+        asks for them there, where they are computed in turn; its own result is not."""
+        stack: list[tuple[SSAValue, list[SSAValue], bool]] = [
+            (operand, operand_idx, False) for operand, operand_idx in reversed(self.reads(value, idx) or [])
+        ]
+        while stack:
+            v, i, operands_done = stack.pop()
+            key = self.element(v, i)
+            if self.lookup(key) is not None:
+                continue
+            reads = None if operands_done else self.reads(v, i)
+            if not reads:
+                self.scopes[-1].memo[key] = self.compute(v, i)
+                continue
+            stack.append((v, i, True))
+            stack.extend((operand, operand_idx, False) for operand, operand_idx in reversed(reads))
+
+    def reads(self, value: SSAValue, idx: list[SSAValue]) -> list[tuple[SSAValue, list[SSAValue]]] | None:
+        """The elements an elementwise or injective op's result at `idx` is computed from, in
+        the order it asks for them (index arithmetic only, emitted here); None for a group
+        input and for the ops that read their operands inside a region of their own."""
+        op = value.owner
+        if value in self.inputs or not isinstance(op, Operation):
+            return None
+        if isinstance(op, relay.UnaryElemwiseOp):
+            return [(op.data, idx)]
+        if isinstance(op, relay.BinaryBroadcastOp):
+            return [(x, self.broadcast_index(idx, shape_of(x))) for x in (op.lhs, op.rhs)]
+        if isinstance(op, relay.BiasAddOp):
+            return [(op.data, idx), (op.bias, [idx[op.axis_value]])]
+        if isinstance(op, relay.CastOp):
+            return [(op.data, idx)]
+        if isinstance(op, relay.WhereOp):
+            return [(x, self.broadcast_index(idx, shape_of(x))) for x in op.operands]
+        for kinds, source_index in INJECTIVE:
+            if isinstance(op, kinds):
+                return [(op.operands[0], source_index(self, op, idx))]  # their one operand, `data`
+        if isinstance(op, relay.PadOp):
+            return self.pad_reads(op, idx)
+        if isinstance(op, relay.ConcatenateOp) and not self.may_branch():
+            return self.concat_reads(list(op.inputs), op.axis_value, idx)
+        return None
 
     def element(self, value: SSAValue, idx: Index) -> tuple[SSAValue, tuple[SSAValue, ...]]:
         """The memo key of `value` at `idx`: an axis of size 1 is always at index 0, whichever
@@ -116,8 +170,12 @@ class GroupEmitter(KernelBuilder):
         self.builder.insert(memref.StoreOp.get(value, ref, list(idx)))
         return []
 
+    def operands_at(self, op: Operation, idx: list[SSAValue]) -> list[SSAValue]:
+        """The operands' elements that `op`'s element at `idx` is computed from (`reads`)."""
+        return [self.value_at(v, i) for v, i in self.reads(op.results[0], idx) or []]
+
     def unary(self, op: relay.UnaryElemwiseOp, idx: list[SSAValue]) -> SSAValue:
-        x = self.value_at(op.data, idx)
+        (x,) = self.operands_at(op, idx)
         if element_dtype(op.data) != FLOAT32:
             return scalar_dtypes.integer_unary(op, x, self.emit, self.scalar(0, i64), self.scalar(True, i1))
         if isinstance(op, relay.ReluOp):
@@ -134,8 +192,7 @@ class GroupEmitter(KernelBuilder):
         return self.emit(UNARY_SCALAR[type(op)](x))
 
     def binary(self, op: relay.BinaryBroadcastOp, idx: list[SSAValue]) -> SSAValue:
-        lhs = self.value_at(op.lhs, self.broadcast_index(idx, shape_of(op.lhs)))
-        rhs = self.value_at(op.rhs, self.broadcast_index(idx, shape_of(op.rhs)))
+        lhs, rhs = self.operands_at(op, idx)
         if isinstance(op, relay.CompareOp) or element_dtype(op.lhs) != FLOAT32:
             return scalar_dtypes.typed_binary(op, lhs, rhs, self.emit, self.scalar(0, i64), self.scalar(1, i64))
         return self.emit(BINARY_SCALAR[type(op)](lhs, rhs))
@@ -143,29 +200,33 @@ class GroupEmitter(KernelBuilder):
     def cast(self, op: relay.CastOp, idx: list[SSAValue]) -> SSAValue:
         source, target = element_dtype(op.data), element_dtype(op.res)
         zero: Callable[[DType], SSAValue] = lambda d: self.scalar(0, d.element)  # noqa: E731
-        return scalar_dtypes.cast(self.value_at(op.data, idx), source, target, self.emit, zero)
+        (x,) = self.operands_at(op, idx)
+        return scalar_dtypes.cast(x, source, target, self.emit, zero)
 
     def where(self, op: relay.WhereOp, idx: list[SSAValue]) -> SSAValue:
         """Both branches are computed (they are elementwise and cheap) and selected."""
-        cond, x, y = (self.value_at(v, self.broadcast_index(idx, shape_of(v))) for v in op.operands)
+        cond, x, y = self.operands_at(op, idx)
         return self.emit(arith.SelectOp(cond, x, y))
 
     def bias_add(self, op: relay.BiasAddOp, idx: list[SSAValue]) -> SSAValue:
-        x = self.value_at(op.data, idx)
-        b = self.value_at(op.bias, [idx[op.axis_value]])
+        x, b = self.operands_at(op, idx)
         return self.emit(arith.AddfOp(x, b))
 
-    def broadcast_to(self, op: relay.BroadcastToOp, idx: list[SSAValue]) -> SSAValue:
-        return self.value_at(op.data, self.broadcast_index(idx, shape_of(op.data)))
+    # injective: the input at an index computed from the output's (the `*_index` methods)
 
-    def expand_dims(self, op: relay.ExpandDimsOp, idx: list[SSAValue]) -> SSAValue:
+    def injective(self, op: Operation, idx: list[SSAValue]) -> SSAValue:
+        (x,) = self.operands_at(op, idx)
+        return x
+
+    def broadcast_to_index(self, op: relay.BroadcastToOp, idx: list[SSAValue]) -> list[SSAValue]:
+        return self.broadcast_index(idx, shape_of(op.data))
+
+    def expand_dims_index(self, op: relay.ExpandDimsOp, idx: list[SSAValue]) -> list[SSAValue]:
         count = len(shape_of(op.res)) - len(shape_of(op.data))  # the new axes, all of size 1
         start = relay.normalize_axis(op.axis.value.data, len(shape_of(op.data)) + 1)
-        return self.value_at(op.data, idx[:start] + idx[start + count :])
+        return idx[:start] + idx[start + count :]
 
-    # injective
-
-    def reshape(self, op: relay.ReshapeOp, idx: list[SSAValue]) -> SSAValue:
+    def reshape_index(self, op: relay.ReshapeOp, idx: list[SSAValue]) -> list[SSAValue]:
         """The input at the output's index, linearised and delinearised group by group
         (`reshape_groups`), so an axis the reshape keeps costs no division and a split or
         merged axis is divided within its group only."""
@@ -173,33 +234,37 @@ class GroupEmitter(KernelBuilder):
         src_idx: list[SSAValue] = []
         for (s0, s1), (d0, d1) in reshape_groups(src, dst):
             src_idx += self.delinearize(self.linearize(idx[d0:d1], dst[d0:d1]), src[s0:s1])
-        return self.value_at(op.data, src_idx)
+        return src_idx
 
-    def transpose(self, op: relay.TransposeOp, idx: list[SSAValue]) -> SSAValue:
+    def transpose_index(self, op: relay.TransposeOp, idx: list[SSAValue]) -> list[SSAValue]:
         src_idx: list[SSAValue] = list(idx)  # every position is overwritten (rank 0: none)
         for out_axis, in_axis in enumerate(op.permutation):
             src_idx[in_axis] = idx[out_axis]
-        return self.value_at(op.data, src_idx)
+        return src_idx
 
-    def squeeze(self, op: relay.SqueezeOp, idx: list[SSAValue]) -> SSAValue:
+    def squeeze_index(self, op: relay.SqueezeOp, idx: list[SSAValue]) -> list[SSAValue]:
         removed, rest = op.squeezed_axes, iter(idx)
-        src = [self.index(0) if a in removed else next(rest) for a in range(len(shape_of(op.data)))]
-        return self.value_at(op.data, src)
+        return [self.index(0) if a in removed else next(rest) for a in range(len(shape_of(op.data)))]
 
-    def strided_slice(self, op: relay.StridedSliceOp, idx: list[SSAValue]) -> SSAValue:
+    def strided_slice_index(self, op: relay.StridedSliceOp, idx: list[SSAValue]) -> list[SSAValue]:
         src: list[SSAValue] = []
         for i, s, extent in zip(idx, op.slices(), shape_of(op.data)):
             start, _, step = s.indices(extent)
             src.append(self.add_const(self.mul_const(i, step), start))
-        return self.value_at(op.data, src)
+        return src
 
     def concatenate(self, op: relay.ConcatenateOp, idx: list[SSAValue]) -> SSAValue:
         return self.concat_value(list(op.inputs), op.axis_value, idx)
 
     def concat_value(self, inputs: list[SSAValue], axis: int, idx: list[SSAValue]) -> SSAValue:
+        """The input holding `idx`, read in an `scf.if` chain (each input only in its own
+        branch), or picked with selects among them all read at clamped indices once the
+        branches nest `BRANCH_NESTING` deep (`selected_reads`)."""
         first, extent = inputs[0], shape_of(inputs[0])[axis]
         if len(inputs) == 1:
             return self.value_at(first, idx)
+        if not self.may_branch():
+            return self.concat_select(inputs, axis, idx)
         shifted = idx[:axis] + [self.add_const(idx[axis], -extent)] + idx[axis + 1 :]
         (result,) = self.if_else(
             self.compare("slt", idx[axis], self.index(extent)),
@@ -209,11 +274,41 @@ class GroupEmitter(KernelBuilder):
         )
         return result
 
-    def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
-        """The input at `idx - before` per axis: clamped to the border ("edge"), mirrored at it
-        ("reflect"), modulo the axis length ("wrap"), or the pad value outside the input
-        ("constant": one `scf.if`, so the input is read only inside it). Axes padded on
-        neither side need no test."""
+    def may_branch(self) -> bool:
+        """Whether a concatenate or pad may open one more branch here: past `BRANCH_NESTING`
+        nested regions they select instead, so that a chain of thousands of them in one
+        group nests no deeper (no recursion per op here, in the printers or in xDSL's passes)."""
+        return len(self.scopes) <= BRANCH_NESTING
+
+    def concat_reads(
+        self, inputs: list[SSAValue], axis: int, idx: list[SSAValue]
+    ) -> list[tuple[SSAValue, list[SSAValue]]]:
+        """Every input that has elements along `axis`, at `idx` shifted to it and clamped into it."""
+        reads: list[tuple[SSAValue, list[SSAValue]]] = []
+        offset = 0
+        for x in inputs:
+            extent = shape_of(x)[axis]
+            if extent > 0:
+                j = self.add_const(idx[axis], -offset)
+                j = self.max_index(self.index(0), self.min_index(j, self.index(extent - 1)))
+                reads.append((x, idx[:axis] + [j] + idx[axis + 1 :]))
+            offset += extent
+        return reads
+
+    def concat_select(self, inputs: list[SSAValue], axis: int, idx: list[SSAValue]) -> SSAValue:
+        """The input holding `idx`, by a select chain over every input read at a clamped index."""
+        reads = self.concat_reads(inputs, axis, idx)
+        ends = list(itertools.accumulate(shape_of(x)[axis] for x, _ in reads))
+        values = [self.value_at(x, i) for x, i in reads]
+        result = values[-1]
+        for value, end in zip(values[-2::-1], ends[-2::-1]):
+            result = self.select(self.compare("slt", idx[axis], self.index(end)), value, result)
+        return result
+
+    def pad_index(self, op: relay.PadOp, idx: list[SSAValue]) -> tuple[list[SSAValue], SSAValue | None]:
+        """The input's index for the output's `idx`: `idx - before` per axis, clamped to the
+        border ("edge"), mirrored at it ("reflect") or modulo the axis length ("wrap"); and for
+        "constant", the test that it is inside the input (None when no axis is padded)."""
         src: list[SSAValue] = []
         tests: list[SSAValue] = []
         for i, extent, (before, after) in zip(idx, shape_of(op.data), op.pads):
@@ -235,24 +330,48 @@ class GroupEmitter(KernelBuilder):
                 tests.append(self.compare("slt", j, self.index(extent)))
             src.append(j)
         if not tests:
-            return self.value_at(op.data, src)
+            return src, None
         inside = tests[0]
         for test in tests[1:]:
             inside = self.select(inside, test, inside)  # inside and test
+        return src, inside
+
+    def pad_reads(self, op: relay.PadOp, idx: list[SSAValue]) -> list[tuple[SSAValue, list[SSAValue]]] | None:
+        """The input element a pad reads outside a branch: always when no axis is padded with
+        the constant, else past `BRANCH_NESTING` (clamped into the input; none when it is empty)."""
+        src, inside = self.pad_index(op, idx)
+        if inside is None:
+            return [(op.data, src)]
+        if self.may_branch():
+            return None
+        if 0 in shape_of(op.data):
+            return []
+        zero = self.index(0)
+        clamped = [self.max_index(zero, self.min_index(j, self.index(n - 1))) for j, n in zip(src, shape_of(op.data))]
+        return [(op.data, clamped)]
+
+    def pad(self, op: relay.PadOp, idx: list[SSAValue]) -> SSAValue:
+        """The input at its index (`pad_index`), or outside the input ("constant") the pad
+        value: one `scf.if`, so the input is read only inside it, or past `BRANCH_NESTING`
+        a select of the input read at a clamped index."""
+        src, inside = self.pad_index(op, idx)
+        if inside is None or not self.may_branch():
+            values = self.operands_at(op, idx)
+            if inside is None:
+                return values[0]
+            return self.select(inside, values[0], self.f32(op.value)) if values else self.f32(op.value)
         (result,) = self.if_else(inside, [f32], lambda: [self.value_at(op.data, src)], lambda: [self.f32(op.value)])
         return result
 
-    def take(self, op: relay.TakeOp, idx: list[SSAValue]) -> SSAValue:
+    def take_index(self, op: relay.TakeOp, idx: list[SSAValue]) -> list[SSAValue]:
         """The input at the index the output's position in `indices` names: a constant one,
         or one loaded from the indices tensor, made non-negative and clipped into range."""
         axis, rank = op.axis_value, len(op.indices_shape)
         if op.runtime_indices is not None:
-            return self.value_at(
-                op.data, [*idx[:axis], self.runtime_index(op, idx[axis : axis + rank]), *idx[axis + rank :]]
-            )
+            return [*idx[:axis], self.runtime_index(op, idx[axis : axis + rank]), *idx[axis + rank :]]
         position = self.linearize(idx[axis : axis + rank], op.indices_shape)
         source = self.constant_index(op.normalized_indices, position)
-        return self.value_at(op.data, [*idx[:axis], source, *idx[axis + rank :]])
+        return [*idx[:axis], source, *idx[axis + rank :]]
 
     def runtime_index(self, op: relay.TakeOp, position: list[SSAValue]) -> SSAValue:
         """`indices[position]` as an index into the data's axis: + extent if negative, then
@@ -526,6 +645,17 @@ def reshape_groups(src: Shape, dst: Shape) -> list[tuple[tuple[int, int], tuple[
     return [((s0, s1), (d0, d1)) for (s0, d0), (s1, d1) in zip([(0, 0), *cuts], cuts) if (s0, d0) != (s1, d1)]
 
 
+# injective relay op kind -> the index of its input that its output at an index reads
+INJECTIVE: list[tuple[type[Operation], Callable[[GroupEmitter, Any, list[SSAValue]], list[SSAValue]]]] = [
+    (relay.BroadcastToOp, GroupEmitter.broadcast_to_index),
+    (relay.ExpandDimsOp, GroupEmitter.expand_dims_index),
+    (relay.ReshapeOp, GroupEmitter.reshape_index),
+    (relay.TransposeOp, GroupEmitter.transpose_index),
+    (relay.SqueezeOp, GroupEmitter.squeeze_index),
+    (relay.StridedSliceOp, GroupEmitter.strided_slice_index),
+    (relay.TakeOp, GroupEmitter.take_index),
+]
+
 # relay op kind -> its scalar meaning at an index (an op is matched by the first kind it is)
 DISPATCH: list[
     tuple[type[Operation] | tuple[type[Operation], ...], Callable[[GroupEmitter, Any, list[SSAValue]], SSAValue]]
@@ -533,15 +663,9 @@ DISPATCH: list[
     (relay.UnaryElemwiseOp, GroupEmitter.unary),
     (relay.BinaryBroadcastOp, GroupEmitter.binary),
     (relay.BiasAddOp, GroupEmitter.bias_add),
-    (relay.BroadcastToOp, GroupEmitter.broadcast_to),
-    (relay.ExpandDimsOp, GroupEmitter.expand_dims),
-    (relay.ReshapeOp, GroupEmitter.reshape),
-    (relay.TransposeOp, GroupEmitter.transpose),
-    (relay.SqueezeOp, GroupEmitter.squeeze),
-    (relay.StridedSliceOp, GroupEmitter.strided_slice),
+    (tuple(kind for kind, _ in INJECTIVE), GroupEmitter.injective),
     (relay.ConcatenateOp, GroupEmitter.concatenate),
     (relay.PadOp, GroupEmitter.pad),
-    (relay.TakeOp, GroupEmitter.take),
     (relay.CastOp, GroupEmitter.cast),
     (relay.WhereOp, GroupEmitter.where),
     (relay.ReduceOp, GroupEmitter.reduce),

@@ -83,6 +83,21 @@ def test_scopes() -> None:
         parse_scope("gpu")
 
 
+@pytest.mark.parametrize("trailing", [" garbage", ", id = 1>", " {}"])
+def test_a_full_scope_with_trailing_text_is_refused(trailing: str) -> None:
+    """It was cut silently at the end of the attribute (issue 33, item 7), in Builder.on_device
+    and in ONNX placement rules alike; the short form was already refused."""
+    text = f"#relay.se_scope<device = opencl>{trailing}"
+    with pytest.raises(xrelay.UsageError, match="cannot parse the scope (.|\n)*nothing after the attribute"):
+        parse_scope(text)
+    b = xrelay.Builder()
+    x = b.input("x", (2,))
+    with pytest.raises(xrelay.UsageError, match="cannot parse the scope"):
+        b.on_device(b.exp(x), text)
+    with pytest.raises(xrelay.UsageError, match="unknown scope 'opencl garbage'"):
+        parse_scope("opencl garbage")
+
+
 def test_names_that_are_not_ssa_names_are_kept_as_input_names() -> None:
     assert value_name("onnx::Conv_0") == "onnx__Conv.0"
     assert value_name("0x") == "v0x"

@@ -179,6 +179,29 @@ def test_flags_come_from_the_target_string() -> None:
     assert c_flags("llvm -O1") == ["-O1"]  # llvm is a cpu target kind too
 
 
+SANITIZED_BUILD = """
+import xrelay
+text = "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\\n  %0 = relay.exp %x : tensor<2xf32>\\n  func.return %0 : tensor<2xf32>\\n}"
+try:
+    xrelay.build(text, targets=("c FLAG",))
+except xrelay.CompileError as e:
+    print("CompileError", e)
+"""
+
+
+@pytest.mark.parametrize("flag, runtime", [("-fsanitize=address", "libasan")])
+def test_a_sanitizer_flag_needs_its_runtime_loaded_first(flag: str, runtime: str) -> None:
+    """`targets=("c -fsanitize=address",)` made the interpreter exit (ASan's runtime must
+    come first); without the runtime preloaded it is refused, saying why and what to do.
+    (-fsanitize=undefined builds, loads and runs: test_every_allowed_flag_...)"""
+    script = SANITIZED_BUILD.replace("FLAG", flag)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"CompileError C compiler flag '{flag}' in target 'c {flag}' cannot be used here"), out
+    assert f"{runtime}, the sanitizer's runtime, must be loaded before everything else" in out.stdout
+    assert f"LD_PRELOAD=$(gcc -print-file-name={runtime}.so)" in out.stdout
+
+
 @pytest.mark.parametrize("flag", ["-o/tmp/x", "-Wl,-rpath,/tmp", "-fplugin=evil.so", "; rm -rf /", "-O2 -g"])
 def test_build_rejects_flags_outside_the_allow_list(cache: Path, flag: str) -> None:
     with pytest.raises(CompileError, match="unsupported C compiler flag"):

@@ -1,5 +1,7 @@
 """The compilation config: targets per device type, the default and host scopes (DESIGN.md §2)."""
 
+import re
+
 import pytest
 
 import xrelay
@@ -106,3 +108,23 @@ def test_canonical_takes_the_device_of_a_lone_target():
     config = CompilationConfig.from_options(("c", "opencl"), default_device="opencl")
     assert config.canonical(SEScopeAttr(target="c")) == SEScopeAttr("cpu", 0, "c", "global")
     assert config.canonical(SEScopeAttr(id=1, target="opencl")) == SEScopeAttr("opencl", 1, "opencl", "global")
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        (
+            "opencl -cl-fast-relaxed-math",
+            "unknown option '-cl-fast-relaxed-math' in OpenCL target 'opencl -cl-fast-relaxed-math'; an OpenCL "
+            "target takes -vector-width=N (the floats per vector its kernels use: 1, 2, 4, 8 or 16)",
+        ),
+        ("opencl -vector-width=3", "-vector-width takes 1, 2, 4, 8 or 16 floats"),
+        ("c -lm", "unsupported C compiler flag '-lm' in target 'c -lm'"),
+    ],
+)
+def test_target_options_are_checked_when_the_targets_are_configured(target: str, message: str) -> None:
+    """Options after `opencl` were ignored silently (issue 33, item 7); each device kind's
+    row names what checks its target strings' options."""
+    with pytest.raises(xrelay.CompileError, match=re.escape(message)):
+        CompilationConfig.from_options(("c", target) if target.startswith("opencl") else (target,))
+    CompilationConfig.from_options(("c -O2", "opencl -vector-width=8"))

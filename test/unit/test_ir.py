@@ -82,3 +82,23 @@ def test_hex_dense_elements_are_bits_for_floats_and_numbers_for_integers():
     np.testing.assert_array_equal(out, np.array([np.inf, 1.5], np.float32))
     with pytest.raises(xrelay.ParseError, match="32 bits of a f32"):
         xrelay.parse(constant("dense<[0x1FF800000, 1.0]> : tensor<2xf32>"))
+
+
+EXP = "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = relay.exp %x : tensor<2xf32>\n  func.return %0 : tensor<2xf32>\n}"
+
+
+def test_parse_takes_utf8_bytes(tmp_path) -> None:
+    """`xrelay.parse(b"...")` raised TypeError (issue 33, item 7); bytes that are not UTF-8,
+    given to parse or build or read from a file, are a ParseError at the first bad byte."""
+    assert str(xrelay.parse(EXP.encode())) == str(xrelay.parse(EXP))
+    bad = EXP.encode().replace(b"%0 =", b"%\xff =")
+    with pytest.raises(xrelay.ParseError, match=r"<input>:2:4: the program is not UTF-8 text: byte 0xff"):
+        xrelay.parse(bad)
+    with pytest.raises(xrelay.ParseError, match=r"<input>:2:4: the program is not UTF-8 text"):
+        xrelay.build(bad)
+    path = tmp_path / "bad.mlir"
+    path.write_bytes(bad)
+    with pytest.raises(xrelay.ParseError, match=r"bad.mlir:2:4: the program is not UTF-8 text"):
+        xrelay.interpret(path, [np.ones(2, np.float32)])
+    with pytest.raises(xrelay.UsageError, match="xrelay.parse takes relay text .* but was given int"):
+        xrelay.parse(42)

@@ -251,3 +251,61 @@ def test_what_a_processor_lacks_for_a_level() -> None:
     assert missing_extensions("x86-64-v2", v3_host) == []
     assert missing_extensions("x86-64-v3", frozenset({"sse2", "sse4_2"})) == ["avx2", "fma"]
     assert missing_extensions("opencl", frozenset()) == []  # not a processor's level
+
+
+# --- host_memory: physical memory, RLIMIT_AS and the cgroup's limit (issue 33, item 6) -----
+
+
+def fake_proc(tmp_path: Path, cgroup: str, vm_kb: int = 0) -> Path:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cgroup").write_text(cgroup)
+    (proc / "status").write_text(f"Name:\tpython\nVmSize:\t{vm_kb} kB\n")
+    return proc
+
+
+def test_host_memory_is_the_cgroup_v2_limit_of_the_group_or_above(tmp_path: Path) -> None:
+    group = tmp_path / "cg" / "user.slice" / "job"
+    group.mkdir(parents=True)
+    (group / "memory.max").write_text("max\n")  # no limit of its own
+    (group.parent / "memory.max").write_text(f"{3 << 20}\n")
+    (tmp_path / "cg" / "memory.max").write_text(f"{5 << 20}\n")
+    proc = fake_proc(tmp_path, "0::/user.slice/job\n")
+    assert machine.host_memory(tmp_path / "cg", proc) == 3 << 20
+
+
+def test_host_memory_is_the_cgroup_v1_limit(tmp_path: Path) -> None:
+    group = tmp_path / "cg" / "memory" / "docker" / "abc"
+    group.mkdir(parents=True)
+    (group / "memory.limit_in_bytes").write_text(f"{7 << 20}\n")
+    (tmp_path / "cg" / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "none"
+    proc = fake_proc(tmp_path, "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n")
+    assert machine.host_memory(tmp_path / "cg", proc) == 7 << 20
+
+
+def test_host_memory_without_cgroups_is_at_most_the_physical_memory(tmp_path: Path) -> None:
+    physical = machine._physical_memory()
+    found = machine.host_memory(tmp_path / "none", tmp_path / "none")
+    assert physical is not None and found is not None and 0 < found <= physical
+
+
+ULIMIT_SCRIPT = """
+import resource, sys
+import xrelay
+limit = 4 << 30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+ty = "tensor<2x1024x1024x1024xf32>"  # 8 GiB
+text = f"func.func @main(%x: {ty}) -> {ty} {{\\n  %0 = relay.exp %x : {ty}\\n  func.return %0 : {ty}\\n}}"
+try:
+    xrelay.build(text, targets=("c",))
+except BaseException as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_a_plan_larger_than_ulimit_v_is_a_device_error() -> None:
+    """Under `ulimit -v` 4 GiB, an 8 GiB plan failed with numpy's _ArrayMemoryError (the
+    limit was the physical memory)."""
+    out = subprocess.run([sys.executable, "-c", ULIMIT_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("DeviceError "), out.stdout + out.stderr
+    assert "input x (node 0, shape [2, 1024, 1024, 1024]) takes 8 GiB, but device cpu:0 allocates at most" in out.stdout

@@ -271,3 +271,39 @@ def test_attention_block(targets: tuple[str, ...]) -> None:
     x = RNG.standard_normal((2, 8, 16)).astype(np.float32)
     got = xrelay.build(module, targets=targets, params=params).run(x)
     np.testing.assert_allclose(got, expected(model, x=x)[0], rtol=1e-4, atol=1e-5)
+
+
+def if_model(condition: bool | None) -> ModelProto:
+    """`y = If(c, then: relu(x), else: -x)`; `c` an initializer, or an input (`None`)."""
+    out = helper.make_tensor_value_info
+    then_branch = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"])], "then", [], [out("t", TensorProto.FLOAT, [2, 3])]
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"])], "else", [], [out("e", TensorProto.FLOAT, [2, 3])]
+    )
+    node = helper.make_node("If", ["c"], ["y"], name="the_if", then_branch=then_branch, else_branch=else_branch)
+    inputs = [out("x", TensorProto.FLOAT, [2, 3])]
+    inits = []
+    if condition is None:
+        inputs.append(out("c", TensorProto.FLOAT, []))
+    else:
+        inits.append(numpy_helper.from_array(np.array(condition), "c"))
+    graph = helper.make_graph([node], "g", inputs, [out("y", TensorProto.FLOAT, [2, 3])], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("condition", [True, False])
+def test_an_if_with_a_known_condition_is_its_branch(condition: bool) -> None:
+    """It failed with the reference evaluator's internal message ("Unable to find input 'x'")."""
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    check_against_onnx(if_model(condition), {"x": x}, ("c",))
+
+
+def test_an_if_with_a_run_time_condition_is_not_supported() -> None:
+    with pytest.raises(
+        xrelay.OnnxImportError,
+        match=r"ONNX node If 'the_if': op If is not supported by the importer: xrelay programs have no control flow "
+        r"\(an If is imported only when its condition is known at import\)",
+    ):
+        xrelay.from_onnx(if_model(None))
