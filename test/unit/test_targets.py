@@ -26,7 +26,7 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.errors import CompileError
 from xrelay.runtime.c_library import CKernel, build_c
-from xrelay.runtime.kernels import KernelSource
+from xrelay.runtime.kernels import KernelSource, TensorArg
 from xrelay.runtime.opencl import build_opencl, default_opencl_context, run_opencl_kernel
 from xrelay.targets.c import CTarget
 from xrelay.targets.kernels import kernel_sources
@@ -302,6 +302,7 @@ def test_kernel_sources_fields() -> None:
         global_size=(8, 4),  # innermost loop dimension first
         num_inputs=2,
         device=0,
+        args=(TensorArg((4, 8), "float32"), TensorArg((8,), "float32"), TensorArg((4, 8), "float32")),
     )
     # (after the definitions of the maths helpers it calls, here xr_tanhf)
     assert source.source.startswith("#ifndef XR_PRELUDE") and (
