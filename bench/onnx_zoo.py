@@ -378,7 +378,9 @@ def convnext_tiny(
     with g.scope("classifier"):
         h = g.node("Flatten", convnext_norm2d(g, h, "classifier.0", dims[-1]), axis=1)
         fc_w = g.weight("classifier.2.weight", g.normal(classes, dims[-1], scale=1 / math.sqrt(dims[-1])))
-        h = g.node("Gemm", h, fc_w, g.weight("classifier.2.bias", g.normal(classes, scale=0.1)), transB=1, output="output")
+        h = g.node(
+            "Gemm", h, fc_w, g.weight("classifier.2.bias", g.normal(classes, scale=0.1)), transB=1, output="output"
+        )
     return g.model({"input.1": (batch, 3, size, size)}, {h: (batch, classes)})
 
 

@@ -7,9 +7,12 @@ C kernels into one shared library (gcc + ctypes), giving callable kernels by nam
     lib = build_c(sources, num_threads=2)                 # kernels split across 2 OpenMP threads
 
 Builds are cached on disk under `$XDG_CACHE_HOME/xrelay` (default `~/.cache/xrelay`), keyed
-by a hash of the sources, the flags and gcc's version. Files are written to a temporary name in
-the cache directory and renamed into place, so two processes building the same kernels at once
-both succeed. gcc runs with an argument list, never through a shell, and extra flags come only
+by a hash of the sources, the flags, gcc's version and the machine. The directory is created
+0700 and refused unless this user owns it; every cached object and library has its sha256
+beside it (`NAME.sha256`), checked before it is linked or loaded, and a library is loaded from a
+private copy of the bytes that were checked: a damaged file, or one planted under a cache
+name, is rebuilt, never loaded. Files are written to a temporary name in the cache directory
+and renamed into place, so two processes building the same kernels at once both succeed. gcc runs with an argument list, never through a shell, and extra flags come only
 from an allow-list. A library records the machine it was built on (`machine()`) and the
 compiler (`c_compiler_version()`), so a saved one is reused only where it can run.
 
@@ -24,17 +27,19 @@ environment overrides that default (`default_num_threads()`).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -95,11 +100,44 @@ C_FLAG_ALLOW_LIST = (
 
 
 def cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/xrelay`, or `~/.cache/xrelay`; created on first use."""
+    """`$XDG_CACHE_HOME/xrelay`, or `~/.cache/xrelay`: created 0700 on first use, and refused
+    (a `CompileError`) unless this user owns it; one of this user's with more permissions (as
+    xrelay made it before) is narrowed to 0700. Another user who could write into it could
+    plant code that this process loads."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = Path(base) / "xrelay"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        owner = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"owned by uid {info.st_uid}"
+        raise CompileError(
+            f"refusing the kernel cache directory {path}: it is {owner}, not a directory of this user "
+            f"(uid {os.getuid()}), so its libraries could be someone else's code; remove it or set "
+            "XDG_CACHE_HOME to a directory of yours"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        path.chmod(0o700)
     return path
+
+
+def cached_bytes(path: Path) -> bytes | None:
+    """The contents of the cache entry `path` if its sha256 is the one recorded beside it when
+    it was stored (`store_digest`); None for a missing, damaged or planted entry."""
+    try:
+        data = path.read_bytes()
+        recorded = _digest_path(path).read_text().strip()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == recorded else None
+
+
+def store_digest(path: Path, data: bytes) -> None:
+    """Records the sha256 of the entry `path` (whose contents are `data`) beside it."""
+    write_atomically(_digest_path(path), hashlib.sha256(data).hexdigest().encode())
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
 
 
 def content_key(*parts: str) -> str:
@@ -203,7 +241,8 @@ class CKernel:
 class CLibrary:
     """The C kernels of one build, loaded from one shared library."""
 
-    path: Path
+    path: Path  # its entry in the cache
+    data: bytes  # the library, as checked and loaded
     cached: bool  # True when the library came from the on-disk cache (or an artifact)
     kernels: dict[str, CKernel] = field(default_factory=dict[str, CKernel])
     num_threads: int | None = None  # the OpenMP thread count it was built with (None: unknown)
@@ -252,22 +291,21 @@ def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = (), num_thre
     argv = [*C_BASE_FLAGS, *flags, "-fopenmp", f"-D{THREADS_MACRO}={threads}"]
     key = content_key(text, " ".join(argv), c_compiler_version(), machine())
     library = cache_dir() / f"c-{key}.so"
-    cached = library.exists()
-    if not cached:
-        _compile_c([*translation_units(sources), Unit(THREADS_REPORT, ("xrelay_num_threads",))], argv, library)
-    return _load_c(library, sources, cached)
+    data = cached_bytes(library)
+    cached = data is not None
+    if data is None:
+        units = [*translation_units(sources), Unit(THREADS_REPORT, ("xrelay_num_threads",))]
+        data = _compile_c(units, argv, library)
+    return _load_c(library, data, sources, cached)
 
 
 def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
     """Loads a library built before (an artifact's bytes, already verified) for `sources`.
 
-    The bytes go to the cache directory under their own hash first, so what is loaded is what
-    was verified, whatever happens to the artifact afterwards."""
+    What is loaded is a private copy of exactly these bytes, never a file that happens to be
+    in the cache under their name."""
     _check_language(sources, "c")
-    library = cache_dir() / f"c-saved-{hashlib.sha256(data).hexdigest()[:32]}.so"
-    if not library.exists():
-        write_atomically(library, data)
-    return _load_c(library, sources, cached=True)
+    return _load_c(cache_dir() / f"c-saved-{hashlib.sha256(data).hexdigest()[:32]}.so", data, sources, cached=True)
 
 
 # gcc links crtfastmath.o into a library linked with these; it turns on flush-to-zero for the
@@ -320,15 +358,19 @@ def _unit(sources: Sequence[KernelSource]) -> Unit:
     return Unit("\n".join(s.source for s in sources), tuple(s.name for s in sources))
 
 
-def _compile_c(units: Sequence[Unit], argv: list[str], library: Path) -> None:
+def _compile_c(units: Sequence[Unit], argv: list[str], library: Path) -> bytes:
     """Compiles every unit to an object (or takes it from the cache), as many gcc processes at
-    once as this process has cores, then links them into `library`. gcc's -O3 dominates a
-    model's build and is single-threaded per unit: one file of all kernels left cores idle."""
+    once as this process has cores, then links them into `library`; its bytes. gcc's -O3
+    dominates a model's build and is single-threaded per unit: one file of all kernels left
+    cores idle."""
     compile_argv = [f for f in argv if f != "-shared"]
     objects = _objects(units, compile_argv)
     link = [f for f in argv if f not in FAST_MATH_FLAGS]  # (no crtfastmath.o: see FAST_MATH_FLAGS)
     with atomic_path(library) as tmp:
         _check_gcc([*link, "-o", str(tmp), *map(str, objects), *C_LINK_FLAGS], [n for u in units for n in u.names])
+        data = tmp.read_bytes()
+        store_digest(library, data)
+    return data
 
 
 def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
@@ -337,7 +379,7 @@ def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
     failing unit is named in one `CompileError`."""
     version = c_compiler_version()
     paths = [cache_dir() / f"c-{content_key(u.source, ' '.join(argv), version, machine())}.o" for u in units]
-    missing = sorted((i for i, p in enumerate(paths) if not p.exists()), key=lambda i: -len(units[i].source))
+    missing = sorted((i for i, p in enumerate(paths) if cached_bytes(p) is None), key=lambda i: -len(units[i].source))
     with ThreadPoolExecutor(max_workers=max(1, min(available_cores(), len(missing)))) as pool:
         results = pool.map(
             _compile_unit, [units[i] for i in missing], [argv] * len(missing), [paths[i] for i in missing]
@@ -361,6 +403,7 @@ def _compile_unit(unit: Unit, argv: list[str], obj: Path) -> str | None:
     try:
         with atomic_path(obj) as tmp:  # (an exception leaves nothing under the object's name)
             _check_gcc([*argv, "-c", "-o", str(tmp), str(source)], unit.names)
+            store_digest(obj, tmp.read_bytes())
     except CompileError as e:
         return str(e)
     return None
@@ -380,12 +423,19 @@ def _check_gcc(argv: list[str], names: Sequence[str]) -> None:
         raise CompileError(error)
 
 
-def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibrary:
+def _load_c(path: Path, data: bytes, sources: Sequence[KernelSource], cached: bool) -> CLibrary:
+    """Loads `data` (checked bytes of the library at `path`) from a private copy, so what the
+    loader maps is what was checked, whatever happens to `path`. The copy stays while the
+    process runs (a sanitizer's report reads symbols from it) and is removed at exit."""
+    fd, private = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".loaded")
+    atexit.register(_remove, private)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
     try:
-        handle = ctypes.CDLL(str(path))
+        handle = ctypes.CDLL(private)
     except OSError as e:
         raise CompileError(f"cannot load the kernel library {path}: {e}") from None
-    library = CLibrary(path, cached)
+    library = CLibrary(path, data, cached)
     report = getattr(handle, "xrelay_num_threads", None)  # (libraries saved before threads: none)
     if report is not None:
         report.argtypes, report.restype = [], ctypes.c_int
@@ -396,6 +446,11 @@ def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibra
         function.restype = None
         library.kernels[s.name] = CKernel(s.name, s.num_inputs, function)
     return library
+
+
+def _remove(path: str) -> None:
+    with suppress(OSError):
+        os.unlink(path)
 
 
 def _check_language(sources: Sequence[KernelSource], language: str) -> None:
