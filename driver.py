@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from xrelay import build_cache
 from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_notes
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
@@ -53,7 +54,7 @@ from xrelay.runtime.device_kinds import device_kind, generating_kinds, language_
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
-from xrelay.targets.kernels import kernel_sources
+from xrelay.targets.kernels import distinct_kernels, kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
@@ -105,14 +106,35 @@ def build(
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
+    threads = thread_count(num_threads)
+    key = None
+    if build_cache.enabled():
+        features = [target_features(t).to_json() for t in (*targets, host_target)]
+        key = build_cache.build_key(
+            str(module), params or {}, (targets, default_device, host_target, threads, features)
+        )
+        built = build_cache.lookup(key)
+        if built is not None:
+            report.stage(f"took the build from the cache ({len(built.kernels)} kernels)")
+            return _executable(built, devices, report)
     bind_params(module, params or {})
     lower(module, targets, default_device, host_target, report)
     graph = executor_graph(module)
-    record_threads(graph.graph, num_threads)
+    record_threads(graph.graph, threads)
     record_features(graph.graph)
-    kernels = kernel_sources(module, graph.devices)
-    report.stage(f"emitted {len(kernels)} kernels ({_by_language(kernels)})")
-    exe = Executable(graph.graph, kernels, graph.params, devices)
+    emitted = kernel_sources(module, graph.devices)
+    kernels = distinct_kernels(emitted, graph.graph)
+    report.stage(f"emitted {len(emitted)} kernels, {len(kernels)} distinct ({_by_language(kernels)})")
+    built = build_cache.Built(graph.graph, kernels, graph.params)
+    exe = _executable(built, devices, report)
+    if key is not None:
+        build_cache.store(key, built)
+        report.stage("stored the build in the cache")
+    return exe
+
+
+def _executable(built: build_cache.Built, devices: DeviceTable | None, report: Progress) -> Executable:
+    exe = Executable(built.graph, built.kernels, built.params, devices)
     report.stage(f"built them on {', '.join(d.name for d in exe.devices)}")
     return exe
 
@@ -138,13 +160,17 @@ def _by_language(kernels: Sequence[KernelSource]) -> str:
     return ", ".join(f"{n} {language}" for language, n in sorted(counts.items())) or "none"
 
 
-def record_threads(graph: dict[str, Any], num_threads: int | None) -> None:
-    """Writes the thread count into each entry of the graph's `devices` whose kind's kernels
-    share their loops among threads (cpu)."""
+def thread_count(num_threads: int | None) -> int:
+    """`num_threads`, checked, or the default count."""
     try:
-        threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
+        return default_num_threads() if num_threads is None else check_num_threads(num_threads)
     except CompileError as e:
         raise UsageError(str(e)) from None
+
+
+def record_threads(graph: dict[str, Any], threads: int) -> None:
+    """Writes the thread count into each entry of the graph's `devices` whose kind's kernels
+    share their loops among threads (cpu)."""
     for entry in graph["devices"]:
         kind = device_kind(entry["kind"])
         if kind is not None and kind.threads:

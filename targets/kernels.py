@@ -17,8 +17,11 @@ kernel of a kind that launches work groups (opencl) is (1, ...) when its schedul
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -63,6 +66,32 @@ def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
         num_inputs=len(kernel.args) - 1,
         device=device,
     )
+
+
+def distinct_kernels(kernels: Sequence[KernelSource], graph: dict[str, Any]) -> list[KernelSource]:
+    """One kernel per distinct one: kernels equal but for their name (source, device, sizes;
+    ResNet-50's 57 are 23) become the first of them, and the graph's nodes that called the
+    others call it (their `func_name`). gcc and PoCL then compile each once, and an artifact
+    stores each once."""
+    first: dict[str, KernelSource] = {}
+    renamed: dict[str, str] = {}
+    for k in kernels:
+        kept = first.setdefault(content_digest(k), k)
+        if kept is not k:
+            renamed[k.name] = kept.name
+    for node in graph["nodes"]:
+        attrs = node.get("attrs", {})
+        if attrs.get("func_name") in renamed:
+            attrs["func_name"] = renamed[attrs["func_name"]]
+    return list(first.values())
+
+
+def content_digest(kernel: KernelSource) -> str:
+    """A hash of what a kernel computes and where: its source with its own name (a whole
+    identifier) taken out, its language, device, and launch sizes."""
+    body = re.sub(rf"\b{re.escape(kernel.name)}\b", "\0", kernel.source)
+    meta = (kernel.language, kernel.device, kernel.global_size, kernel.local_size, kernel.num_inputs)
+    return hashlib.sha256(f"{meta}\0{body}".encode()).hexdigest()
 
 
 @cache

@@ -1,0 +1,119 @@
+"""Each distinct kernel built once (`targets/kernels.distinct_kernels`) and the build cache
+(`xrelay.build_cache`): a second build of the same program and params skips the passes and
+the emitters, any change to them misses, and a damaged entry is rebuilt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xrelay
+from xrelay import driver
+from xrelay.errors import CompileError
+
+# Two equal exp-add groups on different inputs (equal kernels but for their names), and a third
+# of another shape (another kernel).
+TWINS = """
+func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %z: tensor<8x4xf32>, %w: tensor<8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x4xf32>) {
+  %a = relay.exp %x : tensor<4x8xf32>
+  %b = relay.add %a, %w : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %c = relay.exp %y : tensor<4x8xf32>
+  %d = relay.add %c, %w : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %e = relay.exp %z : tensor<8x4xf32>
+  return %b, %d, %e : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x4xf32>
+}
+"""
+
+
+def inputs() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    shapes = {"x": (4, 8), "y": (4, 8), "z": (8, 4), "w": (8,)}
+    return {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+
+
+def check(exe: xrelay.Executable, params: dict[str, np.ndarray] | None = None) -> None:
+    args = {**inputs(), **(params or {})}
+    expected = xrelay.interpret(TWINS, **args)
+    run = {n: v for n, v in inputs().items() if n not in (params or {})}
+    for out, ref in zip(exe.run(**run), expected, strict=True):
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("targets", [("c",), ("opencl",)])
+def test_equal_kernels_are_one(targets: tuple[str, ...], tmp_path: Path) -> None:
+    exe = xrelay.build(TWINS, targets=targets)
+    assert len(exe.kernels) == 2
+    called = [n["attrs"]["func_name"] for n in exe.graph["nodes"] if n["op"] == "tvm_op"]
+    assert len(called) == 3 and len(set(called)) == 2 and set(called) == {k.name for k in exe.kernels}
+    check(exe)
+    exe.save(tmp_path / "twins.xrelay")
+    assert len(list((tmp_path / "twins.xrelay" / "kernels").glob("*.c*"))) == 2  # stored once
+    check(xrelay.load(tmp_path / "twins.xrelay"))
+
+
+def test_kernels_that_differ_only_in_a_longer_name_are_not_merged() -> None:
+    from xrelay.runtime.kernels import KernelSource
+    from xrelay.targets.kernels import content_digest
+
+    def kernel(name: str, body: str) -> KernelSource:
+        return KernelSource(name, "c", f"void {name}(float *o) {{ {body} }}", (1,), 0)
+
+    assert content_digest(kernel("k_1", "o[0] = 1;")) == content_digest(kernel("k_2", "o[0] = 1;"))
+    assert content_digest(kernel("k_1", "k_12(o);")) != content_digest(kernel("k_2", "k_22(o);"))
+    assert content_digest(kernel("k_1", "o[0] = 1;")) != content_digest(kernel("k_1", "o[0] = 2;"))
+
+
+@pytest.fixture
+def build_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XRELAY_BUILD_CACHE", "1")
+    return cache
+
+
+def lowering_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise CompileError("lowered again")
+
+    monkeypatch.setattr(driver, "lower", fail)
+
+
+def test_a_second_build_takes_the_first_from_the_cache(build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = {"w": inputs()["w"]}
+    check(xrelay.build(TWINS, targets=("c",), params=w), w)
+    with monkeypatch.context() as m:
+        lowering_fails(m)
+        check(xrelay.build(TWINS, targets=("c",), params=w), w)
+        for changed in (
+            lambda: xrelay.build(TWINS, targets=("c",), params={"w": w["w"] + 1}),  # other weights
+            lambda: xrelay.build(TWINS, targets=("c -O2",), params=w),  # other flags
+            lambda: xrelay.build(TWINS, targets=("c",), params=w, num_threads=3),
+            lambda: xrelay.build(TWINS.replace("%c = relay.exp", "%c = relay.tanh"), targets=("c",), params=w),
+        ):
+            with pytest.raises(CompileError, match="lowered again"):
+                changed()
+
+
+def test_a_damaged_entry_is_rebuilt(build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = {"w": inputs()["w"]}
+    xrelay.build(TWINS, targets=("c",), params=w)
+    (params,) = build_cache.glob("build-*.bin")
+    data = bytearray(params.read_bytes())
+    data[0] ^= 1
+    params.write_bytes(bytes(data))
+    with monkeypatch.context() as m:
+        lowering_fails(m)
+        with pytest.raises(CompileError, match="lowered again"):
+            xrelay.build(TWINS, targets=("c",), params=w)
+    check(xrelay.build(TWINS, targets=("c",), params=w), w)
+    (entry,) = build_cache.glob("build-*.json")
+    assert json.loads(entry.read_text())["format"] == 1
+    assert build_cache.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_tests_build_without_the_cache() -> None:
+    from xrelay import build_cache
+
+    assert not build_cache.enabled()  # (conftest.py: they patch the compiler's internals)
