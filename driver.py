@@ -51,6 +51,7 @@ from xrelay.runtime import Executable
 from xrelay.runtime.c_library import check_num_threads, default_num_threads
 from xrelay.runtime.device import DeviceTable
 from xrelay.runtime.device_kinds import device_kind, generating_kinds, language_name
+from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
@@ -117,7 +118,27 @@ def build(
         if built is not None:
             report.stage(f"took the build from the cache ({len(built.kernels)} kernels)")
             return _executable(built, devices, report)
-    bind_params(module, params or {})
+    built = compile_module(module, params or {}, targets, (default_device, host_target, threads), report)
+    del module  # (its constants that no param views, the weights before the passes, go now)
+    release_freed_memory()
+    exe = _executable(built, devices, report)
+    if key is not None:
+        build_cache.store(key, built)
+        report.stage("stored the build in the cache")
+    return exe
+
+
+def compile_module(
+    module: ModuleOp,
+    params: Mapping[str, np.ndarray],
+    targets: tuple[str, ...],
+    options: tuple[str | None, str, int],
+    report: Progress,
+) -> build_cache.Built:
+    """Binds the params, runs the pipeline on `module` in place, and emits the kernels:
+    what the runtime needs (`options`: default device, host target, thread count)."""
+    default_device, host_target, threads = options
+    bind_params(module, params)
     lower(module, targets, default_device, host_target, report)
     graph = executor_graph(module)
     record_threads(graph.graph, threads)
@@ -125,12 +146,7 @@ def build(
     emitted = kernel_sources(module, graph.devices)
     kernels = distinct_kernels(emitted, graph.graph)
     report.stage(f"emitted {len(emitted)} kernels, {len(kernels)} distinct ({_by_language(kernels)})")
-    built = build_cache.Built(graph.graph, kernels, graph.params)
-    exe = _executable(built, devices, report)
-    if key is not None:
-        build_cache.store(key, built)
-        report.stage("stored the build in the cache")
-    return exe
+    return build_cache.Built(graph.graph, kernels, graph.params)
 
 
 def _executable(built: build_cache.Built, devices: DeviceTable | None, report: Progress) -> Executable:
