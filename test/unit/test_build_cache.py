@@ -117,3 +117,28 @@ def test_the_tests_build_without_the_cache() -> None:
     from xrelay import build_cache
 
     assert not build_cache.enabled()  # (conftest.py: they patch the compiler's internals)
+
+
+# Three multiply-by-a-constant groups: two by 2.0 (one kernel), one by 3.0 (its own: a splat
+# constant is inlined into the kernel), and an exp of the same shape (its own).
+SPLATS = """
+func.func @main(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %two = relay.constant {value = dense<2.0> : tensor<8xf32>} : tensor<8xf32>
+  %three = relay.constant {value = dense<3.0> : tensor<8xf32>} : tensor<8xf32>
+  %a = relay.multiply %x, %two : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %b = relay.multiply %y, %two : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %c = relay.multiply %x, %three : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %d = relay.exp %y : tensor<8xf32>
+  return %a, %b, %c, %d : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_equal_groups_are_lowered_once() -> None:
+    module = xrelay.parse(SPLATS)
+    driver.lower(module, ("c",), None, "c")
+    kernels = [op for op in module.ops if op.attributes.get("relay.schedule") is not None]
+    assert len(kernels) == 3
+    x, y = np.arange(8, dtype=np.float32), np.linspace(-1, 1, 8, dtype=np.float32)
+    for out, ref in zip(xrelay.build(SPLATS).run(x=x, y=y), (2 * x, 2 * y, 3 * x, np.exp(y)), strict=True):
+        np.testing.assert_allclose(out, ref, rtol=1e-6)
