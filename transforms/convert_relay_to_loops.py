@@ -109,6 +109,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -195,7 +196,8 @@ def _described(op: Operation) -> str:
 def _producer(value: SSAValue) -> str:
     owner = value.owner
     if isinstance(owner, relay.ConstantOp):
-        splat = str(owner.value) if owner.value.is_splat() else "weights"
+        values = np.frombuffer(owner.value.data.data, dtype=np.uint32)  # (xDSL's is_splat: a list)
+        splat = f"splat {values[0]}" if values.size and bool((values == values[0]).all()) else "weights"
         return f"constant {splat} {owner.attributes}"
     return owner.name if isinstance(owner, Operation) else "argument"
 
