@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +48,14 @@ from xrelay.errors import CompileError, Error, InputError, UsageError
 from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
-from xrelay.runtime.c_library import check_num_threads, default_num_threads
+from xrelay.runtime.c_library import EarlyObjects, c_flags, check_num_threads, default_num_threads
 from xrelay.runtime.device import DeviceTable
 from xrelay.runtime.device_kinds import device_kind, generating_kinds, language_name
 from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
-from xrelay.targets.kernels import distinct_kernels, kernel_sources
+from xrelay.targets.kernels import distinct_kernels, iter_kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
@@ -143,10 +143,45 @@ def compile_module(
     graph = executor_graph(module)
     record_threads(graph.graph, threads)
     record_features(graph.graph)
-    emitted = kernel_sources(module, graph.devices)
-    kernels = distinct_kernels(emitted, graph.graph)
+    emitted: list[KernelSource] = []
+    early = EarlyBuilds(graph.graph, threads)
+    try:
+        kernels = distinct_kernels(
+            _recorded(iter_kernel_sources(module, graph.devices), emitted), graph.graph, early.add
+        )
+    finally:
+        early.finish()
     report.stage(f"emitted {len(emitted)} kernels, {len(kernels)} distinct ({_by_language(kernels)})")
     return build_cache.Built(graph.graph, kernels, graph.params)
+
+
+def _recorded(kernels: Iterator[KernelSource], into: list[KernelSource]) -> Iterator[KernelSource]:
+    for k in kernels:
+        into.append(k)
+        yield k
+
+
+@dataclass
+class EarlyBuilds:
+    """gcc on the C kernels of each device while the rest are emitted (`c_library.EarlyObjects`):
+    the runtime's build then finds their objects in the cache and only links them."""
+
+    graph: dict[str, Any]
+    threads: int
+    devices: dict[int, EarlyObjects] = field(default_factory=dict[int, EarlyObjects])
+
+    def add(self, kernel: KernelSource) -> None:
+        if kernel.language != "c":
+            return
+        if kernel.device not in self.devices:
+            self.devices[kernel.device] = EarlyObjects(
+                c_flags(self.graph["devices"][kernel.device]["target"]), self.threads
+            )
+        self.devices[kernel.device].add(kernel)
+
+    def finish(self) -> None:
+        for objects in self.devices.values():
+            objects.finish()
 
 
 def _executable(built: build_cache.Built, devices: DeviceTable | None, report: Progress) -> Executable:

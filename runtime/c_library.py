@@ -38,7 +38,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
@@ -288,7 +288,7 @@ def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = (), num_thre
     check_c_flags(flags)
     threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
     text = "\n".join([*(s.source for s in sources), THREADS_REPORT])
-    argv = [*C_BASE_FLAGS, *flags, "-fopenmp", f"-D{THREADS_MACRO}={threads}"]
+    argv = library_argv(flags, threads)
     key = content_key(text, " ".join(argv), c_compiler_version(), machine())
     library = cache_dir() / f"c-{key}.so"
     data = cached_bytes(library)
@@ -297,6 +297,11 @@ def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = (), num_thre
         units = [*translation_units(sources), Unit(THREADS_REPORT, ("xrelay_num_threads",))]
         data = _compile_c(units, argv, library)
     return _load_c(library, data, sources, cached)
+
+
+def library_argv(flags: Sequence[str], threads: int) -> list[str]:
+    """gcc's flags for a library of kernels (`flags` from the target) on `threads` threads."""
+    return [*C_BASE_FLAGS, *flags, "-fopenmp", f"-D{THREADS_MACRO}={threads}"]
 
 
 def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
@@ -344,17 +349,67 @@ def translation_units(sources: Sequence[KernelSource]) -> list[Unit]:
     families: dict[str, list[KernelSource]] = {}
     for s in sources:
         families.setdefault(s.source.replace(s.name, ""), []).append(s)
-    units: list[Unit] = []
-    group: list[KernelSource] = []
+    units = Units()
     for body, family in families.items():
+        units.add(body, family)
+    return units.finish()
+
+
+@dataclass
+class Units:
+    """Translation units made as families of kernels come (`translation_units`' rule): `add`
+    returns the units a family closes, so they can compile while later kernels are emitted."""
+
+    units: list[Unit] = field(default_factory=list[Unit])
+    group: list[KernelSource] = field(default_factory=list[KernelSource])
+
+    def add(self, body: str, family: Sequence[KernelSource]) -> list[Unit]:
+        before = len(self.units)
         if len(body) >= UNIT_BYTES:
-            units.append(_unit(family))
-            continue
-        group += family
-        if int(content_key(body), 16) % UNIT_KERNELS == 0 or sum(len(g.source) for g in group) >= UNIT_BYTES:
-            units.append(_unit(group))
-            group = []
-    return [*units, _unit(group)] if group else units
+            self.units.append(_unit(family))
+        else:
+            self.group += family
+            if int(content_key(body), 16) % UNIT_KERNELS == 0 or sum(len(g.source) for g in self.group) >= UNIT_BYTES:
+                self.units.append(_unit(self.group))
+                self.group = []
+        return self.units[before:]
+
+    def finish(self) -> list[Unit]:
+        if self.group:
+            self.units.append(_unit(self.group))
+            self.group = []
+        return self.units
+
+
+class EarlyObjects:
+    """Compiles the objects of a library's units while its kernels are still being emitted
+    (`add` each distinct kernel in order, then `finish`), into the cache where `build_c`
+    then finds them: gcc starts on the first units while Python emits the rest. A unit that
+    fails is left to `build_c`, which compiles it again and reports the error."""
+
+    def __init__(self, flags: Sequence[str], num_threads: int):
+        check_c_flags(flags)
+        self.argv = [f for f in library_argv(flags, num_threads) if f != "-shared"]
+        self.units = Units()
+        self.pool = ThreadPoolExecutor(max_workers=available_cores())
+        self.futures: list[Future[str | None]] = []
+
+    def add(self, kernel: KernelSource) -> None:
+        for unit in self.units.add(kernel.source.replace(kernel.name, ""), [kernel]):
+            self._submit(unit)
+
+    def finish(self) -> None:
+        for unit in self.units.finish()[len(self.futures) :]:
+            self._submit(unit)
+        wait(self.futures)
+        self.pool.shutdown()
+
+    def _submit(self, unit: Unit) -> None:
+        path = object_path(unit, self.argv)
+        if cached_bytes(path) is None:
+            self.futures.append(self.pool.submit(_compile_unit, unit, self.argv, path))
+        else:
+            self.futures.append(self.pool.submit(lambda: None))
 
 
 def _unit(sources: Sequence[KernelSource]) -> Unit:
@@ -380,8 +435,7 @@ def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
     """The object of each unit, in order: cached ones as they are, the rest compiled in
     parallel, largest first (so a big kernel started last does not finish alone). Every
     failing unit is named in one `CompileError`."""
-    version = c_compiler_version()
-    paths = [cache_dir() / f"c-{content_key(u.source, ' '.join(argv), version, machine())}.o" for u in units]
+    paths = [object_path(u, argv) for u in units]
     missing = sorted((i for i, p in enumerate(paths) if cached_bytes(p) is None), key=lambda i: -len(units[i].source))
     with ThreadPoolExecutor(max_workers=max(1, min(available_cores(), len(missing)))) as pool:
         results = pool.map(
@@ -391,6 +445,11 @@ def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
     if errors:
         raise CompileError("\n".join(errors))
     return paths
+
+
+def object_path(unit: Unit, argv: Sequence[str]) -> Path:
+    """The cache entry of a unit's object, compiled with `argv`."""
+    return cache_dir() / f"c-{content_key(unit.source, ' '.join(argv), c_compiler_version(), machine())}.o"
 
 
 def available_cores() -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -39,11 +39,16 @@ def kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = Non
     executor graph's device list; without it, the kernels' own scopes in device-index order.
     A kernel on none of `devices` is never launched (its function is not called from @main)
     and is left out."""
+    return list(iter_kernel_sources(module, devices))
+
+
+def iter_kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = None) -> Iterator[KernelSource]:
+    """`kernel_sources`, each as soon as it is emitted."""
     kernels = lowered_kernels(module, "kernel builder")
     if devices is None:
         devices = sorted({kernel_scope(k) for k in kernels}, key=scope_order)
     index = {scope: i for i, scope in enumerate(devices)}
-    return [kernel_source(k, index[kernel_scope(k)]) for k in kernels if kernel_scope(k) in index]
+    return (kernel_source(k, index[kernel_scope(k)]) for k in kernels if kernel_scope(k) in index)
 
 
 def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
@@ -68,17 +73,23 @@ def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
     )
 
 
-def distinct_kernels(kernels: Sequence[KernelSource], graph: dict[str, Any]) -> list[KernelSource]:
-    """One kernel per distinct one: kernels equal but for their name (source, device, sizes;
-    ResNet-50's 57 are 23) become the first of them, and the graph's nodes that called the
-    others call it (their `func_name`). gcc and PoCL then compile each once, and an artifact
-    stores each once."""
+def distinct_kernels(
+    kernels: Iterable[KernelSource], graph: dict[str, Any], on_distinct: Callable[[KernelSource], None] | None = None
+) -> list[KernelSource]:
+    """One kernel per distinct one: kernels equal but for their name (source, device, sizes)
+    become the first of them, and the graph's nodes that called the others call it (their
+    `func_name`). gcc and PoCL then compile each once, and an artifact stores each once.
+    (convert-relay-to-loops already lowers equal groups once; this catches equal kernels of
+    groups that differ, e.g. in what produces an input.) `on_distinct` sees each distinct
+    kernel as it comes."""
     first: dict[str, KernelSource] = {}
     renamed: dict[str, str] = {}
     for k in kernels:
         kept = first.setdefault(content_digest(k), k)
         if kept is not k:
             renamed[k.name] = kept.name
+        elif on_distinct is not None:
+            on_distinct(k)
     for node in graph["nodes"]:
         attrs = node.get("attrs", {})
         if attrs.get("func_name") in renamed:

@@ -142,3 +142,32 @@ def test_equal_groups_are_lowered_once() -> None:
     x, y = np.arange(8, dtype=np.float32), np.linspace(-1, 1, 8, dtype=np.float32)
     for out, ref in zip(xrelay.build(SPLATS).run(x=x, y=y), (2 * x, 2 * y, 3 * x, np.exp(y)), strict=True):
         np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_kernels_compile_while_they_are_emitted(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gcc starts on the kernels' units during emission (`driver.EarlyBuilds`); the runtime's
+    `build_c` then compiles only its thread-count report and links."""
+    from xrelay.runtime import c_library, cpu
+
+    inside_build_c: list[bool] = [False]
+    compiled_inside: list[tuple[str, ...]] = []
+    compile_unit, build_c = c_library._compile_unit, cpu.build_c
+
+    def compile_recorded(unit: c_library.Unit, *args: object) -> str | None:
+        if inside_build_c[0]:
+            compiled_inside.append(unit.names)
+        return compile_unit(unit, *args)  # type: ignore[arg-type]
+
+    def build_recorded(*args: object, **kwargs: object) -> c_library.CLibrary:
+        inside_build_c[0] = True
+        try:
+            return build_c(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            inside_build_c[0] = False
+
+    monkeypatch.setattr(c_library, "_compile_unit", compile_recorded)
+    monkeypatch.setattr(cpu, "build_c", build_recorded)
+    exe = xrelay.build(TWINS, targets=("c -O1",))
+    assert compiled_inside == [("xrelay_num_threads",)]
+    assert len(list(cache.glob("*.o"))) >= 2
+    check(exe)
