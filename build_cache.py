@@ -15,6 +15,10 @@ json is written last, so a half-written entry is none; the params' sha256 is che
 they are used, so a damaged one is a miss (and rebuilt). The kernels themselves are compiled
 through the kernel cache as on any build.
 
+Entries hold their params, so the cache keeps at most `XRELAY_BUILD_CACHE_MB` (default
+MAX_MEGABYTES) of them: storing one removes the least recently used beyond that (a lookup
+marks its entry used).
+
 `XRELAY_BUILD_CACHE=0` turns it off (the tests do, as they patch the compiler's internals).
 """
 
@@ -24,6 +28,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,6 +40,8 @@ from xrelay.runtime.c_library import atomic_path, c_compiler_version, cache_dir,
 from xrelay.runtime.kernels import KernelSource
 
 ENVIRONMENT = "XRELAY_BUILD_CACHE"
+SIZE_ENVIRONMENT = "XRELAY_BUILD_CACHE_MB"
+MAX_MEGABYTES = 4096
 FORMAT = 1
 # Folders of the repository that are not the compiler (and .venv, .git: any hidden one).
 NOT_XRELAY = ("test", "bench", "examples", "__pycache__")
@@ -107,6 +114,28 @@ def store(key: str, built: Built) -> None:
         "params_sha256": digest.hexdigest(),
     }
     write_atomically(json_path, json.dumps(entry).encode())
+    evict(keep=json_path)
+
+
+def evict(keep: Path) -> None:
+    """Removes the least recently used entries (but `keep`) while the entries' params exceed
+    the size limit."""
+    limit = int(float(os.environ.get(SIZE_ENVIRONMENT) or MAX_MEGABYTES) * 1e6)
+    entries: list[tuple[float, int, Path]] = []
+    for path in cache_dir().glob("build-*.json"):
+        try:
+            entries.append((path.stat().st_mtime, path.with_suffix(".bin").stat().st_size, path))
+        except OSError:
+            continue
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        if path != keep:
+            for stale in (path, path.with_suffix(".bin")):
+                with suppress(OSError):
+                    stale.unlink()
+            total -= size
 
 
 def lookup(key: str) -> Built | None:
@@ -125,4 +154,6 @@ def lookup(key: str) -> Built | None:
         count = int(np.prod(place["shape"], dtype=np.int64))
         params[name] = np.frombuffer(data, dtype, count, int(place["offset"])).reshape(place["shape"])
     kernels = [KernelSource.from_json(k, k["source"]) for k in entry["kernels"]]
+    with suppress(OSError):
+        os.utime(json_path)  # (used now: evicted last)
     return Built(entry["graph"], kernels, params)

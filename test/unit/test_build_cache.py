@@ -171,3 +171,18 @@ def test_kernels_compile_while_they_are_emitted(cache: Path, monkeypatch: pytest
     assert compiled_inside == [("xrelay_num_threads",)]
     assert len(list(cache.glob("*.o"))) >= 2
     check(exe)
+
+
+def test_the_least_recently_used_builds_are_evicted(build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XRELAY_BUILD_CACHE_MB", "0.00007")  # 70 bytes: two entries' params (32 each)
+    ws = [{"w": np.full(8, float(i) + 0.5, np.float32)} for i in range(4)]
+    entries: list[set[str]] = []
+    for i in (0, 1, 0, 2):  # 0 used again after 1: 1 is the least recently used when 2 comes
+        xrelay.build(TWINS, targets=("c",), params=ws[i])
+        entries.append({p.name for p in build_cache.glob("build-*.json")})
+    assert len(entries[1]) == 2 and entries[2] == entries[1]
+    (evicted,) = entries[1] - entries[3]
+    assert len(entries[3]) == 2 and not (build_cache / evicted).with_suffix(".bin").exists()
+    with monkeypatch.context() as m:
+        lowering_fails(m)
+        check(xrelay.build(TWINS, targets=("c",), params=ws[0]), ws[0])  # kept: used last but one
