@@ -16,6 +16,14 @@ The machine is shared: the 1-minute load average is printed before and after; co
 ratios measured in one run, not times across runs.
 
     make bench-setup && .venv/bin/python bench/build_time.py [--models DIR] [--zoo resnet50,bert_base,convnext_tiny] [--scaling]
+
+One run (2026-11-28, AMD EPYC, 2 cores shared, load 3.7-4.6), from_onnx + cold build / warm
+build / onnxruntime / OpenVINO, seconds, and cold peak RSS: zoo ResNet-50 0.40 + 14.06 / 0.43 /
+0.51 / 0.96, 396 MB; BERT-base 1.25 + 7.80 / 1.20 / 0.74 / 1.48, 1194 MB (goal 980);
+ConvNeXt-tiny 0.47 + 6.19 / 0.39 / 0.28 / 0.96, 443 MB; torch-exported ResNet-50 0.33 + 7.48 /
+0.29 / 0.32 / 0.42; DenseNet-121 0.21 + 30.35 / 0.24 / 0.24 / 0.73 (its kernels all differ);
+10 vs 40 BERT layers 2.50 vs 4.34 s (1.74). Interleaved with main (ResNet-50 cold, 2 rounds,
+load 4.5): 20.2, 16.9 s -> 8.1, 7.7 s; CPU 17.1 -> 8.4 s.
 """
 
 from __future__ import annotations
