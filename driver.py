@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from xrelay import build_cache
 from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_notes
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
@@ -47,13 +48,14 @@ from xrelay.errors import CompileError, Error, InputError, UsageError
 from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
-from xrelay.runtime.c_library import check_num_threads, default_num_threads
+from xrelay.runtime.c_library import EarlyObjects, c_flags, check_num_threads, default_num_threads
 from xrelay.runtime.device import DeviceTable
 from xrelay.runtime.device_kinds import device_kind, generating_kinds, language_name
+from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
-from xrelay.targets.kernels import kernel_sources
+from xrelay.targets.kernels import distinct_kernels, iter_kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
@@ -105,14 +107,85 @@ def build(
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
-    bind_params(module, params or {})
+    threads = thread_count(num_threads)
+    key = None
+    if build_cache.enabled():
+        features = [target_features(t).to_json() for t in (*targets, host_target)]
+        key = build_cache.build_key(
+            str(module), params or {}, (targets, default_device, host_target, threads, features)
+        )
+        built = build_cache.lookup(key)
+        if built is not None:
+            report.stage(f"took the build from the cache ({len(built.kernels)} kernels)")
+            return _executable(built, devices, report)
+    built = compile_module(module, params or {}, targets, (default_device, host_target, threads), report)
+    del module  # (its constants that no param views, the weights before the passes, go now)
+    release_freed_memory()
+    exe = _executable(built, devices, report)
+    if key is not None:
+        build_cache.store(key, built)
+        report.stage("stored the build in the cache")
+    return exe
+
+
+def compile_module(
+    module: ModuleOp,
+    params: Mapping[str, np.ndarray],
+    targets: tuple[str, ...],
+    options: tuple[str | None, str, int],
+    report: Progress,
+) -> build_cache.Built:
+    """Binds the params, runs the pipeline on `module` in place, and emits the kernels:
+    what the runtime needs (`options`: default device, host target, thread count)."""
+    default_device, host_target, threads = options
+    bind_params(module, params)
     lower(module, targets, default_device, host_target, report)
     graph = executor_graph(module)
-    record_threads(graph.graph, num_threads)
+    record_threads(graph.graph, threads)
     record_features(graph.graph)
-    kernels = kernel_sources(module, graph.devices)
-    report.stage(f"emitted {len(kernels)} kernels ({_by_language(kernels)})")
-    exe = Executable(graph.graph, kernels, graph.params, devices)
+    emitted: list[KernelSource] = []
+    early = EarlyBuilds(graph.graph, threads)
+    try:
+        kernels = distinct_kernels(
+            _recorded(iter_kernel_sources(module, graph.devices), emitted), graph.graph, early.add
+        )
+    finally:
+        early.finish()
+    report.stage(f"emitted {len(emitted)} kernels, {len(kernels)} distinct ({_by_language(kernels)})")
+    return build_cache.Built(graph.graph, kernels, graph.params)
+
+
+def _recorded(kernels: Iterator[KernelSource], into: list[KernelSource]) -> Iterator[KernelSource]:
+    for k in kernels:
+        into.append(k)
+        yield k
+
+
+@dataclass
+class EarlyBuilds:
+    """gcc on the C kernels of each device while the rest are emitted (`c_library.EarlyObjects`):
+    the runtime's build then finds their objects in the cache and only links them."""
+
+    graph: dict[str, Any]
+    threads: int
+    devices: dict[int, EarlyObjects] = field(default_factory=dict[int, EarlyObjects])
+
+    def add(self, kernel: KernelSource) -> None:
+        if kernel.language != "c":
+            return
+        if kernel.device not in self.devices:
+            self.devices[kernel.device] = EarlyObjects(
+                c_flags(self.graph["devices"][kernel.device]["target"]), self.threads
+            )
+        self.devices[kernel.device].add(kernel)
+
+    def finish(self) -> None:
+        for objects in self.devices.values():
+            objects.finish()
+
+
+def _executable(built: build_cache.Built, devices: DeviceTable | None, report: Progress) -> Executable:
+    exe = Executable(built.graph, built.kernels, built.params, devices)
     report.stage(f"built them on {', '.join(d.name for d in exe.devices)}")
     return exe
 
@@ -138,13 +211,17 @@ def _by_language(kernels: Sequence[KernelSource]) -> str:
     return ", ".join(f"{n} {language}" for language, n in sorted(counts.items())) or "none"
 
 
-def record_threads(graph: dict[str, Any], num_threads: int | None) -> None:
-    """Writes the thread count into each entry of the graph's `devices` whose kind's kernels
-    share their loops among threads (cpu)."""
+def thread_count(num_threads: int | None) -> int:
+    """`num_threads`, checked, or the default count."""
     try:
-        threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
+        return default_num_threads() if num_threads is None else check_num_threads(num_threads)
     except CompileError as e:
         raise UsageError(str(e)) from None
+
+
+def record_threads(graph: dict[str, Any], threads: int) -> None:
+    """Writes the thread count into each entry of the graph's `devices` whose kind's kernels
+    share their loops among threads (cpu)."""
     for entry in graph["devices"]:
         kind = device_kind(entry["kind"])
         if kind is not None and kind.threads:

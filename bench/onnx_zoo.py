@@ -269,6 +269,121 @@ def resnet18(batch: int = 1, size: int = 224, width: int = 64, classes: int = 10
     return g.model({"input.1": (batch, 3, size, size)}, {h: (batch, classes)})
 
 
+def bottleneck(g: Graph, x: str, prefix: str, cin: int, width: int, stride: int) -> str:
+    """torchvision's Bottleneck (v1.5, the stride on the 3x3): 1x1 conv-bn-relu, 3x3 conv-bn-relu,
+    1x1 conv-bn to 4 * width channels, + x (or its 1x1 downsample), relu."""
+    cout = 4 * width
+    h = conv_bn(g, x, prefix, (cin, width, 1, 1), "conv1", "bn1")
+    with g.scope("relu"):
+        h = g.node("Relu", h)
+    h = conv_bn(g, h, prefix, (width, width, 3, stride), "conv2", "bn2")
+    with g.scope("relu_1"):
+        h = g.node("Relu", h)
+    h = conv_bn(g, h, prefix, (width, cout, 1, 1), "conv3", "bn3", gain=0.5)
+    if stride != 1 or cin != cout:
+        with g.scope("downsample"):
+            x = conv_bn(g, x, prefix, (cin, cout, 1, stride), "downsample.0", "downsample.1")
+    h = g.node("Add", h, x)
+    with g.scope("relu_2"):
+        return g.node("Relu", h)
+
+
+def resnet50(
+    batch: int = 1, size: int = 224, width: int = 64, classes: int = 1000, depths: Shape = (3, 4, 6, 3)
+) -> onnx.ModelProto:
+    """torchvision's resnet50: the stem of ResNet-18, then `depths` bottleneck blocks per stage."""
+    g = Graph(seed=50)
+    h = conv_bn(g, "input.1", "", (3, width, 7, 2), "conv1", "bn1")
+    with g.scope("relu"):
+        h = g.node("Relu", h)
+    with g.scope("maxpool"):
+        h = g.node("MaxPool", h, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = width
+    for stage, depth in enumerate(depths, start=1):
+        for block in range(depth):
+            with g.scope(f"layer{stage}"), g.scope(f"layer{stage}.{block}"):
+                stride = 2 if stage > 1 and block == 0 else 1
+                h = bottleneck(g, h, f"layer{stage}.{block}.", cin, width * 2 ** (stage - 1), stride)
+            cin = 4 * width * 2 ** (stage - 1)
+    with g.scope("avgpool"):
+        h = g.node("GlobalAveragePool", h)
+    h = g.node("Flatten", h, axis=1)
+    with g.scope("fc"):
+        fc_w = g.weight("fc.weight", g.normal(classes, cin, scale=1 / math.sqrt(cin)))
+        h = g.node("Gemm", h, fc_w, g.weight("fc.bias", g.normal(classes, scale=0.1)), transB=1, output="output")
+    return g.model({"input.1": (batch, 3, size, size)}, {h: (batch, classes)})
+
+
+def convnext_layer_norm(g: Graph, x: str, prefix: str, channels: int) -> str:
+    """LayerNorm over the channels of an NHWC tensor (torchvision's LayerNorm, eps 1e-6)."""
+    scale = g.weight(f"{prefix}.weight", 1 + g.normal(channels, scale=0.1))
+    bias = g.weight(f"{prefix}.bias", g.normal(channels, scale=0.1))
+    return g.node("LayerNormalization", x, scale, bias, axis=-1, epsilon=1e-6)
+
+
+def convnext_norm2d(g: Graph, x: str, prefix: str, channels: int) -> str:
+    """torchvision's LayerNorm2d as exported: NCHW -> NHWC, LayerNormalization, back."""
+    h = g.node("Transpose", x, perm=[0, 2, 3, 1])
+    return g.node("Transpose", convnext_layer_norm(g, h, prefix, channels), perm=[0, 3, 1, 2])
+
+
+def convnext_block(g: Graph, x: str, prefix: str, dim: int) -> str:
+    """A CNBlock: depthwise 7x7 conv, NHWC, LayerNorm, Linear to 4 * dim, GELU (erf), Linear
+    back, layer scale (about 0.1, so activations keep their size), NCHW, + x."""
+    dw = g.weight(f"{prefix}.block.0.weight", g.normal(dim, 1, 7, 7, scale=1 / 7))
+    with g.scope("block.0"):
+        h = g.node("Conv", x, dw, g.weight(f"{prefix}.block.0.bias", g.normal(dim, scale=0.1)),
+                   kernel_shape=[7, 7], pads=[3] * 4, group=dim)  # fmt: skip
+    h = g.node("Transpose", h, perm=[0, 2, 3, 1])
+    with g.scope("block.2"):
+        h = convnext_layer_norm(g, h, f"{prefix}.block.2", dim)
+    for i, (cin, cout) in ((3, (dim, 4 * dim)), (5, (4 * dim, dim))):
+        with g.scope(f"block.{i}"):
+            w = g.weight(f"{prefix}.block.{i}.weight", g.normal(cin, cout, scale=1 / math.sqrt(cin)))
+            h = g.node("Add", g.node("MatMul", h, w), g.weight(f"{prefix}.block.{i}.bias", g.normal(cout, scale=0.1)))
+        if i == 3:
+            with g.scope("block.4"):
+                erf = g.node("Erf", g.node("Div", h, g.constant(math.sqrt(2))))
+                h = g.node("Mul", g.node("Mul", h, g.node("Add", erf, g.constant(1.0))), g.constant(0.5))
+    h = g.node("Transpose", h, perm=[0, 3, 1, 2])
+    scale = g.weight(f"{prefix}.layer_scale", np.full((dim, 1, 1), 0.1, np.float32) + g.normal(dim, 1, 1, scale=0.01))
+    return g.node("Add", g.node("Mul", scale, h), x)
+
+
+def convnext_tiny(
+    batch: int = 1, size: int = 224, dims: Shape = (96, 192, 384, 768), depths: Shape = (3, 3, 9, 3),
+    classes: int = 1000,
+) -> onnx.ModelProto:  # fmt: skip
+    """torchvision's convnext_tiny: a 4x4 stride-4 stem, four stages of CNBlocks with a
+    LayerNorm2d and 2x2 stride-2 conv between them, global average pool, LayerNorm, Linear."""
+    g = Graph(seed=7)
+    with g.scope("features.0"):
+        stem = g.weight("features.0.0.weight", g.normal(dims[0], 3, 4, 4, scale=math.sqrt(2 / 48)))
+        h = g.node("Conv", "input.1", stem, g.weight("features.0.0.bias", g.normal(dims[0], scale=0.1)),
+                   kernel_shape=[4, 4], strides=[4, 4])  # fmt: skip
+        h = convnext_norm2d(g, h, "features.0.1", dims[0])
+    for stage, (dim, depth) in enumerate(zip(dims, depths, strict=True)):
+        if stage:
+            with g.scope(f"features.{2 * stage}"):
+                prefix, cin = f"features.{2 * stage}", dims[stage - 1]
+                h = convnext_norm2d(g, h, f"{prefix}.0", cin)
+                w = g.weight(f"{prefix}.1.weight", g.normal(dim, cin, 2, 2, scale=math.sqrt(2 / (4 * cin))))
+                h = g.node("Conv", h, w, g.weight(f"{prefix}.1.bias", g.normal(dim, scale=0.1)),
+                           kernel_shape=[2, 2], strides=[2, 2])  # fmt: skip
+        for block in range(depth):
+            with g.scope(f"features.{2 * stage + 1}"), g.scope(f"features.{2 * stage + 1}.{block}"):
+                h = convnext_block(g, h, f"features.{2 * stage + 1}.{block}", dim)
+    with g.scope("avgpool"):
+        h = g.node("GlobalAveragePool", h)
+    with g.scope("classifier"):
+        h = g.node("Flatten", convnext_norm2d(g, h, "classifier.0", dims[-1]), axis=1)
+        fc_w = g.weight("classifier.2.weight", g.normal(classes, dims[-1], scale=1 / math.sqrt(dims[-1])))
+        h = g.node(
+            "Gemm", h, fc_w, g.weight("classifier.2.bias", g.normal(classes, scale=0.1)), transB=1, output="output"
+        )
+    return g.model({"input.1": (batch, 3, size, size)}, {h: (batch, classes)})
+
+
 class Bert:
     """BERT's encoder layers on one Graph: the weights, their `onnx::MatMul_N` names, the layers."""
 
@@ -393,6 +508,15 @@ MODELS = {
               {"size": 32, "width": 4, "classes": 10}, {"/layer3/*": "opencl", "/layer4/*": "opencl", "*": "cpu"}),
         Model("bert", "BERT encoder, 2 layers, seq 128, hidden 256", bert,
               {"seq": 8, "hidden": 16, "heads": 2, "ffn": 32}, {"/encoder/layer.1/*": "opencl", "*": "cpu"}),
+        Model("resnet50", "ResNet-50, 1x3x224x224", resnet50,
+              {"size": 32, "width": 4, "classes": 10, "depths": (1, 2, 1, 1)},
+              {"/layer3/*": "opencl", "/layer4/*": "opencl", "*": "cpu"}),
+        Model("bert_base", "BERT-base encoder, 12 layers, seq 128, hidden 768", bert,
+              {"seq": 8, "hidden": 16, "heads": 2, "ffn": 32, "layers": 2}, {"/encoder/layer.1/*": "opencl", "*": "cpu"},
+              {"hidden": 768, "heads": 12, "ffn": 3072, "layers": 12}),
+        Model("convnext_tiny", "ConvNeXt-tiny, 1x3x224x224", convnext_tiny,
+              {"size": 32, "dims": (4, 8, 8, 8), "depths": (1, 1, 2, 1), "classes": 10},
+              {"/features.5/*": "opencl", "*": "cpu"}),
     )
 }  # fmt: skip
 

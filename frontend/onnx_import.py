@@ -47,6 +47,7 @@ from xrelay.errors import Error, OnnxImportError, UsageError
 from xrelay.frontend.builder import Builder, ScopeLike, parse_scope
 from xrelay.frontend.onnx_ops import CONVERTERS, ONNX_DTYPES, NodeImporter, node_error, onnx_dtype_name
 from xrelay.frontend.onnx_rnn import lstm as _lstm  # registers LSTM and GRU in CONVERTERS
+from xrelay.runtime.heap import release_freed_memory
 
 del _lstm
 
@@ -82,7 +83,10 @@ def from_onnx(
     if unmatched:
         names = ", ".join(repr(p) for p in unmatched)
         raise UsageError(f"placement rules {names} match no node name or op type of the model")
-    return module, importer.params
+    params = importer.params
+    del proto, importer  # (a model read from a file: its protobuf, as large as its weights)
+    release_freed_memory()
+    return module, params
 
 
 def _load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:

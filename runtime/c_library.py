@@ -7,9 +7,12 @@ C kernels into one shared library (gcc + ctypes), giving callable kernels by nam
     lib = build_c(sources, num_threads=2)                 # kernels split across 2 OpenMP threads
 
 Builds are cached on disk under `$XDG_CACHE_HOME/xrelay` (default `~/.cache/xrelay`), keyed
-by a hash of the sources, the flags and gcc's version. Files are written to a temporary name in
-the cache directory and renamed into place, so two processes building the same kernels at once
-both succeed. gcc runs with an argument list, never through a shell, and extra flags come only
+by a hash of the sources, the flags, gcc's version and the machine. The directory is created
+0700 and refused unless this user owns it; every cached object and library has its sha256
+beside it (`NAME.sha256`), checked before it is linked or loaded, and a library is loaded from a
+private copy of the bytes that were checked: a damaged file, or one planted under a cache
+name, is rebuilt, never loaded. Files are written to a temporary name in the cache directory
+and renamed into place, so two processes building the same kernels at once both succeed. gcc runs with an argument list, never through a shell, and extra flags come only
 from an allow-list. A library records the machine it was built on (`machine()`) and the
 compiler (`c_compiler_version()`), so a saved one is reused only where it can run.
 
@@ -24,17 +27,19 @@ environment overrides that default (`default_num_threads()`).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -95,11 +100,44 @@ C_FLAG_ALLOW_LIST = (
 
 
 def cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/xrelay`, or `~/.cache/xrelay`; created on first use."""
+    """`$XDG_CACHE_HOME/xrelay`, or `~/.cache/xrelay`: created 0700 on first use, and refused
+    (a `CompileError`) unless this user owns it; one of this user's with more permissions (as
+    xrelay made it before) is narrowed to 0700. Another user who could write into it could
+    plant code that this process loads."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = Path(base) / "xrelay"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        owner = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"owned by uid {info.st_uid}"
+        raise CompileError(
+            f"refusing the kernel cache directory {path}: it is {owner}, not a directory of this user "
+            f"(uid {os.getuid()}), so its libraries could be someone else's code; remove it or set "
+            "XDG_CACHE_HOME to a directory of yours"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        path.chmod(0o700)
     return path
+
+
+def cached_bytes(path: Path) -> bytes | None:
+    """The contents of the cache entry `path` if its sha256 is the one recorded beside it when
+    it was stored (`store_digest`); None for a missing, damaged or planted entry."""
+    try:
+        data = path.read_bytes()
+        recorded = _digest_path(path).read_text().strip()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == recorded else None
+
+
+def store_digest(path: Path, data: bytes) -> None:
+    """Records the sha256 of the entry `path` (whose contents are `data`) beside it."""
+    write_atomically(_digest_path(path), hashlib.sha256(data).hexdigest().encode())
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
 
 
 def content_key(*parts: str) -> str:
@@ -228,7 +266,8 @@ class CKernel:
 class CLibrary:
     """The C kernels of one build, loaded from one shared library."""
 
-    path: Path
+    path: Path  # its entry in the cache
+    data: bytes  # the library, as checked and loaded
     cached: bool  # True when the library came from the on-disk cache (or an artifact)
     kernels: dict[str, CKernel] = field(default_factory=dict[str, CKernel])
     num_threads: int | None = None  # the OpenMP thread count it was built with (None: unknown)
@@ -274,26 +313,31 @@ def build_c(sources: Sequence[KernelSource], flags: Sequence[str] = (), num_thre
     check_c_flags(flags)
     threads = default_num_threads() if num_threads is None else check_num_threads(num_threads)
     text = "\n".join([*(s.source for s in sources), THREADS_REPORT])
-    argv = [*C_BASE_FLAGS, *flags, "-fopenmp", f"-D{THREADS_MACRO}={threads}"]
+    argv = library_argv(flags, threads)
     key = content_key(text, " ".join(argv), c_compiler_version(), machine())
     library = cache_dir() / f"c-{key}.so"
-    cached = library.exists()
-    if not cached:
-        _compile_c([*translation_units(sources), Unit(THREADS_REPORT, ("xrelay_num_threads",))], argv, library)
-    return _load_c(library, sources, cached)
+    data = cached_bytes(library)
+    cached = data is not None
+    if data is None:
+        units = [*translation_units(sources), Unit(THREADS_REPORT, ("xrelay_num_threads",))]
+        data = _compile_c(units, argv, library)
+    return _load_c(library, data, sources, cached)
+
+
+def library_argv(flags: Sequence[str], threads: int) -> list[str]:
+    """gcc's flags for a library of kernels (`flags` from the target) on `threads` threads."""
+    return [*C_BASE_FLAGS, *flags, "-fopenmp", f"-D{THREADS_MACRO}={threads}"]
 
 
 def load_c(data: bytes, sources: Sequence[KernelSource]) -> CLibrary:
     """Loads a library built before (an artifact's bytes, already verified) for `sources`.
 
-    The bytes go to the cache directory under their own hash first, so what is loaded is what
-    was verified, whatever happens to the artifact afterwards."""
+    What is loaded is a private copy of exactly these bytes, never a file that happens to be
+    in the cache under their name."""
     _check_language(sources, "c")
     library = cache_dir() / f"c-saved-{hashlib.sha256(data).hexdigest()[:32]}.so"
-    if not library.exists():
-        write_atomically(library, data)
     try:
-        return _load_c(library, sources, cached=True)
+        return _load_c(library, data, sources, cached=True)
     except MissingSymbolError as e:
         raise ArtifactError(f"the saved kernel library {e}; the artifact does not match its kernels") from None
 
@@ -321,7 +365,10 @@ class Unit:
 # small families ends after one whose body's hash is 0 modulo UNIT_KERNELS (or once it holds
 # UNIT_BYTES), so the units, and the cached objects, follow the kernels' content: a changed
 # kernel changes its own unit (and, when its hash moves a boundary, the next one).
-UNIT_BYTES = 16384
+# UNIT_BYTES 16 KB -> 64 KB: ResNet-50's 28 distinct kernels (most 27-57 KB) were 20 units,
+# now 10; gcc's CPU time 7.5 -> 6.0 s (two runs each, interleaved, load 7-8; 128 KB: 7 units,
+# 5.6 s, but fewer units than a bigger machine has cores).
+UNIT_BYTES = 65536
 UNIT_KERNELS = 4
 
 
@@ -331,41 +378,94 @@ def translation_units(sources: Sequence[KernelSource]) -> list[Unit]:
     families: dict[str, list[KernelSource]] = {}
     for s in sources:
         families.setdefault(s.source.replace(s.name, ""), []).append(s)
-    units: list[Unit] = []
-    group: list[KernelSource] = []
+    units = Units()
     for body, family in families.items():
+        units.add(body, family)
+    return units.finish()
+
+
+@dataclass
+class Units:
+    """Translation units made as families of kernels come (`translation_units`' rule): `add`
+    returns the units a family closes, so they can compile while later kernels are emitted."""
+
+    units: list[Unit] = field(default_factory=list[Unit])
+    group: list[KernelSource] = field(default_factory=list[KernelSource])
+
+    def add(self, body: str, family: Sequence[KernelSource]) -> list[Unit]:
+        before = len(self.units)
         if len(body) >= UNIT_BYTES:
-            units.append(_unit(family))
-            continue
-        group += family
-        if int(content_key(body), 16) % UNIT_KERNELS == 0 or sum(len(g.source) for g in group) >= UNIT_BYTES:
-            units.append(_unit(group))
-            group = []
-    return [*units, _unit(group)] if group else units
+            self.units.append(_unit(family))
+        else:
+            self.group += family
+            if int(content_key(body), 16) % UNIT_KERNELS == 0 or sum(len(g.source) for g in self.group) >= UNIT_BYTES:
+                self.units.append(_unit(self.group))
+                self.group = []
+        return self.units[before:]
+
+    def finish(self) -> list[Unit]:
+        if self.group:
+            self.units.append(_unit(self.group))
+            self.group = []
+        return self.units
+
+
+class EarlyObjects:
+    """Compiles the objects of a library's units while its kernels are still being emitted
+    (`add` each distinct kernel in order, then `finish`), into the cache where `build_c`
+    then finds them: gcc starts on the first units while Python emits the rest. A unit that
+    fails is left to `build_c`, which compiles it again and reports the error."""
+
+    def __init__(self, flags: Sequence[str], num_threads: int):
+        check_c_flags(flags)
+        self.argv = [f for f in library_argv(flags, num_threads) if f != "-shared"]
+        self.units = Units()
+        self.pool = ThreadPoolExecutor(max_workers=available_cores())
+        self.futures: list[Future[str | None]] = []
+
+    def add(self, kernel: KernelSource) -> None:
+        for unit in self.units.add(kernel.source.replace(kernel.name, ""), [kernel]):
+            self._submit(unit)
+
+    def finish(self) -> None:
+        for unit in self.units.finish()[len(self.futures) :]:
+            self._submit(unit)
+        wait(self.futures)
+        self.pool.shutdown()
+
+    def _submit(self, unit: Unit) -> None:
+        path = object_path(unit, self.argv)
+        if cached_bytes(path) is None:
+            self.futures.append(self.pool.submit(_compile_unit, unit, self.argv, path))
+        else:
+            self.futures.append(self.pool.submit(lambda: None))
 
 
 def _unit(sources: Sequence[KernelSource]) -> Unit:
     return Unit("\n".join(s.source for s in sources), tuple(s.name for s in sources))
 
 
-def _compile_c(units: Sequence[Unit], argv: list[str], library: Path) -> None:
+def _compile_c(units: Sequence[Unit], argv: list[str], library: Path) -> bytes:
     """Compiles every unit to an object (or takes it from the cache), as many gcc processes at
-    once as this process has cores, then links them into `library`. gcc's -O3 dominates a
-    model's build and is single-threaded per unit: one file of all kernels left cores idle."""
+    once as this process has cores, then links them into `library`; its bytes. gcc's -O3
+    dominates a model's build and is single-threaded per unit: one file of all kernels left
+    cores idle."""
     compile_argv = [f for f in argv if f != "-shared"]
     objects = _objects(units, compile_argv)
     link = [f for f in argv if f not in FAST_MATH_FLAGS]  # (no crtfastmath.o: see FAST_MATH_FLAGS)
     with atomic_path(library) as tmp:
         _check_gcc([*link, "-o", str(tmp), *map(str, objects), *C_LINK_FLAGS], [n for u in units for n in u.names])
+        data = tmp.read_bytes()
+        store_digest(library, data)
+    return data
 
 
 def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
     """The object of each unit, in order: cached ones as they are, the rest compiled in
     parallel, largest first (so a big kernel started last does not finish alone). Every
     failing unit is named in one `CompileError`."""
-    version = c_compiler_version()
-    paths = [cache_dir() / f"c-{content_key(u.source, ' '.join(argv), version, machine())}.o" for u in units]
-    missing = sorted((i for i, p in enumerate(paths) if not p.exists()), key=lambda i: -len(units[i].source))
+    paths = [object_path(u, argv) for u in units]
+    missing = sorted((i for i, p in enumerate(paths) if cached_bytes(p) is None), key=lambda i: -len(units[i].source))
     with ThreadPoolExecutor(max_workers=max(1, min(available_cores(), len(missing)))) as pool:
         results = pool.map(
             _compile_unit, [units[i] for i in missing], [argv] * len(missing), [paths[i] for i in missing]
@@ -374,6 +474,11 @@ def _objects(units: Sequence[Unit], argv: list[str]) -> list[Path]:
     if errors:
         raise CompileError("\n".join(errors))
     return paths
+
+
+def object_path(unit: Unit, argv: Sequence[str]) -> Path:
+    """The cache entry of a unit's object, compiled with `argv`."""
+    return cache_dir() / f"c-{content_key(unit.source, ' '.join(argv), c_compiler_version(), machine())}.o"
 
 
 def available_cores() -> int:
@@ -389,6 +494,7 @@ def _compile_unit(unit: Unit, argv: list[str], obj: Path) -> str | None:
     try:
         with atomic_path(obj) as tmp:  # (an exception leaves nothing under the object's name)
             _check_gcc([*argv, "-c", "-o", str(tmp), str(source)], unit.names)
+            store_digest(obj, tmp.read_bytes())
     except CompileError as e:
         return str(e)
     return None
@@ -408,12 +514,19 @@ def _check_gcc(argv: list[str], names: Sequence[str]) -> None:
         raise CompileError(error)
 
 
-def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibrary:
+def _load_c(path: Path, data: bytes, sources: Sequence[KernelSource], cached: bool) -> CLibrary:
+    """Loads `data` (checked bytes of the library at `path`) from a private copy, so what the
+    loader maps is what was checked, whatever happens to `path`. The copy stays while the
+    process runs (a sanitizer's report reads symbols from it) and is removed at exit."""
+    fd, private = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".loaded")
+    atexit.register(_remove, private)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
     try:
-        handle = ctypes.CDLL(str(path))
+        handle = ctypes.CDLL(private)
     except OSError as e:
         raise CompileError(f"cannot load the kernel library {path}: {e}") from None
-    library = CLibrary(path, cached)
+    library = CLibrary(path, data, cached)
     report = getattr(handle, "xrelay_num_threads", None)  # (libraries saved before threads: none)
     if report is not None:
         report.argtypes, report.restype = [], ctypes.c_int
@@ -430,6 +543,11 @@ def _load_c(path: Path, sources: Sequence[KernelSource], cached: bool) -> CLibra
 
 class MissingSymbolError(CompileError):
     """A kernel library lacks the function of a kernel."""
+
+
+def _remove(path: str) -> None:
+    with suppress(OSError):
+        os.unlink(path)
 
 
 def _check_language(sources: Sequence[KernelSource], language: str) -> None:

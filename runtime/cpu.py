@@ -50,7 +50,7 @@ class CPUDevice(NumpyDevice):
             built = load_c(library, sources)
         else:
             built = build_c(sources, c_flags(target), num_threads)
-        return LoadedKernels({s.name: built[s.name] for s in sources}, built.path.read_bytes())
+        return LoadedKernels({s.name: built[s.name] for s in sources}, built.data)
 
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         held = host_kind().dtypes

@@ -18,8 +18,11 @@ parameter, inputs then output, against which `load` checks a saved graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
@@ -37,11 +40,16 @@ def kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = Non
     executor graph's device list; without it, the kernels' own scopes in device-index order.
     A kernel on none of `devices` is never launched (its function is not called from @main)
     and is left out."""
+    return list(iter_kernel_sources(module, devices))
+
+
+def iter_kernel_sources(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = None) -> Iterator[KernelSource]:
+    """`kernel_sources`, each as soon as it is emitted."""
     kernels = lowered_kernels(module, "kernel builder")
     if devices is None:
         devices = sorted({kernel_scope(k) for k in kernels}, key=scope_order)
     index = {scope: i for i, scope in enumerate(devices)}
-    return [kernel_source(k, index[kernel_scope(k)]) for k in kernels if kernel_scope(k) in index]
+    return (kernel_source(k, index[kernel_scope(k)]) for k in kernels if kernel_scope(k) in index)
 
 
 def kernel_source(kernel: func.FuncOp, device: int = 0) -> KernelSource:
@@ -74,6 +82,38 @@ def kernel_arg(kernel: func.FuncOp, ty: object) -> TensorArg:
         kernel.emit_error(message, LoweringError(message))
     element = str(ty.element_type)
     return TensorArg(tuple(ty.get_shape()), DTYPES.get(element, element))
+
+
+def distinct_kernels(
+    kernels: Iterable[KernelSource], graph: dict[str, Any], on_distinct: Callable[[KernelSource], None] | None = None
+) -> list[KernelSource]:
+    """One kernel per distinct one: kernels equal but for their name (source, device, sizes)
+    become the first of them, and the graph's nodes that called the others call it (their
+    `func_name`). gcc and PoCL then compile each once, and an artifact stores each once.
+    (convert-relay-to-loops already lowers equal groups once; this catches equal kernels of
+    groups that differ, e.g. in what produces an input.) `on_distinct` sees each distinct
+    kernel as it comes."""
+    first: dict[str, KernelSource] = {}
+    renamed: dict[str, str] = {}
+    for k in kernels:
+        kept = first.setdefault(content_digest(k), k)
+        if kept is not k:
+            renamed[k.name] = kept.name
+        elif on_distinct is not None:
+            on_distinct(k)
+    for node in graph["nodes"]:
+        attrs = node.get("attrs", {})
+        if attrs.get("func_name") in renamed:
+            attrs["func_name"] = renamed[attrs["func_name"]]
+    return list(first.values())
+
+
+def content_digest(kernel: KernelSource) -> str:
+    """A hash of what a kernel computes and where: its source with its own name (a whole
+    identifier) taken out, its language, device, and launch sizes."""
+    body = re.sub(rf"\b{re.escape(kernel.name)}\b", "\0", kernel.source)
+    meta = (kernel.language, kernel.device, kernel.global_size, kernel.local_size, kernel.num_inputs, kernel.args)
+    return hashlib.sha256(f"{meta}\0{body}".encode()).hexdigest()
 
 
 @cache

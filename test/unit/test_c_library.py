@@ -4,6 +4,7 @@ flags, errors, and ASan, on kernels the compiler emits."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
 import shutil
@@ -407,3 +408,74 @@ def test_every_allowed_flag_builds_loads_and_runs(cache: Path, flag: str) -> Non
     x = np.linspace(-3, 3, 64, dtype=np.float32)
     out = xrelay.build(text, targets=(f"c {flag}",)).run(x)
     np.testing.assert_allclose(out, np.tanh(np.exp(x)), rtol=1e-5)
+
+
+# --- the cache is checked before anything in it runs (issue 33 item 2) -----------------------
+
+EXP_PROGRAM = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = relay.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+# A library that answers every kernel call with 42s, and whose constructor leaves a marker.
+PLANTED = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}
+void {name}(const float *x, float *out) {{ for (int i = 0; i < 4; i++) out[i] = 42.0f; }}
+int xrelay_num_threads(void) {{ return 1; }}
+"""
+
+
+def plant(path: Path, name: str, marker: Path) -> None:
+    source = path.with_name("planted.c")
+    source.write_text(PLANTED.format(marker=marker, name=name))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(path), str(source)], check=True)
+    source.unlink()
+
+
+def test_a_library_planted_at_an_artifacts_cache_path_is_not_loaded(cache: Path, tmp_path: Path) -> None:
+    exe = xrelay.build(EXP_PROGRAM, targets=("c",))
+    exe.save(tmp_path / "exp.xrelay")
+    x = np.arange(4, dtype=np.float32)
+    ((name,), library) = [k.name for k in exe.kernels], exe.loaded[0].library
+    assert library is not None
+    marker = tmp_path / "constructor-ran"
+    planted = cache / f"c-saved-{hashlib.sha256(library).hexdigest()[:32]}.so"
+    plant(planted, name, marker)
+    out = xrelay.load(tmp_path / "exp.xrelay").run(x=x)
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+    assert not marker.exists()
+
+
+def test_a_planted_or_damaged_cache_entry_is_rebuilt_not_loaded(cache: Path, tmp_path: Path) -> None:
+    first = build_c(kernel_sources_of("c", [ELEMENTWISE]))
+    marker = tmp_path / "constructor-ran"
+    plant(first.path, "k_elementwise", marker)  # its recorded sha256 stays the built one
+    for obj in cache.glob("*.o"):
+        obj.write_bytes(obj.read_bytes()[:100])  # damaged
+    second = build_c(kernel_sources_of("c", [ELEMENTWISE]))
+    assert not second.cached and not marker.exists()
+    run_c(second, ELEMENTWISE)
+    assert build_c(kernel_sources_of("c", [ELEMENTWISE])).cached
+
+
+def test_the_cache_directory_is_the_users_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = c_library.cache_dir()
+    assert path.stat().st_mode & 0o777 == 0o700
+    path.chmod(0o755)  # as xrelay made it before: narrowed
+    assert c_library.cache_dir().stat().st_mode & 0o777 == 0o700
+    monkeypatch.setattr(os, "getuid", lambda: path.stat().st_uid + 1)
+    with pytest.raises(CompileError, match=r"refusing the kernel cache directory .*: it is owned by uid \d+, not"):
+        c_library.cache_dir()
+    monkeypatch.undo()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "xrelay").mkdir()
+    path.rmdir()
+    path.symlink_to(other / "xrelay")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(CompileError, match="it is a symbolic link"):
+        c_library.cache_dir()
