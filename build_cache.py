@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -114,6 +115,7 @@ def store(key: str, built: Built) -> None:
         "params_sha256": digest.hexdigest(),
     }
     write_atomically(json_path, json.dumps(entry).encode())
+    _mark_used(json_path)
     evict(keep=json_path)
 
 
@@ -124,7 +126,7 @@ def evict(keep: Path) -> None:
     entries: list[tuple[float, int, Path]] = []
     for path in cache_dir().glob("build-*.json"):
         try:
-            entries.append((path.stat().st_mtime, path.with_suffix(".bin").stat().st_size, path))
+            entries.append((path.stat().st_mtime_ns, path.with_suffix(".bin").stat().st_size, path))
         except OSError:
             continue
     total = sum(size for _, size, _ in entries)
@@ -146,14 +148,33 @@ def lookup(key: str) -> Built | None:
         data = bin_path.read_bytes()
     except (OSError, ValueError):
         return None
-    if entry.get("format") != FORMAT or hashlib.sha256(data).hexdigest() != entry.get("params_sha256"):
+    if (
+        not isinstance(entry, dict)
+        or entry.get("format") != FORMAT
+        or hashlib.sha256(data).hexdigest() != entry.get("params_sha256")
+    ):
         return None
-    params: dict[str, np.ndarray] = {}
-    for name, place in entry["params"].items():
-        dtype = np.dtype(place["dtype"])
-        count = int(np.prod(place["shape"], dtype=np.int64))
-        params[name] = np.frombuffer(data, dtype, count, int(place["offset"])).reshape(place["shape"])
-    kernels = [KernelSource.from_json(k, k["source"]) for k in entry["kernels"]]
+    try:
+        params = {name: _param(data, place) for name, place in entry["params"].items()}
+        kernels = [KernelSource.from_json(k, k["source"]) for k in entry["kernels"]]
+        graph = entry["graph"]
+    except (KeyError, TypeError, ValueError):  # an entry of another shape: a miss, rebuilt
+        return None
+    _mark_used(json_path)
+    return Built(graph, kernels, params)
+
+
+def _mark_used(json_path: Path) -> None:
+    """Sets the entry's mtime to now, to the nanosecond: the kernel stamps files from a coarse
+    clock (milliseconds apart), too coarse to order two builds of one second."""
+    now = time.time_ns()
     with suppress(OSError):
-        os.utime(json_path)  # (used now: evicted last)
-    return Built(entry["graph"], kernels, params)
+        os.utime(json_path, ns=(now, now))
+
+
+def _param(data: bytes, place: Mapping[str, Any]) -> np.ndarray:
+    dtype = np.dtype(place["dtype"])
+    if dtype.hasobject:
+        raise ValueError("a param of Python objects")
+    count = int(np.prod(place["shape"], dtype=np.int64))
+    return np.frombuffer(data, dtype, count, int(place["offset"])).reshape(place["shape"])

@@ -5,7 +5,9 @@ the emitters, any change to them misses, and a damaged entry is rebuilt."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -111,6 +113,30 @@ def test_a_damaged_entry_is_rebuilt(build_cache: Path, monkeypatch: pytest.Monke
     (entry,) = build_cache.glob("build-*.json")
     assert json.loads(entry.read_text())["format"] == 1
     assert build_cache.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda e: [e],  # not an object
+        lambda e: {**e, "kernels": 3},
+        lambda e: {**e, "params": {n: {**p, "dtype": "|O"} for n, p in e["params"].items()}},  # Python objects
+        lambda e: {k: v for k, v in e.items() if k != "graph"},
+    ],
+    ids=["a list", "kernels a number", "object params", "no graph"],
+)
+def test_an_entry_of_another_shape_is_a_miss(
+    damage: Callable[[dict[str, Any]], object], build_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = {"w": inputs()["w"]}
+    xrelay.build(TWINS, targets=("c",), params=w)
+    (entry,) = build_cache.glob("build-*.json")
+    entry.write_text(json.dumps(damage(json.loads(entry.read_text()))))
+    with monkeypatch.context() as m:
+        lowering_fails(m)
+        with pytest.raises(CompileError, match="lowered again"):
+            xrelay.build(TWINS, targets=("c",), params=w)
+    check(xrelay.build(TWINS, targets=("c",), params=w), w)
 
 
 def test_the_tests_build_without_the_cache() -> None:
