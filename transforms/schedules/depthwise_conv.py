@@ -1,28 +1,33 @@
 """
 depthwise_conv: a depthwise convolution (one input and one output channel per conv group:
 MobileNet's, EfficientNet's, ShuffleNet's, RegNet's 3 x 3 and 5 x 5, ConvNeXt's 7 x 7), of any
-stride, dilation and padding, in vectors along the output rows, on cpu and on opencl.
+stride, dilation and padding, in vectors of the target's lanes, on cpu and on opencl.
 
 The nest spans (image, channel, block of `Plan.rows` output rows). A work item:
 
-1. packs the input rows its windows read, of its one channel, with the padding as zeros,
-   into scratch by column phases: with a stride sw, packed[b][k][t] is the padded input at
-   row k of the block's rows, column t * sw + b, for each residue b modulo sw that a tap
-   reads (`packed_conv.phases`), so that output column ow at tap j reads phase (j dw) % sw
-   at column ow + (j dw) // sw and every load is unit-stride, as at stride 1;
-2. for each output row and each chunk of `Plan.vectors` vectors of the target's lanes along
-   it (the last chunk ending at the row's end and recomputing a few columns; a row shorter
-   than the chunk computes lanes past it, from the packed zeros, and drops them), sums every
-   tap, unrolled, in registers: per tap one broadcast of the weight and one FMA per vector
-   (`micro_kernel.accumulate` with a tile of one row);
-3. stores the chunk's outputs with the group's epilogue, reading the conv from the sums,
-   when they are all finite (as packed_conv: 0 x w = 0 on a padded tap is exact unless w is
-   NaN or infinite); else computes them output by output (`GroupEmitter.conv2d`, which skips
-   the padding), as `xrelay.interpret` does.
+1. packs the input its windows read, of its one channel, with the padding as zeros, by
+   phases as packed_conv does: for each residue a modulo sh and b modulo sw that some tap
+   reads (`packed_conv.phases`), an image of `packed_rows` x `padded_width` whose (k, t) is
+   the padded input at row (first row of the block) + k sh + a, column t sw + b. Output
+   (r, ow) at tap (i, j) then reads image ((i dh) % sh, (j dw) % sw) at (r + (i dh) // sh,
+   ow + (j dw) // sw): at flat position q = r * padded_width + ow plus the tap's offset,
+   whatever the row;
+2. for each chunk of `Plan.vectors` vectors of consecutive flat positions (the columns past
+   the output width computed and dropped; the last chunk ending at the block's last
+   position, recomputing a few), sums every tap, unrolled, in registers: per tap one
+   broadcast of the weight and one FMA per vector (`micro_kernel.accumulate`, a tile of one
+   row), so a 7 x 7 image is one chunk, not seven short rows;
+3. stores the chunk's outputs with the group's epilogue, a unit-stride loop along each
+   output row it spans, reading the conv from the sums when they are all finite (as
+   packed_conv: 0 x w = 0 on a padded tap is exact unless w is NaN or infinite); else
+   computes them output by output (`GroupEmitter.conv2d`, which skips the padding), as
+   `xrelay.interpret` does.
 
 packed_conv computed these as a conv with register blocks of one channel and three vectors,
 packing every channel of a work item's rows: MobileNetV2's depthwise convs ran at 2-17
-GFLOP/s with AVX-512 and 0.7-2.8 with AVX2 (bench/zoo_ops.py, load 4-6).
+GFLOP/s with AVX-512 and 0.7-2.8 with AVX2 (bench/zoo_ops.py, load 4-6); vectors along each
+output row (this schedule's first form) 3-12 with AVX-512, the 7 x 7 and 14 x 14 images
+slowest (a 7-wide row in a vector of 16).
 """
 
 from __future__ import annotations
@@ -49,10 +54,10 @@ from xrelay.transforms.schedules import (
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.packed_conv import block_probe, phases
 
-# A chunk: up to VECTORS vectors of one output row, its sums in registers (4 independent
+# A chunk: VECTORS vectors of consecutive positions, its sums in registers (4 independent
 # FMA chains per tap; with AVX2's 16 registers 4 sums, 4 loads and a broadcast fit).
 VECTORS = 4
-# A work item's rows: the largest divisor of the output height whose packed rows (every
+# A work item's rows: the largest divisor of the output height whose packed images (every
 # phase) hold at most PACK_MAX_FLOATS (64 KiB: within L2, far under PoCL's stack).
 PACK_MAX_FLOATS = 1 << 14
 
@@ -60,22 +65,33 @@ PACK_MAX_FLOATS = 1 << 14
 @dataclass(frozen=True)
 class Plan:
     """The shapes of a depthwise conv's work item: its output rows, the packed rows and
-    width (of one column phase) they read, the column phases and the chunk's vectors."""
+    width of a phase image, the phases and the chunk's vectors."""
 
     conv: relay.Conv2DOp
     rows: int
     packed_rows: int
-    packed_width: int
+    padded_width: int
+    row_phases: tuple[int, ...]
     column_phases: tuple[int, ...]
-    tile: mk.Tile  # one row of `vectors` vectors of the target's lanes
+    tile: mk.Tile  # one row of VECTORS vectors of the target's lanes
 
     @property
     def chunk(self) -> int:
         return self.tile.columns
 
     @property
+    def positions(self) -> int:
+        """The flat positions of the block's outputs: its rows but the last columns of the last."""
+        return (self.rows - 1) * self.padded_width + shape_of(self.conv.res)[3]
+
+    @property
+    def image_floats(self) -> int:
+        return self.packed_rows * self.padded_width
+
+    @property
     def pack_floats(self) -> int:
-        return len(self.column_phases) * self.packed_rows * self.packed_width
+        """The phase images and a chunk of zeros after them (a chunk past the last position)."""
+        return len(self.row_phases) * len(self.column_phases) * self.image_floats + self.chunk
 
 
 def depthwise_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
@@ -92,24 +108,23 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     conv = depthwise_anchor(group)
     if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
         return None
-    lanes = features_of(group).vector_floats
+    tile = mk.Tile(rows=1, vectors=VECTORS, lanes=features_of(group).vector_floats)
     _, _, out_h, out_w = shape_of(conv.res)
     _, _, kh, kw = shape_of(conv.weight)
     (sh, sw), (dh, dw) = conv.stride_values, conv.dilation_values
-    vectors = min(VECTORS, math.ceil(out_w / lanes))
-    column_phases = phases(kw, dw, sw)
-    packed_width = max(out_w, vectors * lanes) + (kw - 1) * dw // sw
+    row_phases, column_phases = phases(kh, dh, sh), phases(kw, dw, sw)
+    padded_width = out_w + (kw - 1) * dw // sw
+    reach = (kh - 1) * dh // sh
+    images = len(row_phases) * len(column_phases)
     fits = [
         rows
         for rows in range(1, out_h + 1)
-        if out_h % rows == 0
-        and len(column_phases) * ((rows - 1) * sh + (kh - 1) * dh + 1) * packed_width <= PACK_MAX_FLOATS
+        if out_h % rows == 0 and images * (rows + reach) * padded_width + tile.columns <= PACK_MAX_FLOATS
     ]
     if not fits:
         return None
     rows = max(fits)
-    tile = mk.Tile(rows=1, vectors=vectors, lanes=lanes)
-    return Plan(conv, rows, (rows - 1) * sh + (kh - 1) * dh + 1, packed_width, column_phases, tile)
+    return Plan(conv, rows, rows + reach, padded_width, row_phases, column_phases, tile)
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -130,98 +145,94 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
     """Output rows tile[2] * rows + r of channel tile[1] of image tile[0]."""
     packed = pack(e, plan, tile)
-    out_w = shape_of(plan.conv.res)[3]
-    chunks = math.ceil(out_w / plan.chunk)
-    e.loops([plan.rows, chunks], [], lambda ivs, _: chunk(e, plan, root, tile, packed, ivs, out))
+    chunks = math.ceil(plan.positions / plan.chunk)
+    e.loops([chunks], [], lambda ivs, _: chunk(e, plan, root, tile, packed, ivs[0], out))
 
 
 def pack(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> SSAValue:
-    """The packed rows of the work item's channel (see the module docstring), zeros where
-    they are padding."""
+    """The phase images of the work item's channel (see the module docstring), zeros where
+    they are padding, then a chunk of zeros."""
     op = plan.conv
-    n, c, block = tile
     _, _, height, width = shape_of(op.data)
     top, left = op.padding_values[0], op.padding_values[1]
     sh, sw = op.stride_values
     packed = e.emit(memref.AllocaOp.get(f32, shape=[plan.pack_floats]))
     e.loops([plan.pack_floats], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
-    row0 = e.add_const(e.mul_const(block, plan.rows * sh), -top)  # the input row of packed row 0
-    rows = e.window_range(row0, 1, height, plan.packed_rows)
-    for b, p in enumerate(plan.column_phases):
-        first = (p - left) % sw  # the first input column of phase p
-        offset = (first + left - p) // sw  # its packed column
-        count = min(math.ceil((width - first) / sw), plan.packed_width - offset)
-        if count <= 0:
-            continue
-
-        def copy(
-            ivs: list[SSAValue], _: list[SSAValue], b: int = b, first: int = first, offset: int = offset
-        ) -> list[SSAValue]:
-            k, t = ivs
-            at = e.add(e.mul_const(e.add_const(k, b * plan.packed_rows), plan.packed_width), e.add_const(t, offset))
-            value = e.value_at(op.data, [n, c, e.add(row0, k), e.add_const(e.mul_const(t, sw), first)])
-            return e.store(value, packed, [at])
-
-        e.loops([rows, count], [], copy)
+    first_row = e.add_const(e.mul_const(tile[2], plan.rows * sh), -top)  # the input row of output row 0's window
+    for a, q in enumerate(plan.row_phases):
+        for b, p in enumerate(plan.column_phases):
+            first = (p - left) % sw  # the first input column of phase p
+            offset = (first + left - p) // sw  # its packed column
+            count = min(math.ceil((width - first) / sw), plan.padded_width - offset)
+            if count > 0:
+                image = a * len(plan.column_phases) + b
+                row0 = e.add_const(first_row, q)
+                rows = e.window_range(row0, sh, height, plan.packed_rows)
+                copy_phase(e, plan, tile, packed, (image, row0, first, offset), (rows, count))
     return packed
 
 
-def chunk(
+def copy_phase(
     e: GroupEmitter,
     plan: Plan,
-    root: SSAValue,
     tile: list[SSAValue],
     packed: SSAValue,
-    ivs: list[SSAValue],
-    out: SSAValue,
+    phase: tuple[int, SSAValue, int, int],
+    extents: tuple[tuple[SSAValue, SSAValue], int],
+) -> None:
+    """Copies phase image `image`: its packed row k is input row row0 + k sh, its packed
+    column offset + t input column first + t sw, for k in `rows` and t < `count`."""
+    n, c, _ = tile
+    image, row0, first, offset = phase
+    rows, count = extents
+    sh, sw = plan.conv.stride_values
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        k, t = ivs
+        at = e.add(e.mul_const(e.add_const(k, image * plan.packed_rows), plan.padded_width), e.add_const(t, offset))
+        value = e.value_at(
+            plan.conv.data, [n, c, e.add(row0, e.mul_const(k, sh)), e.add_const(e.mul_const(t, sw), first)]
+        )
+        return e.store(value, packed, [at])
+
+    e.loops([rows, count], [], copy)
+
+
+def chunk(
+    e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], packed: SSAValue, index: SSAValue, out: SSAValue
 ) -> list[SSAValue]:
-    """The outputs of row ivs[0] of the work item at the vectors of chunk ivs[1]."""
+    """The outputs at the flat positions of chunk `index` (the last one ending at the
+    block's last position, or starting at 0 when the block has fewer)."""
     op = plan.conv
-    n, c, block = tile
-    r, index = ivs
     _, _, kh, kw = shape_of(op.weight)
-    out_w = shape_of(op.res)[3]
-    sh, dh = op.stride_values[0], op.dilation_values[0]
-    start = e.min_index(e.mul_const(index, plan.chunk), e.index(max(out_w - plan.chunk, 0)))
+    start = e.min_index(e.mul_const(index, plan.chunk), e.index(max(plan.positions - plan.chunk, 0)))
     sums = mk.zeros(e, plan.tile)
     for i in range(kh):
         for j in range(kw):
-            sums = one_tap(e, plan, (c, i, j), e.add_const(e.mul_const(r, sh), i * dh), start, packed, sums)
+            sums = one_tap(e, plan, (tile[1], i, j), start, packed, sums)
     acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.chunk]))
     mk.store_block(e, plan.tile, sums, acc, lambda _, v: [e.index(v * plan.tile.lanes)])
     finite = e.emit(arith.CmpfOp(block_probe(e, sums, plan.tile.lanes), e.f32(0.0), "oeq"))
-    oh = e.add(e.mul_const(block, plan.rows), r)
-    columns = (start, e.min_index(e.add_const(start, plan.chunk), e.index(out_w)))
-
-    def store(from_sums: bool) -> list[SSAValue]:
-        def output(ws: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            idx = [n, c, oh, ws[0]]
-            if from_sums:
-                e.remember(op.res, idx, e.emit(memref.LoadOp.get(acc, [e.sub(ws[0], start)])))
-            return e.store(e.value_at(root, idx), out, idx)
-
-        return e.loops([columns], [], output)
-
-    e.if_else(finite, [], lambda: store(True), lambda: store(False))
+    e.if_else(
+        finite,
+        [],
+        lambda: store(e, plan, root, tile, start, acc, out),
+        lambda: store(e, plan, root, tile, start, None, out),
+    )
     return []
 
 
 def one_tap(
-    e: GroupEmitter,
-    plan: Plan,
-    tap: tuple[SSAValue, int, int],
-    row: SSAValue,
-    start: SSAValue,
-    packed: SSAValue,
-    sums: list[SSAValue],
+    e: GroupEmitter, plan: Plan, tap: tuple[SSAValue, int, int], start: SSAValue, packed: SSAValue, sums: list[SSAValue]
 ) -> list[SSAValue]:
-    """`sums` plus tap (channel c, window row i, column j) of the chunk's outputs from column
-    `start`, whose window row i is packed row `row`: the weight times the packed input."""
+    """`sums` plus tap (channel c, window row i, column j) at the chunk's positions from
+    `start`: the weight times phase image ((i dh) % sh, (j dw) % sw) from row (i dh) // sh,
+    column (j dw) // sw on."""
     c, i, j = tap
-    sw, dw = plan.conv.stride_values[1], plan.conv.dilation_values[1]
-    b = plan.column_phases.index(j * dw % sw)
-    line = e.mul_const(e.add_const(row, b * plan.packed_rows), plan.packed_width)
-    base = e.add(line, e.add_const(start, j * dw // sw))
+    (sh, sw), (dh, dw) = plan.conv.stride_values, plan.conv.dilation_values
+    image = plan.row_phases.index(i * dh % sh) * len(plan.column_phases) + plan.column_phases.index(j * dw % sw)
+    offset = image * plan.image_floats + i * dh // sh * plan.padded_width + j * dw // sw
+    base = e.add_const(start, offset)
     weight = e.value_at(plan.conv.weight, [c, e.index(0), e.index(i), e.index(j)])
     lanes = plan.tile.lanes
     return mk.accumulate(
@@ -232,6 +243,43 @@ def one_tap(
         lambda _, __: weight,
         lambda _, v: mk.load(e, packed, [e.add_const(base, v * lanes)], lanes),
     )
+
+
+def store(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    tile: list[SSAValue],
+    start: SSAValue,
+    acc: SSAValue | None,
+    out: SSAValue,
+) -> list[SSAValue]:
+    """`root` at the chunk's outputs, row by row: positions start + p (p < chunk) of output
+    row r of the block are r * padded_width + ow for ow < out_w, one unit-stride loop per
+    row. The conv is read from the sums `acc`, or, without them, computed output by output."""
+    n, c, block = tile
+    out_w, width = shape_of(plan.conv.res)[3], plan.padded_width
+    first_row = e.mul_const(block, plan.rows)
+    end = e.min_index(e.add_const(start, plan.chunk), e.index(plan.positions))
+    rows = (e.div_const(start, width), e.add_const(e.div_const(e.add_const(end, -1), width), 1))
+
+    def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        r = ivs[0]
+        at = e.sub(e.mul_const(r, width), start)  # the chunk's lane of column 0 (may be negative)
+        columns = (
+            e.max_index(e.index(0), e.sub(e.index(0), at)),
+            e.min_index(e.index(out_w), e.sub(end, e.mul_const(r, width))),
+        )
+
+        def output(ws: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            idx = [n, c, e.add(first_row, r), ws[0]]
+            if acc is not None:
+                e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [e.add(at, ws[0])])))
+            return e.store(e.value_at(root, idx), out, idx)
+
+        return e.loops([columns], [], output)
+
+    return e.loops([rows], [], row)
 
 
 SCHEDULE = Schedule("depthwise_conv", matches, build)
