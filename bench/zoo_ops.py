@@ -51,7 +51,8 @@ MODELS = (
 )
 TARGETS = ("c", "c -march=x86-64-v3")
 
-# kernel name -> schedule name, recorded as convert-relay-to-loops builds each kernel
+# kernel name -> schedule name, recorded as convert-relay-to-loops builds each kernel (of
+# the build under way: names repeat across builds)
 SCHEDULES: dict[str, str] = {}
 _build_kernel = lowering.build_kernel
 
@@ -71,8 +72,9 @@ def flops(timing: NodeTiming) -> int:
     outputs = math.prod(step.shape)
     if "conv2d" in name and len(step.input_shapes) > 1 and len(step.input_shapes[1]) == 4:
         return 2 * outputs * math.prod(step.input_shapes[1][1:])
-    if ("dense" in name or "matmul" in name) and step.input_shapes:
-        return 2 * outputs * step.input_shapes[0][-1]
+    matrices = [shape for shape in step.input_shapes if len(shape) >= 2]  # not a bias
+    if ("dense" in name or "matmul" in name) and matrices:
+        return 2 * outputs * matrices[0][-1]
     return 0
 
 
@@ -86,7 +88,7 @@ def ort_session(path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def top_kernels(exe: Any, x: np.ndarray, top: int, runs: int) -> tuple[float, list[str]]:
+def top_kernels(exe: Any, schedules: dict[str, str], x: np.ndarray, top: int, runs: int) -> tuple[float, list[str]]:
     """The profiled run's median total (s) and a line per kernel of the `top` slowest."""
     profile = exe.profile(x, runs=runs)
     total = sum(t.median_seconds for t in profile.timings)
@@ -94,7 +96,7 @@ def top_kernels(exe: Any, x: np.ndarray, top: int, runs: int) -> tuple[float, li
     for t in sorted(profile.timings, key=lambda t: -t.median_seconds)[:top]:
         gflops = flops(t) / t.median_seconds / 1e9 if flops(t) else 0.0
         rate = f"{gflops:6.1f} GF/s" if gflops else " " * 11
-        schedule = SCHEDULES.get(t.step.name, "?")
+        schedule = schedules.get(t.step.name, "?")
         share = 100 * t.median_seconds / total
         lines.append(
             f"  {t.median_seconds * 1e3:7.2f} ms {share:4.1f}% {rate} {schedule:<26} {t.step.name[:44]:<44} "
@@ -111,13 +113,18 @@ def measure(path: Path, targets: tuple[str, ...], top: int, rounds: int) -> str:
     session = ort_session(path)
     input_name = session.get_inputs()[0].name
     ref = session.run(None, {input_name: x})[0]
-    module_params = [xrelay.from_onnx(proto) for _ in targets]
-    exes = {t: xrelay.build(m, targets=(t,), params=p, num_threads=1) for t, (m, p) in zip(targets, module_params)}
+    exes: dict[str, Any] = {}
+    schedules: dict[str, dict[str, str]] = {}
+    for target in targets:
+        module, params = xrelay.from_onnx(proto)
+        SCHEDULES.clear()
+        exes[target] = xrelay.build(module, targets=(target,), params=params, num_threads=1)
+        schedules[target] = dict(SCHEDULES)
     report = [f"== {path.stem}"]
     for target, exe in exes.items():
         out = np.asarray(exe.run(x))
         diff = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
-        total, lines = top_kernels(exe, x, top, runs=3)
+        total, lines = top_kernels(exe, schedules[target], x, top, runs=3)
         report.append(f" {target}: kernels {total * 1e3:.2f} ms, max diff / max ref {diff:.1e}")
         report += lines
     fns: dict[str, Any] = {"ort": lambda: session.run(None, {input_name: x})}
