@@ -26,7 +26,7 @@ CASES = {
     "stride2_odd_batch": ((2, 6, 15, 17), (6, 1, 3, 3), f"{{groups = 6 : i64, strides = array<i64: 2, 2>, {pad(1)}}}", (2, 6, 8, 9), False),
     "efficientnet_5x5_s2": ((1, 5, 14, 35), (5, 1, 5, 5), f"{{groups = 5 : i64, strides = array<i64: 2, 2>, {pad(2)}}}", (1, 5, 7, 18), True),
     "convnext_7x7": ((1, 9, 7, 7), (9, 1, 7, 7), f"{{groups = 9 : i64, {pad(3)}}}", (1, 9, 7, 7), True),
-    "one_pixel": ((1, 7, 1, 1), (7, 1, 3, 3), f"{{groups = 7 : i64, {pad(1)}}}", (1, 7, 1, 1), False),
+    "one_pixel": ((1, 17, 1, 1), (17, 1, 3, 3), f"{{groups = 17 : i64, {pad(1)}}}", (1, 17, 1, 1), False),
     "dilated_uneven": ((1, 3, 12, 40), (3, 1, 3, 3), "{groups = 3 : i64, dilation = array<i64: 2, 2>, padding = array<i64: 2, 1, 0, 3>}", (1, 3, 10, 40), False),
     "wide_rows": ((1, 4, 5, 70), (4, 1, 3, 3), f"{{groups = 4 : i64, {pad(1)}}}", (1, 4, 5, 70), True),
 }  # fmt: skip
@@ -66,9 +66,15 @@ def test_nonfinite_weight_on_padding_and_nonfinite_inputs(bad: float, target: st
     check_everywhere(text, arrays)
 
 
-def test_leaves_channel_multipliers_to_others() -> None:
-    """Two output channels per input channel is a grouped conv, not this schedule's."""
-    case = ((1, 4, 9, 9), (8, 1, 3, 3), f"{{groups = 4 : i64, {pad(1)}}}", (1, 8, 9, 9), False)
+@pytest.mark.parametrize(
+    "case",
+    [((1, 4, 9, 9), (8, 1, 3, 3), f"{{groups = 4 : i64, {pad(1)}}}", (1, 8, 9, 9), False),
+     ((1, 2, 3, 3), (2, 1, 3, 3), "{groups = 2 : i64, dilation = array<i64: 2, 2>, padding = array<i64: 2, 0, 0, 2>}", (1, 2, 1, 1), False)],
+    ids=["channel_multiplier", "tiny"],
+)  # fmt: skip
+def test_leaves_channel_multipliers_and_tiny_convs_to_others(case: tuple) -> None:
+    """Two output channels per input channel is a grouped conv, not this schedule's; a conv
+    of 18 multiply-adds (under MIN_WORK) stays scalar."""
     text = conv_program(*case, residual=False)
     assert schedules(text) != ["depthwise_conv"]
     check_everywhere(text, inputs(case, np.random.default_rng(5)))

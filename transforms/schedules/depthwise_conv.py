@@ -60,6 +60,10 @@ VECTORS = 4
 # A work item's rows: the largest divisor of the output height whose packed images (every
 # phase) hold at most PACK_MAX_FLOATS (64 KiB: within L2, far under PoCL's stack).
 PACK_MAX_FLOATS = 1 << 14
+# Tiny convs (fewer multiply-adds than this) stay with the scalar and conv_vectors schedules:
+# a work item's packing, zeroing and finite probe cost more than their loops (not measured
+# finer; the models' smallest depthwise conv, 7 x 7 x 3 x 3 of a channel, has 441 each).
+MIN_WORK = 1 << 7
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ def depthwise_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
 def plan_of(group: relay.FusedOp) -> Plan | None:
     conv = depthwise_anchor(group)
     if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
+        return None
+    if math.prod(shape_of(conv.res)[1:]) * math.prod(shape_of(conv.weight)[2:]) < MIN_WORK:
         return None
     tile = mk.Tile(rows=1, vectors=VECTORS, lanes=features_of(group).vector_floats)
     _, _, out_h, out_w = shape_of(conv.res)
