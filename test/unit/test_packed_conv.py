@@ -26,15 +26,16 @@ from xrelay.transforms import convert_relay_to_loops
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_ops import FuseOpsPass
 from xrelay.transforms.plan_devices import PlanDevicesPass
-from xrelay.transforms.schedules import conv_taps, packed_conv, winograd_conv
+from xrelay.transforms.schedules import conv_taps, packed_conv, pointwise_conv, winograd_conv
 
 
 @pytest.fixture(autouse=True)
 def without_winograd_conv(monkeypatch: pytest.MonkeyPatch) -> None:
-    """winograd_conv, first in line, takes most 3x3 convs here, and conv_taps those of few
-    input channels: leave them out, so that each case exercises packed_conv as it is named
-    for (test_winograd_conv and test_conv_taps cover the others)."""
-    earlier = (winograd_conv.SCHEDULE, conv_taps.SCHEDULE)
+    """winograd_conv, first in line, takes most 3x3 convs here, conv_taps those of few
+    input channels and pointwise_conv the unpadded 1x1 ones: leave them out, so that each
+    case exercises packed_conv as it is named for (test_winograd_conv, test_conv_taps and
+    test_pointwise_conv cover the others)."""
+    earlier = (winograd_conv.SCHEDULE, conv_taps.SCHEDULE, pointwise_conv.SCHEDULE)
     schedules = tuple(s for s in convert_relay_to_loops.SCHEDULES if s not in earlier)
     monkeypatch.setattr(convert_relay_to_loops, "SCHEDULES", schedules)
 

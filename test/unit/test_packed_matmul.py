@@ -573,3 +573,14 @@ def test_batch_matmul_rows_in_place(lhs: tuple[int, int, int], rhs: tuple[int, i
     allocas = [list(op.memref.type.get_shape()) for op in kernel_ops(module) if isinstance(op, memref.AllocaOp)]
     assert allocas == [[lhs[1], 80], panels]
     check(text)
+
+
+@pytest.mark.parametrize("target", isa_params())
+def test_batch_axes_fold_into_rows_against_one_weight(target: str) -> None:
+    """ConvNeXt's pointwise layers: [1, 5, 7, K] . [K, N], 7 rows per batch (fewer than a
+    tile's), are one matmul of 35 rows (`flat_rows`), packed or with the weight pre-packed,
+    whose edge rows end inside a batch."""
+    text = matmul((1, 5, 7, 200), (200, 40))
+    assert schedules(text, target) == ["packed_matmul"]
+    check(text, target=target)
+    check_prepacked(text, random_inputs(text, 1), constants=("b",), target=target)

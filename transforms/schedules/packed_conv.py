@@ -82,12 +82,16 @@ VECTORS = 3
 
 # A work item's rows: the largest divisor of the output height whose padded rows hold at
 # most ROW_BLOCK_PIXELS positions (the packed tile is reused by every channel block), and
-# whose packed rows are at most PACK_MAX_FLOATS (a stack buffer, within the 512 KiB L2; 256
-# input channels in 4 phases of 8 x 8 exactly, the 3x3 conv of stride 2 at 14x14 -> 7x7:
-# with the tail of zeros counted, blocks of one 7-wide row ran it 5x slower).
-# (256, 512 and 1024 ran within the noise of each other.)
+# whose packed rows are at most PACK_MAX_FLOATS (a stack buffer, the size of the 512 KiB L2;
+# 512 input channels in 4 phases of 8 x 8 exactly, ResNet-50's 3x3 conv of stride 2 at 14x14
+# -> 7x7: with the tail of zeros counted, blocks of one 7-wide row ran it 5x slower).
+# (256, 512 and 1024 ran within the noise of each other.) At 1 << 16 (256 channels there),
+# against 1 << 17, conv + bias + relu at 1 thread, GFLOP/s AVX-512 / AVX2, 15 interleaved
+# rounds, load 7: 512 -> 512 s2 14 -> 7 21 -> 95 / 20 -> 73, 256 -> 256 s2 28 -> 14 64 -> 144
+# / 30 -> 76, 128 -> 128 s2 56 -> 28 129 -> 182 / 85 -> 100; the 7x7 stem, MobileNetV2's first
+# conv, 512 -> 512 at 7x7 and 64 -> 64 at 56x56 within 5% or faster (1 << 18 no better).
 ROW_BLOCK_PIXELS = 512
-PACK_MAX_FLOATS = 1 << 16
+PACK_MAX_FLOATS = 1 << 17
 
 # It serves every device kind with kernels (`DeviceKind.generates_kernels`). On opencl a work item is the same code (`float16` vectors, the
 # scratch as private arrays), which PoCL's LLVM compiles to the same zmm broadcast-FMAs as gcc:
@@ -95,7 +99,7 @@ PACK_MAX_FLOATS = 1 << 16
 # 56x56 2.09x -> 0.93x the C kernel's time, 8x16x28x28 -> 32 1.69x -> 0.97x (conv_vectors
 # before; one run, machine load 2-3). Each work item is launched as a work group of its own
 # (`one_group_per_item`), so PoCL's threads share them and each has its own stack for its
-# packed tile (PACK_MAX_FLOATS: 256 KiB, far under its 8 MiB); in one group a
+# packed tile (PACK_MAX_FLOATS: 512 KiB, far under its 8 MiB); in one group a
 # batch's tiles together overflowed it (64 64-channel 32x32 images segfaulted).
 
 # Of those down to half the largest, the largest giving a `balanced` count of work items

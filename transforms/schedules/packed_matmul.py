@@ -48,6 +48,7 @@ against packed per work item in the same run (31 interleaved rounds, load 1.2-2)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,7 @@ from xrelay.interpreter import constant_value
 from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
-from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, result_shape, round_up
+from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, round_up
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
 
@@ -179,9 +180,32 @@ def matches(group: relay.FusedOp) -> bool:
     return big_enough(matmul, blocking_of(group).tile)
 
 
+def flat_rows(matmul: Matmul) -> bool:
+    """Whether the result's batch axes fold into its rows: where the rhs is one matrix (a
+    weight, [K, N] or [N, K]) and the lhs has the result's batch axes, the product is one
+    matmul of all the lhs's rows. ConvNeXt's pointwise layers, matmul [1, 14, 14, 1536] .
+    [1536, 384] + bias, were 14 batches of 14 rows: too few rows for a tile (matmul_rows
+    took them, at 1.4-2.9 GFLOP/s), and the weight streamed once per batch."""
+    shape = shape_of(matmul.res)
+    lhs = matmul.data if isinstance(matmul, relay.DenseOp) else matmul.lhs
+    return (
+        len(shape) > 2
+        and math.prod(shape[:-2]) > 1
+        and len(shape_of(matmul.operands[1])) == 2
+        and shape_of(lhs)[:-1] == shape[:-1]
+    )
+
+
+def matrix_shape(matmul: Matmul) -> tuple[int, ...]:
+    """The result's shape as the blocks see it: [rows, columns] with the batch axes folded
+    into the rows where `flat_rows`, else the result's."""
+    shape = shape_of(matmul.res)
+    return (math.prod(shape[:-1]), shape[-1]) if flat_rows(matmul) else shape
+
+
 def big_enough(matmul: Matmul, tile: mk.Tile) -> bool:
     """At least a tile of outputs and MIN_WORK multiply-adds (packed_matmul_opencl's test too)."""
-    shape = shape_of(matmul.res)
+    shape = matrix_shape(matmul)
     if len(shape) < 2 or shape[-1] < tile.columns or shape[-2] < tile.rows:
         return False
     return shape[-2] * shape[-1] * dot_depth(matmul) >= MIN_WORK
@@ -198,7 +222,7 @@ def build_prepacked(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) 
 def build_blocks(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue, prepacked: bool) -> scf.ParallelOp:
     matmul = matmul_anchor(group)
     assert matmul is not None
-    shape = result_shape(group)
+    shape = matrix_shape(matmul)
     blocks = blocking_of(group)
     rows, columns = block_rows(shape[-2], blocks), block_columns(shape[-1], blocks)
     tiles = (*shape[:-2], -(-shape[-2] // rows), -(-shape[-1] // columns))
@@ -217,7 +241,8 @@ class Block:
     ):
         lhs = op.data if isinstance(op, relay.DenseOp) else op.lhs
         self.e, self.op, self.panels, self.blocks, self.tile = e, op, panels, blocks, blocks.tile
-        self.shape = shape_of(op.res)
+        self.shape = matrix_shape(op)
+        self.flat = flat_rows(op)  # rows: the result's rows of every batch, `unravel`led
         self.batch = tile[:-2]
         self.rows = block_rows(self.shape[-2], blocks)
         self.columns = block_columns(self.shape[-1], blocks)
@@ -228,7 +253,8 @@ class Block:
         # the block's first panel in a pre-packed rhs
         self.panel0 = None if panels is None else e.mul_const(tile[-1], self.columns // self.tile.columns)
         self.lhs_in_place = (
-            lhs in e.inputs
+            not self.flat
+            and lhs in e.inputs
             and self.shape[-1] > self.columns
             and self.shape[-2] % self.rows == 0
             and rows_spread(self.depth, self.tile.rows)
@@ -257,9 +283,19 @@ class Block:
     def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
         e, op = self.e, self.op
         row = self.clamp(row, self.shape[-2], self.rows)
+        if self.flat:
+            return e.value_at(op.data if isinstance(op, relay.DenseOp) else op.lhs, [*self.unravel(row), k])
         if isinstance(op, relay.DenseOp):
             return e.value_at(op.data, [*self.batch, row, k])
         return e.value_at(op.lhs, [*self.batch_of(op.lhs), row, k])
+
+    def unravel(self, row: SSAValue) -> list[SSAValue]:
+        """The result's index (but the last axis) of row `row` of the folded rows (`flat_rows`)."""
+        e, idx = self.e, list[SSAValue]()
+        for extent in reversed(shape_of(self.op.res)[1:-1]):
+            idx.insert(0, e.rem_const(row, extent))
+            row = e.div_const(row, extent)
+        return [row, *idx]
 
     def rhs_at(self, column: SSAValue, k: SSAValue) -> SSAValue:
         e, op = self.e, self.op
@@ -386,7 +422,8 @@ class Block:
 
         def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             i, j = ivs
-            idx = [*self.batch, e.add(self.row0, i), e.add(self.col0, j)]
+            row = e.add(self.row0, i)
+            idx = [*self.unravel(row), e.add(self.col0, j)] if self.flat else [*self.batch, row, e.add(self.col0, j)]
             e.remember(self.op.res, idx, e.emit(memref.LoadOp.get(sums, [i, j])))
             return e.store(e.value_at(root, idx), out, idx)
 

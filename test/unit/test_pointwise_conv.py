@@ -1,0 +1,71 @@
+"""pointwise_conv: 1 x 1 convolutions as packed matmuls over the NCHW image.
+
+Each case is a 1 x 1 conv2d (with a bias, relu and residual epilogue where said) built for C
+and for OpenCL and checked against `xrelay.interpret` on random inputs, and built for each
+ISA level (SSE4.2, AVX2, the native machine) against `interpret` within the error bound of
+its sums: output channels and pixels that are not whole blocks or tiles (odd counts, not a
+multiple of the vector width), stride 2 with odd sizes, batch 2, a dot product deeper than
+one k-block; and the convs it leaves to others (a 1 x 1 image, padding, groups).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from isa_levels import OPENCL_PLANNED, isa_params
+from test_packed_conv import check_everywhere, check_isa_level, conv_program, inputs, schedules, terms_of
+
+S2 = "strides = array<i64: 2, 2>"
+
+CASES = {
+    # name: data, weight, attrs, result, epilogue (bias, + x when the shapes allow, relu)
+    "odd_channels": ((1, 37, 15, 13), (35, 37, 1, 1), "{}", (1, 35, 15, 13), False),
+    "residual_epilogue": ((1, 32, 14, 14), (32, 32, 1, 1), "{}", (1, 32, 14, 14), True),
+    "stride2_odd_batch": ((2, 48, 15, 17), (40, 48, 1, 1), f"{{{S2}}}", (2, 40, 8, 9), False),
+    "deep_k_blocks": ((1, 1100, 4, 5), (17, 1100, 1, 1), "{}", (1, 17, 4, 5), False),
+    "squeezenet_last": ((1, 64, 13, 13), (100, 64, 1, 1), "{}", (1, 100, 13, 13), False),
+}  # fmt: skip
+
+
+def program(name: str) -> str:
+    data, weight, attrs, result, epilogue = CASES[name]
+    return conv_program(data, weight, attrs, result, epilogue, residual=data == result)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pointwise_conv_agrees_with_interpret(name: str) -> None:
+    text = program(name)
+    assert schedules(text) == ["pointwise_conv"]
+    assert schedules(text, OPENCL_PLANNED) == ["pointwise_conv"]
+    check_everywhere(text, inputs(CASES[name], np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pointwise_conv_at_every_isa_level(name: str, target: str) -> None:
+    case = CASES[name]
+    check_isa_level(program(name), inputs(case, np.random.default_rng(3)), target, "pointwise_conv", terms_of(case))
+
+
+def test_nan_and_inf_inputs_stay_where_they_are_read() -> None:
+    case = CASES["stride2_odd_batch"]
+    arrays = inputs(case, np.random.default_rng(1))
+    arrays["x"][0, 3, 4, 6] = np.nan  # read by output (0, :, 2, 3)
+    arrays["x"][1, 5, 1, 1] = np.inf  # between the stride's pixels: read by none
+    arrays["x"][1, 7, 14, 16] = -np.inf  # the last pixel read, output (1, :, 7, 8)
+    expected = check_everywhere(program("stride2_odd_batch"), arrays)
+    assert np.isnan(expected[0, :, 2, 3]).all() and np.isfinite(expected[1]).sum() == 40 * 72 - 40
+
+
+@pytest.mark.parametrize(
+    ("data", "weight", "attrs", "result"),
+    [((1, 512, 1, 1), (600, 512, 1, 1), "{}", (1, 600, 1, 1)),
+     ((1, 32, 14, 14), (32, 32, 1, 1), "{padding = array<i64: 1, 1, 1, 1>}", (1, 32, 16, 16)),
+     ((1, 32, 14, 14), (32, 16, 1, 1), "{groups = 2 : i64}", (1, 32, 14, 14))],
+)  # fmt: skip
+def test_leaves_one_pixel_padded_and_grouped_convs_to_others(
+    data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...]
+) -> None:
+    text = conv_program(data, weight, attrs, result)
+    assert schedules(text) != ["pointwise_conv"]
+    check_everywhere(text, inputs((data, weight, attrs, result, False), np.random.default_rng(2)))

@@ -1,0 +1,291 @@
+"""
+depthwise_conv: a depthwise convolution (one input and one output channel per conv group:
+MobileNet's, EfficientNet's, ShuffleNet's, RegNet's 3 x 3 and 5 x 5, ConvNeXt's 7 x 7), of any
+stride, dilation and padding, in vectors of the target's lanes, on cpu and on opencl.
+
+The nest spans (image, channel, block of `Plan.rows` output rows). A work item:
+
+1. packs the input its windows read, of its one channel, with the padding as zeros, by
+   phases as packed_conv does: for each residue a modulo sh and b modulo sw that some tap
+   reads (`packed_conv.phases`), an image of `packed_rows` x `padded_width` whose (k, t) is
+   the padded input at row (first row of the block) + k sh + a, column t sw + b. Output
+   (r, ow) at tap (i, j) then reads image ((i dh) % sh, (j dw) % sw) at (r + (i dh) // sh,
+   ow + (j dw) // sw): at flat position q = r * padded_width + ow plus the tap's offset,
+   whatever the row;
+2. for each chunk of `Plan.vectors` vectors of consecutive flat positions (the columns past
+   the output width computed and dropped; the last chunk ending at the block's last
+   position, recomputing a few), sums every tap, unrolled, in registers: per tap one
+   broadcast of the weight and one FMA per vector (`micro_kernel.accumulate`, a tile of one
+   row), so a 7 x 7 image is one chunk, not seven short rows;
+3. stores the chunk's outputs with the group's epilogue, a unit-stride loop along each
+   output row it spans, reading the conv from the sums when they are all finite (as
+   packed_conv: 0 x w = 0 on a padded tap is exact unless w is NaN or infinite); else
+   computes them output by output (`GroupEmitter.conv2d`, which skips the padding), as
+   `xrelay.interpret` does.
+
+packed_conv computed these as a conv with register blocks of one channel and three vectors,
+packing every channel of a work item's rows: MobileNetV2's depthwise convs ran at 2-17
+GFLOP/s with AVX-512 and 0.7-2.8 with AVX2 (bench/zoo_ops.py, load 4-6); vectors along each
+output row (this schedule's first form) 3-12 with AVX-512, the 7 x 7 and 14 x 14 images
+slowest (a 7-wide row in a vector of 16).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import (
+    Schedule,
+    anchor_of,
+    features_of,
+    group_root,
+    kind_of,
+    one_group_per_item,
+    result_shape,
+)
+from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.packed_conv import block_probe, phases
+
+# A chunk: VECTORS vectors of consecutive positions, its sums in registers (4 independent
+# FMA chains per tap; with AVX2's 16 registers 4 sums, 4 loads and a broadcast fit).
+VECTORS = 4
+# A work item's rows: the largest divisor of the output height whose packed images (every
+# phase) hold at most PACK_MAX_FLOATS (64 KiB: within L2, far under PoCL's stack).
+PACK_MAX_FLOATS = 1 << 14
+# Tiny convs (fewer multiply-adds than this) stay with the scalar and conv_vectors schedules:
+# a work item's packing, zeroing and finite probe cost more than their loops (not measured
+# finer; the models' smallest depthwise conv, 7 x 7 x 3 x 3 of a channel, has 441 each).
+MIN_WORK = 1 << 7
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The shapes of a depthwise conv's work item: its output rows, the packed rows and
+    width of a phase image, the phases and the chunk's vectors."""
+
+    conv: relay.Conv2DOp
+    rows: int
+    packed_rows: int
+    padded_width: int
+    row_phases: tuple[int, ...]
+    column_phases: tuple[int, ...]
+    tile: mk.Tile  # one row of VECTORS vectors of the target's lanes
+
+    @property
+    def chunk(self) -> int:
+        return self.tile.columns
+
+    @property
+    def positions(self) -> int:
+        """The flat positions of the block's outputs: its rows but the last columns of the last."""
+        return (self.rows - 1) * self.padded_width + shape_of(self.conv.res)[3]
+
+    @property
+    def image_floats(self) -> int:
+        return self.packed_rows * self.padded_width
+
+    @property
+    def pack_floats(self) -> int:
+        """The phase images and a chunk of zeros after them (a chunk past the last position)."""
+        return len(self.row_phases) * len(self.column_phases) * self.image_floats + self.chunk
+
+
+def depthwise_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
+    """The group's conv2d of the result's shape when each conv group is one input and one
+    output channel."""
+    conv = anchor_of(group, relay.Conv2DOp)
+    if conv is None:
+        return None
+    out_c, in_per_group = shape_of(conv.weight)[:2]
+    return conv if in_per_group == 1 and conv.group_count == out_c == shape_of(conv.data)[1] else None
+
+
+def plan_of(group: relay.FusedOp) -> Plan | None:
+    conv = depthwise_anchor(group)
+    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
+        return None
+    if math.prod(shape_of(conv.res)[1:]) * math.prod(shape_of(conv.weight)[2:]) < MIN_WORK:
+        return None
+    tile = mk.Tile(rows=1, vectors=VECTORS, lanes=features_of(group).vector_floats)
+    _, _, out_h, out_w = shape_of(conv.res)
+    _, _, kh, kw = shape_of(conv.weight)
+    (sh, sw), (dh, dw) = conv.stride_values, conv.dilation_values
+    row_phases, column_phases = phases(kh, dh, sh), phases(kw, dw, sw)
+    padded_width = out_w + (kw - 1) * dw // sw
+    reach = (kh - 1) * dh // sh
+    images = len(row_phases) * len(column_phases)
+    fits = [
+        rows
+        for rows in range(1, out_h + 1)
+        if out_h % rows == 0 and images * (rows + reach) * padded_width + tile.columns <= PACK_MAX_FLOATS
+    ]
+    if not fits:
+        return None
+    rows = max(fits)
+    return Plan(conv, rows, rows + reach, padded_width, row_phases, column_phases, tile)
+
+
+def matches(group: relay.FusedOp) -> bool:
+    return plan_of(group) is not None
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    plan = plan_of(group)
+    assert plan is not None
+    batch, channels, out_h, _ = result_shape(group)
+    root = group_root(group)
+    nest = emitter.parallel_nest(
+        (batch, channels, out_h // plan.rows), lambda tile: work_item(emitter, plan, root, tile, out)
+    )
+    return one_group_per_item(nest, group)
+
+
+def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
+    """Output rows tile[2] * rows + r of channel tile[1] of image tile[0]."""
+    packed = pack(e, plan, tile)
+    chunks = math.ceil(plan.positions / plan.chunk)
+    e.loops([chunks], [], lambda ivs, _: chunk(e, plan, root, tile, packed, ivs[0], out))
+
+
+def pack(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> SSAValue:
+    """The phase images of the work item's channel (see the module docstring), zeros where
+    they are padding, then a chunk of zeros."""
+    op = plan.conv
+    _, _, height, width = shape_of(op.data)
+    top, left = op.padding_values[0], op.padding_values[1]
+    sh, sw = op.stride_values
+    packed = e.emit(memref.AllocaOp.get(f32, shape=[plan.pack_floats]))
+    e.loops([plan.pack_floats], [], lambda ivs, _: e.store(e.f32(0.0), packed, ivs))
+    first_row = e.add_const(e.mul_const(tile[2], plan.rows * sh), -top)  # the input row of output row 0's window
+    for a, q in enumerate(plan.row_phases):
+        for b, p in enumerate(plan.column_phases):
+            first = (p - left) % sw  # the first input column of phase p
+            offset = (first + left - p) // sw  # its packed column
+            count = min(math.ceil((width - first) / sw), plan.padded_width - offset)
+            if count > 0:
+                image = a * len(plan.column_phases) + b
+                row0 = e.add_const(first_row, q)
+                rows = e.window_range(row0, sh, height, plan.packed_rows)
+                copy_phase(e, plan, tile, packed, (image, row0, first, offset), (rows, count))
+    return packed
+
+
+def copy_phase(
+    e: GroupEmitter,
+    plan: Plan,
+    tile: list[SSAValue],
+    packed: SSAValue,
+    phase: tuple[int, SSAValue, int, int],
+    extents: tuple[tuple[SSAValue, SSAValue], int],
+) -> None:
+    """Copies phase image `image`: its packed row k is input row row0 + k sh, its packed
+    column offset + t input column first + t sw, for k in `rows` and t < `count`."""
+    n, c, _ = tile
+    image, row0, first, offset = phase
+    rows, count = extents
+    sh, sw = plan.conv.stride_values
+
+    def copy(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        k, t = ivs
+        at = e.add(e.mul_const(e.add_const(k, image * plan.packed_rows), plan.padded_width), e.add_const(t, offset))
+        value = e.value_at(
+            plan.conv.data, [n, c, e.add(row0, e.mul_const(k, sh)), e.add_const(e.mul_const(t, sw), first)]
+        )
+        return e.store(value, packed, [at])
+
+    e.loops([rows, count], [], copy)
+
+
+def chunk(
+    e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], packed: SSAValue, index: SSAValue, out: SSAValue
+) -> list[SSAValue]:
+    """The outputs at the flat positions of chunk `index` (the last one ending at the
+    block's last position, or starting at 0 when the block has fewer)."""
+    op = plan.conv
+    _, _, kh, kw = shape_of(op.weight)
+    start = e.min_index(e.mul_const(index, plan.chunk), e.index(max(plan.positions - plan.chunk, 0)))
+    sums = mk.zeros(e, plan.tile)
+    for i in range(kh):
+        for j in range(kw):
+            sums = one_tap(e, plan, (tile[1], i, j), start, packed, sums)
+    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.chunk]))
+    mk.store_block(e, plan.tile, sums, acc, lambda _, v: [e.index(v * plan.tile.lanes)])
+    finite = e.emit(arith.CmpfOp(block_probe(e, sums, plan.tile.lanes), e.f32(0.0), "oeq"))
+    e.if_else(
+        finite,
+        [],
+        lambda: store(e, plan, root, tile, start, acc, out),
+        lambda: store(e, plan, root, tile, start, None, out),
+    )
+    return []
+
+
+def one_tap(
+    e: GroupEmitter, plan: Plan, tap: tuple[SSAValue, int, int], start: SSAValue, packed: SSAValue, sums: list[SSAValue]
+) -> list[SSAValue]:
+    """`sums` plus tap (channel c, window row i, column j) at the chunk's positions from
+    `start`: the weight times phase image ((i dh) % sh, (j dw) % sw) from row (i dh) // sh,
+    column (j dw) // sw on."""
+    c, i, j = tap
+    (sh, sw), (dh, dw) = plan.conv.stride_values, plan.conv.dilation_values
+    image = plan.row_phases.index(i * dh % sh) * len(plan.column_phases) + plan.column_phases.index(j * dw % sw)
+    offset = image * plan.image_floats + i * dh // sh * plan.padded_width + j * dw // sw
+    base = e.add_const(start, offset)
+    weight = e.value_at(plan.conv.weight, [c, e.index(0), e.index(i), e.index(j)])
+    lanes = plan.tile.lanes
+    return mk.accumulate(
+        e,
+        plan.tile,
+        [],
+        sums,
+        lambda _, __: weight,
+        lambda _, v: mk.load(e, packed, [e.add_const(base, v * lanes)], lanes),
+    )
+
+
+def store(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    tile: list[SSAValue],
+    start: SSAValue,
+    acc: SSAValue | None,
+    out: SSAValue,
+) -> list[SSAValue]:
+    """`root` at the chunk's outputs, row by row: positions start + p (p < chunk) of output
+    row r of the block are r * padded_width + ow for ow < out_w, one unit-stride loop per
+    row. The conv is read from the sums `acc`, or, without them, computed output by output."""
+    n, c, block = tile
+    out_w, width = shape_of(plan.conv.res)[3], plan.padded_width
+    first_row = e.mul_const(block, plan.rows)
+    end = e.min_index(e.add_const(start, plan.chunk), e.index(plan.positions))
+    rows = (e.div_const(start, width), e.add_const(e.div_const(e.add_const(end, -1), width), 1))
+
+    def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        r = ivs[0]
+        at = e.sub(e.mul_const(r, width), start)  # the chunk's lane of column 0 (may be negative)
+        columns = (
+            e.max_index(e.index(0), e.sub(e.index(0), at)),
+            e.min_index(e.index(out_w), e.sub(end, e.mul_const(r, width))),
+        )
+
+        def output(ws: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            idx = [n, c, e.add(first_row, r), ws[0]]
+            if acc is not None:
+                e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [e.add(at, ws[0])])))
+            return e.store(e.value_at(root, idx), out, idx)
+
+        return e.loops([columns], [], output)
+
+    return e.loops([rows], [], row)
+
+
+SCHEDULE = Schedule("depthwise_conv", matches, build)

@@ -1,0 +1,140 @@
+"""
+pointwise_conv: a 1 x 1 convolution (any stride, one conv group, no padding) computed as a
+matmul over the NCHW image by packed_matmul's blocks and micro-kernel, on cpu and on opencl.
+
+Per image n, the conv is out[o, p] = sum_c w[o, c] x[c, p] over the output pixels p = (oh,
+ow), x[c, p] the input at (c, oh * sh, ow * sw): a matmul whose lhs is the weight ([O, C]
+as it lies, rows along k, so the micro-kernel's broadcasts read it in place), whose rhs is
+the image ([C, P], `micro_kernel.Layout.PLAIN`: each work item packs its pixels into
+panels), with the image's batch as the batch axis. The work items, k-blocks, tiles and
+scratch are packed_matmul's (`Block`); only what an element of each operand is and where the
+block's outputs go differ (`PointwiseBlock`): the epilogue stores each output row that a
+block of pixels spans by a unit-stride loop along the row (as packed_conv's `store_block`),
+the group's other ops (bias, activation, residual) applied there.
+
+packed_conv computed these as a direct conv with one tap: at the exported models' shapes,
+where the pixels are few (7 x 7, 14 x 14) and the channels many, its work items (blocks of
+output rows, every channel) were few and its packed tile large; ResNet-50's 1 x 1 convs at
+7 x 7 and 14 x 14 ran at 13-30 GFLOP/s there (bench/zoo_ops.py, AVX-512, load 4-5).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import memref, scf
+from xdsl.ir import SSAValue
+
+from xrelay.dialects import relay
+from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.schedules import (
+    Schedule,
+    anchor_of,
+    features_of,
+    group_root,
+    kind_of,
+    one_group_per_item,
+    result_shape,
+)
+from xrelay.transforms.schedules import micro_kernel as mk
+from xrelay.transforms.schedules.packed_matmul import (
+    MIN_WORK,
+    Block,
+    Blocking,
+    block_columns,
+    block_rows,
+    blocking,
+    rows_spread,
+)
+
+
+def pointwise_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
+    """The group's conv2d of the result's shape when it is 1 x 1, of one conv group, unpadded."""
+    conv = anchor_of(group, relay.Conv2DOp)
+    if conv is None or conv.group_count != 1 or any(conv.padding_values):
+        return None
+    return conv if shape_of(conv.weight)[2:] == (1, 1) else None
+
+
+def matrix(conv: relay.Conv2DOp) -> tuple[int, int, int]:
+    """The matmul of one image: (rows, columns, depth) = (output channels, pixels, input channels)."""
+    _, out_c, out_h, out_w = shape_of(conv.res)
+    return out_c, out_h * out_w, shape_of(conv.data)[1]
+
+
+def matches(group: relay.FusedOp) -> bool:
+    conv = pointwise_anchor(group)
+    if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
+        return False
+    tile = blocking(features_of(group)).tile
+    rows, columns, depth = matrix(conv)
+    return rows >= tile.rows and columns >= tile.columns and rows * columns * depth >= MIN_WORK
+
+
+def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
+    conv = pointwise_anchor(group)
+    assert conv is not None
+    blocks = blocking(features_of(group))
+    rows, columns, _ = matrix(conv)
+    row_block, column_block = block_rows(rows, blocks), block_columns(columns, blocks)
+    tiles = (result_shape(group)[0], -(-rows // row_block), -(-columns // column_block))
+    root = group_root(group)
+    nest = emitter.parallel_nest(tiles, lambda tile: PointwiseBlock(emitter, conv, tile, blocks).emit(root, out))
+    return one_group_per_item(nest, group)
+
+
+class PointwiseBlock(Block):
+    """packed_matmul's work item for block `tile` = (image, row block, column block) of a
+    1 x 1 conv's matmul (`matrix`): lhs the weight, rhs the image's strided pixels."""
+
+    def __init__(self, e: GroupEmitter, conv: relay.Conv2DOp, tile: list[SSAValue], blocks: Blocking):
+        rows, columns, depth = matrix(conv)
+        self.e, self.conv, self.panels, self.blocks, self.tile = e, conv, None, blocks, blocks.tile
+        self.shape = (shape_of(conv.res)[0], rows, columns)
+        self.batch = tile[:-2]
+        self.rows, self.columns = block_rows(rows, blocks), block_columns(columns, blocks)
+        self.row0 = e.mul_const(tile[-2], self.rows)
+        self.col0 = e.mul_const(tile[-1], self.columns)
+        self.depth = depth
+        self.layout = mk.Layout.PLAIN
+        self.panel0 = None
+        self.lhs_in_place = conv.weight in e.inputs and rows % self.rows == 0 and rows_spread(depth, self.tile.rows)
+        self.k_depth = self.k_block_depth()
+
+    def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
+        e, zero = self.e, self.e.index(0)
+        return e.value_at(self.conv.weight, [self.clamp(row, self.shape[-2], self.rows), k, zero, zero])
+
+    def rhs_at(self, column: SSAValue, k: SSAValue) -> SSAValue:
+        e, conv = self.e, self.conv
+        pixel = self.clamp(column, self.shape[-1], self.columns)
+        out_w = shape_of(conv.res)[3]
+        sh, sw = conv.stride_values
+        h, w = e.mul_const(e.div_const(pixel, out_w), sh), e.mul_const(e.rem_const(pixel, out_w), sw)
+        return e.value_at(conv.data, [*self.batch, k, h, w])
+
+    def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
+        """The group's result at the block's outputs: for each of its channels, each output
+        row its pixels [col0, end) span, a unit-stride loop over the row's columns among them."""
+        e = self.e
+        _, _, out_h, out_w = shape_of(self.conv.res)
+        end = e.min_index(e.add_const(self.col0, self.columns), e.index(self.shape[-1]))
+        first_row = e.div_const(self.col0, out_w)
+        last_row = e.min_index(e.add_const(e.div_const(e.add_const(end, -1), out_w), 1), e.index(out_h))
+
+        def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, h = ivs
+            start = e.mul_const(h, out_w)  # the pixel of column 0
+            columns = (e.max_index(e.index(0), e.sub(self.col0, start)), e.min_index(e.index(out_w), e.sub(end, start)))
+            at = e.sub(start, self.col0)  # its position in the block's sums
+
+            def output(ws: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+                idx = [*self.batch, e.add(self.row0, i), h, ws[0]]
+                e.remember(self.conv.res, idx, e.emit(memref.LoadOp.get(sums, [i, e.add(at, ws[0])])))
+                return e.store(e.value_at(root, idx), out, idx)
+
+            return e.loops([columns], [], output)
+
+        e.loops([self.valid(self.row0, self.rows, self.shape[-2]), (first_row, last_row)], [], row)
+
+
+SCHEDULE = Schedule("pointwise_conv", matches, build)
