@@ -16,6 +16,12 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       and the product with v by the micro-kernel, the scores in scratch
     softmax_row       a softmax result: a work item per row (max, exp stored, sum, scale)
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
+    pointwise_conv    a cpu or opencl 1 x 1 conv2d anchor (any stride, one group, unpadded): a
+                      matmul over the NCHW image, out[o, p] = sum_c w[o, c] x[c, p], by
+                      packed_matmul's blocks and micro-kernel
+    depthwise_conv    a cpu or opencl depthwise conv2d anchor (a group per channel, any window,
+                      stride, dilation, padding) of enough work: vectors of consecutive output
+                      positions across rows, a channel's taps in registers
     winograd_conv     a cpu or opencl 3x3 conv2d anchor of stride 1, dilation 1, one group,
                       enough channels and tiles (on opencl, enough work per image): Winograd
                       F(4x4, 3x3) or F(2x2, 3x3), a block of tile rows per work item (on
