@@ -11,6 +11,7 @@ integer inputs zeros.
 
     .venv/bin/pip install -e '.[bench,zoo]' && .venv/bin/python bench/zoo_export.py
     .venv/bin/python bench/zoo.py [--dir /work/zoo-models] [--models resnet18,gpt2] [--rounds 5] [--json out.json]
+        [--target "c -march=x86-64-v3"]
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def failing_op(error: Exception) -> str:
     return type(error).__name__
 
 
-def measure(path: Path, rounds: int) -> Row:
+def measure(path: Path, rounds: int, target: str = "c") -> Row:
     """Imports, builds, checks and times one model; stops at the first stage that fails."""
     import onnx
 
@@ -120,7 +121,7 @@ def measure(path: Path, rounds: int) -> Row:
     row.imports = True
     try:
         start = time.perf_counter()
-        exe = xrelay.build(module, targets=("c",), params=params, num_threads=1)
+        exe = xrelay.build(module, targets=(target,), params=params, num_threads=1)
         row.build_s = time.perf_counter() - start
         got = exe.run(inputs)
     except Exception as e:  # a model that imports but does not build or run: also a row
@@ -164,6 +165,7 @@ def main() -> None:
     parser.add_argument("--models", default="", help="comma-separated file stems (default: every .onnx file)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (medians are reported)")
     parser.add_argument("--json", type=Path, help="also write the rows and the machine as JSON here")
+    parser.add_argument("--target", default="c", help='the C target, e.g. "c -march=x86-64-v3" (an AVX2 host\'s)')
     args = parser.parse_args()
     paths = sorted(args.dir.glob("*.onnx"))
     if args.models:
@@ -176,12 +178,12 @@ def main() -> None:
     print("\n".join(machine_lines(machine)))
     import onnxruntime
 
-    print(f"onnxruntime {onnxruntime.__version__}, xrelay targets c; one thread each; "
+    print(f"onnxruntime {onnxruntime.__version__}, xrelay target {args.target!r}; one thread each; "
           f"{args.rounds} interleaved rounds, medians", flush=True)  # fmt: skip
     load = [os.getloadavg()[0]]
     rows: list[Row] = []
     for path in paths:
-        row = measure(path, args.rounds)
+        row = measure(path, args.rounds, args.target)
         rows.append(row)
         status = row.detail[:200] if not row.matches else f"ok, {row.ratio:.1f}x onnxruntime"
         print(f"  {row.model:<20} {status}", flush=True)

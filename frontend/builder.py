@@ -126,6 +126,8 @@ class Builder:
         self.arg_attrs: list[dict[str, Attribute]] = []
         self.input_names: list[str] = []
         self.nn = NN(self)
+        # results [..., M, N] made by `unflatten` -> the [P * M, N] values they reshape
+        self.flattened: dict[SSAValue, SSAValue] = {}
 
     # --- inputs, constants, placement ---------------------------------------------------------
 
@@ -200,6 +202,10 @@ class Builder:
         """Appends a `cls` op and returns its result, typed by the op's `infer_shape`. `shape`
         is the result shape of ops that take it from their result type (reshape,
         broadcast_to)."""
+        if self.flattened and issubclass(cls, relay.UnaryElemwiseOp | relay.BinaryBroadcastOp):
+            sunk = self._sunk(cls, operands, properties)
+            if sunk is not None:
+                return sunk
         props = {k: v for k, v in (properties or {}).items() if v is not None}
         placeholder = relay.tensor(shape if shape is not None else ())
         op = cls.create(operands=list(operands), result_types=[placeholder], properties=props)
@@ -213,6 +219,45 @@ class Builder:
             operand_types = ", ".join(str(v.type) for v in operands)
             raise VerifyError(f"'{cls.name}' on ({operand_types}): {e}") from None
         return self.append(op)
+
+    def unflatten(self, flat: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`flat` ([P * M, N], e.g. a matmul of a batch's rows flattened into one matrix) reshaped
+        to `shape` ([..., M, N]). Elementwise ops on the result, with operands of one value per
+        column or a scalar, are then built on `flat` and reshaped after them (`_sunk`), so that
+        fusion keeps them with the matmul, as the epilogue of one 2-D product."""
+        result = self.reshape(flat, shape)
+        self.flattened[result] = flat
+        return result
+
+    def _sunk(
+        self, cls: type[relay.RelayOp], operands: Sequence[SSAValue], properties: Mapping[str, Attribute | None] | None
+    ) -> SSAValue | None:
+        """`cls` of `operands` as `unflatten(cls of the flat values)`, where every operand is an
+        `unflatten`ed value of one shape, a scalar, one value per column ([N], [1, N]), or of
+        the result's shape (reshaped flat too: a residual); None where one is not."""
+        flats = [self.flattened[v] for v in operands if v in self.flattened]
+        if not flats or len({shape_of(f) for f in flats}) != 1:
+            return None
+        flat_shape = shape_of(flats[0])
+        shape = shape_of(next(v for v in operands if v in self.flattened))
+        shapes = [shape_of(v) for v in operands]
+        if np.broadcast_shapes(*shapes) != shape:
+            return None
+        if any(
+            v not in self.flattened and s != shape and not _per_column(s, flat_shape[-1])
+            for v, s in zip(operands, shapes)
+        ):
+            return None
+        flattened, self.flattened = self.flattened, {}  # build the flat op as any other
+        try:
+            flat_operands = [
+                flattened[v] if v in flattened else self.reshape(v, flat_shape) if s == shape else v
+                for v, s in zip(operands, shapes)
+            ]
+            result = self.op(cls, flat_operands, properties)
+        finally:
+            self.flattened = flattened
+        return self.unflatten(result, shape)
 
     def value(self, operand: Operand, like: Operand | None = None) -> SSAValue:
         """An SSA value as it is, or a constant of a number or array: of `like`'s element type
@@ -497,6 +542,11 @@ class NN:
             "pad_mode": None if pad_mode == "constant" else StringAttr(pad_mode),
         }
         return self.b.op(relay.PadOp, [x], props)
+
+
+def _per_column(shape: Shape, columns: int) -> bool:
+    """A shape that broadcasts against [rows, columns] as one value per column, or a scalar."""
+    return len(shape) <= 2 and all(d == 1 for d in shape[:-1]) and (not shape or shape[-1] in (1, columns))
 
 
 def _static_shape(name: str, shape: Sequence[int]) -> Shape:

@@ -271,8 +271,14 @@ def matmul(n: NodeImporter) -> list[Result]:
 
 
 def _matmul(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:
-    """numpy's matmul: `relay.nn.matmul`, with 1-D operands made 2-D and back."""
+    """numpy's matmul: `relay.nn.matmul`, with 1-D operands made 2-D and back. A batch of
+    matrices by one matrix (torch's Linear on [seq, batch, d] or [n, h, w, c]) is one 2-D
+    product of the batch's rows (`Builder.unflatten`): a batch of few rows each is no matmul
+    the packed schedules take."""
     xs, ys = shape_of(x), shape_of(y)
+    if len(ys) == 2 and len(xs) > 2 and math.prod(xs[:-2]) > 1:
+        flat = b.nn.matmul(b.reshape(x, (-1, xs[-1])), y)
+        return b.unflatten(flat, (*xs[:-1], ys[1]))
     if len(xs) == 1 or len(ys) == 1:
         x2 = b.reshape(x, (1, xs[0])) if len(xs) == 1 else x
         y2 = b.reshape(y, (ys[0], 1)) if len(ys) == 1 else y

@@ -3,7 +3,9 @@ ONNX's LSTM and GRU, unrolled over their static sequence into relay ops the comp
 (dense, add, multiply, sigmoid, tanh, strided slices, concatenations).
 
 The input projection of every step is one dense over the whole sequence; each step adds the
-recurrent dense of the previous hidden state and applies the gates of onnx's equations. A
+recurrent dense of the previous hidden state (one dense for all gates) and applies the gates of
+onnx's equations, slicing the step's gates out of both inside the gates' elementwise kernel
+(fusion then makes a step one dense and one kernel of gates for GRU, two for LSTM). A
 zero initial state (absent, or known zeros as torch exports it) skips the first recurrent
 dense. Forward, reverse and bidirectional directions, both layouts, peepholes, `clip` and the
 activations Sigmoid, Tanh and Relu are supported; variable sequence lengths and LSTM's
@@ -79,8 +81,9 @@ class Recurrence:
     def layout(self) -> int:
         return int(self.n.attr("layout", 0))
 
-    def projected(self, direction: int) -> list[SSAValue]:
-        """X @ W.T + Wb (+ Rb where it adds directly) of each step, [batch, gates * hidden]."""
+    def projected(self, direction: int) -> SSAValue:
+        """X @ W.T + Wb (+ Rb where it adds directly) of every step, [seq, batch, gates * hidden]:
+        one dense whose steps the gate kernels slice (a slice per step would be a kernel each)."""
         b = self.b
         x = self.n.tensor(0)
         if self.layout == 1:
@@ -92,9 +95,15 @@ class Recurrence:
             if self.gates == 3:  # GRU's Rb of the candidate h sits inside the reset: added per step
                 rb = b.multiply(rb, np.repeat(np.array([1, 1, 0], np.float32), self.hidden))
             y = b.add(y, b.add(wb, rb))
-        width = self.gates * self.hidden
-        steps = b.reshape(y, (self.seq, self.batch, width))
-        return [b.reshape(b.strided_slice(steps, [t], [t + 1]), (self.batch, width)) for t in range(self.seq)]
+        return b.reshape(y, (self.seq, self.batch, self.gates * self.hidden))
+
+    def step_gate(self, steps: SSAValue, t: int, index: int, recurrent: SSAValue | None) -> SSAValue:
+        """Gate `index` of step `t`'s projection ([batch, hidden]), plus that gate of the
+        `recurrent` dense ([batch, gates * hidden]) when there is one. Slicing here, after the
+        dense, lets fusion put the slices and the add into the elementwise kernel of the gates."""
+        b, h = self.b, self.hidden
+        x = b.reshape(b.strided_slice(steps, [t, 0, index * h], [t + 1, self.batch, (index + 1) * h]), (self.batch, h))
+        return x if recurrent is None else b.add(x, self.gate(recurrent, index))
 
     def gate(self, values: SSAValue, index: int) -> SSAValue:
         """Gate `index` of [batch, gates * hidden] values."""
@@ -182,11 +191,11 @@ def lstm(n: NodeImporter) -> list[Result]:
         h, c = r.initial(5, d), r.initial(6, d)
         outs: dict[int, SSAValue] = {}
         for t in r.order(d):
-            g = steps[t] if h is None else b.add(steps[t], b.nn.dense(h, rw))
-            i_in, f_in, o_in = r.gate(g, 0), r.gate(g, 2), r.gate(g, 1)
+            rec = None if h is None else b.nn.dense(h, rw)
+            i_in, f_in, o_in = (r.step_gate(steps, t, k, rec) for k in (0, 2, 1))
             if peep is not None and c is not None:
                 i_in, f_in = b.add(i_in, b.multiply(c, peep[0])), b.add(f_in, b.multiply(c, peep[2]))
-            i, f, cand = r.act(d, 0, i_in), r.act(d, 0, f_in), r.act(d, 1, r.gate(g, 3))
+            i, f, cand = r.act(d, 0, i_in), r.act(d, 0, f_in), r.act(d, 1, r.step_gate(steps, t, 3, rec))
             c = b.multiply(i, cand) if c is None else b.add(b.multiply(f, c), b.multiply(i, cand))
             o = r.act(d, 0, o_in if peep is None else b.add(o_in, b.multiply(c, peep[1])))
             h = outs[t] = b.multiply(o, r.act(d, 2, c, clipped=False))
@@ -223,12 +232,12 @@ def gru(n: NodeImporter) -> list[Result]:
         h = r.initial(5, d)
         outs: dict[int, SSAValue] = {}
         for t in r.order(d):
-            x = steps[t]
-            zr = b.strided_slice(x, [0, 0], [r.batch, 2 * hidden])
-            zr = zr if h is None else b.add(zr, b.nn.dense(h, rw_zr))
-            z = r.act(d, 0, b.strided_slice(zr, [0, 0], [r.batch, hidden]))
-            reset = r.act(d, 0, b.strided_slice(zr, [0, hidden], [r.batch, 2 * hidden]))
-            h_in = _gru_candidate(b, r.gate(x, 2), h, reset, rw_h, rb_h, before_reset)
+            # with linear_before_reset, one dense of H gives the recurrent parts of all three gates
+            rec = None if h is None else b.nn.dense(h, rw if before_reset else rw_zr)
+            z = r.act(d, 0, r.step_gate(steps, t, 0, rec))
+            reset = r.act(d, 0, r.step_gate(steps, t, 1, rec))
+            rec_h = None if rec is None or not before_reset else r.gate(rec, 2)
+            h_in = _gru_candidate(b, r.step_gate(steps, t, 2, None), h, reset, rw_h, rb_h, before_reset, rec_h)
             cand = r.act(d, 1, h_in)
             # H = (1 - z) * cand + z * H_prev = cand + z * (H_prev - cand)
             h = outs[t] = (
@@ -248,15 +257,18 @@ def _gru_candidate(
     rw_h: SSAValue,
     rb_h: SSAValue | None,
     before_reset: bool,
+    recurrent_h: SSAValue | None = None,
 ) -> SSAValue:
     """The input of the candidate's activation: `x_h + (r * H) @ Rh.T + Rbh`, or with
-    linear_before_reset `x_h + r * (H @ Rh.T + Rbh)`; H = 0 leaves the bias terms alone."""
+    linear_before_reset `x_h + r * (H @ Rh.T + Rbh)`, where `H @ Rh.T` is `recurrent_h` when
+    given (the candidate's part of the step's one recurrent dense); H = 0 leaves the bias terms
+    alone."""
     if h is None:
         if rb_h is None:
             return x_h
         return b.add(x_h, b.multiply(reset, rb_h) if before_reset else rb_h)
     if before_reset:
-        recurrent = b.nn.dense(h, rw_h)
+        recurrent = b.nn.dense(h, rw_h) if recurrent_h is None else recurrent_h
         if rb_h is not None:
             recurrent = b.add(recurrent, rb_h)
         return b.add(x_h, b.multiply(reset, recurrent))

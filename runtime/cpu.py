@@ -21,6 +21,11 @@ from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.numpy_device import NumpyDevice
 
 
+class CCall(partial[None]):
+    """A C kernel's call with its buffers' addresses bound (`func(*args)`); `c_steps` makes a
+    run of them in one ctypes call."""
+
+
 class CPUDevice(NumpyDevice):
     """Host memory (numpy) and C kernels built with gcc into one shared library per load."""
 
@@ -59,4 +64,4 @@ class CPUDevice(NumpyDevice):
                 raise DeviceError(
                     f"{self.name}: C kernels take C-contiguous tensors of {', '.join(held)}, not {a.dtype}"
                 )
-        return partial(kernel.function, *(a.ctypes.data for a in args))
+        return CCall(kernel.function, *(a.ctypes.data for a in args))

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from xrelay.errors import DeviceError, InputError, UsageError
+from xrelay.runtime import c_steps
 from xrelay.runtime.device import Device, Kernel, Tensor, Wait, done
 from xrelay.runtime.profiling import Profile, Span, Step
 
@@ -316,6 +317,8 @@ class Workspace:
         self.queued = list({id(d): d for d in ex.devices if not d.host_memory}.values())
         self.releases: list[Wait] = []  # the holds of the run in progress
         self.steps = [self._bind(name, index) for name, index in ex.steps]
+        # what `run` calls: consecutive C kernels in one ctypes call each (`c_steps`)
+        self.runs = c_steps.batched(self.steps)
         self.writers = {index: self._writer(index) for index in ex.inputs.values()}
         self.readers = [self._reader(head) for head in ex.heads]
 
@@ -428,8 +431,8 @@ class Workspace:
             self.writers[index](array)()
 
     def run(self) -> None:
-        """Calls the bound nodes in order."""
-        for step in self.steps:
+        """Calls the bound nodes in order (runs of C kernels in one call each)."""
+        for step in self.runs:
             step()
 
     def outputs(self) -> list[np.ndarray]:

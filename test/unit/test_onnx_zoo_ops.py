@@ -337,6 +337,22 @@ def test_lstm_and_gru_unrolled(case: str, targets: tuple[str, ...]) -> None:
     check(proto, targets, lambda v: recurrent_numpy(op, v, attrs))
 
 
+@pytest.mark.parametrize(("op", "attrs", "per_step"), [("LSTM", {}, 3), ("GRU", {"linear_before_reset": 1}, 2)])
+def test_recurrent_steps_are_few_kernels(op: str, attrs: dict[str, object], per_step: int) -> None:
+    """Each step's recurrent dense is one kernel and its gates one (GRU) or two (LSTM: the cell
+    state and the hidden state are two results): the per-step slices of the input projection
+    are fused into the gates' kernels, not kernels of their own (the zoo's LSTM and GRU ran
+    hundreds of such kernels, each costing a call)."""
+
+    def kernels(seq: int) -> list[str]:
+        proto = recurrent(op, 4 if op == "LSTM" else 3, seq=seq, batch=2, size=3, hidden=4, **attrs)
+        module, params = xrelay.from_onnx(proto)
+        return [node for node, _ in xrelay.build(module, targets=("c",), params=params).placement() if "->" not in node]
+
+    short, long = kernels(3), kernels(7)
+    assert len(long) - len(short) == per_step * 4, long
+
+
 def test_torch_style_lstm_zero_state_and_the_clean_errors() -> None:
     """torch exports zero initial states built from the input's shape (folded at import): the
     first step then has no recurrent product. Variable lengths and input_forget are refused."""
