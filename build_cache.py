@@ -9,11 +9,14 @@ An entry is keyed (`build_key`) by everything the build's result depends on: the
 text, the sha256 of each bound param, the options of `xrelay.build`, the features of each
 target's machine, gcc's version, the machine, and the source of xrelay itself (an edited pass
 gives new keys). It lives in the kernel cache's directory (`c_library.cache_dir()`: 0700, this
-user's) as `build-KEY.json` (the graph, the kernels' metadata and sources, each param's place
-and the params file's sha256) and `build-KEY.bin` (the params' bytes, one after another). The
-json is written last, so a half-written entry is none; the params' sha256 is checked before
-they are used, so a damaged one is a miss (and rebuilt). The kernels themselves are compiled
-through the kernel cache as on any build.
+user's) as `build-KEY.json` (the graph, the kernels' metadata and sources, each param's place,
+the params file's size and sha256) and `build-KEY.bin` (the params' bytes, each at a multiple
+of 64 bytes). The json is written last, so a half-written entry is none. A lookup maps the
+params file read-only and checks its sha256 before it is used, so a damaged one is a miss (and
+rebuilt); the params are views of that mapping, which the host device runs on as they are: a
+warm build reads each weight once, from the page cache, and copies none (BERT-base, 340 MB of
+weights: 0.2 s and none of its memory beside the caller's). The kernels themselves are
+compiled through the kernel cache as on any build.
 
 Entries hold their params, so the cache keeps at most `XRELAY_BUILD_CACHE_MB` (default
 MAX_MEGABYTES) of them: storing one removes the least recently used beyond that (a lookup
@@ -26,6 +29,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import mmap
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +48,8 @@ from xrelay.runtime.kernels import KernelSource
 ENVIRONMENT = "XRELAY_BUILD_CACHE"
 SIZE_ENVIRONMENT = "XRELAY_BUILD_CACHE_MB"
 MAX_MEGABYTES = 4096
-FORMAT = 1
+FORMAT = 2
+ALIGNMENT = 64  # each param's offset in the params file: a cache line
 # Folders of the repository that are not the compiler (and .venv, .git: any hidden one).
 NOT_XRELAY = ("test", "bench", "examples", "__pycache__")
 
@@ -71,8 +77,12 @@ def build_key(program_text: str, params: Mapping[str, np.ndarray], options: Sequ
     for name in sorted(params):
         array = np.ascontiguousarray(params[name])
         digest.update(f"{name} {array.dtype.str} {array.shape}\0".encode())
-        digest.update(memoryview(array).cast("B"))
+        digest.update(_bytes_of(array))
     return digest.hexdigest()[:40]
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    return array.reshape(-1).data.cast("B")  # (reshape: a 0-d array casts too)
 
 
 @cache
@@ -102,16 +112,17 @@ def store(key: str, built: Built) -> None:
     with atomic_path(bin_path) as tmp, open(tmp, "wb") as file:
         for name, value in built.params.items():
             array = np.ascontiguousarray(value)
-            data = memoryview(array).cast("B")
             places[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
-            file.write(data)
-            digest.update(data)
-            offset += array.nbytes
+            for data in (_bytes_of(array), memoryview(bytes(-array.nbytes % ALIGNMENT))):
+                file.write(data)
+                digest.update(data)
+                offset += data.nbytes
     entry = {
         "format": FORMAT,
         "graph": built.graph,
         "kernels": [{**k.to_json(), "source": k.source} for k in built.kernels],
         "params": places,
+        "params_bytes": offset,
         "params_sha256": digest.hexdigest(),
     }
     write_atomically(json_path, json.dumps(entry).encode())
@@ -145,23 +156,31 @@ def lookup(key: str) -> Built | None:
     json_path, bin_path = _paths(key)
     try:
         entry = json.loads(json_path.read_text())
-        data = bin_path.read_bytes()
-    except (OSError, ValueError):
-        return None
-    if (
-        not isinstance(entry, dict)
-        or entry.get("format") != FORMAT
-        or hashlib.sha256(data).hexdigest() != entry.get("params_sha256")
-    ):
-        return None
-    try:
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+            return None
+        data = _checked_params(bin_path, int(entry["params_bytes"]), str(entry["params_sha256"]))
+        if data is None:
+            return None
         params = {name: _param(data, place) for name, place in entry["params"].items()}
         kernels = [KernelSource.from_json(k, k["source"]) for k in entry["kernels"]]
         graph = entry["graph"]
-    except (KeyError, TypeError, ValueError):  # an entry of another shape: a miss, rebuilt
+    except (OSError, KeyError, TypeError, ValueError, AttributeError):  # none, or of another shape: a miss
         return None
     _mark_used(json_path)
     return Built(graph, kernels, params)
+
+
+def _checked_params(path: Path, nbytes: int, sha256: str) -> mmap.mmap | bytes | None:
+    """The params file, mapped read-only, if it has `nbytes` bytes of that sha256 (hashed
+    straight from the page cache: reading it into fresh memory faulted in its pages, as
+    long again as the hash and at times 0.5 s more); None when it does not check.
+    (xrelay replaces an entry's files and never writes into them, so the mapped bytes stay
+    those checked; another program that truncated one in place would stop its users.)"""
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size != nbytes:
+            return None
+        data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if nbytes else b""
+    return data if hashlib.sha256(data).hexdigest() == sha256 else None
 
 
 def _mark_used(json_path: Path) -> None:
@@ -172,9 +191,13 @@ def _mark_used(json_path: Path) -> None:
         os.utime(json_path, ns=(now, now))
 
 
-def _param(data: bytes, place: Mapping[str, Any]) -> np.ndarray:
+def _param(data: mmap.mmap | bytes, place: Mapping[str, Any]) -> np.ndarray:
+    """A param's read-only view of the params file, which it must lie in, at its alignment."""
     dtype = np.dtype(place["dtype"])
     if dtype.hasobject:
         raise ValueError("a param of Python objects")
-    count = int(np.prod(place["shape"], dtype=np.int64))
-    return np.frombuffer(data, dtype, count, int(place["offset"])).reshape(place["shape"])
+    shape, offset = tuple(int(n) for n in place["shape"]), int(place["offset"])
+    count = math.prod(shape)
+    if offset < 0 or offset % ALIGNMENT or min(shape, default=0) < 0 or offset + count * dtype.itemsize > len(data):
+        raise ValueError(f"a param outside the params' {len(data)} bytes")
+    return np.frombuffer(data, dtype, count, offset).reshape(shape)

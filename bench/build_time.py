@@ -24,6 +24,9 @@ ConvNeXt-tiny 0.47 + 6.19 / 0.39 / 0.28 / 0.96, 443 MB; torch-exported ResNet-50
 0.29 / 0.32 / 0.42; DenseNet-121 0.21 + 30.35 / 0.24 / 0.24 / 0.73 (its kernels all differ);
 10 vs 40 BERT layers 2.50 vs 4.34 s (1.74). Interleaved with main (ResNet-50 cold, 2 rounds,
 load 4.5): 20.2, 16.9 s -> 8.1, 7.7 s; CPU 17.1 -> 8.4 s.
+BERT-base after issue 29's memory work, interleaved against the build before it (3 rounds of
+fresh processes, load 1.35-1.8): cold build 3.05 -> 1.89 s, warm 0.63 -> 0.38 s, peak RSS
+cold 1194 -> 838 MB (goal 980), warm 1111 -> 771 MB (from_onnx's peak: file and params).
 """
 
 from __future__ import annotations

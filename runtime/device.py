@@ -75,6 +75,12 @@ class Device(ABC):
     def alloc(self, nbytes: int) -> Any:
         """A buffer of at least `nbytes` bytes."""
 
+    def share(self, array: np.ndarray) -> Any | None:
+        """A buffer of this device that is `array`'s own memory, for a param nothing will
+        change; None when the device must allocate a buffer and write a copy (by default:
+        its memory is not the host's)."""
+        return None
+
     def memory_limits(self) -> MemoryLimits:
         """How large one buffer, and all of them together, may be (None: unknown)."""
         return MemoryLimits(None, None)

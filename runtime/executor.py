@@ -25,7 +25,8 @@ copies and storage, and the executor only carries them out.
 
 Shared between workspaces, read-only while running: the graph, the devices and their queues,
 the built kernels, and the params' storages (a param is written once, when the storage holds
-nothing else, as plan-memory plans it). Everything a run writes is its workspace's own.
+nothing else, as plan-memory plans it; on a device of host memory an immutable param is that
+storage itself, see `GraphExecutor.share`). Everything a run writes is its workspace's own.
 
 `devices[i]` is the device of `device_index` i, the graph's `devices[i]` entry
 (`{"kind": "opencl", "id": 1, "target": "opencl", "memory": "global"}`); `devices[0]` is the
@@ -117,8 +118,9 @@ class GraphExecutor:
     def _check_memory(self, device_of: dict[int, int], sizes: dict[int, int]) -> None:
         """Every buffer, and each device's buffers together, fit the device's memory."""
         totals = [0] * len(self.devices)
+        limits = [d.memory_limits() for d in self.devices]  # (the host's: files read each time)
         for index, e in enumerate(self.entries):
-            limit = self.devices[e.device].memory_limits().buffer
+            limit = limits[e.device].buffer
             if limit is not None and e.nbytes > limit:
                 raise DeviceError(
                     f"{self._describe(index)} takes {_bytes(e.nbytes)}, but device {self.labels[e.device]} "
@@ -127,7 +129,7 @@ class GraphExecutor:
         for sid, nbytes in sizes.items():
             totals[device_of[sid]] += nbytes
         for device, total in enumerate(totals):
-            limit = self.devices[device].memory_limits().total
+            limit = limits[device].total
             if limit is not None and total > limit:
                 raise DeviceError(
                     f"the program needs {_bytes(total)} on device {self.labels[device]}, which has "
@@ -178,9 +180,22 @@ class GraphExecutor:
             sid = self.entries[index].storage
             if sid in others:
                 continue
-            shared[sid] = self.alloc(sid)
-            self.write(index, self.view(index, shared[sid]), self.param(index))
+            buffer = self.share(index, sid)
+            if buffer is None:
+                buffer = self.alloc(sid)
+                self.write(index, self.view(index, buffer), self.param(index))
+            shared[sid] = buffer
         return shared
+
+    def share(self, index: int, sid: int) -> Any | None:
+        """The param of node `index` as the buffer of its storage `sid`, uncopied, where its
+        device reads host memory in place (`Device.share`) and nothing can change the param
+        (`immutable`): a built model's weights then live once in the process, not also in a
+        copy (BERT-base: 340 MB). None: the storage is allocated and the param written."""
+        array, entry = self.param(index), self.entries[index]
+        if array.dtype != entry.dtype or array.shape != entry.shape or array.nbytes < self.storage_sizes[sid]:
+            return None
+        return self.devices[entry.device].share(array) if immutable(array) else None
 
     def alloc(self, sid: int) -> Any:
         return self.devices[self.storage_devices[sid]].alloc(max(self.storage_sizes[sid], 1))
@@ -485,6 +500,24 @@ def _bytes(n: int) -> str:
             break
         size, unit = size / 1024, next_unit
     return f"{n} bytes" if unit == "bytes" else f"{size:.3g} {unit}"
+
+
+def immutable(array: np.ndarray) -> bool:
+    """Whether nothing can change `array`'s elements: it and each array it views are
+    read-only, down to memory that is read-only too (bytes, a read-only mapping) or that the
+    last of them owns. (Who flips an owner's flag back to writable may change it.)"""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    if base is None:
+        return True
+    try:
+        with memoryview(base) as view:  # pyright: ignore[reportArgumentType]
+            return view.readonly
+    except TypeError:
+        return False
 
 
 def _contiguous(array: np.ndarray, dtype: np.dtype) -> np.ndarray:

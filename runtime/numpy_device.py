@@ -36,6 +36,13 @@ class NumpyDevice(Device):
                 "(physical, ulimit -v or its cgroup's limit)"
             ) from None
 
+    def share(self, array: np.ndarray) -> np.ndarray | None:
+        """`array`'s bytes, where it is laid out as a tensor is (C-contiguous, its elements
+        aligned; a kernel reads any float's address, see `xrelay.targets.c`)."""
+        if array.nbytes and array.flags.c_contiguous and array.flags.aligned:
+            return array.reshape(-1).view(np.uint8)
+        return None
+
     def memory_limits(self) -> MemoryLimits:
         total = host_memory()  # physical memory, ulimit -v and the cgroup's limit
         return MemoryLimits(total, total)

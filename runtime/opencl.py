@@ -195,7 +195,11 @@ def build_opencl(cl_context: Any | None, sources: Sequence[KernelSource], option
 
     Not cached here: the platform caches built programs itself (PoCL: 0.02 s warm), and
     fetching device binaries to cache them would double a cold PoCL build, which then
-    compiles every kernel's work-group function up front (24 kernels: 3 s -> 7.7 s).
+    compiles every kernel's work-group function up front (24 kernels: 3 s -> 7.7 s). Nor
+    would a program made from such a binary spare the first launches: PoCL compiles each
+    kernel's work-group function for its local size then, binary or not (the zoo's
+    transformer block, 12 kernels, empty PoCL cache: from source 0.50 s + first launches
+    0.69 s; binaries fetched +0.80 s; from them 0.01 s + 0.69 s; PoCL's cache 0.05 s + 0.002 s).
     """
     cl = import_pyopencl()
     for s in sources:

@@ -172,13 +172,28 @@ class ConvertRelayToLoopsPass(ModulePass):
         for group in groups:
             schedule = pick_schedule(group)
             if schedule.prepare is not None:
+                inputs = list(group.inputs)
                 schedule.prepare(group)
+                release_replaced(inputs)
             key = group_key(group, schedule)
             if key is None or key not in built:
                 op.body.block.add_op(build_kernel(group, schedule))
                 if key is not None:
                     built[key] = kernel_name(group)
             replace_with_launch(group, built.get(key) if key is not None else None)
+
+
+def release_replaced(inputs: list[SSAValue]) -> None:
+    """Erases the constants among a group's former `inputs` that a schedule's `prepare`
+    replaced (a weight by its packed form) and nothing reads any more, and drops their values
+    at once: an erased op is a reference cycle (its result names it), which Python frees only
+    at a full collection, and dce would keep every original beside its packed copy until
+    then (BERT-base: 290 MB more at the build's peak)."""
+    for value in inputs:
+        owner = value.owner
+        if isinstance(owner, relay.ConstantOp) and owner.parent is not None and not owner.res.uses:
+            Rewriter.erase_op(owner)
+            del owner.properties["value"]
 
 
 def group_key(group: relay.FusedOp, schedule: Schedule) -> tuple[object, ...] | None:

@@ -7,6 +7,7 @@ hand-written C and OpenCL kernels, through `xrelay.runtime` alone: no compiler, 
 
 from __future__ import annotations
 
+import mmap
 import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
@@ -35,7 +36,7 @@ from graphs import (
 from xrelay.errors import DeviceError, InputError
 from xrelay.runtime.cpu import CPUDevice
 from xrelay.runtime.device import open_device, resolve_devices
-from xrelay.runtime.executor import GraphExecutor
+from xrelay.runtime.executor import GraphExecutor, immutable
 from xrelay.runtime.numpy_device import NumpyDevice
 
 
@@ -115,6 +116,41 @@ def test_input_errors(bad: dict[str, Any], message: str) -> None:
         x = bad
     with pytest.raises(InputError, match=message):
         executor.check_inputs(x)
+
+
+def test_what_nothing_can_change_is_immutable(tmp_path: Any) -> None:
+    """Read-only down to memory that is read-only too, or that a read-only array owns."""
+    data = np.arange(4, dtype=np.float32)
+    owned = data.copy()
+    owned.flags.writeable = False
+    view = data.view()
+    view.flags.writeable = False  # (data, its base, is still writable)
+    over_bytearray = np.frombuffer(bytearray(16), np.float32)
+    over_bytearray.flags.writeable = False
+    path = tmp_path / "data"
+    path.write_bytes(data.tobytes())
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert immutable(np.frombuffer(mapped, np.float32))
+    assert immutable(np.frombuffer(data.tobytes(), np.float32)) and immutable(owned) and immutable(owned[1:])
+    assert not immutable(data) and not immutable(view) and not immutable(over_bytearray)
+
+
+def test_immutable_params_are_their_storage_on_host_memory() -> None:
+    """A param nothing can change is its storage's buffer on a device of host memory, not
+    copied; a writable or strided one is copied, so changing the caller's array after the
+    executor was made changes nothing."""
+    x = inputs("ABD")
+    frozen = np.frombuffer(x["B"].tobytes(), np.float32)
+    strided = np.repeat(x["D"], 2)[::2]
+    strided.flags.writeable = False
+    writable = x["A"].copy()
+    devices = [NumpyDevice(0), NumpyDevice(1)]
+    params = {"A": writable, "B": frozen, "D": strided}
+    executor = GraphExecutor(graph(SIMPLEX, [5], [CPU, CL0]), devices, [python_kernels()] * 2, params)
+    assert np.shares_memory(executor.shared[1], frozen)  # B: storage 1
+    assert not np.shares_memory(executor.shared[0], writable) and not np.shares_memory(executor.shared[2], strided)
+    writable += 1
+    np.testing.assert_array_equal(run(executor, {}), simplex_expected(x))
 
 
 # --- real devices: C kernels on the host, OpenCL kernels on PoCL -------------------------------

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 import xrelay
+from xrelay import build_cache as build_cache_module
 from xrelay import driver
 from xrelay.errors import CompileError
+from xrelay.runtime.executor import immutable
 
 # Two equal exp-add groups on different inputs (equal kernels but for their names), and a third
 # of another shape (another kernel).
@@ -98,21 +100,56 @@ def test_a_second_build_takes_the_first_from_the_cache(build_cache: Path, monkey
                 changed()
 
 
-def test_a_damaged_entry_is_rebuilt(build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    w = {"w": inputs()["w"]}
-    xrelay.build(TWINS, targets=("c",), params=w)
-    (params,) = build_cache.glob("build-*.bin")
-    data = bytearray(params.read_bytes())
+def last_byte_of_a_param(data: bytearray, entry: dict[str, Any]) -> bytes:
+    place = max(entry["params"].values(), key=lambda p: p["offset"])
+    data[place["offset"] + 4 * int(np.prod(place["shape"])) - 1] ^= 0x80
+    return bytes(data)
+
+
+def first_byte(data: bytearray, entry: dict[str, Any]) -> bytes:
     data[0] ^= 1
-    params.write_bytes(bytes(data))
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [first_byte, last_byte_of_a_param, lambda data, e: bytes(data[:-1]), lambda data, e: bytes(data) + b"\0"],
+    ids=["first byte", "a param's last byte", "one byte short", "one byte long"],
+)
+def test_a_damaged_entry_is_rebuilt(
+    damage: Callable[[bytearray, dict[str, Any]], bytes], build_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    params = {"w": inputs()["w"], "z": inputs()["z"]}
+    xrelay.build(TWINS, targets=("c",), params=params)
+    (stored,) = build_cache.glob("build-*.bin")
+    (entry,) = build_cache.glob("build-*.json")
+    stored.write_bytes(damage(bytearray(stored.read_bytes()), json.loads(entry.read_text())))
     with monkeypatch.context() as m:
         lowering_fails(m)
         with pytest.raises(CompileError, match="lowered again"):
-            xrelay.build(TWINS, targets=("c",), params=w)
-    check(xrelay.build(TWINS, targets=("c",), params=w), w)
-    (entry,) = build_cache.glob("build-*.json")
-    assert json.loads(entry.read_text())["format"] == 1
+            xrelay.build(TWINS, targets=("c",), params=params)
+    check(xrelay.build(TWINS, targets=("c",), params=params), params)
+    with monkeypatch.context() as m:
+        lowering_fails(m)
+        check(xrelay.build(TWINS, targets=("c",), params=params), params)  # rebuilt, stored again
+    assert json.loads(entry.read_text())["format"] == build_cache_module.FORMAT
     assert build_cache.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_cached_build_runs_on_its_params_uncopied(build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The params of a build from the cache are read-only views of the params file (mapped,
+    after its sha256 checked), at cache-line offsets, and the host device runs on them as
+    they are: a warm build holds the weights once (and the caller's)."""
+    params = {"w": inputs()["w"], "z": inputs()["z"]}
+    xrelay.build(TWINS, targets=("c",), params=params)
+    with monkeypatch.context() as m:
+        lowering_fails(m)
+        exe = xrelay.build(TWINS, targets=("c",), params=params)
+    check(exe, params)
+    stored = list(exe.params.values())
+    assert len(stored) == 2 and all(immutable(p) and p.ctypes.data % 64 == 0 for p in stored)
+    shared = list(exe.executor.shared.values())
+    assert all(any(np.shares_memory(p, buffer) for buffer in shared) for p in stored)
 
 
 @pytest.mark.parametrize(
@@ -122,8 +159,21 @@ def test_a_damaged_entry_is_rebuilt(build_cache: Path, monkeypatch: pytest.Monke
         lambda e: {**e, "kernels": 3},
         lambda e: {**e, "params": {n: {**p, "dtype": "|O"} for n, p in e["params"].items()}},  # Python objects
         lambda e: {k: v for k, v in e.items() if k != "graph"},
+        lambda e: {**e, "params": {n: {**p, "offset": e["params_bytes"]} for n, p in e["params"].items()}},
+        lambda e: {**e, "params": {n: {**p, "offset": p["offset"] + 4} for n, p in e["params"].items()}},
+        lambda e: {k: v for k, v in e.items() if k != "params_sha256"},
+        lambda e: {**e, "params_bytes": 1 << 60},
     ],
-    ids=["a list", "kernels a number", "object params", "no graph"],
+    ids=[
+        "a list",
+        "kernels a number",
+        "object params",
+        "no graph",
+        "params past the file",
+        "params off their alignment",
+        "no sha256 of the params",
+        "a file of another size",
+    ],
 )
 def test_an_entry_of_another_shape_is_a_miss(
     damage: Callable[[dict[str, Any]], object], build_cache: Path, monkeypatch: pytest.MonkeyPatch
@@ -200,7 +250,7 @@ def test_kernels_compile_while_they_are_emitted(cache: Path, monkeypatch: pytest
 
 
 def test_the_least_recently_used_builds_are_evicted(build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XRELAY_BUILD_CACHE_MB", "0.00007")  # 70 bytes: two entries' params (32 each)
+    monkeypatch.setenv("XRELAY_BUILD_CACHE_MB", "0.00013")  # 130 bytes: two entries' params (32 each, padded to 64)
     ws = [{"w": np.full(8, float(i) + 0.5, np.float32)} for i in range(4)]
     entries: list[set[str]] = []
     for i in (0, 1, 0, 2):  # 0 used again after 1: 1 is the least recently used when 2 comes
