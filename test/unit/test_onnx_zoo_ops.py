@@ -238,7 +238,7 @@ BAD_CONV_TRANSPOSES: dict[str, tuple[tuple[int, ...], dict[str, int], str]] = {
 @pytest.mark.parametrize("case", list(BAD_CONV_TRANSPOSES))
 def test_conv_transpose_bad_attributes_name_the_node(case: str) -> None:
     x, attrs, message = BAD_CONV_TRANSPOSES[case]
-    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)  # pyright: ignore[reportArgumentType]
     with pytest.raises(xrelay.OnnxImportError, match="ONNX node ConvTranspose .*" + message):
         xrelay.from_onnx(model([node], {"x": x}, ["y"], {"w": weights(2, 1, 3, 3)}))
 
