@@ -176,3 +176,34 @@ def test_a_bad_onnx_int_model_is_an_import_error(case: str) -> None:
     model, message = BAD_ONNX[case]
     with pytest.raises(xrelay.OnnxImportError, match=message):
         xrelay.from_onnx(model)
+
+
+BAD_INT_CONSTANTS: dict[str, tuple[Any, str]] = {
+    "a fraction added to int64": (
+        lambda b: b.add(b.input("ids", (3,), "int64"), 1.5),
+        r"constant 1.5 is not an int64: the other operand is int64; cast one of them \(b.cast\)",
+    ),
+    "take of fractional indices": (
+        lambda b: b.take(b.input("e", (10, 4)), [0.5, 1.2], 0),
+        r"take indices \[0.5, 1.2\] are not int64 integers: give integers within int64",
+    ),
+    "take of an index beyond int64": (
+        lambda b: b.take(b.input("e", (10, 4)), [2**70], 0),
+        r"take indices \[1180591620717411303424\] are not int64 integers: give integers within int64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INT_CONSTANTS))
+def test_a_constant_that_is_not_an_int64_is_refused(case: str) -> None:
+    """Before: 1.5 became 1 and [0.5, 1.2] became [0, 1] silently; 2**70 an OverflowError."""
+    build, message = BAD_INT_CONSTANTS[case]
+    with pytest.raises(xrelay.UsageError, match=message):
+        build(Builder())
+
+
+def test_an_integral_constant_still_joins_int64() -> None:
+    b = Builder()
+    module = b.finish(b.add(b.input("ids", (3,), "int64"), 2.0))
+    ids = np.array([1, 2, 3], np.int64)
+    np.testing.assert_array_equal(xrelay.interpret(module, {"ids": ids}), ids + 2)
