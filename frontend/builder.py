@@ -118,6 +118,23 @@ def shape_of(value: SSAValue) -> Shape:
     return tuple(ty.get_shape())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
 
 
+def _exact_int64(value: Any, what: str, hint: str) -> np.ndarray:
+    """`value` as an int64 array, refusing fractions and integers beyond int64 (numpy would
+    truncate the one and overflow on the other)."""
+    array = np.asarray(value)
+    ints = np.zeros(array.shape, np.int64)
+    try:
+        ints = array.astype(np.int64)
+        exact = array.dtype != object and bool(np.all(ints == array))
+    except (OverflowError, TypeError, ValueError):
+        exact = False
+    if not exact:
+        shown = array.tolist()
+        verb, noun = ("is", "an int64") if array.ndim == 0 else ("are", "int64 integers")
+        raise UsageError(f"{what} {shown} {verb} not {noun}: {hint}")
+    return ints
+
+
 class Builder:
     """Builds one function, `@main` by default, op by op; `finish` returns the module."""
 
@@ -161,6 +178,8 @@ class Builder:
         default an int64 or bool numpy array keeps its dtype, anything else is float32."""
         array = np.asarray(value)
         kept = isinstance(value, np.ndarray | np.generic) and array.dtype.name in ("int64", "bool")
+        if dtype == "int64":  # numpy would truncate a fraction silently
+            array = _exact_int64(value, "constant", "give integers within int64")
         array = array.astype(dtype or (array.dtype if kept else np.float32))
         result = self.append(relay.ConstantOp(relay.elements(array)))
         if name is not None:
@@ -265,6 +284,10 @@ class Builder:
         if isinstance(operand, SSAValue):
             return operand
         found = dtype_of(like.type) if isinstance(like, SSAValue) else None
+        if found is not None and found.name == "int64":
+            _exact_int64(
+                operand, "constant", "the other operand is int64; cast one of them (b.cast) so both have one dtype"
+            )
         return self.const(operand, dtype=None if found is None else found.name)
 
     # --- elementwise --------------------------------------------------------------------------
@@ -400,7 +423,7 @@ class Builder:
         if isinstance(indices, SSAValue):
             ids = cast(SSAValue, indices)
             return self.op(relay.TakeOp, [x, ids], {"axis": _i64(axis)})
-        array = np.array(indices, dtype=np.int64)
+        array = _exact_int64(indices, "take indices", "give integers within int64 (negative ones count from the end)")
         dense = DenseIntOrFPElementsAttr(TensorType(i64, array.shape), BytesAttr(array.astype("<i8").tobytes()))
         return self.op(relay.TakeOp, [x], {"indices": dense, "axis": _i64(axis)})
 

@@ -393,6 +393,10 @@ def conv_transpose(n: NodeImporter) -> list[Result]:
     x, w, b = n.tensor(0), n.tensor(1), n.b
     xs, ws = shape_of(x), shape_of(w)
     rank, groups = len(xs), int(n.attr("group", 1))
+    if groups < 1 or ws[0] % groups:
+        raise n.error(f"attribute group = {groups} must be positive and divide the input channels of W ({ws[0]})")
+    if len(xs) > 1 and xs[1] != ws[0]:
+        raise n.error(f"expected an input of {ws[0]} channels (W's first dim), but found {xs[1]}")
     x4, w4 = _spatial(n, x, "transposed convolutions"), _spatial(n, w, "transposed convolutions")
     lead = [1] if rank == 3 else []  # a 1-D op in 2-D, of height 1
     strides = lead + [int(v) for v in n.attr("strides", [1] * (rank - 2))]

@@ -190,6 +190,25 @@ def join_pass_flags(argv: Sequence[str]) -> list[str]:
     return [*rest, "-p", ",".join(p for p in pipelines if p)] if pipelines else rest
 
 
+def check_target_flag(argv: Sequence[str]) -> None:
+    """Refuses `-t 'c -march=...'`: `-t` names a printer; a target's options belong to
+    plan-devices (xDSL would report the space as a malformed pass pipeline)."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-t", "--target"):
+            value = next(args, "")
+        elif arg.startswith("--target="):
+            value = arg.removeprefix("--target=")
+        else:
+            continue
+        if " " in value.strip():
+            kind = value.split()[0]
+            _fail(
+                f"-t takes a target name, but found '{value}'; give a target's options to plan-devices: "
+                f"-p 'plan-devices{{targets=\"{value}\"}},...' -t {kind}"
+            )
+
+
 def check_pipeline(spec: str, passes: dict[str, Callable[[], type[ModulePass]]]) -> None:
     """Rejects options a pass does not have, options without a value and options given
     twice, naming them as the command line spells them (xDSL would name the field, ignore the
@@ -307,6 +326,7 @@ def target_list(xrelay_targets: Sequence[str], all_targets: dict[str, Callable[[
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         args = join_pass_flags(sys.argv[1:] if argv is None else argv)
+        check_target_flag(args)
         tool = OptTool(description="xrelay optimizer driver (xdsl-opt with relay)", args=args)
     except SystemExit as e:
         # argparse reports a bad flag or -t choice with exit status 2; ours is 1.

@@ -53,6 +53,8 @@ BINARY = [
 ]  # fmt: skip
 FINITE_BINARY = {"relay.add", "relay.subtract", "relay.multiply", "relay.maximum", "relay.minimum"}
 REDUCE = ["relay.sum", "relay.mean", "relay.max", "relay.min"]
+COMPARE = ["relay.equal", "relay.not_equal", "relay.less", "relay.less_equal", "relay.greater", "relay.greater_equal"]
+INT_BINARY = ["relay.add", "relay.subtract", "relay.multiply", "relay.maximum", "relay.minimum", "relay.divide"]
 
 MAX_ELEMENTS = 240
 # Some programs are big enough for the kernels' schedules (convert_relay_to_loops.py): rows of
@@ -64,8 +66,8 @@ BIG_MAX_ELEMENTS = 40000
 C_TARGETS = ["c -O0", "c -O1", "c -O2", "c -O3", "c -Os", "c -O2 -fno-tree-vectorize", "c -g", "c -O3 -march=native"]
 
 
-def tensor_type(shape: Sequence[int]) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in shape) + "f32>"
+def tensor_type(shape: Sequence[int], element: str = "f32") -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + element + ">"
 
 
 def i64_array(values: Sequence[int]) -> str:
@@ -425,7 +427,7 @@ class Builder:
             ("strided_slice", 1.5), ("concatenate", 1.5), ("reduce", 2.5), ("dense", 1),
             ("batch_matmul", 1), ("conv2d", 1), ("pool2d", 1), ("global_avg_pool2d", 0.5),
             ("softmax", 1), ("matmul", 1), ("layer_norm", 1), ("leaky_relu", 0.7), ("pad", 1),
-            ("take", 1), ("call", 1.5 if self.prog.functions else 0),
+            ("take", 1), ("int_island", 1.5), ("call", 1.5 if self.prog.functions else 0),
             ("annotate", 1 if self.annotate else 0),
         ]  # fmt: skip
         kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
@@ -764,6 +766,86 @@ class Builder:
         ty = "tensor<" + "".join(f"{d}x" for d in shape) + "i64>"
         attrs = {"indices": f"dense<{nest(shape)}> : {ty}", "axis": f"{axis} : i64"}
         self.one("relay.take", x, attrs, out, device)
+
+    # --- int64 and bool: islands that start and end in float32 ------------------------------
+
+    def typed(self, op: str, xs: Sequence[tuple[str, str]], attrs: dict[str, str], out: str) -> str:
+        """Emits an op on int64/bool values (kept out of the float pool); returns its name.
+        `xs` are (name, type); plan-devices places it with the float op that reads it."""
+        name = self.fresh()
+        syntax = "constant" if not xs else "unary" if len(xs) == 1 and out == xs[0][1] else "functional"
+        self.add_line(Line(name, op, [n for n, _ in xs], attrs, [t for _, t in xs], out, syntax))
+        return name
+
+    def to_int(self, x: Value, scale: float) -> tuple[str, str]:
+        """`x * scale`, clipped to [-60, 60] (so no cast overflows), cast to int64."""
+        f32 = tensor_type(x.shape)
+        one = tensor_type((1,) * len(x.shape))  # broadcasts without growing a rank-0 x
+        k = self.typed("relay.constant", [], {"value": f"dense<{scale}> : {one}"}, one)
+        scaled = self.typed("relay.multiply", [(x.name, f32), (k, one)], {}, f32)
+        clipped = self.typed("relay.clip", [(scaled, f32)], {"a_min": "-60.0 : f32", "a_max": "60.0 : f32"}, f32)
+        i64 = tensor_type(x.shape, "i64")
+        return self.typed("relay.cast", [(clipped, f32)], {"dtype": '"int64"'}, i64), i64
+
+    def op_int_island(self, device: Device | None) -> None:
+        """A float value through int64 or bool ops and back: a comparison choosing with
+        where, int64 arithmetic (divide truncates; by zero gives zero) cast back, or take
+        with run-time (clipped) indices."""
+        x = self.source(device, lambda v: v.finite)
+        if not x.finite:
+            return
+        kind = self.rng.choice(["where", "arith", "take"])
+        f32 = tensor_type(x.shape)
+        if kind == "where":
+            y = self.operand(x.shape, device, finite=True)
+            cond = self.typed(self.rng.choice(COMPARE), [(x.name, f32), (y.name, f32)], {}, tensor_type(x.shape, "i1"))
+            if self.rng.random() < 0.4:
+                cond = self.typed(
+                    "relay.logical_not", [(cond, tensor_type(x.shape, "i1"))], {}, tensor_type(x.shape, "i1")
+                )
+            line = Line(
+                self.fresh(),
+                "relay.where",
+                [cond, x.name, y.name],
+                {},
+                [tensor_type(x.shape, "i1"), f32, f32],
+                f32,
+                "functional",
+            )
+            self.place(line, [x, y], x.shape, device, True)
+        elif kind == "arith":
+            a, ty = self.to_int(x, self.rng.choice([1.0, 3.0, 10.0]))
+            one = tensor_type((1,) * len(x.shape), "i64")
+            k = self.typed("relay.constant", [], {"value": f"dense<{self.rng.randrange(-3, 4)}> : {one}"}, one)
+            r = self.typed(self.rng.choice(INT_BINARY), [(a, ty), (k, one)], {}, ty)
+            r = self.typed(self.rng.choice(INT_BINARY), [(r, ty), (a, ty)], {}, ty)
+            line = Line(self.fresh(), "relay.cast", [r], {"dtype": '"float32"'}, [ty], f32, "functional")
+            self.place(line, [x], x.shape, device, True)
+        else:
+            data = self.source(device, lambda v: len(v.shape) >= 1 and 0 not in v.shape)
+            rank = len(data.shape)
+            if (
+                rank == 0
+                or 0 in data.shape
+                or size(data.shape[:-1]) * size(x.shape) * data.shape[-1] > self.prog.max_elements
+            ):
+                return
+            axis = self.rng.randrange(-rank, rank)
+            ids, ity = self.to_int(x, float(data.shape[axis]))
+            out = data.shape[: axis % rank] + x.shape + data.shape[axis % rank + 1 :]
+            if size(out) > self.prog.max_elements:
+                return
+            dty = tensor_type(data.shape)
+            line = Line(
+                self.fresh(),
+                "relay.take",
+                [data.name, ids],
+                {"axis": f"{axis} : i64"},
+                [dty, ity],
+                tensor_type(out),
+                "functional",
+            )
+            self.place(line, [data, x], out, device, data.finite)
 
     def op_conv2d(self, device: Device | None) -> None:
         if self.prog.big and self.rng.random() < 0.5:  # rows wide enough for channel blocks

@@ -45,6 +45,7 @@ def test_generated_programs_verify(seed):
         module = xrelay.parse(case["text"])  # an xrelay.Error here is a generator bug
         kinds |= {op.name for op in module.walk()}
     assert {"relay.on_device", "relay.device_copy", "relay.nn.conv2d", "func.call", "relay.concatenate"} <= kinds
+    assert {"relay.cast", "relay.where", "relay.logical_not"} <= kinds  # int64 and bool islands
 
 
 def test_programs_and_mutants_are_the_same_for_the_same_seed(tmp_path):
@@ -130,6 +131,16 @@ def test_a_program_case_builds_runs_and_matches():
     outcome = checks.check_program({**case, "stage_checks": True}, random.Random(0))
     assert outcome.status == "ok", outcome.detail
     assert outcome.stats == {"built": 1, "ran": 1}
+
+
+@pytest.mark.parametrize("kind", ["xi64>", "xi1>"])
+def test_a_program_with_int64_or_bool_values_builds_runs_and_matches(kind):
+    """int64 arithmetic, casts, comparisons, where and take of run-time indices, on C and
+    OpenCL against the interpreter (the first such case of seed 0)."""
+    case = next(c for c in (programs.program_case(0, i) for i in range(200)) if kind in c["text"])
+    outcome = checks.check_program(case, random.Random(0))
+    assert outcome.status == "ok", outcome.detail
+    assert outcome.stats["ran"] == 1
 
 
 # --- open bugs the fuzzer found in code others own ----------------------------------------------

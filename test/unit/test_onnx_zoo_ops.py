@@ -228,6 +228,21 @@ def test_conv_transpose(case: str, targets: tuple[str, ...]) -> None:
     )
 
 
+BAD_CONV_TRANSPOSES: dict[str, tuple[tuple[int, ...], dict[str, int], str]] = {
+    "group not dividing": ((1, 2, 4, 4), {"group": 3}, r"attribute group = 3 must be positive and divide .* W \(2\)"),
+    "group zero": ((1, 2, 4, 4), {"group": 0}, r"attribute group = 0 must be positive"),
+    "channels": ((1, 3, 4, 4), {}, r"expected an input of 2 channels \(W's first dim\), but found 3"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CONV_TRANSPOSES))
+def test_conv_transpose_bad_attributes_name_the_node(case: str) -> None:
+    x, attrs, message = BAD_CONV_TRANSPOSES[case]
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(xrelay.OnnxImportError, match="ONNX node ConvTranspose .*" + message):
+        xrelay.from_onnx(model([node], {"x": x}, ["y"], {"w": weights(2, 1, 3, 3)}))
+
+
 @pytest.mark.parametrize("targets", TARGETS)
 def test_split_in_every_opset_form(targets: tuple[str, ...]) -> None:
     """opset 13: sizes as an input, or equal parts; opset 18: num_outputs (the last part smaller)."""

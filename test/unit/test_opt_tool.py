@@ -239,6 +239,12 @@ ERRORS = {
     ),
     "unknown pass": (GOOD, ["-p", "no-such-pass"], r"invalid pass pipeline: Unrecognized passes: \['no-such-pass'\]"),
     "unknown target": (GOOD, ["-t", "no-such-target"], r"argument -t/--target: invalid choice: 'no-such-target'"),
+    "target with options": (
+        GOOD,
+        ["-t", "c -march=x86-64-v3"],
+        r"-t takes a target name, but found 'c -march=x86-64-v3'; give a target's options to plan-devices: "
+        r"-p 'plan-devices\{targets=\"c -march=x86-64-v3\"\},\.\.\.' -t c",
+    ),
     "unknown flag": (GOOD, ["--no-such-flag"], r"unrecognized arguments: --no-such-flag"),
     "missing file": (None, [], r"No such file or directory: '.*missing.mlir'"),
     "unwritable output": (
