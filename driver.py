@@ -45,7 +45,6 @@ from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_note
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.errors import CompileError, Error, InputError, UsageError
-from xrelay.interpreter import check_input, entry_function
 from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
 from xrelay.runtime.c_library import EarlyObjects, c_flags, check_num_threads, default_num_threads
@@ -57,6 +56,7 @@ from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
 from xrelay.targets.kernels import distinct_kernels, iter_kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
+from xrelay.values import check_input, entry_function
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
 PIPELINE = (

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -33,6 +33,7 @@ from xrelay.dialects.dtypes import dtype_of
 from xrelay.errors import InputError
 from xrelay.ir import Program, as_module
 from xrelay.transforms.inline_calls import inline_calls
+from xrelay.values import check_input, constant_value, entry_function
 
 _erf = np.vectorize(math.erf, otypes=[np.float32])
 
@@ -324,26 +325,6 @@ for _family, _method in (
 register_impls(RelayFunctions)
 
 
-def constant_value(op: relay.ConstantOp) -> np.ndarray:
-    """The constant's value as an array of the result's shape and dtype (float32, int64, or
-    bool from one byte each, nonzero true)."""
-    shape = tuple(op.res.type.get_shape())
-    found = dtype_of(op.res.type)
-    assert found is not None  # verified
-    stored = np.dtype(np.uint8) if found.is_bool else found.numpy.newbyteorder("<")
-    values = np.frombuffer(op.value.data.data, dtype=stored).astype(found.numpy)  # raw bytes: fast
-    if values.size == 1:
-        return np.full(shape, values.reshape(()), dtype=found.numpy)
-    return values.reshape(shape)
-
-
-def entry_function(module: ModuleOp, name: str = "main") -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
-            return op
-    raise InputError(f"the module has no function @{name} to run")
-
-
 def bind_inputs(fn: func.FuncOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
     """The arrays for `fn`'s parameters, by name (or position), checked for shape and dtype."""
     params = list(fn.args)
@@ -364,19 +345,6 @@ def bind_inputs(fn: func.FuncOp, inputs: Mapping[str, np.ndarray] | Sequence[np.
         if len(values) != len(params):
             raise InputError(f"@{fn.sym_name.data} takes {len(params)} inputs, but {len(values)} were given")
     return [check_input(n, p.type, v) for n, p, v in zip(names, params, values)]
-
-
-def check_input(name: str, ty: TensorType, value: np.ndarray, what: str = "input") -> np.ndarray:
-    """`value` as a C-contiguous array, if it has the shape and dtype of `ty`."""
-    array = np.asarray(value)
-    expected = tuple(ty.get_shape())
-    if array.shape != expected:
-        raise InputError(f"{what} %{name} must have shape {list(expected)} ({ty}), but has shape {list(array.shape)}")
-    expected_dtype = dtype_of(ty)
-    if expected_dtype is None or array.dtype != expected_dtype.numpy:
-        dtype = expected_dtype.name if expected_dtype is not None else ty.element_type
-        raise InputError(f"{what} %{name} must be {dtype} ({ty}), but has dtype {array.dtype}")
-    return np.array(array, order="C")  # ascontiguousarray would make a rank-0 input rank 1
 
 
 def interpret(

@@ -46,7 +46,7 @@ from xrelay.dialects.lowered_graph import (
     tensors,
 )
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
-from xrelay.interpreter import constant_value
+from xrelay.values import constant_value
 
 COPY = "__copy"
 NOP = "__nop"

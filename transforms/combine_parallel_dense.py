@@ -76,8 +76,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xrelay.diagnostics import ConfigError
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SEScopeAttr
-from xrelay.interpreter import constant_value
 from xrelay.transforms.kernel_builder import shape_of
+from xrelay.values import constant_value
 
 Branch = list[Operation]  # a dense, then its followers
 

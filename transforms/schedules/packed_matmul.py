@@ -58,13 +58,13 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import cpu, relay
-from xrelay.interpreter import constant_value
 from xrelay.runtime.machine import Features
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, round_up
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.matmul_block import Matmul, dot_depth, matmul_anchor
+from xrelay.values import constant_value
 
 # A work item's block of outputs (about ROWS x COLUMNS: whole tiles, `blocking`) and its
 # k-block (DEPTH, less where a panel of it would fill more than half the L1 data cache). With
