@@ -250,6 +250,7 @@ class GraphExecutor:
         tracks = [f"{label} ({device.name})" for label, device in zip(self.labels, self.devices)]
         profile = Profile.of_runs(self.profile_steps(), spans, self.labels, tracks)
         profile.outputs, profile.pool_bytes = outputs, self.pool_bytes()
+        profile.activation_bytes = self.activation_bytes()
         return profile
 
     def profile_steps(self) -> list[Step]:
@@ -315,6 +316,15 @@ class GraphExecutor:
         totals = {label: 0 for label in self.labels}
         for sid, nbytes in self.storage_sizes.items():
             totals[self.labels[self.storage_devices[sid]]] += nbytes
+        return totals
+
+    def activation_bytes(self) -> dict[str, int]:
+        """Bytes per device of one workspace alone, the params left out: the peak memory a run
+        needs for inputs, intermediates and outputs (the plan is static)."""
+        totals = {label: 0 for label in self.labels}
+        for sid, nbytes in self.storage_sizes.items():
+            if sid not in self.shared:
+                totals[self.labels[self.storage_devices[sid]]] += nbytes
         return totals
 
 

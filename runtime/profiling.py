@@ -60,7 +60,8 @@ class NodeTiming:
 
 @dataclass
 class Profile:
-    """What `runs` profiled runs did: times per node, copies per device pair, waits and pools.
+    """What `runs` profiled runs did: times per node, copies per device pair, waits and pools
+    (`pool_bytes` with the params, `activation_bytes` the peak of a run's own tensors).
 
     `nodes` keeps the one-run form `(node, device, seconds)` with the median, in execution
     order; `timings` has the min and median and what each node is."""
@@ -75,7 +76,8 @@ class Profile:
     copy_seconds: dict[tuple[str, str], float] = field(default_factory=dict[tuple[str, str], float])
     # device -> median seconds of a run it spent idle while other devices worked
     wait_seconds: dict[str, float] = field(default_factory=dict[str, float])
-    pool_bytes: dict[str, int] = field(default_factory=dict[str, int])
+    pool_bytes: dict[str, int] = field(default_factory=dict[str, int])  # workspace and shared params
+    activation_bytes: dict[str, int] = field(default_factory=dict[str, int])  # the workspace alone
     total_seconds: float = 0.0  # median wall time of a run
     min_total_seconds: float = 0.0
     tracks: list[str] = field(default_factory=list[str])  # a name per device index
@@ -113,7 +115,8 @@ class Profile:
         for dev, seconds in self.wait_seconds.items():
             lines.append(f"waited {dev}: {seconds * 1e6:.1f} us")
         for dev, nbytes in self.pool_bytes.items():
-            lines.append(f"pool {dev}: {nbytes} bytes")
+            activations = self.activation_bytes.get(dev, nbytes)
+            lines.append(f"pool {dev}: {nbytes} bytes, of which activations {activations} (a run's peak)")
         return "\n".join(lines)
 
     # --- the timeline ----------------------------------------------------------------------

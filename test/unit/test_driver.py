@@ -781,3 +781,24 @@ def test_progress_names_each_stage(capsys: pytest.CaptureFixture[str], monkeypat
     monkeypatch.setenv("XRELAY_PROGRESS", "1")
     xrelay.build(ADD)
     assert "plan-devices" in capsys.readouterr().err
+
+
+def test_profile_reports_the_activation_memory_apart_from_the_params() -> None:
+    """A dense with its weight a param: the pool holds the weight once, and a run's own peak
+    (its activations: input, hidden result, output, each in one storage at most) leaves it out."""
+    text = """
+func.func @main(%x: tensor<8x64xf32>, %w: tensor<256x64xf32>) -> tensor<8x256xf32> {
+  %0 = relay.nn.dense %x, %w : (tensor<8x64xf32>, tensor<256x64xf32>) -> tensor<8x256xf32>
+  %1 = relay.nn.relu %0 : tensor<8x256xf32>
+  %2 = relay.exp %1 : tensor<8x256xf32>
+  func.return %2 : tensor<8x256xf32>
+}"""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((256, 64)).astype(np.float32)
+    exe = xrelay.build(text, targets=("c",), params={"w": w})
+    profile = exe.profile(x=rng.standard_normal((8, 64)).astype(np.float32))
+    (device,) = profile.pool_bytes
+    activations = profile.activation_bytes[device]
+    assert 8 * 64 * 4 + 8 * 256 * 4 <= activations <= 8 * 64 * 4 + 2 * 8 * 256 * 4
+    assert profile.pool_bytes[device] >= activations + w.nbytes
+    assert f"of which activations {activations}" in str(profile)
