@@ -32,7 +32,7 @@ def check_input(name: str, ty: TensorType, value: np.ndarray, what: str = "input
     if expected_dtype is None or array.dtype != expected_dtype.numpy:
         dtype = expected_dtype.name if expected_dtype is not None else ty.element_type
         raise InputError(f"{what} %{name} must be {dtype} ({ty}), but has dtype {array.dtype}")
-    return np.array(array, order="C")  # ascontiguousarray would make a rank-0 input rank 1
+    return np.require(array, requirements="C")  # not copied when it already is (a model's weights)
 
 
 def constant_value(op: relay.ConstantOp) -> np.ndarray:
