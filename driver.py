@@ -275,7 +275,7 @@ def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
             arg = main.args[index]
             value = check_input(names[index], arg.type, params[names[index]], what="param")
             scope = arg_attrs[index].data.get(SCOPE_ATTR)
-            constant = relay.ConstantOp(relay.f32_elements(value), scope if isinstance(scope, SEScopeAttr) else None)
+            constant = relay.ConstantOp(relay.elements(value), scope if isinstance(scope, SEScopeAttr) else None)
             constant.results[0].name_hint = names[index]
             Rewriter.insert_op(constant, InsertPoint.at_start(block))
             arg.replace_all_uses_with(constant.results[0])

@@ -1328,7 +1328,7 @@ class ConstantOp(RelayOp):
 
 def elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """`array` (float32, int64 or bool) as a constant's value, from its raw bytes (bool as one
-    byte 0 or 1, as `xrelay.interpreter.constant_value` reads it back)."""
+    byte 0 or 1, as `xrelay.values.constant_value` reads it back)."""
     found = dtype_of_numpy(np.asarray(array).dtype)
     if found is None:
         raise VerifyException(f"a constant holds float32, int64 or bool elements, but found {np.asarray(array).dtype}")
@@ -1340,8 +1340,9 @@ def elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
 
 
 def f32_elements(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """`array` as a constant's value: its elements as f32 in a tensor of its shape (from the
-    raw bytes, as `xrelay.interpreter.constant_value` reads them back: fast for weights)."""
+    """`array` as a float32 constant's value: its elements converted to f32 in a tensor of its
+    shape, from the raw bytes (as `xrelay.values.constant_value` reads them back: fast for
+    weights). For a value of any dtype, `elements`."""
     values = np.ascontiguousarray(array, dtype="<f4")
     return DenseIntOrFPElementsAttr(TensorType(f32, values.shape), BytesAttr(values.tobytes()))
 

@@ -437,3 +437,17 @@ def test_onnx_node_case_with_run_time_data(case: object, targets: tuple[str, ...
         for g, want in zip(got, outputs):
             assert g.dtype == want.dtype
             np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("targets", TARGETS)
+def test_params_keep_their_dtype_when_bound(targets: tuple[str, ...]) -> None:
+    """An int64 or bool parameter bound with `params=` becomes a constant of its own dtype
+    (it was once written as float32 bytes under the parameter's int type)."""
+    b = Builder()
+    table, ids, keep = b.input("table", (7, 4)), b.input("ids", (2, 3), "int64"), b.input("keep", (2, 3, 4), "bool")
+    module = b.finish(b.where(keep, b.take(table, ids, axis=0), 0.0))
+    inputs = {"table": sample("float32", (7, 4)), "ids": RNG.integers(0, 7, (2, 3)), "keep": sample("bool", (2, 3, 4))}
+    want = xrelay.interpret(module, inputs)
+    params = {"ids": inputs["ids"], "keep": inputs["keep"]}
+    out = xrelay.build(module, targets=targets, params=params).run(inputs["table"])
+    np.testing.assert_array_equal(out, want)
