@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	@# Metadata an older set-up left in the root would shadow the installed entry points
 	@# (`python -m ...` puts the root on sys.path); setuptools now writes it under .src.
 	rm -rf xrelay.egg-info
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,serve]'
 	touch $@
 
 opencl:
@@ -73,7 +73,7 @@ lint: setup
 bench-setup: setup $(VENV)/.bench-installed
 
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m pip install -q -e '.[test,serve,bench]'
 	touch $@
 
 bench: bench-setup

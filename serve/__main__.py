@@ -1,0 +1,167 @@
+"""`python -m xrelay.serve MODEL.xrelay --host H --port P [--replicas R] [--max-batch-size B]
+[--batch-wait-ms W] [--address RAY_ADDRESS] [--threads N] [--trust]`: serves an artifact on Ray
+Serve until Ctrl-C or SIGTERM (see `xrelay.serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import xrelay.runtime
+from xrelay.errors import Error, UsageError
+from xrelay.serve.payload import Model, describe
+
+APP_NAME = "xrelay"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A deployment to start: the artifact, and how it is replicated and batched."""
+
+    path: str
+    digest: str
+    model: Model
+    replicas: int
+    max_batch_size: int
+    batch_wait_s: float
+    threads: int
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m xrelay.serve", description="Serve an xrelay artifact on Ray Serve.")
+    p.add_argument("model", help="the artifact (a directory saved by Executable.save)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    p.add_argument("--replicas", type=int, default=1, help="replicas of the model (default 1)")
+    p.add_argument(
+        "--max-batch-size", type=int, default=None, help="rows per batch (default: the artifact's largest batch size)"
+    )
+    p.add_argument("--batch-wait-ms", type=float, default=2.0, help="longest wait for a batch to fill (default 2)")
+    p.add_argument("--address", default=None, help="join this Ray cluster (e.g. 'auto') instead of starting one")
+    p.add_argument("--threads", type=int, default=1, help="threads (and Ray CPUs) per replica (default 1)")
+    p.add_argument("--trust", action="store_true", help="serve an artifact not signed under this user's key")
+    return p.parse_args(argv)
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    """Checks the artifact (its signature under this user's key unless --trust) and the options."""
+    from xrelay.serve.deployment import manifest_digest  # (imports Ray)
+
+    digest = manifest_digest(args.model)
+    exe = xrelay.runtime.load(args.model, trust=args.trust)
+    model = describe(exe)
+    for name in ("replicas", "threads"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be at least 1, but is {getattr(args, name)}")
+    if args.batch_wait_ms < 0:
+        raise UsageError(f"--batch-wait-ms must be >= 0, but is {args.batch_wait_ms}")
+    largest = model.largest_batch if model.batched else 1
+    max_batch = largest if args.max_batch_size is None else args.max_batch_size
+    if max_batch < 1 or (not model.batched and max_batch != 1):
+        raise UsageError(
+            "--max-batch-size must be at least 1"
+            + ("" if model.batched else " and is 1 for an artifact built without batch_sizes (each request runs alone)")
+            + f", but is {max_batch}"
+        )
+    return Plan(args.model, digest, model, args.replicas, max_batch, args.batch_wait_ms / 1000, args.threads)
+
+
+def replica_env(threads: int) -> dict[str, str]:
+    """A replica's environment: its kernels' OpenMP regions and numpy's BLAS at `threads`. The C
+    kernels fix their thread count when built (`num_threads(N)`); OMP_THREAD_LIMIT caps it."""
+    count = str(threads)
+    return {"OMP_THREAD_LIMIT": count, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
+
+
+def deploy(plan: Plan, host: str, port: int) -> None:
+    """Starts Serve's HTTP proxy on host:port and the replicas; returns when they are ready."""
+    from ray import serve
+
+    from xrelay.serve.deployment import XrelayReplica
+
+    serve.start(http_options={"host": host, "port": port})  # pyright: ignore[reportUnknownMemberType]
+    deployment: Any = XrelayReplica  # (Ray's Deployment.options and bind are partly untyped)
+    app = deployment.options(
+        num_replicas=plan.replicas,
+        # room for a batch waiting while the one before it runs
+        max_ongoing_requests=max(16, 2 * plan.max_batch_size),
+        ray_actor_options={"num_cpus": plan.threads, "runtime_env": {"env_vars": replica_env(plan.threads)}},
+    ).bind(os.path.abspath(plan.path), plan.digest, plan.max_batch_size, plan.batch_wait_s)
+    serve.run(app, name=APP_NAME, route_prefix="/")  # pyright: ignore[reportUnknownMemberType]
+
+
+def start_ray(address: str | None, cpus_needed: int) -> None:
+    """Joins the cluster at `address`, or starts a local one with enough CPUs for the replicas
+    (more than the machine's cores only when asked for more)."""
+    import ray
+
+    if address is not None:
+        ray.init(address=address, logging_level=logging.WARNING)  # pyright: ignore[reportUnknownMemberType]
+        return
+    cores = os.cpu_count() or 1
+    if cpus_needed > cores:
+        print(f"warning: {cpus_needed} replica threads on {cores} cores: they will share them", file=sys.stderr)
+    ray.init(  # pyright: ignore[reportUnknownMemberType]
+        num_cpus=max(cores, cpus_needed),
+        include_dashboard=False,
+        object_store_memory=256 << 20,
+        logging_level=logging.WARNING,
+    )
+
+
+def wait_for_signal() -> None:
+    """Blocks until SIGINT or SIGTERM. (A plain flag: an Event set by a signal handler can
+    deadlock with the same thread's wait on it.)"""
+    stopped: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        stopped.append(signum)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    while not stopped:
+        time.sleep(0.2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        plan = make_plan(args)
+    except Error as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    import ray
+    from ray import serve
+
+    start = time.perf_counter()
+    start_ray(args.address, plan.replicas * plan.threads)
+    deployed = False
+    try:
+        deploy(plan, args.host, args.port)
+        deployed = True
+        batching = f"batches of up to {plan.max_batch_size} rows, waiting {plan.batch_wait_s * 1000:g} ms"
+        print(
+            f"serving {plan.path} at http://{args.host}:{args.port}/ ({plan.replicas} replica(s) of "
+            f"{plan.threads} thread(s), {batching}; ready in {time.perf_counter() - start:.1f} s); Ctrl-C stops",
+            flush=True,
+        )
+        wait_for_signal()
+    finally:
+        print("shutting down", file=sys.stderr, flush=True)
+        if deployed:
+            serve.delete(APP_NAME)  # on a shared cluster, only this application
+        if args.address is None:
+            serve.shutdown()
+        ray.shutdown()  # pyright: ignore[reportUnknownMemberType]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

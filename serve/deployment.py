@@ -1,0 +1,120 @@
+"""The Ray Serve deployment: one replica runs one artifact with `xrelay.runtime` alone.
+
+A replica imports numpy, Ray Serve, Starlette and `xrelay.runtime` (never xDSL or the
+compiler), so it is ready a fraction of a second after its process has Ray: `GET /` reports
+the seconds from this module's import to ready, and which compiler modules it holds (none).
+
+`POST /` takes an `.npz` of the named inputs (`xrelay.serve.payload`), checks it on its own,
+and joins it to the next batch (`@serve.batch`, counted in rows, up to the max batch size,
+waiting at most the batch wait); the batch runs as one `exe.run` on the replica's one run
+thread and is split back per request. A request with more rows than the max batch runs alone
+(the executable runs it in pieces). A bad request is a 400 with the runtime's message; an
+error of the run itself is a 500 with its message; the replica lives on either way.
+"""
+
+from __future__ import annotations
+
+import time
+
+_IMPORT_START = time.perf_counter()
+
+import asyncio
+import hashlib
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ray import serve
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+import xrelay.runtime
+from xrelay.errors import ArtifactError, Error, InputError
+from xrelay.serve.payload import Model, concat, decode, describe, encode, named_outputs, rows, split
+
+# Modules whose presence in a replica would mean it imported the compiler.
+COMPILER_MODULES = ("xdsl", "xrelay.dialects", "xrelay.transforms", "xrelay.targets", "xrelay.driver", "onnx")
+NPZ = "application/octet-stream"
+
+
+def manifest_digest(path: str | Path) -> str:
+    """The sha256 of an artifact's manifest, which holds the sha256 of each of its other files:
+    it pins the artifact's whole contents."""
+    try:
+        return hashlib.sha256((Path(path) / "manifest.json").read_bytes()).hexdigest()
+    except OSError as error:
+        raise ArtifactError(f"{path}: cannot read the artifact's manifest.json: {error}") from error
+
+
+def total_rows(requests: list[dict[str, np.ndarray]]) -> int:
+    """A batch's size in rows (`@serve.batch`'s batch_size_fn)."""
+    return sum(rows(r) for r in requests)
+
+
+@serve.deployment(name="xrelay")  # pyright: ignore[reportUnknownMemberType]
+class XrelayReplica:
+    """One replica of an artifact. The server that deployed it has checked the artifact's
+    signature (with its user's key, or was told to trust it) and passes the manifest's digest:
+    the replica loads only those same bytes, so it needs neither the key nor the compiler."""
+
+    def __init__(self, path: str, digest: str, max_batch_size: int, batch_wait_s: float):
+        start = time.perf_counter()
+        if manifest_digest(path) != digest:
+            raise ArtifactError(
+                f"{path} changed since the server checked its signature (manifest sha256 {digest}); restart the server"
+            )
+        self.exe = xrelay.runtime.load(path, trust=True)
+        self.model: Model = describe(self.exe)
+        self.max_batch_size = max_batch_size
+        batching: Any = self.run_batch  # (serve.batch's setters are not in its types)
+        batching.set_max_batch_size(max_batch_size)
+        batching.set_batch_wait_timeout_s(batch_wait_s)
+        self.runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xrelay-run")  # one run at a time
+        self.ready_s = time.perf_counter() - start  # loading the artifact, ready to run
+        self.since_import_s = time.perf_counter() - _IMPORT_START
+
+    def info(self) -> dict[str, Any]:
+        """What `GET /` answers: the model, the batching, and how fast this replica started."""
+        return {
+            "inputs": {s.name: {"shape": list(s.shape), "dtype": str(s.dtype)} for s in self.model.inputs},
+            "batch_sizes": list(self.model.batch_sizes),
+            "max_batch_size": self.max_batch_size,
+            "ready_seconds": self.ready_s,
+            "seconds_since_import": self.since_import_s,
+            "pid": os.getpid(),
+            "omp_thread_limit": os.environ.get("OMP_THREAD_LIMIT"),
+            "compiler_modules": sorted(m for m in sys.modules if m.startswith(COMPILER_MODULES)),
+        }
+
+    async def __call__(self, request: Request) -> Response:
+        if request.method == "GET":
+            return JSONResponse(self.info())
+        if request.method != "POST":
+            return Response("POST an .npz of the inputs to /, or GET / for the model", status_code=405)
+        try:
+            inputs = decode(await request.body(), self.model)
+        except InputError as error:
+            return Response(str(error), status_code=400, media_type="text/plain")
+        try:
+            if self.model.batched and rows(inputs) <= self.max_batch_size:
+                outputs = await self.run_batch(inputs)
+            else:
+                outputs = await self._run(inputs)
+        except Error as error:  # the run's own failure, not the request's
+            return Response(f"{type(error).__name__}: {error}", status_code=500, media_type="text/plain")
+        return Response(encode(named_outputs(outputs)), media_type=NPZ)
+
+    @serve.batch(  # pyright: ignore[reportUnknownMemberType]
+        max_batch_size=1, batch_wait_timeout_s=0.0, batch_size_fn=total_rows
+    )
+    async def run_batch(self, requests: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+        outputs = await self._run(concat(requests))
+        return split(outputs, [rows(r) for r in requests])
+
+    async def _run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """One `exe.run` on the run thread; the event loop takes requests meanwhile."""
+        result = await asyncio.get_running_loop().run_in_executor(self.runner, lambda: self.exe.run(inputs))
+        return list(result) if isinstance(result, tuple) else [result]
