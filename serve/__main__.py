@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import xrelay.runtime
-from xrelay.errors import Error, UsageError
+from xrelay.errors import ArtifactError, Error, UsageError
 from xrelay.serve.payload import Model, describe
 
 APP_NAME = "xrelay"
@@ -55,7 +55,12 @@ def make_plan(args: argparse.Namespace) -> Plan:
     from xrelay.serve.deployment import manifest_digest  # (imports Ray)
 
     digest = manifest_digest(args.model)
-    exe = xrelay.runtime.load(args.model, trust=args.trust)
+    try:
+        exe = xrelay.runtime.load(args.model, trust=args.trust)
+    except ArtifactError as error:
+        if "trust=True" not in str(error):
+            raise
+        raise ArtifactError(f"{error} (here: --trust)") from None
     model = describe(exe)
     for name in ("replicas", "threads"):
         if getattr(args, name) < 1:
@@ -80,8 +85,9 @@ def replica_env(threads: int) -> dict[str, str]:
     return {"OMP_THREAD_LIMIT": count, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
 
 
-def deploy(plan: Plan, host: str, port: int) -> None:
-    """Starts Serve's HTTP proxy on host:port and the replicas; returns when they are ready."""
+def deploy(plan: Plan, host: str, port: int, name: str = APP_NAME, route_prefix: str = "/") -> None:
+    """Starts Serve's HTTP proxy on host:port (unless Serve runs already on the cluster) and the
+    replicas of application `name` at `route_prefix`; returns when they are ready."""
     from ray import serve
 
     from xrelay.serve.deployment import XrelayReplica
@@ -94,7 +100,7 @@ def deploy(plan: Plan, host: str, port: int) -> None:
         max_ongoing_requests=max(16, 2 * plan.max_batch_size),
         ray_actor_options={"num_cpus": plan.threads, "runtime_env": {"env_vars": replica_env(plan.threads)}},
     ).bind(os.path.abspath(plan.path), plan.digest, plan.max_batch_size, plan.batch_wait_s)
-    serve.run(app, name=APP_NAME, route_prefix="/")  # pyright: ignore[reportUnknownMemberType]
+    serve.run(app, name=name, route_prefix=route_prefix)  # pyright: ignore[reportUnknownMemberType]
 
 
 def start_ray(address: str | None, cpus_needed: int) -> None:
@@ -105,6 +111,7 @@ def start_ray(address: str | None, cpus_needed: int) -> None:
     if address is not None:
         ray.init(address=address, logging_level=logging.WARNING)  # pyright: ignore[reportUnknownMemberType]
         return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # (Ray's usage report, unless asked for)
     cores = os.cpu_count() or 1
     if cpus_needed > cores:
         print(f"warning: {cpus_needed} replica threads on {cores} cores: they will share them", file=sys.stderr)

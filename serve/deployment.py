@@ -73,6 +73,7 @@ class XrelayReplica:
         batching.set_max_batch_size(max_batch_size)
         batching.set_batch_wait_timeout_s(batch_wait_s)
         self.runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xrelay-run")  # one run at a time
+        self.batches, self.largest_rows = 0, 0  # batches run, and the most rows in one
         self.ready_s = time.perf_counter() - start  # loading the artifact, ready to run
         self.since_import_s = time.perf_counter() - _IMPORT_START
 
@@ -84,6 +85,8 @@ class XrelayReplica:
             "max_batch_size": self.max_batch_size,
             "ready_seconds": self.ready_s,
             "seconds_since_import": self.since_import_s,
+            "batches": self.batches,
+            "largest_batch_rows": self.largest_rows,
             "pid": os.getpid(),
             "omp_thread_limit": os.environ.get("OMP_THREAD_LIMIT"),
             "compiler_modules": sorted(m for m in sys.modules if m.startswith(COMPILER_MODULES)),
@@ -111,8 +114,10 @@ class XrelayReplica:
         max_batch_size=1, batch_wait_timeout_s=0.0, batch_size_fn=total_rows
     )
     async def run_batch(self, requests: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+        sizes = [rows(r) for r in requests]
+        self.batches, self.largest_rows = self.batches + 1, max(self.largest_rows, sum(sizes))
         outputs = await self._run(concat(requests))
-        return split(outputs, [rows(r) for r in requests])
+        return split(outputs, sizes)
 
     async def _run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """One `exe.run` on the run thread; the event loop takes requests meanwhile."""

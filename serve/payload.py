@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -45,14 +45,16 @@ class Model:
     """What a server needs to know of an executable to check and batch requests.
 
     `batch_sizes` are the executable's (empty when it was built for its static batch only: then
-    every request must have exactly the shapes it was built with, and runs alone)."""
+    every request must have exactly the shapes it was built with, and runs alone); `check`
+    raises the runtime's `InputError` for inputs its `run` would refuse."""
 
     inputs: tuple[InputSpec, ...]
     batch_sizes: tuple[int, ...]
+    check: Callable[[Mapping[str, np.ndarray]], object]
 
     @property
     def batched(self) -> bool:
-        return bool(self.batch_sizes) and all(spec.shape for spec in self.inputs)
+        return bool(self.batch_sizes)
 
     @property
     def largest_batch(self) -> int:
@@ -63,27 +65,21 @@ class Model:
 
 
 def describe(exe: Executable) -> Model:
-    """The inputs and batch sizes of `exe`."""
+    """The inputs, batch sizes and input check of `exe` (the graph of its largest batch size
+    has the inputs' per-sample shapes and dtypes)."""
     executor = exe.executor
     specs = tuple(
         InputSpec(name, executor.entries[index].shape, np.dtype(executor.entries[index].dtype))
         for name, index in executor.inputs.items()
     )
-    sizes: tuple[int, ...] = tuple(getattr(exe, "batch_sizes", ()))
-    return Model(specs, sizes)
+    return Model(specs, exe.batch_sizes, (exe.batched or executor).check_inputs)
 
 
 def decode(body: bytes, model: Model) -> dict[str, np.ndarray]:
-    """The inputs of one request, checked against `model`: an `InputError` naming what is wrong
-    (not an .npz, a missing or unknown input, a wrong shape, dtype or batch)."""
+    """The inputs of one request, checked as the runtime checks them: an `InputError` naming
+    what is wrong (not an .npz, a missing or unknown input, a wrong shape, dtype or batch)."""
     arrays = _unpack(body, model)
-    for spec in model.inputs:
-        _check(spec, arrays[spec.name], model.batched)
-    if model.batched:
-        batches = {name: array.shape[0] for name, array in arrays.items()}
-        if len(set(batches.values())) > 1:
-            listed = ", ".join(f"{name} {n}" for name, n in batches.items())
-            raise InputError(f"every input must have the same batch (axis 0), but they have {listed}")
+    model.check(arrays)
     return arrays
 
 
@@ -94,44 +90,14 @@ def _unpack(body: bytes, model: Model) -> dict[str, np.ndarray]:
         raise InputError(f"the request body must be an .npz of the inputs {', '.join(names)} (np.savez), not {found}")
     try:
         with np.load(io.BytesIO(body), allow_pickle=False) as npz:
-            _check_names(list(npz.files), names)
             unpacked = sum(info.file_size for info in npz.zip.infolist())
             if unpacked > MAX_REQUEST_BYTES:
                 raise InputError(f"the request's arrays take {unpacked} bytes, more than {MAX_REQUEST_BYTES}")
-            return {name: npz[name] for name in names}
+            return {name: npz[name] for name in npz.files}  # (`check` names a missing or unknown one)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as error:
         raise InputError(
             f"the request body must be an .npz of the inputs {', '.join(names)} (np.savez): {error}"
         ) from error
-
-
-def _check_names(found: list[str], names: list[str]) -> None:
-    missing = [n for n in names if n not in found]
-    unknown = [n for n in found if n not in names]
-    if missing or unknown:
-        problems = [
-            f"missing {', '.join(missing)}" if missing else "",
-            f"unknown {', '.join(map(repr, unknown))}" if unknown else "",
-        ]
-        raise InputError(f"the program takes inputs {', '.join(names)}; " + "; ".join(filter(None, problems)))
-
-
-def _check(spec: InputSpec, array: np.ndarray, batched: bool) -> None:
-    """The runtime's messages (`GraphExecutor.check_inputs`), with any batch n where allowed."""
-    if batched:
-        expected = f"[n, {', '.join(map(str, spec.shape[1:]))}]" if len(spec.shape) > 1 else "[n]"
-        ok = array.ndim == len(spec.shape) and array.shape[1:] == spec.shape[1:] and array.shape[0] >= 1
-        if not ok:
-            raise InputError(
-                f"input {spec.name} must have shape {expected} with a batch n >= 1, but has shape {list(array.shape)}"
-            )
-    elif array.shape != spec.shape:
-        raise InputError(f"input {spec.name} must have shape {list(spec.shape)}, but has shape {list(array.shape)}")
-    if array.dtype != spec.dtype:
-        raise InputError(
-            f"input {spec.name} must have dtype {spec.dtype}, but has dtype {array.dtype}; "
-            f"convert it with .astype(np.{spec.dtype})"
-        )
 
 
 def rows(inputs: Mapping[str, np.ndarray]) -> int:
