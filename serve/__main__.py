@@ -78,28 +78,16 @@ def make_plan(args: argparse.Namespace) -> Plan:
     return Plan(args.model, digest, model, args.replicas, max_batch, args.batch_wait_ms / 1000, args.threads)
 
 
-def replica_env(threads: int) -> dict[str, str]:
-    """A replica's environment: its kernels' OpenMP regions and numpy's BLAS at `threads`. The C
-    kernels fix their thread count when built (`num_threads(N)`); OMP_THREAD_LIMIT caps it."""
-    count = str(threads)
-    return {"OMP_THREAD_LIMIT": count, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
-
-
 def deploy(plan: Plan, host: str, port: int, name: str = APP_NAME, route_prefix: str = "/") -> None:
     """Starts Serve's HTTP proxy on host:port (unless Serve runs already on the cluster) and the
     replicas of application `name` at `route_prefix`; returns when they are ready."""
     from ray import serve
 
-    from xrelay.serve.deployment import XrelayReplica
+    from xrelay.serve.deployment import QUIET, XrelayReplica, application
 
-    serve.start(http_options={"host": host, "port": port})  # pyright: ignore[reportUnknownMemberType]
-    deployment: Any = XrelayReplica  # (Ray's Deployment.options and bind are partly untyped)
-    app = deployment.options(
-        num_replicas=plan.replicas,
-        # room for a batch waiting while the one before it runs
-        max_ongoing_requests=max(16, 2 * plan.max_batch_size),
-        ray_actor_options={"num_cpus": plan.threads, "runtime_env": {"env_vars": replica_env(plan.threads)}},
-    ).bind(os.path.abspath(plan.path), plan.digest, plan.max_batch_size, plan.batch_wait_s)
+    serve.start(http_options={"host": host, "port": port}, logging_config=QUIET)  # pyright: ignore[reportUnknownMemberType]
+    args = (os.path.abspath(plan.path), plan.digest, plan.max_batch_size, plan.batch_wait_s)
+    app = application(XrelayReplica, plan.replicas, plan.threads, plan.max_batch_size, *args)
     serve.run(app, name=name, route_prefix=route_prefix)  # pyright: ignore[reportUnknownMemberType]
 
 

@@ -2,7 +2,7 @@
 
 A replica imports numpy, Ray Serve, Starlette and `xrelay.runtime` (never xDSL or the
 compiler), so it is ready a fraction of a second after its process has Ray: `GET /` reports
-the seconds from this module's import to ready, and which compiler modules it holds (none).
+the seconds it took to load the artifact, and which compiler modules it holds (none).
 
 `POST /` takes an `.npz` of the named inputs (`xrelay.serve.payload`), checks it on its own,
 and joins it to the next batch (`@serve.batch`, counted in rows, up to the max batch size,
@@ -14,14 +14,13 @@ error of the run itself is a 500 with its message; the replica lives on either w
 
 from __future__ import annotations
 
-import time
-
-_IMPORT_START = time.perf_counter()
-
 import asyncio
 import hashlib
 import os
 import sys
+import time
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,8 +35,12 @@ from xrelay.errors import ArtifactError, Error, InputError
 from xrelay.serve.payload import Model, concat, decode, describe, encode, named_outputs, rows, split
 
 # Modules whose presence in a replica would mean it imported the compiler.
-COMPILER_MODULES = ("xdsl", "xrelay.dialects", "xrelay.transforms", "xrelay.targets", "xrelay.driver", "onnx")
+COMPILER_PACKAGES = ("xdsl", "onnx")
+COMPILER_MODULES = ("xrelay.dialects", "xrelay.transforms", "xrelay.targets", "xrelay.driver", "xrelay.frontend")
 NPZ = "application/octet-stream"
+# No log line per request (Serve's access log costs each request as much as a small model's run).
+QUIET: dict[str, object] = {"enable_access_log": False, "log_level": "WARNING"}
+RECENT_RUNS = 1000  # the runs whose median `GET /` reports
 
 
 def manifest_digest(path: str | Path) -> str:
@@ -54,42 +57,44 @@ def total_rows(requests: list[dict[str, np.ndarray]]) -> int:
     return sum(rows(r) for r in requests)
 
 
-@serve.deployment(name="xrelay")  # pyright: ignore[reportUnknownMemberType]
-class XrelayReplica:
-    """One replica of an artifact. The server that deployed it has checked the artifact's
-    signature (with its user's key, or was told to trust it) and passes the manifest's digest:
-    the replica loads only those same bytes, so it needs neither the key nor the compiler."""
+class BatchingReplica:
+    """A replica's request handling around any `run` of a checked batch (`xrelay.runtime`'s
+    here; the load test wraps onnxruntime in it too): `start` sets it up, `__call__` answers."""
 
-    def __init__(self, path: str, digest: str, max_batch_size: int, batch_wait_s: float):
-        start = time.perf_counter()
-        if manifest_digest(path) != digest:
-            raise ArtifactError(
-                f"{path} changed since the server checked its signature (manifest sha256 {digest}); restart the server"
-            )
-        self.exe = xrelay.runtime.load(path, trust=True)
-        self.model: Model = describe(self.exe)
-        self.max_batch_size = max_batch_size
+    def start(
+        self,
+        model: Model,
+        run: Callable[[dict[str, np.ndarray]], list[np.ndarray]],
+        max_batch_size: int,
+        batch_wait_s: float,
+    ) -> None:
+        self.model, self.run, self.max_batch_size = model, run, max_batch_size
         batching: Any = self.run_batch  # (serve.batch's setters are not in its types)
         batching.set_max_batch_size(max_batch_size)
         batching.set_batch_wait_timeout_s(batch_wait_s)
         self.runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xrelay-run")  # one run at a time
-        self.batches, self.largest_rows = 0, 0  # batches run, and the most rows in one
-        self.ready_s = time.perf_counter() - start  # loading the artifact, ready to run
-        self.since_import_s = time.perf_counter() - _IMPORT_START
+        self.batches, self.batch_rows, self.largest_rows = 0, 0, 0  # batches run, their rows, the most in one
+        self.run_seconds: deque[float] = deque(maxlen=RECENT_RUNS)
+        self.ready_s = 0.0
 
     def info(self) -> dict[str, Any]:
-        """What `GET /` answers: the model, the batching, and how fast this replica started."""
+        """What `GET /` answers: the model, the batching, how fast this replica started (its
+        `ready_s`), and its recent runs."""
+        runs = sorted(self.run_seconds)
         return {
             "inputs": {s.name: {"shape": list(s.shape), "dtype": str(s.dtype)} for s in self.model.inputs},
             "batch_sizes": list(self.model.batch_sizes),
             "max_batch_size": self.max_batch_size,
             "ready_seconds": self.ready_s,
-            "seconds_since_import": self.since_import_s,
             "batches": self.batches,
+            "mean_batch_rows": self.batch_rows / self.batches if self.batches else 0.0,
             "largest_batch_rows": self.largest_rows,
+            "median_run_seconds": runs[len(runs) // 2] if runs else None,
             "pid": os.getpid(),
             "omp_thread_limit": os.environ.get("OMP_THREAD_LIMIT"),
-            "compiler_modules": sorted(m for m in sys.modules if m.startswith(COMPILER_MODULES)),
+            "compiler_modules": sorted(
+                m for m in sys.modules if m.split(".")[0] in COMPILER_PACKAGES or m.startswith(COMPILER_MODULES)
+            ),
         }
 
     async def __call__(self, request: Request) -> Response:
@@ -115,11 +120,53 @@ class XrelayReplica:
     )
     async def run_batch(self, requests: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
         sizes = [rows(r) for r in requests]
-        self.batches, self.largest_rows = self.batches + 1, max(self.largest_rows, sum(sizes))
+        self.batches, self.batch_rows = self.batches + 1, self.batch_rows + sum(sizes)
+        self.largest_rows = max(self.largest_rows, sum(sizes))
         outputs = await self._run(concat(requests))
         return split(outputs, sizes)
 
     async def _run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """One `exe.run` on the run thread; the event loop takes requests meanwhile."""
-        result = await asyncio.get_running_loop().run_in_executor(self.runner, lambda: self.exe.run(inputs))
-        return list(result) if isinstance(result, tuple) else [result]
+        """One run on the run thread; the event loop takes requests meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self.runner, self._timed_run, inputs)
+
+    def _timed_run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        start = time.perf_counter()
+        outputs = self.run(inputs)
+        self.run_seconds.append(time.perf_counter() - start)
+        return outputs
+
+
+@serve.deployment(name="xrelay")  # pyright: ignore[reportUnknownMemberType]
+class XrelayReplica(BatchingReplica):
+    """One replica of an artifact. The server that deployed it has checked the artifact's
+    signature (with its user's key, or was told to trust it) and passes the manifest's digest:
+    the replica loads only those same bytes, so it needs neither the key nor the compiler."""
+
+    def __init__(self, path: str, digest: str, max_batch_size: int, batch_wait_s: float):
+        start = time.perf_counter()
+        if manifest_digest(path) != digest:
+            raise ArtifactError(
+                f"{path} changed since the server checked its signature (manifest sha256 {digest}); restart the server"
+            )
+        exe = xrelay.runtime.load(path, trust=True)
+
+        def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+            result = exe.run(inputs)
+            return list(result) if isinstance(result, tuple) else [result]
+
+        self.start(describe(exe), run, max_batch_size, batch_wait_s)
+        self.ready_s = time.perf_counter() - start  # loading the artifact, ready to run
+
+
+def application(deployment: Any, replicas: int, threads: int, max_batch_size: int, *args: Any) -> Any:
+    """`deployment` bound to its arguments, with `replicas` replicas of `threads` threads (and
+    Ray CPUs) each, and room for a batch waiting while the one before it runs."""
+    count = str(threads)
+    # The C kernels fix their OpenMP thread count when built (`num_threads(N)`); OMP_THREAD_LIMIT caps it.
+    env = {"OMP_THREAD_LIMIT": count, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
+    return deployment.options(
+        num_replicas=replicas,
+        logging_config=QUIET,
+        max_ongoing_requests=max(16, 2 * max_batch_size),
+        ray_actor_options={"num_cpus": threads, "runtime_env": {"env_vars": env}},
+    ).bind(*args)
