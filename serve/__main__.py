@@ -111,9 +111,9 @@ def start_ray(address: str | None, cpus_needed: int) -> None:
     )
 
 
-def wait_for_signal() -> None:
-    """Blocks until SIGINT or SIGTERM. (A plain flag: an Event set by a signal handler can
-    deadlock with the same thread's wait on it.)"""
+def stop_on_signals() -> list[int]:
+    """A list that SIGINT and SIGTERM append to from now on. (A plain list: an Event set by a
+    signal handler can deadlock with the same thread's wait on it.)"""
     stopped: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
@@ -121,8 +121,7 @@ def wait_for_signal() -> None:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
-    while not stopped:
-        time.sleep(0.2)
+    return stopped
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,9 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     start_ray(args.address, plan.replicas * plan.threads)
+    stopped = stop_on_signals()  # (after ray.init, which sets a SIGTERM handler of its own)
     deployed = False
     try:
-        deploy(plan, args.host, args.port)
+        try:
+            deploy(plan, args.host, args.port)
+        except Exception as error:  # Ray's own (a replica that failed to start, a port in use, ...)
+            print(f"error: deploying {plan.path} failed: {type(error).__name__}: {error}", file=sys.stderr)
+            return 1
         deployed = True
         batching = f"batches of up to {plan.max_batch_size} rows, waiting {plan.batch_wait_s * 1000:g} ms"
         print(
@@ -147,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{plan.threads} thread(s), {batching}; ready in {time.perf_counter() - start:.1f} s); Ctrl-C stops",
             flush=True,
         )
-        wait_for_signal()
+        while not stopped:
+            time.sleep(0.2)
     finally:
         print("shutting down", file=sys.stderr, flush=True)
         if deployed:
