@@ -6,8 +6,9 @@ the seconds it took to load the artifact, and which compiler modules it holds (n
 
 `POST /` takes an `.npz` of the named inputs (`xrelay.serve.payload`), checks it on its own,
 and joins it to the next batch (`@serve.batch`, counted in rows, up to the max batch size,
-waiting at most the batch wait); the batch runs as one `exe.run` on the replica's one run
-thread and is split back per request. A request with more rows than the max batch runs alone
+waiting at most the batch wait; batches formed while another runs are joined into the next
+run, `xrelay.serve.coalesce`); a batch runs as one `exe.run` on the replica's one run thread
+and is split back per request. A request with more rows than the max batch runs alone
 (the executable runs it in pieces). A bad request is a 400 with the runtime's message; an
 error of the run itself is a 500 with its message; the replica lives on either way.
 """
@@ -32,6 +33,7 @@ from starlette.responses import JSONResponse, Response
 
 import xrelay.runtime
 from xrelay.errors import ArtifactError, Error, InputError
+from xrelay.serve.coalesce import Coalescer
 from xrelay.serve.payload import Model, concat, decode, describe, encode, named_outputs, rows, split
 
 # Modules whose presence in a replica would mean it imported the compiler.
@@ -40,7 +42,10 @@ COMPILER_MODULES = ("xrelay.dialects", "xrelay.transforms", "xrelay.targets", "x
 NPZ = "application/octet-stream"
 # No log line per request (Serve's access log costs each request as much as a small model's run).
 QUIET: dict[str, object] = {"enable_access_log": False, "log_level": "WARNING"}
-RECENT_RUNS = 1000  # the runs whose median `GET /` reports
+RECENT_RUNS = 1000
+# The batches `@serve.batch` may hand over at once, to be joined while one runs (at most this
+# many times the max batch size of requests are admitted to a replica).
+COALESCED_BATCHES = 16  # the runs whose median `GET /` reports
 
 
 def manifest_digest(path: str | Path) -> str:
@@ -69,6 +74,7 @@ class BatchingReplica:
         batch_wait_s: float,
     ) -> None:
         self.model, self.run, self.max_batch_size = model, run, max_batch_size
+        self.coalescer = Coalescer[dict[str, np.ndarray], list[np.ndarray]](self._run_requests, rows, max_batch_size)
         batching: Any = self.run_batch  # (serve.batch's setters are not in its types)
         batching.set_max_batch_size(max_batch_size)
         batching.set_batch_wait_timeout_s(batch_wait_s)
@@ -116,9 +122,14 @@ class BatchingReplica:
         return Response(encode(named_outputs(outputs)), media_type=NPZ)
 
     @serve.batch(  # pyright: ignore[reportUnknownMemberType]
-        max_batch_size=1, batch_wait_timeout_s=0.0, batch_size_fn=total_rows
+        max_batch_size=1, batch_wait_timeout_s=0.0, batch_size_fn=total_rows, max_concurrent_batches=COALESCED_BATCHES
     )
     async def run_batch(self, requests: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+        """A batch `@serve.batch` formed, run with the others that wait (`xrelay.serve.coalesce`)."""
+        return await self.coalescer(requests)
+
+    async def _run_requests(self, requests: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+        """One run of the requests joined along axis 0, split back per request."""
         sizes = [rows(r) for r in requests]
         self.batches, self.batch_rows = self.batches + 1, self.batch_rows + sum(sizes)
         self.largest_rows = max(self.largest_rows, sum(sizes))
@@ -160,13 +171,13 @@ class XrelayReplica(BatchingReplica):
 
 def application(deployment: Any, replicas: int, threads: int, max_batch_size: int, *args: Any) -> Any:
     """`deployment` bound to its arguments, with `replicas` replicas of `threads` threads (and
-    Ray CPUs) each, and room for a batch waiting while the one before it runs."""
+    Ray CPUs) each, and room for the batches waiting while one runs."""
     count = str(threads)
     # The C kernels fix their OpenMP thread count when built (`num_threads(N)`); OMP_THREAD_LIMIT caps it.
     env = {"OMP_THREAD_LIMIT": count, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
     return deployment.options(
         num_replicas=replicas,
         logging_config=QUIET,
-        max_ongoing_requests=max(16, 2 * max_batch_size),
+        max_ongoing_requests=max(16, COALESCED_BATCHES * max_batch_size),
         ray_actor_options={"num_cpus": threads, "runtime_env": {"env_vars": env}},
     ).bind(*args)
