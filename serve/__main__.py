@@ -54,6 +54,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     """Checks the artifact (its signature under this user's key unless --trust) and the options."""
     from xrelay.serve.deployment import manifest_digest  # (imports Ray)
 
+    # The digest first: if the artifact changed between it and the signature check, the replicas
+    # refuse what they find, rather than load bytes nobody checked.
     digest = manifest_digest(args.model)
     try:
         exe = xrelay.runtime.load(args.model, trust=args.trust)
@@ -142,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             deploy(plan, args.host, args.port)
         except Exception as error:  # Ray's own (a replica that failed to start, a port in use, ...)
-            print(f"error: deploying {plan.path} failed: {type(error).__name__}: {error}", file=sys.stderr)
+            cause = [line for line in str(error).splitlines() if line.strip()][-1:] or [type(error).__name__]
+            print(f"error: deploying {plan.path} failed: {cause[0].strip()}", file=sys.stderr)  # (Ray's last line)
             return 1
         deployed = True
         batching = f"batches of up to {plan.max_batch_size} rows, waiting {plan.batch_wait_s * 1000:g} ms"
