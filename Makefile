@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	@# Metadata an older set-up left in the root would shadow the installed entry points
 	@# (`python -m ...` puts the root on sys.path); setuptools now writes it under .src.
 	rm -rf xrelay.egg-info
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,serve]'
 	touch $@
 
 opencl:
@@ -47,8 +47,10 @@ test: setup lint lit pytest test-avx2-host
 lit:
 	$(VENV)/bin/lit -sv test/
 
+# test/serve starts one local Ray cluster for its session: in one process, not split by xdist.
 pytest:
 	$(PY) -m pytest -q -n 2 test/unit test/runtime
+	$(PY) -m pytest -q test/serve
 
 # The lit tests and pytest again as on an AVX2 host whatever this one is: gcc's -march=native
 # is x86-64-v3 there (test/hosts/x86-64-v3/gcc), so plain "c" targets get that host's tiles,
@@ -73,7 +75,7 @@ lint: setup
 bench-setup: setup $(VENV)/.bench-installed
 
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m pip install -q -e '.[test,serve,bench]'
 	touch $@
 
 bench: bench-setup

@@ -40,7 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from xrelay import build_cache
+from xrelay import batching, build_cache
 from xrelay.diagnostics import ConfigError, LoweringError, excerpt, shorten_notes
 from xrelay.dialects import relay
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
@@ -54,7 +54,7 @@ from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
-from xrelay.targets.kernels import distinct_kernels, iter_kernel_sources
+from xrelay.targets.kernels import KernelSet, distinct_kernels, iter_kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
 from xrelay.values import check_input, entry_function
 
@@ -90,6 +90,7 @@ def build(
     params: Mapping[str, np.ndarray] | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
+    batch_sizes: Sequence[int] | None = None,
 ) -> Executable:
     """Compiles `program` (relay text, a path to a .mlir file, or a module, which is not
     changed) for `targets` (target strings, or one string: "c", "c,opencl").
@@ -103,11 +104,23 @@ def build(
     the graph's `devices` list, so a saved executable keeps it, as it keeps each entry's
     `features`: what the machine its target builds for can do (`xrelay.runtime.machine`).
     `progress=True` (or the environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
-    passes, the kernels emitted, and their build on the devices."""
+    passes, the kernels emitted, and their build on the devices.
+
+    `batch_sizes=(1, 4, 16)`: one graph per batch size (the inputs' and results' leading
+    axis), sharing the params and kernels; `run` then takes any batch (`xrelay.batching`)."""
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
     threads = thread_count(num_threads)
+    if batch_sizes is not None:
+        options = (default_device, host_target, threads)
+        return batching.build_sizes(
+            module,
+            params or {},
+            batch_sizes,
+            lambda sized, bound, known: compile_module(sized, bound, targets, options, report, known),
+            devices,
+        )
     key = None
     if build_cache.enabled():
         features = [target_features(t).to_json() for t in (*targets, host_target)]
@@ -134,9 +147,11 @@ def compile_module(
     targets: tuple[str, ...],
     options: tuple[str | None, str, int],
     report: Progress,
+    known: tuple[KernelSet, str] | None = None,
 ) -> build_cache.Built:
     """Binds the params, runs the pipeline on `module` in place, and emits the kernels:
-    what the runtime needs (`options`: default device, host target, thread count)."""
+    what the runtime needs (`options`: default device, host target, thread count). `known`:
+    the kernels of the other batch sizes' builds (`distinct_kernels`)."""
     default_device, host_target, threads = options
     bind_params(module, params)
     lower(module, targets, default_device, host_target, report)
@@ -147,7 +162,7 @@ def compile_module(
     early = EarlyBuilds(graph.graph, threads)
     try:
         kernels = distinct_kernels(
-            _recorded(iter_kernel_sources(module, graph.devices), emitted), graph.graph, early.add
+            _recorded(iter_kernel_sources(module, graph.devices), emitted), graph.graph, early.add, known
         )
     finally:
         early.finish()

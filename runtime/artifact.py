@@ -7,7 +7,11 @@ The artifact format of a built program: a plain directory, no pickle.
                           compiler each library was built for
       manifest.sig        HMAC-SHA256 of manifest.json's bytes under the saving user's key
       graph.json          the executor graph (`-t graph-json`, with its `devices` list, each
-                          entry with the `features` its kernels were built for)
+                          entry with the `features` its kernels were built for); of an
+                          executable built with batch sizes, the largest size's graph
+      batchN.json         the graph of batch size N, for each smaller one (the manifest's
+                          `batches` lists each size and its file; the kernels, libraries and
+                          params are shared by the graphs, stored once)
       params.npz          the params (constants), by node name
       kernels/NAME.c      one translation unit per kernel (.cl for OpenCL C)
       kernels/deviceN.so  the C kernels of device N, compiled
@@ -42,8 +46,10 @@ from xrelay.runtime.signing import SIGNATURE_FILE, sign, verify
 
 FORMAT = "xrelay-executable"
 # 3: the graph's `devices` entries carry the features they were built for; 4: signed, and
-# each kernel's entry has its parameters' shapes and dtypes (`args`)
-VERSION = 4
+# each kernel's entry has its parameters' shapes and dtypes (`args`); 5: `batches`, the graph
+# of each batch size (a version 4 artifact, of one graph, still loads)
+VERSION = 5
+READS = (4, 5)
 KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C identifier: the symbol, and a file name
 # A kernel source's file suffix by language (the device kinds' table's).
 SUFFIXES = {kind.language: kind.source_suffix for kind in generating_kinds() if kind.language is not None}
@@ -66,6 +72,8 @@ class Artifact:
     params: dict[str, np.ndarray]
     kernels: list[KernelSource]
     libraries: dict[int, SavedLibrary] = field(default_factory=dict[int, SavedLibrary])  # by device index
+    # the graph of each batch size (`graph` is the largest's), or none for one graph
+    batches: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
 
 
 def sha256(data: bytes) -> str:
@@ -99,8 +107,14 @@ def _contents(artifact: Artifact) -> tuple[dict[str, bytes], dict[str, Any]]:
         name = f"kernels/device{device}.so"
         files[name] = library.data
         libraries.append({"device": device, "file": name, "machine": library.machine, "compiler": library.compiler})
+    batches: list[dict[str, Any]] = []
+    for size, graph in sorted(artifact.batches.items()):
+        name = "graph.json" if size == max(artifact.batches) else f"batch{size}.json"
+        files[name] = json.dumps(graph, indent=1).encode()
+        batches.append({"size": size, "file": name})
     hashes = {n: sha256(d) for n, d in files.items()}
-    return files, {"format": FORMAT, "version": VERSION, "files": hashes, "kernels": kernels, "libraries": libraries}
+    manifest = {"format": FORMAT, "version": VERSION, "files": hashes, "kernels": kernels, "libraries": libraries}
+    return files, {**manifest, "batches": batches}
 
 
 def _check_target(root: Path) -> None:
@@ -163,12 +177,45 @@ def load(path: str | Path, trust: bool = False) -> Artifact:
     for entry in _entries(manifest, "libraries", list, root):
         device, library = _library(entry, files, root)
         libraries[device] = library
+    graph = _graph(files, "graph.json", kernels, params, root)
+    batches = _batches(manifest.get("batches", []), files, (graph, kernels, params), root)
+    return Artifact(graph, params, kernels, libraries, batches)
+
+
+def _graph(
+    files: Mapping[str, bytes], name: str, kernels: list[KernelSource], params: Mapping[str, np.ndarray], root: Path
+) -> dict[str, Any]:
+    """The graph in file `name`, checked against the kernels and params."""
     try:
-        graph = json.loads(files["graph.json"])
+        graph = json.loads(files[name])
     except ValueError as e:
-        raise ArtifactError(f"{root}/graph.json is not valid JSON ({e})") from None
-    check_graph(graph, kernels, params, f"{root}/graph.json")
-    return Artifact(graph, params, kernels, libraries)
+        raise ArtifactError(f"{root}/{name} is not valid JSON ({e})") from None
+    check_graph(graph, kernels, params, f"{root}/{name}")
+    return graph
+
+
+def _batches(
+    entries: object,
+    files: Mapping[str, bytes],
+    loaded: tuple[dict[str, Any], list[KernelSource], Mapping[str, np.ndarray]],
+    root: Path,
+) -> dict[int, dict[str, Any]]:
+    """The graph of each batch size the manifest lists (graph.json the largest's), checked."""
+    graph, kernels, params = loaded
+    if not isinstance(entries, list):
+        raise ArtifactError(f"{root}/manifest.json: 'batches' must be a JSON list")
+    batches: dict[int, dict[str, Any]] = {}
+    for entry in cast(list[object], entries):
+        fields = _entry(entry, ("size", "file"), root, "batch")
+        size = fields["size"]
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1 or size in batches:
+            raise ArtifactError(f"{root}/manifest.json lists the batch size {size!r}; expected distinct sizes >= 1")
+        _check_hashed(fields, files, root, f"the graph of batch size {size}")
+        name = fields["file"]
+        batches[size] = graph if name == "graph.json" else _graph(files, name, kernels, params, root)
+    if batches and batches[max(batches)] is not graph:
+        raise ArtifactError(f"{root}/manifest.json: graph.json must be the graph of the largest batch size")
+    return batches
 
 
 def _manifest(root: Path) -> tuple[bytes, dict[str, Any]]:
@@ -188,10 +235,10 @@ def _manifest(root: Path) -> tuple[bytes, dict[str, Any]]:
     if not isinstance(manifest, dict):
         raise ArtifactError(f"{root}/manifest.json must be a JSON object, but is {type(manifest).__name__}")
     manifest = cast(dict[str, Any], manifest)
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    if manifest.get("format") != FORMAT or manifest.get("version") not in READS:
         raise ArtifactError(
             f"{root}/manifest.json is format {manifest.get('format')!r} version {manifest.get('version')!r}, "
-            f"but this xrelay reads {FORMAT!r} version {VERSION}"
+            f"but this xrelay reads {FORMAT!r} version {' or '.join(map(str, READS))}"
             + (" (signed artifacts): build and save the program again" if manifest.get("format") == FORMAT else "")
         )
     return text, manifest

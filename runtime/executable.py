@@ -34,6 +34,7 @@ import numpy as np
 from xrelay.errors import CompileError, DeviceError, InputError
 from xrelay.runtime import artifact
 from xrelay.runtime.artifact import Artifact, SavedLibrary
+from xrelay.runtime.batched import BatchedGraphs
 from xrelay.runtime.c_library import c_compiler_version, cpu_flags, machine
 from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices
 from xrelay.runtime.device_kinds import device_kind, language_name
@@ -61,6 +62,7 @@ def load(path: str | Path, devices: DeviceTable | None = None, *, trust: bool = 
         saved.params,
         devices,
         {d: lib.data for d, lib in libraries.items() if lib is not None},
+        saved.batches,
     )
 
 
@@ -114,7 +116,11 @@ class Executable:
     """A built program: its executor graph, kernel sources and params, ready on its devices.
 
     `run` and `profile` are safe to call from several threads at once (see
-    `xrelay.runtime.executor`: each concurrent call runs in a workspace of its own)."""
+    `xrelay.runtime.executor`: each concurrent call runs in a workspace of its own).
+
+    `batches`, of an executable built with `batch_sizes`: the graph of each batch size (`graph`
+    is the largest's), which share the kernels, params and devices; `run` then takes any batch
+    (`xrelay.runtime.batched`)."""
 
     def __init__(
         self,
@@ -123,8 +129,11 @@ class Executable:
         params: Mapping[str, np.ndarray],
         devices: DeviceTable | None = None,
         libraries: Mapping[int, bytes] | None = None,
+        batches: Mapping[int, dict[str, Any]] | None = None,
     ):
         self.graph, self.kernels, self.params = graph, list(kernels), dict(params)
+        self.batches = dict(sorted((batches or {}).items()))
+        _check_batches(graph, self.batches)
         check_features(graph)
         # The features each device's kernels were tiled and built for, by device index.
         self.features = recorded_features(graph)
@@ -132,6 +141,26 @@ class Executable:
         self.devices = resolve_devices(self.scopes, devices)
         self.loaded = self._load_kernels(libraries or {})
         self.executor = GraphExecutor(graph, self.devices, [k.kernels for k in self.loaded], self.params)
+        self.batched = self._batched() if self.batches else None
+
+    def _batched(self) -> BatchedGraphs:
+        """An executor per batch size, sharing the params' buffers with the largest's."""
+        kernels, buffers = [k.kernels for k in self.loaded], self.executor.param_buffers
+        largest = max(self.batches)
+        return BatchedGraphs(
+            {
+                size: self.executor
+                if size == largest
+                else GraphExecutor(graph, self.devices, kernels, self.params, buffers)
+                for size, graph in self.batches.items()
+            }
+        )
+
+    @property
+    def batch_sizes(self) -> tuple[int, ...]:
+        """The batch sizes it was built for, smallest first (`run` takes any batch); () for an
+        executable of one graph, whose `run` takes exactly its inputs' shapes."""
+        return tuple(self.batches)
 
     def _load_kernels(self, libraries: Mapping[int, bytes]) -> list[LoadedKernels]:
         """Each device builds the kernels of its scope (or loads its saved library)."""
@@ -163,13 +192,14 @@ class Executable:
         imported model's inputs by their names in the model, even ones that are not
         identifiers: `run({"input.1": x})`), or keywords (`run(x=x)`); one array, or a tuple
         for several results."""
-        return _results(self.executor.run(self._by_name(inputs, named)))
+        runner = self.batched or self.executor
+        return _results(runner.run(self._by_name(inputs, named)))
 
     def profile(self, *inputs: Any, runs: int = 1, **named: Any) -> Profile:
         """Runs `runs` times (inputs as `run` takes them), timing every node (waiting for its
         devices): per node the min and median, copies and waits per device, pools, and the
-        timeline (`save_trace`)."""
-        report = self.executor.profile(self._by_name(inputs, named), runs)
+        timeline (`save_trace`). Built with batch sizes: of the size the batch runs at."""
+        report = (self.batched or self.executor).profile(self._by_name(inputs, named), runs)
         report.outputs = _results(report.outputs)
         return report
 
@@ -207,7 +237,21 @@ class Executable:
             for index, k in enumerate(self.loaded)
             if k.library is not None
         }
-        artifact.save(path, Artifact(self.graph, self.params, self.kernels, libraries))
+        artifact.save(path, Artifact(self.graph, self.params, self.kernels, libraries, self.batches))
+
+
+def _check_batches(graph: Mapping[str, Any], batches: Mapping[int, Mapping[str, Any]]) -> None:
+    """The graphs of the batch sizes run on `graph`'s devices, and `graph` is the largest's."""
+    if not batches:
+        return
+    if batches[max(batches)] is not graph and batches[max(batches)] != graph:
+        raise DeviceError(f"the executable's graph must be the graph of its largest batch size, {max(batches)}")
+    for size, other in batches.items():
+        if other.get("devices") != graph.get("devices"):
+            raise DeviceError(
+                f"the graph of batch size {size} runs on devices {other.get('devices')}, but the executable's "
+                f"on {graph.get('devices')}; the graphs of all batch sizes share their devices"
+            )
 
 
 def _results(outputs: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:

@@ -78,6 +78,7 @@ class GraphExecutor:
         devices: Sequence[Device],
         kernels: Sequence[Mapping[str, Kernel]],
         params: Mapping[str, np.ndarray] | None = None,
+        param_buffers: dict[tuple[int, str, int], Any] | None = None,
     ):
         if not devices:
             raise DeviceError("the graph executor needs at least one device (the primary one)")
@@ -87,6 +88,9 @@ class GraphExecutor:
         self.labels = _labels(graph, self.devices)
         self.storage_devices, self.storage_sizes = self._storages()
         self.params = dict(params or {})
+        # The params' buffers by (device index, name, storage bytes), which executors of
+        # graphs that share params and devices (one per batch size) share too.
+        self.param_buffers = {} if param_buffers is None else param_buffers
         is_param = [n["op"] == "null" and n["name"] in self.params for n in self.nodes]
         self.inputs = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null" and not is_param[i]}
         self.heads: list[int] = [h[0] for h in graph["heads"]]
@@ -180,9 +184,12 @@ class GraphExecutor:
             sid = self.entries[index].storage
             if sid in others:
                 continue
+            key = (self.entries[index].device, self.nodes[index]["name"], self.storage_sizes[sid])
             buffer = self.share(index, sid)
             if buffer is None:
-                buffer = self.alloc(sid)
+                buffer = self.param_buffers.get(key)
+            if buffer is None:
+                buffer = self.param_buffers[key] = self.alloc(sid)
                 self.write(index, self.view(index, buffer), self.param(index))
             shared[sid] = buffer
         return shared

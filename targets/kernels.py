@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -84,23 +85,53 @@ def kernel_arg(kernel: func.FuncOp, ty: object) -> TensorArg:
     return TensorArg(tuple(ty.get_shape()), DTYPES.get(element, element))
 
 
+@dataclass
+class KernelSet:
+    """The distinct kernels of builds that share one library per device (the graphs of an
+    executable's batch sizes): each by its content digest, and the names taken per device."""
+
+    by_digest: dict[str, KernelSource] = field(default_factory=dict[str, KernelSource])
+    names: set[tuple[int, str]] = field(default_factory=set[tuple[int, str]])
+
+    def fresh_name(self, kernel: KernelSource, suffix: str) -> KernelSource:
+        """`kernel`, renamed (its symbol too) with `suffix` while its name is taken on its device."""
+        name = kernel.name
+        while (kernel.device, name) in self.names:
+            name += suffix
+        if name == kernel.name:
+            return kernel
+        return replace(kernel, name=name, source=re.sub(rf"\b{re.escape(kernel.name)}\b", name, kernel.source))
+
+
 def distinct_kernels(
-    kernels: Iterable[KernelSource], graph: dict[str, Any], on_distinct: Callable[[KernelSource], None] | None = None
+    kernels: Iterable[KernelSource],
+    graph: dict[str, Any],
+    on_distinct: Callable[[KernelSource], None] | None = None,
+    known: tuple[KernelSet, str] | None = None,
 ) -> list[KernelSource]:
     """One kernel per distinct one: kernels equal but for their name (source, device, sizes)
     become the first of them, and the graph's nodes that called the others call it (their
     `func_name`). gcc and PoCL then compile each once, and an artifact stores each once.
     (convert-relay-to-loops already lowers equal groups once; this catches equal kernels of
     groups that differ, e.g. in what produces an input.) `on_distinct` sees each distinct
-    kernel as it comes."""
+    kernel as it comes.
+
+    `known`: the kernels of earlier builds whose graphs share a library with this one, and a
+    suffix. A kernel equal to one of them becomes it (and is not in the result); a new one
+    whose name they took is renamed NAME+suffix. The set takes in this build's kernels."""
+    seen, suffix = known if known is not None else (KernelSet(), "")
     first: dict[str, KernelSource] = {}
     renamed: dict[str, str] = {}
     for k in kernels:
-        kept = first.setdefault(content_digest(k), k)
-        if kept is not k:
+        digest = content_digest(k)
+        kept = seen.by_digest.get(digest)
+        if kept is None:
+            kept = first[digest] = seen.by_digest[digest] = seen.fresh_name(k, suffix)
+            seen.names.add((kept.device, kept.name))
+            if on_distinct is not None:
+                on_distinct(kept)
+        if kept.name != k.name:
             renamed[k.name] = kept.name
-        elif on_distinct is not None:
-            on_distinct(k)
     for node in graph["nodes"]:
         attrs = node.get("attrs", {})
         if attrs.get("func_name") in renamed:

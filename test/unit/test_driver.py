@@ -263,7 +263,7 @@ def test_load_rejects_an_edited_artifact(mlp: Any, tmp_path: Path) -> None:
     [
         (lambda root: (root / "manifest.json").unlink(), "is not a saved xrelay executable: it has no manifest.json"),
         (lambda root: (root / "params.npz").unlink(), "params.npz is missing; the artifact is incomplete"),
-        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 4"),
+        (lambda root: _edit_manifest(root, version=99), "but this xrelay reads 'xrelay-executable' version 4 or 5"),
         (lambda root: _edit_manifest(root, files={"../x": "0"}), "names the file '../x' outside the artifact"),
     ],
 )

@@ -1,0 +1,251 @@
+"""
+One executable for several batch sizes: `xrelay.build(m, params=params, batch_sizes=(1, 4, 16))`.
+
+    exe = xrelay.build(module, targets=("c",), params=params, batch_sizes=(1, 4, 16, 64))
+    exe.batch_sizes                      # (1, 4, 16, 64)
+    out = exe.run(x)                     # any batch n >= 1 (xrelay.runtime.batched)
+
+The module's inputs (the parameters of @main that `params` does not bind) and results carry a
+leading batch axis, of one size B0 (an ONNX model imported with its batch fixed, e.g. at 1).
+For each size b, `rebatch` re-types a clone of the module at b: the inputs get the leading
+dim b and every op's result type is inferred again. Results of `relay.reshape` and
+`relay.broadcast_to` are their target shapes, not inferred: the axis of the target that starts
+where the operand's batch axis starts (row-major) is scaled by b/B0.
+
+An op must carry the batch through: when an operand's shape changed, its result's shape
+differs from the original in exactly one axis, scaled by b/B0, and every result of @main has
+the batch on its leading axis, its other dims unchanged. Anything else is refused with a
+`UsageError` naming the op: a reshape to a fixed shape that folds the batch into another
+axis, a slice or reduction over the batch axis (its result no longer depends on b), an op
+whose shapes do not agree at the new batch. (An op that mixes the samples along a batch
+axis it keeps, e.g. a softmax over axis 0, is not detected: a model whose samples are
+independent is the premise.)
+
+Each size is compiled as `xrelay.build` compiles one module; then `merge_sizes` keeps one
+copy of each param (equal values under one name, in every size's graph) and one copy of each
+kernel (equal kernels across sizes become one, `targets.kernels.distinct_kernels` with a
+`KernelSet`; a different kernel whose name another size already uses is renamed `NAME_bB`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from xrelay.build_cache import Built
+from xrelay.diagnostics import location_of
+from xrelay.dialects import relay
+from xrelay.errors import UsageError
+from xrelay.runtime import Executable
+from xrelay.runtime.device import DeviceTable
+from xrelay.runtime.heap import release_freed_memory
+from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.kernels import KernelSet
+from xrelay.values import entry_function
+
+Shape = tuple[int, ...]
+
+
+def check_sizes(batch_sizes: object) -> tuple[int, ...]:
+    """`batch_sizes` as sorted distinct positive ints, or a UsageError."""
+    if isinstance(batch_sizes, int | str) or not isinstance(batch_sizes, Sequence | Collection):
+        raise UsageError(f"batch_sizes must be a sequence of batch sizes, e.g. (1, 4, 16, 64), but was {batch_sizes!r}")
+    sizes = list(cast(Collection[object], batch_sizes))
+    if not sizes or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in sizes):
+        raise UsageError(f"batch_sizes must be positive integers, e.g. (1, 4, 16, 64), but was {batch_sizes!r}")
+    return tuple(sorted(set(cast(list[int], sizes))))
+
+
+def batch_of(module: ModuleOp, params: Collection[str]) -> int:
+    """B0: the leading dim every input of @main shares (a UsageError naming one that has none)."""
+    main = entry_function(module)
+    inputs = [arg for arg in main.args if arg.name_hint not in params]
+    if not inputs:
+        raise UsageError("batch_sizes: @main takes no inputs besides the params, so there is no batch axis to vary")
+    found: int | None = None
+    for arg in inputs:
+        shape = _shape(arg)
+        if not shape or (found is not None and shape[0] != found):
+            raise UsageError(
+                f"batch_sizes: every input of @main must have the same leading batch dim, but input %{arg.name_hint} "
+                f"is {arg.type}" + (f" and an earlier one has batch {found}" if found is not None else "")
+            )
+        found = shape[0]
+    assert found is not None
+    return found
+
+
+def rebatch(module: ModuleOp, batch: int, params: Collection[str]) -> None:
+    """Re-types `module` (in place) so that its inputs and results have leading dim `batch`
+    (see the module docstring); a UsageError names the op that does not carry the batch."""
+    original = batch_of(module, params)
+    if batch == original:
+        return
+    Retyper(original, batch).run(entry_function(module), params)
+
+
+@dataclass
+class Retyper:
+    """Infers the types of @main at a new batch, tracking each value's batch axis."""
+
+    original: int
+    batch: int
+    axes: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])  # batch axis of each batched value
+    merged: Operation | None = None  # the first op that merged the batch axis with another
+
+    def run(self, main: func.FuncOp, params: Collection[str]) -> None:
+        for arg in list(main.args):
+            if arg.name_hint not in params:
+                self.retype(arg, (self.batch, *_shape(arg)[1:]), 0)
+        for op in list(main.body.block.ops):
+            if isinstance(op, func.ReturnOp):
+                self.check_results(op)
+            elif isinstance(op, relay.OnDeviceOp):
+                if op.operands[0] in self.axes:
+                    self.retype(op.results[0], _shape(op.operands[0]), self.axes[op.operands[0]])
+            elif isinstance(op, relay.RelayOp):
+                self.infer(op)
+            else:
+                raise UsageError(
+                    f"batch_sizes: @main holds {op.name} at {location_of(op)}; the batch is varied on relay ops only"
+                )
+        main.update_function_type()
+
+    def retype(self, value: SSAValue, shape: Shape, axis: int) -> None:
+        element = cast(TensorType[Attribute], value.type).element_type
+        new = Rewriter.replace_value_with_new_type(value, TensorType(element, list(shape)))
+        self.axes[new] = axis
+
+    def infer(self, op: relay.RelayOp) -> None:
+        batched = [v for v in op.operands if v in self.axes]
+        if not batched:
+            return  # nothing of it depends on the batch
+        old = _shape(op.results[0])
+        try:
+            if isinstance(op, relay.ReshapeOp | relay.BroadcastToOp):
+                self.retype(op.results[0], self.target(op, old), -1)
+            new = tuple(op.infer_type().get_shape())
+        except VerifyException as e:
+            raise self.refuse(op, f"its shapes do not agree at batch {self.batch}: {e}") from None
+        changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+        if len(old) != len(new) or len(changed) != 1 or new[changed[0]] * self.original != old[changed[0]] * self.batch:
+            lost = "no longer depends on the batch" if not changed and len(old) == len(new) else f"is {list(new)}"
+            raise self.refuse(op, f"its result {list(old)} at batch {self.original} {lost} at batch {self.batch}")
+        if old[changed[0]] != self.original and self.merged is None:
+            self.merged = op
+        self.retype(op.results[0], new, changed[0])
+
+    def target(self, op: relay.ReshapeOp | relay.BroadcastToOp, old: Shape) -> Shape:
+        """A reshape's or broadcast_to's result shape at the new batch: its target with the
+        axis where the operand's batch axis lands scaled."""
+        data = op.operands[0]
+        axis, shape = self.axes[data], _shape(data)
+        if isinstance(op, relay.BroadcastToOp):
+            landing = axis + len(old) - len(shape)
+            if old[landing] * self.batch % self.original:
+                raise self.refuse(op, f"it broadcasts to {list(old)}, whose axis {landing} does not follow the batch")
+            return (*old[:landing], shape[axis], *old[landing + 1 :])
+        before = math.prod(shape[:axis])
+        for landing in range(len(old)):
+            if math.prod(old[:landing]) == before and old[landing] * self.batch % self.original == 0:
+                return (*old[:landing], old[landing] * self.batch // self.original, *old[landing + 1 :])
+        raise self.refuse(op, f"it reshapes to the fixed shape {list(old)}, which splits or folds the batch axis")
+
+    def check_results(self, op: func.ReturnOp) -> None:
+        for index, value in enumerate(op.operands):
+            if self.axes.get(value) != 0 or _shape(value)[0] != self.batch:
+                merged = f"; {_describe(self.merged)} merged it with another axis" if self.merged else ""
+                raise UsageError(
+                    f"batch_sizes: result {index} of @main ({value.type} at batch {self.batch}) does not carry the "
+                    f"batch on its leading axis{merged}: each result must be one row per sample"
+                )
+
+    def refuse(self, op: Operation, why: str) -> UsageError:
+        return UsageError(f"batch_sizes: {_describe(op)} does not carry the batch axis: {why}")
+
+
+def _describe(op: Operation) -> str:
+    return f"{op.name} at {location_of(op)}"
+
+
+def _shape(value: SSAValue) -> Shape:
+    return tuple(cast(TensorType[Attribute], value.type).get_shape())
+
+
+# --- one copy of the params and kernels ------------------------------------------------------
+
+
+@dataclass
+class ParamStore:
+    """The params of every size's graph, each distinct value once, by name."""
+
+    arrays: dict[str, np.ndarray] = field(default_factory=dict[str, np.ndarray])
+    by_digest: dict[str, str] = field(default_factory=dict[str, str])
+
+    def add(self, graph: dict[str, Any], params: Mapping[str, np.ndarray], suffix: str) -> None:
+        """Takes in `graph`'s params, renaming its param nodes to the stored names."""
+        taken = {node["name"] for node in graph["nodes"]}
+        for node in graph["nodes"]:
+            name = node["name"]
+            if node["op"] != "null" or name not in params:
+                continue
+            digest = _digest(params[name])
+            stored = self.by_digest.get(digest)
+            if stored is None:
+                stored = name
+                while stored in self.arrays or (stored != name and stored in taken):
+                    stored += suffix
+                self.arrays[stored] = params[name]
+                self.by_digest[digest] = stored
+            node["name"] = stored
+
+
+def _digest(array: np.ndarray) -> str:
+    data = np.ascontiguousarray(array)
+    digest = hashlib.sha256(f"{data.dtype.str} {data.shape}\0".encode())
+    digest.update(data.data)  # (the bytes in place, not a copy of them)
+    return digest.hexdigest()
+
+
+# --- the build ---------------------------------------------------------------------------------
+
+# Compiles a module with its params bound, given the kernels of the sizes compiled before.
+CompileOne = Callable[[ModuleOp, Mapping[str, np.ndarray], tuple[KernelSet, str]], Built]
+
+
+def build_sizes(
+    module: ModuleOp,
+    params: Mapping[str, np.ndarray],
+    batch_sizes: object,
+    compile_one: CompileOne,
+    devices: DeviceTable | None,
+) -> Executable:
+    """The executable of `module` at each of `batch_sizes` (see the module docstring). Every
+    size is re-typed before any is compiled, so a model that does not carry the batch is
+    refused at once."""
+    sizes = check_sizes(batch_sizes)
+    modules: dict[int, ModuleOp] = {}
+    for size in sizes:
+        modules[size] = module.clone()
+        rebatch(modules[size], size, params.keys())
+    kernels, store = KernelSet(), ParamStore()
+    graphs: dict[int, dict[str, Any]] = {}
+    sources: list[KernelSource] = []
+    for size in sizes:
+        built = compile_one(modules.pop(size), params, (kernels, f"_b{size}"))
+        store.add(built.graph, built.params, f"_b{size}")
+        graphs[size] = built.graph
+        sources += built.kernels
+        del built  # (its params that another size's equal: they go now)
+        release_freed_memory()
+    return Executable(graphs[sizes[-1]], sources, store.arrays, devices, None, graphs)

@@ -1,0 +1,433 @@
+"""A load test of `xrelay.serve` on 127.0.0.1: N concurrent clients of batch-1 requests against
+the Ray Serve deployment of an artifact, with dynamic batching and without (max batch 1), and
+the same deployment around an onnxruntime session, at 1 and 2 replicas of one thread each.
+
+Every configuration is deployed at once, each at its own route of one local Ray cluster (idle
+replicas take no CPU), and the load runs go round them in shuffled rounds
+(`timing.round_orders`), so a slow spell of this shared machine falls on all alike; the
+medians over the rounds are printed. Each run is bounded in requests and seconds; its clients
+are threads with keep-alive HTTP connections, each sending one request after another. Every
+answer is checked against onnxruntime's on the same input in this process (rtol 1e-3, atol
+1e-4), and one request in 25 is a bad one (float64 input), which must be answered 400; the
+replicas' processes must be the same at the end (no crash).
+
+Models: the MLP of bench/onnx_zoo.py, and ResNet-18 (/work/zoo-models/resnet18.onnx,
+bench/zoo_export.py). The goals of issue 31 are checked at the end.
+
+    make bench-setup   # (the bench and serve extras)
+    .venv/bin/python bench/serve_load.py [--models mlp,resnet18] [--clients 16] [--rounds 3]
+        [--seconds 5] [--requests 2000] [--batch-wait-ms 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import argparse
+import http.client
+import io
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import onnx
+import onnx_zoo
+from models import machine_info, machine_lines
+from onnx_models import ort_session
+from timing import round_orders
+
+import xrelay
+from xrelay.errors import InputError
+from xrelay.serve.deployment import QUIET, BatchingReplica, XrelayReplica, application, manifest_digest
+from xrelay.serve.payload import InputSpec, Model, encode
+
+RESNET18 = Path("/work/zoo-models/resnet18.onnx")
+BATCH_SIZES = (1, 4, 8, 16)
+RTOL, ATOL = 1e-3, 1e-4
+BAD_EVERY = 25  # one request in this many is a bad one
+DISTINCT_INPUTS = 8
+
+
+# --- the onnxruntime deployment (in the bench only) -------------------------------------------
+
+
+class OrtReplica(BatchingReplica):
+    """The same replica around an onnxruntime session of a model with a symbolic batch."""
+
+    def __init__(self, onnx_path: str, max_batch_size: int, batch_wait_s: float):
+        start = time.perf_counter()
+        session = ort_session(onnx.load(onnx_path))
+        specs = tuple(InputSpec(i.name, (1, *i.shape[1:]), np.dtype(np.float32)) for i in session.get_inputs())
+
+        def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+            return list(session.run(None, inputs))
+
+        self.start(Model(specs, (max_batch_size,), lambda arrays: check_like_the_runtime(specs, arrays)), run,
+                   max_batch_size, batch_wait_s)  # fmt: skip
+        self.ready_s = time.perf_counter() - start
+
+
+def check_like_the_runtime(specs: tuple[InputSpec, ...], arrays: Mapping[str, np.ndarray]) -> None:
+    """Names, per-sample shapes and dtypes, as xrelay's runtime checks them."""
+    if set(arrays) != {s.name for s in specs}:
+        raise InputError(f"the program takes inputs {', '.join(s.name for s in specs)}")
+    for s in specs:
+        a = arrays[s.name]
+        if a.ndim != len(s.shape) or a.shape[1:] != s.shape[1:] or a.shape[0] < 1:
+            raise InputError(f"input {s.name} must have shape [N, {', '.join(map(str, s.shape[1:]))}]")
+        if a.dtype != s.dtype:
+            raise InputError(f"input {s.name} must have dtype {s.dtype}, but has dtype {a.dtype}")
+
+
+# --- the models ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """A model as both deployments take it, and the inputs and answers of the load."""
+
+    name: str
+    artifact: Path
+    onnx_path: Path
+    bodies: list[bytes]  # batch-1 requests
+    expected: list[np.ndarray]  # onnxruntime's output_0 for each
+    bad: bytes
+    build_s: float
+
+
+def symbolic_batch(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its inputs' and outputs' leading dim symbolic, for onnxruntime's batches."""
+    for value in [*proto.graph.input, *proto.graph.output]:
+        dim = value.type.tensor_type.shape.dim[0]
+        dim.ClearField("dim_value")
+        dim.dim_param = "N"
+    return proto
+
+
+def prepare(name: str, root: Path) -> Prepared:
+    proto = onnx_zoo.mlp(batch=1) if name == "mlp" else onnx.load(str(RESNET18))
+    start = time.perf_counter()
+    module, params = xrelay.from_onnx(proto)
+    exe = xrelay.build(module, targets=("c",), params=params, num_threads=1, batch_sizes=BATCH_SIZES)
+    build_s = time.perf_counter() - start
+    artifact, onnx_path = root / f"{name}.xrelay", root / f"{name}.onnx"
+    exe.save(artifact)
+    onnx.save(symbolic_batch(proto), str(onnx_path))
+    session = ort_session(onnx.load(str(onnx_path)))
+    rng = np.random.default_rng(0)
+    specs = session.get_inputs()
+    inputs = [
+        {i.name: rng.standard_normal((1, *i.shape[1:])).astype(np.float32) for i in specs}
+        for _ in range(DISTINCT_INPUTS)
+    ]
+    expected = [np.asarray(session.run(None, x)[0]) for x in inputs]
+    bad = encode({i.name: np.zeros((1, *i.shape[1:]), np.float64) for i in specs})
+    return Prepared(name, artifact, onnx_path, [encode(x) for x in inputs], expected, bad, build_s)
+
+
+# --- the load -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One load run against one route."""
+
+    config: str
+    seconds: float
+    latencies: list[float] = field(default_factory=list)  # of the good requests
+    wrong: int = 0  # a good request answered wrongly, or not 200; a bad one not 400
+    bad_answered: int = 0
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def load(port: int, route: str, model: Prepared, clients: int, seconds: float, requests: int) -> Run:
+    """`clients` threads sending requests one after another until `requests` in all or `seconds`."""
+    run = Run(route, seconds)
+    lock, counter = threading.Lock(), iter(range(requests))
+    deadline = time.perf_counter() + seconds
+
+    def client() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while time.perf_counter() < deadline:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                break
+            bad = i % BAD_EVERY == BAD_EVERY - 1
+            body = model.bad if bad else model.bodies[i % len(model.bodies)]
+            start = time.perf_counter()
+            connection.request("POST", route, body=body)
+            response = connection.getresponse()
+            answer = response.read()
+            took = time.perf_counter() - start
+            with lock:
+                if bad:
+                    run.bad_answered += 1
+                    run.wrong += response.status != 400
+                else:
+                    run.latencies.append(took)
+                    run.wrong += response.status != 200 or not correct(answer, model.expected[i % len(model.bodies)])
+        connection.close()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def correct(answer: bytes, expected: np.ndarray) -> bool:
+    with np.load(io.BytesIO(answer)) as npz:
+        out = npz["output_0"]
+    return out.shape == expected.shape and bool(np.allclose(out, expected, rtol=RTOL, atol=ATOL))
+
+
+def replica_infos(port: int, route: str, replicas: int) -> list[dict[str, Any]]:
+    """`GET` answers of every replica of a route (requests go to a random one: until each pid answered)."""
+    found: dict[int, dict[str, Any]] = {}
+    for _ in range(40 * replicas):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=30) as response:
+            info = json.loads(response.read())
+        found[info["pid"]] = info
+        if len(found) == replicas:
+            break
+    return list(found.values())
+
+
+# --- the configurations -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    engine: str  # xrelay or onnxruntime
+    batched: bool
+    replicas: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine} {'batched' if self.batched else 'max batch 1'} x{self.replicas}"
+
+    def route(self, model: str) -> str:
+        return f"/{model}-{self.engine}-{'b' if self.batched else 'u'}{self.replicas}"
+
+
+def configs(replicas: list[int]) -> list[Config]:
+    return [Config(e, b, r) for r in replicas for e in ("xrelay", "onnxruntime") for b in (True, False)]
+
+
+def deploy_all(model: Prepared, chosen: list[Config], wait_s: float) -> None:
+    from ray import serve
+
+    for c in chosen:
+        max_batch = max(BATCH_SIZES) if c.batched else 1
+        if c.engine == "xrelay":
+            args: tuple[Any, ...] = (str(model.artifact), manifest_digest(model.artifact), max_batch, wait_s)
+            app = application(XrelayReplica, c.replicas, 1, max_batch, *args)
+        else:
+            deployment = serve.deployment(name="onnxruntime")(OrtReplica)
+            app = application(deployment, c.replicas, 1, max_batch, str(model.onnx_path), max_batch, wait_s)
+        serve.run(app, name=c.route(model.name)[1:], route_prefix=c.route(model.name))
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    model: str
+    config: str
+    throughput: float  # median over rounds, requests/s
+    p50_ms: float
+    p99_ms: float
+    wrong: int
+    bad_answered: int
+    good: int
+    ready_s: float
+    median_run_ms: float | None
+    mean_batch_rows: float
+    same_pids: bool
+
+
+def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result]:
+    chosen = configs(args.replicas)
+    deploy_all(model, chosen, args.batch_wait_ms / 1000)
+    pids = {c: {i["pid"] for i in replica_infos(port, c.route(model.name), c.replicas)} for c in chosen}
+    for c in chosen:  # warm: every replica's workspaces for the batch sizes it meets
+        load(port, c.route(model.name), model, args.clients, min(args.seconds, 2.0), 4 * args.clients)
+    runs: dict[Config, list[Run]] = {c: [] for c in chosen}
+    names = {c.name: c for c in chosen}
+    for order in round_orders(list(names), args.rounds):
+        for name in order:
+            c = names[name]
+            runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests))
+            print(f"  {model.name} {name}: {runs[c][-1].throughput:.1f} req/s", file=sys.stderr, flush=True)
+    results = []
+    for c in chosen:
+        infos = replica_infos(port, c.route(model.name), c.replicas)
+        best = sorted(runs[c], key=lambda r: r.throughput)[len(runs[c]) // 2]  # the median run
+        run_ms = [i["median_run_seconds"] * 1000 for i in infos if i["median_run_seconds"] is not None]
+        results.append(Result(
+            model.name, c.name, best.throughput, best.percentile(0.5) * 1000, best.percentile(0.99) * 1000,
+            sum(r.wrong for r in runs[c]), sum(r.bad_answered for r in runs[c]), sum(len(r.latencies) for r in runs[c]),
+            max(i["ready_seconds"] for i in infos), statistics.median(run_ms) if run_ms else None,
+            statistics.mean(i["mean_batch_rows"] for i in infos), {i["pid"] for i in infos} == pids[c],
+        ))  # fmt: skip
+    return results
+
+
+def table(results: list[Result]) -> str:
+    head = "| model | deployment | req/s | p50 ms | p99 ms | batch run ms | rows/batch | ready s | wrong | bad->400 | crashes |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in results:
+        run = f"{r.median_run_ms:.1f}" if r.median_run_ms is not None else "-"
+        lines.append(f"| {r.model} | {r.config} | {r.throughput:.1f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {run} | "
+                     f"{r.mean_batch_rows:.1f} | {r.ready_s:.3f} | {r.wrong} | {r.bad_answered} | "
+                     f"{'0' if r.same_pids else 'yes'} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def goals(results: list[Result], wait_ms: float) -> list[str]:
+    """Issue 31's goals, each with its measured number and PASS or MISS."""
+    by = {(r.model, r.config): r for r in results}
+    lines: list[str] = []
+
+    def goal(text: str, value: float, ok: bool) -> None:
+        lines.append(f"- {'PASS' if ok else 'MISS'} {text}: {value:.2f}")
+
+    for model in dict.fromkeys(r.model for r in results):
+        x1, u1 = by.get((model, "xrelay batched x1")), by.get((model, "xrelay max batch 1 x1"))
+        o1, x2 = by.get((model, "onnxruntime batched x1")), by.get((model, "xrelay batched x2"))
+        ou1, u2 = by.get((model, "onnxruntime max batch 1 x1")), by.get((model, "xrelay max batch 1 x2"))
+        if x1 and u1:
+            goal(
+                f"{model}: batched / unbatched throughput >= 3",
+                x1.throughput / u1.throughput,
+                x1.throughput >= 3 * u1.throughput,
+            )
+        if x1 and o1:
+            goal(
+                f"{model}: xrelay / onnxruntime throughput, batched, 1 replica >= 1",
+                x1.throughput / o1.throughput,
+                x1.throughput >= o1.throughput,
+            )
+        if u1 and ou1:
+            goal(
+                f"{model}: xrelay / onnxruntime throughput, max batch 1, 1 replica >= 1",
+                u1.throughput / ou1.throughput,
+                u1.throughput >= ou1.throughput,
+            )
+        if x1 and x1.median_run_ms is not None:
+            bound = 2 * (x1.median_run_ms + wait_ms)
+            goal(
+                f"{model}: batched p99 / 2x(batch run {x1.median_run_ms:.1f} ms + wait {wait_ms:g} ms) <= 1",
+                x1.p99_ms / bound,
+                x1.p99_ms <= bound,
+            )
+        for one, two in ((x1, x2), (u1, u2)):
+            if one and two:
+                goal(
+                    f"{model}: {two.config} / {one.config} throughput >= 1.6",
+                    two.throughput / one.throughput,
+                    two.throughput >= 1.6 * one.throughput,
+                )
+    xrelay = [r for r in results if r.config.startswith("xrelay")]
+    if xrelay:
+        slowest = max(r.ready_s for r in xrelay)
+        goal("slowest xrelay replica's load, seconds <= 1", slowest, slowest <= 1.0)
+    wrong, crashed = sum(r.wrong for r in results), sum(not r.same_pids for r in results)
+    goal(
+        f"wrong answers ({sum(r.good + r.bad_answered for r in results)} answers, bad requests included) == 0",
+        wrong,
+        wrong == 0,
+    )
+    goal("replica crashes == 0", crashed, crashed == 0)
+    return lines
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--models", default="mlp,resnet18")
+    p.add_argument("--clients", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=5.0, help="at most this long per load run")
+    p.add_argument("--requests", type=int, default=2000, help="at most this many requests per load run")
+    p.add_argument("--replicas", default="1,2")
+    p.add_argument("--batch-wait-ms", type=float, default=2.0)
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args()
+    args.replicas = [int(r) for r in args.replicas.split(",")]
+
+    import ray
+    from ray import serve
+
+    machine = machine_info()
+    print("\n".join(machine_lines(machine)))
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        names = args.models.split(",")
+        if "resnet18" in names and not RESNET18.exists():
+            print(f"no {RESNET18} (bench/zoo_export.py writes it): ResNet-18 left out")
+            names.remove("resnet18")
+        prepared = [prepare(name, Path(tmp)) for name in names]
+        for m in prepared:
+            print(f"{m.name}: built for batch sizes {BATCH_SIZES} in {m.build_s:.1f} s", flush=True)
+        # a logical CPU for each replica deployed at once (idle ones take none of the 2 cores)
+        ray.init(num_cpus=4 * sum(args.replicas), include_dashboard=False, object_store_memory=256 << 20,
+                 logging_level="ERROR", log_to_driver=False)  # fmt: skip
+        port = free_port()
+        serve.start(http_options={"host": "127.0.0.1", "port": port}, logging_config=QUIET)
+        try:
+            for m in prepared:
+                print(f"load average before {m.name}: {loadavg()}", flush=True)
+                results += measure(m, args, port)
+                for c in configs(args.replicas):
+                    serve.delete(c.route(m.name)[1:])
+        finally:
+            serve.shutdown()
+            ray.shutdown()
+    print(f"load average after: {loadavg()}")
+    print(f"{args.clients} clients of batch-1 requests, batch wait {args.batch_wait_ms:g} ms, batch sizes {BATCH_SIZES}, "
+          f"medians of {args.rounds} rounds of <= {args.seconds:g} s / {args.requests} requests, 1 thread per replica")  # fmt: skip
+    print(table(results))
+    print("\n".join(goals(results, args.batch_wait_ms)))
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=1))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().strip()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""xrelay.build(..., batch_sizes=...): one executable, a graph per batch size, params and
+kernels shared; `run` at any batch against xrelay.interpret per sample; models that do not
+carry the batch refused, naming the op; save/load with the runtime alone; OpenCL."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+import xrelay
+from xrelay.errors import InputError, UsageError
+from xrelay.runtime.batched import Piece, pieces
+
+RUNS = (1, 3, 4, 5, 16, 17, 40)
+SIZES = (1, 4, 16)
+RNG = np.random.default_rng(31)
+
+
+def mlp() -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 32))
+    w1, b1, w2 = b.input("w1", (64, 32)), b.input("b1", (64,)), b.input("w2", (10, 64))
+    h = b.nn.relu(b.nn.bias_add(b.nn.dense(x, w1), b1))
+    params = {"w1": _random(64, 32), "b1": _random(64), "w2": _random(10, 64)}
+    return b.finish(b.nn.softmax(b.nn.dense(h, w2))), params
+
+
+def cnn() -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """conv, relu, max-pool, a reshape to a shape with the batch (1) in it, dense."""
+    b = xrelay.Builder()
+    x = b.input("x", (1, 3, 16, 16))
+    w, w2 = b.input("w", (8, 3, 3, 3)), b.input("w2", (10, 512))
+    h = b.nn.max_pool2d(b.nn.relu(b.nn.conv2d(x, w, padding=(1, 1))), (2, 2))
+    params = {"w": _random(8, 3, 3, 3), "w2": _random(10, 512)}
+    return b.finish(b.nn.dense(b.reshape(h, (1, 512)), w2)), params
+
+
+def _random(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def per_sample(module: ModuleOp, params: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    """The interpreter's result for each sample of `x` alone, stacked."""
+    return np.concatenate([np.asarray(xrelay.interpret(module, {"x": x[i : i + 1], **params})) for i in range(len(x))])
+
+
+MODELS: dict[str, Callable[[], tuple[ModuleOp, dict[str, np.ndarray]]]] = {"mlp": mlp, "cnn": cnn}
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def built(request: pytest.FixtureRequest) -> tuple[xrelay.Executable, np.ndarray, np.ndarray]:
+    module, params = MODELS[request.param]()
+    exe = xrelay.build(module, targets=("c",), params=params, batch_sizes=SIZES)
+    shape = tuple(module.body.block.first_op.args[0].type.get_shape())  # type: ignore[union-attr]
+    x = RNG.standard_normal((max(RUNS), *shape[1:])).astype(np.float32)
+    return exe, x, per_sample(module, params, x)
+
+
+def test_pieces_take_the_smallest_size_that_fits() -> None:
+    assert pieces(3, SIZES) == [Piece(0, 3, 4)]
+    assert pieces(16, SIZES) == [Piece(0, 16, 16)]
+    assert pieces(17, SIZES) == [Piece(0, 16, 16), Piece(16, 1, 1)]
+    assert pieces(40, SIZES) == [Piece(0, 16, 16), Piece(16, 16, 16), Piece(32, 8, 16)]
+
+
+def test_any_batch_equals_the_interpreter_per_sample(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
+    exe, x, expected = built
+    assert exe.batch_sizes == SIZES
+    for n in RUNS:
+        out = exe.run(x[:n])
+        assert isinstance(out, np.ndarray) and out.shape == (n, 10)
+        np.testing.assert_allclose(out, expected[:n], rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
+
+
+def test_the_params_are_stored_and_held_once(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
+    exe, _, _ = built
+    assert exe.batched is not None
+    addresses: dict[str, set[int]] = {}
+    for size, ex in exe.batched.executors.items():
+        assert ex.entries[next(iter(ex.inputs.values()))].shape[0] == size
+        for index, node in enumerate(ex.nodes):
+            if node["op"] == "null" and node["name"] in ex.params:
+                view = np.asarray(ex.view(index, ex.shared[ex.entries[index].storage]))
+                addresses.setdefault(node["name"], set()).add(view.__array_interface__["data"][0])
+    assert addresses and all(len(a) == 1 for a in addresses.values()), addresses
+    assert {name for name in addresses} == set(exe.params)
+
+
+def test_the_artifact_stores_the_params_once(
+    built: tuple[xrelay.Executable, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    exe, x, expected = built
+    exe.save(tmp_path / "batched.xrelay")
+    weights = sum(a.nbytes for a in exe.params.values())
+    assert (tmp_path / "batched.xrelay" / "params.npz").stat().st_size < 1.1 * weights + 4096
+    assert {p.name for p in (tmp_path / "batched.xrelay").glob("*.json")} == {
+        "manifest.json", "graph.json", "batch1.json", "batch4.json"
+    }  # fmt: skip
+    loaded = xrelay.load(tmp_path / "batched.xrelay")
+    assert loaded.batch_sizes == SIZES
+    np.testing.assert_allclose(loaded.run(x[:5]), expected[:5], rtol=1e-4, atol=1e-4)
+
+
+LOAD_AND_RUN = """
+import sys
+import numpy as np
+import xrelay.runtime
+exe = xrelay.runtime.load(sys.argv[1])
+x = np.load(sys.argv[2])
+np.save(sys.argv[3], np.concatenate([exe.run(x[:n]) for n in (1, 3, 17, 40)]))
+print(exe.batch_sizes, sorted(m for m in sys.modules if m.split(".")[0] in ("xdsl", "onnx")))
+"""
+
+
+def test_the_runtime_alone_loads_and_serves_it(tmp_path: Path) -> None:
+    module, params = mlp()
+    x = RNG.standard_normal((40, 32)).astype(np.float32)
+    xrelay.build(module, params=params, batch_sizes=SIZES).save(tmp_path / "mlp.xrelay")
+    np.save(tmp_path / "x.npy", x)
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_RUN, str(tmp_path / "mlp.xrelay"), str(tmp_path / "x.npy"), str(tmp_path / "out.npy")],
+        capture_output=True, text=True, check=False, env=dict(os.environ),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(1, 4, 16) []"
+    expected = per_sample(module, params, x)
+    runs = np.concatenate([expected[:n] for n in (1, 3, 17, 40)])
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), runs, rtol=1e-4, atol=1e-4)
+
+
+def test_kernels_equal_across_sizes_are_built_once() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 8))
+    w = _random(8, 16)
+    module = b.finish(b.nn.dense(x, b.transpose(b.exp(b.const(w)))))  # exp-transpose: one for all sizes
+    exe = xrelay.build(module, batch_sizes=SIZES)
+    calls = {
+        size: [n["attrs"]["func_name"] for n in g["nodes"] if n["op"] != "null"] for size, g in exe.batches.items()
+    }
+    names = [k.name for k in exe.kernels]
+    assert len(names) == len(set(names)) == 1 + len(SIZES), calls
+    assert len({c[0] for c in calls.values()}) == 1 and len({c[-1] for c in calls.values()}) == len(SIZES), calls
+    x4 = _random(4, 8)
+    np.testing.assert_allclose(exe.run(x4), x4 @ np.exp(w), rtol=1e-5, atol=1e-5)
+
+
+def test_a_reshape_that_folds_the_batch_is_refused_naming_it() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 4, 8))
+    module = b.finish(b.nn.dense(b.reshape(x, (4, 8)), b.const(_random(16, 8))))
+    with pytest.raises(UsageError, match=r"relay\.reshape .*merged it with another axis"):
+        xrelay.build(module, batch_sizes=(1, 2))
+    b = xrelay.Builder()
+    x = b.input("x", (1, 4, 8))
+    module = b.finish(b.transpose(b.reshape(b.transpose(x, (1, 0, 2)), (2, 16, 1)), (2, 0, 1)))
+    with pytest.raises(UsageError, match=r"relay\.reshape at .* fixed shape \[2, 16, 1\], which splits"):
+        xrelay.build(module, batch_sizes=(1, 2))
+
+
+def test_an_op_that_drops_the_batch_is_refused_naming_it() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 8))
+    module = b.finish(b.add(x, b.sum(x, axis=0, keepdims=True)))
+    with pytest.raises(UsageError, match=r"relay\.sum at .* no longer depends on the batch"):
+        xrelay.build(module, batch_sizes=(1, 4))
+
+
+def test_run_checks_the_per_sample_shape_dtype_and_batch(
+    built: tuple[xrelay.Executable, np.ndarray, np.ndarray],
+) -> None:
+    exe, x, _ = built
+    per_sample_shape = ", ".join(map(str, x.shape[1:]))
+    with pytest.raises(InputError, match=rf"input x must have shape \[N, {per_sample_shape}\]"):
+        exe.run(x[:3, ..., :-1])
+    with pytest.raises(InputError, match=r"input x must have dtype float32, but has dtype float64"):
+        exe.run(x[:3].astype(np.float64))
+    with pytest.raises(InputError, match="batch of at least 1"):
+        exe.run(x[:0])
+    with pytest.raises(InputError, match="missing x"):
+        exe.run(y=x[:3])
+
+
+def test_profile_runs_the_size_the_batch_runs_at(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
+    exe, x, expected = built
+    profile = exe.profile(x[:3], runs=2)
+    np.testing.assert_allclose(profile.outputs, expected[:3], rtol=1e-4, atol=1e-4)
+    assert profile.timings[-1].step.shape == (4, 10)  # the graph of batch 4
+    with pytest.raises(InputError, match="at most 16"):
+        exe.profile(x[:17])
+
+
+def test_concurrent_runs_of_different_batches(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
+    exe, x, expected = built
+    batches = [n for n in RUNS for _ in range(3)]
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda n: exe.run(x[:n]), batches))
+    for n, out in zip(batches, outs):
+        np.testing.assert_allclose(out, expected[:n], rtol=1e-4, atol=1e-4)
+
+
+def test_an_executable_without_batch_sizes_has_none_and_takes_its_exact_shape() -> None:
+    module, params = mlp()
+    exe = xrelay.build(module, params=params)
+    assert exe.batch_sizes == ()
+    with pytest.raises(InputError, match=r"must have shape \[1, 32\]"):
+        exe.run(np.zeros((3, 32), np.float32))
+
+
+def test_bad_batch_sizes_are_a_usage_error() -> None:
+    module, params = mlp()
+    for bad in ((), (0, 4), 4, ("4",)):
+        with pytest.raises(UsageError, match="batch_sizes"):
+            xrelay.build(module, params=params, batch_sizes=bad)  # type: ignore[arg-type]
+
+
+def test_onnx_model_with_a_symbolic_batch_and_int64_inputs() -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    table, weight = _random(20, 6), _random(6, 3)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gather", ["table", "ids"], ["emb"]),
+            helper.make_node("ReduceMean", ["emb"], ["pooled"], axes=[1], keepdims=0),
+            helper.make_node("Cast", ["mask"], ["maskf"], to=TensorProto.FLOAT),
+            helper.make_node("MatMul", ["pooled", "w"], ["y"]),
+            helper.make_node("Mul", ["y", "maskf"], ["out"]),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 5]),
+            helper.make_tensor_value_info("mask", TensorProto.BOOL, ["batch", 3]),
+        ],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 3])],
+        [numpy_helper.from_array(table, "table"), numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module, params = xrelay.from_onnx(model, shapes={"ids": (1, 5), "mask": (1, 3)})
+    exe = xrelay.build(module, params=params, batch_sizes=(1, 4))
+    for n in (1, 3, 6):
+        ids = RNG.integers(0, 20, (n, 5), dtype=np.int64)
+        mask = RNG.integers(0, 2, (n, 3)).astype(bool)
+        expected = (table[ids].mean(axis=1) @ weight) * mask
+        np.testing.assert_allclose(exe.run(ids=ids, mask=mask), expected, rtol=1e-5, atol=1e-5)
+        reference: list[Any] = [
+            xrelay.interpret(module, {"ids": ids[i : i + 1], "mask": mask[i : i + 1], **params}) for i in range(n)
+        ]
+        np.testing.assert_allclose(exe.run({"ids": ids, "mask": mask}), np.concatenate(reference), rtol=1e-5, atol=1e-5)
+    del onnx
+
+
+def test_opencl_graphs_share_the_params_buffers() -> None:
+    pytest.importorskip("pyopencl")
+    module, params = mlp()
+    exe = xrelay.build(module, targets=("c", "opencl"), default_device="opencl", params=params, batch_sizes=(1, 4))
+    x = RNG.standard_normal((9, 32)).astype(np.float32)
+    np.testing.assert_allclose(exe.run(x), per_sample(module, params, x), rtol=1e-4, atol=1e-4)
+    assert exe.batched is not None
+    buffers = [ex.shared for ex in exe.batched.executors.values()]
+    on_opencl = {d for d, label in enumerate(exe.executor.labels) if label.startswith("opencl")}
+    assert on_opencl
+    # every param buffer of the small size's graph is one of the large one's, the same object
+    large = {id(b) for b in buffers[-1].values()}
+    assert buffers[0] and all(id(b) in large for b in buffers[0].values())
