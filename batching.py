@@ -46,8 +46,6 @@ from xrelay.build_cache import Built
 from xrelay.diagnostics import location_of
 from xrelay.dialects import relay
 from xrelay.errors import UsageError
-from xrelay.runtime import Executable
-from xrelay.runtime.device import DeviceTable
 from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import KernelSet
@@ -223,16 +221,27 @@ def _digest(array: np.ndarray) -> str:
 CompileOne = Callable[[ModuleOp, Mapping[str, np.ndarray], tuple[KernelSet, str]], Built]
 
 
-def build_sizes(
+@dataclass(frozen=True)
+class BatchedBuild:
+    """What the runtime needs: the graph of each size (`graph` the largest's), the kernels of
+    all of them, and the params they share."""
+
+    graph: dict[str, Any]
+    kernels: list[KernelSource]
+    params: dict[str, np.ndarray]
+    batches: dict[int, dict[str, Any]]
+
+
+def compile_sizes(
     module: ModuleOp,
     params: Mapping[str, np.ndarray],
     batch_sizes: object,
     compile_one: CompileOne,
-    devices: DeviceTable | None,
-) -> Executable:
-    """The executable of `module` at each of `batch_sizes` (see the module docstring). Every
-    size is re-typed before any is compiled, so a model that does not carry the batch is
-    refused at once."""
+    stage: Callable[[str], None] = lambda _: None,
+) -> BatchedBuild:
+    """`module` compiled at each of `batch_sizes` (see the module docstring). Every size is
+    re-typed before any is compiled, so a model that does not carry the batch is refused at
+    once."""
     sizes = check_sizes(batch_sizes)
     modules: dict[int, ModuleOp] = {}
     for size in sizes:
@@ -248,4 +257,5 @@ def build_sizes(
         sources += built.kernels
         del built  # (its params that another size's equal: they go now)
         release_freed_memory()
-    return Executable(graphs[sizes[-1]], sources, store.arrays, devices, None, graphs)
+        stage(f"compiled batch size {size}")
+    return BatchedBuild(graphs[sizes[-1]], sources, store.arrays, graphs)
