@@ -16,10 +16,9 @@ An op must carry the batch through: when an operand's shape changed, its result'
 differs from the original in exactly one axis, scaled by b/B0, and every result of @main has
 the batch on its leading axis, its other dims unchanged. Anything else is refused with a
 `UsageError` naming the op: a reshape to a fixed shape that folds the batch into another
-axis, a slice or reduction over the batch axis (its result no longer depends on b), an op
-whose shapes do not agree at the new batch. (An op that mixes the samples along a batch
-axis it keeps, e.g. a softmax over axis 0, is not detected: a model whose samples are
-independent is the premise.)
+axis, a slice or reduction over the batch axis (its result no longer depends on b), a softmax,
+layer norm or concatenation along the batch axis (`Retyper.mixing`), an op whose shapes do not
+agree at the new batch.
 
 Each size is compiled as `xrelay.build` compiles one module; then `merge_sizes` keeps one
 copy of each param (equal values under one name, in every size's graph) and one copy of each
@@ -128,6 +127,9 @@ class Retyper:
         batched = [v for v in op.operands if v in self.axes]
         if not batched:
             return  # nothing of it depends on the batch
+        mixing = self.mixing(op, {self.axes[v] for v in batched})
+        if mixing:
+            raise self.refuse(op, mixing)
         old = _shape(op.results[0])
         try:
             if isinstance(op, relay.ReshapeOp | relay.BroadcastToOp):
@@ -142,6 +144,17 @@ class Retyper:
         if old[changed[0]] != self.original and self.merged is None:
             self.merged = op
         self.retype(op.results[0], new, changed[0])
+
+    @staticmethod
+    def mixing(op: relay.RelayOp, axes: set[int]) -> str | None:
+        """Why `op` mixes the samples along a batch axis it keeps (in `axes`), if it does."""
+        if isinstance(op, relay.SoftmaxOp) and op.axis_value in axes:
+            return f"it normalizes along axis {op.axis_value}, the batch axis: it would mix the samples"
+        if isinstance(op, relay.LayerNormOp) and any(a >= op.axis_value for a in axes):
+            return f"it normalizes over axes {op.axis_value}.., which hold the batch: it would mix the samples"
+        if isinstance(op, relay.ConcatenateOp) and op.axis_value in axes:
+            return f"it concatenates along axis {op.axis_value}, the batch axis"
+        return None
 
     def target(self, op: relay.ReshapeOp | relay.BroadcastToOp, old: Shape) -> Shape:
         """A reshape's or broadcast_to's result shape at the new batch: its target with the

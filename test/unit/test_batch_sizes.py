@@ -319,3 +319,23 @@ def test_every_batch_graph_is_checked_at_load(built: Case, tmp_path: Path) -> No
     _write_signed(root, manifest)
     with pytest.raises(ArtifactError, match=r"batch4\.json: node .* as \[5, .* but the kernel takes \[4, "):
         xrelay.load(root)
+
+
+def test_several_results_each_sliced_and_concatenated() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 3, 4))
+    module = b.finish(b.nn.relu(x), b.sum(b.exp(x), axis=2))
+    exe = xrelay.build(module, batch_sizes=(2, 8))
+    for n in (1, 2, 9, 19):
+        data = RNG.standard_normal((n, 3, 4)).astype(np.float32)
+        relu, sums = exe.run([data])
+        np.testing.assert_array_equal(relu, np.maximum(data, 0))
+        np.testing.assert_allclose(sums, np.exp(data).sum(axis=2), rtol=1e-5)
+
+
+def test_a_softmax_along_the_batch_axis_is_refused() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 8))
+    module = b.finish(b.nn.softmax(b.nn.relu(x), axis=0))
+    with pytest.raises(UsageError, match=r"relay\.nn\.softmax at .* normalizes along axis 0, the batch axis"):
+        xrelay.build(module, batch_sizes=(1, 4))
