@@ -256,6 +256,9 @@ def compile_sizes(
     re-typed before any is compiled, so a model that does not carry the batch is refused at
     once."""
     sizes = check_sizes(batch_sizes)
+    original = batch_of(module, params.keys())
+    if sizes == (original,):  # nothing re-typed: check that the model carries a batch all the same
+        rebatch(module.clone(), original + 1, params.keys())
     modules: dict[int, ModuleOp] = {}
     for size in sizes:
         modules[size] = module.clone()

@@ -4,21 +4,21 @@ For each model (the MLP of bench/models.py, 784-512-512-10, and the zoo's ResNet
 /work/zoo-models/resnet18.onnx, imported at batch 1):
 - build: `xrelay.build(m, params=params, batch_sizes=(1, 4, 16, 64))` against four builds
   `xrelay.build(m_b, params=params)`, one per size (the module re-typed at b), each in a fresh
-  process with an empty kernel cache and the build cache off: the build's seconds, the bytes
+  process with an empty kernel cache and the build cache off, alternating (`--build-rounds`): the build's seconds, the bytes
   of the params the executable(s) hold (`exe.params`: each distinct array once in a batched
   one; a weight that one size's schedule pre-packs and another's reads as it is, e.g. a
   dense's below and above the packed micro-kernel's tile rows, is two arrays), the resident
   memory they hold after it (RSS after minus before, the model and params already loaded),
   and the process's peak RSS;
 - run: per-sample time of `exe.run(x[:n])` for n = 1, 4, 16, 64 on the batched executable and
-  on the executable of size n, interleaved in one process (`timing.interleaved_times`),
-  medians; both at `--threads` threads. They run the same kernels, so they should be equal
+  on the executable of size n, in blocks of 64 / n runs (`run_times`), interleaved in one
+  process (`timing.interleaved_times`), medians; both at `--threads` threads. They run the same kernels, so they should be equal
   within noise (the batched run checks the input and picks the graph: a few microseconds).
 
 The machine is shared: the 1-minute load average is printed before and after; compare ratios
 measured in one run.
 
-    .venv/bin/python bench/batch_sizes.py [--models mlp,resnet18] [--rounds 7] [--threads 1]
+    .venv/bin/python bench/batch_sizes.py [--models mlp,resnet18] [--rounds 7] [--build-rounds 2] [--threads 1]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from timing import interleaved_times
+from timing import interleaved_times, round_orders
 
 SIZES = (1, 4, 16, 64)
 ZOO = Path("/work/zoo-models")
@@ -110,37 +110,50 @@ def measure_build(name: str, variant: str, threads: int) -> dict[str, Any]:
 
 
 def run_times(name: str, threads: int, rounds: int) -> dict[int, tuple[float, float]]:
-    """Per-sample median seconds at each n: (batched, separate)."""
+    """Per-sample median seconds at each n: (batched, separate). Each timed call is a block of
+    max(SIZES) / n runs of one executable, so that each runs with its own weights in the
+    caches, as a server does: interleaved single runs favoured the batched executable, whose
+    sizes share their weights (MLP n=1: 0.51-0.89x the time)."""
     module, params = model(name)
     batched, separate = build(module, params, "batched", threads), build(module, params, "separate", threads)
     shape = tuple(next(a for a in module.ops.first.args if a.name_hint not in params).type.get_shape())
     x = np.random.default_rng(0).standard_normal((max(SIZES), *shape[1:])).astype(np.float32)
     for n in SIZES:  # the same results
         np.testing.assert_allclose(batched[n].run(x[:n]), separate[n].run(x[:n]), rtol=1e-5, atol=1e-5)
+
+    def block(exe: Any, n: int) -> None:
+        for _ in range(max(SIZES) // n):
+            exe.run(x[:n])
+
     fns = {
-        f"{v} {n}": (lambda e=exes[n], n=n: e.run(x[:n]))
+        f"{v} {n}": (lambda e=exes[n], n=n: block(e, n))
         for v, exes in (("batched", batched), ("separate", separate))
         for n in SIZES
     }
     times = interleaved_times(fns, rounds)
-    return {
-        n: (statistics.median(times[f"batched {n}"]) / n, statistics.median(times[f"separate {n}"]) / n) for n in SIZES
-    }
+    per_sample = {key: statistics.median(samples) / max(SIZES) for key, samples in times.items()}
+    return {n: (per_sample[f"batched {n}"], per_sample[f"separate {n}"]) for n in SIZES}
 
 
 def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
 
-def report(name: str, threads: int, rounds: int) -> None:
+def report(name: str, threads: int, rounds: int, build_rounds: int) -> None:
     print(f"\n{name}, {threads} thread(s), load {load()}")
-    builds = {v: measure_build(name, v, threads) for v in ("batched", "separate")}
+    samples: dict[str, list[dict[str, Any]]] = {"batched": [], "separate": []}
+    for order in round_orders(list(samples), build_rounds):
+        for variant in order:
+            samples[variant].append(measure_build(name, variant, threads))
+    builds = {v: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for v, rs in samples.items()}
+    print(f"  build: medians of {build_rounds} fresh processes each, interleaved")
     mb = 1 / 2**20
     print(f"  weights {builds['batched']['weights'] * mb:.1f} MB")
     print("  build      seconds  params MB  held MB  peak MB  kernels")
     for v, b in builds.items():
-        row = f"{b['seconds']:8.2f} {b['stored'] * mb:10.1f} {b['held'] * mb:8.1f} {b['peak'] * mb:8.1f} {b['kernels']:8d}"
-        print(f"  {v:9s} {row}")
+        row = f"{b['seconds']:8.2f} {b['stored'] * mb:10.1f} {b['held'] * mb:8.1f} {b['peak'] * mb:8.1f} {b['kernels']:8.0f}"
+        each = ", ".join(f"{r['seconds']:.1f}" for r in samples[v])
+        print(f"  {v:9s} {row}   (seconds: {each})")
     print("  run: per-sample ms (median of the interleaved rounds)")
     print("     n   batched  separate  ratio")
     for n, (b, s) in run_times(name, threads, rounds).items():
@@ -153,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--models", default="mlp,resnet18")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--build-rounds", type=int, default=2)
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"))
     args = parser.parse_args(argv)
     os.environ["XRELAY_NUM_THREADS"] = str(args.threads)
@@ -161,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     print(f"batch sizes {SIZES}; machine {os.uname().machine}, {os.cpu_count()} cores")
     for name in args.models.split(","):
-        report(name, args.threads, args.rounds)
+        report(name, args.threads, args.rounds, args.build_rounds)
 
 
 if __name__ == "__main__":

@@ -339,3 +339,11 @@ def test_a_softmax_along_the_batch_axis_is_refused() -> None:
     module = b.finish(b.nn.softmax(b.nn.relu(x), axis=0))
     with pytest.raises(UsageError, match=r"relay\.nn\.softmax at .* normalizes along axis 0, the batch axis"):
         xrelay.build(module, batch_sizes=(1, 4))
+
+
+def test_one_size_that_is_the_models_own_is_checked_too() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 8))
+    module = b.finish(b.sum(x, axis=0))
+    with pytest.raises(UsageError, match=r"relay\.sum at .* no longer depends on the batch"):
+        xrelay.build(module, batch_sizes=(1,))
