@@ -94,8 +94,8 @@ def test_any_batch_equals_the_interpreter_per_sample(built: Case) -> None:
         np.testing.assert_allclose(out, expected[:n], rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
 
 
-def test_the_params_are_stored_and_held_once(built: Case) -> None:
-    exe, _, _, _ = built
+def param_addresses(exe: xrelay.Executable) -> dict[str, set[int]]:
+    """The addresses each param has in the graphs of `exe`'s batch sizes (cpu)."""
     assert exe.batched is not None
     addresses: dict[str, set[int]] = {}
     for size, ex in exe.batched.executors.items():
@@ -104,8 +104,13 @@ def test_the_params_are_stored_and_held_once(built: Case) -> None:
             if node["op"] == "null" and node["name"] in ex.params:
                 view = np.asarray(ex.view(index, ex.shared[ex.entries[index].storage]))
                 addresses.setdefault(node["name"], set()).add(view.__array_interface__["data"][0])
+    return addresses
+
+
+def test_the_params_are_stored_and_held_once(built: Case) -> None:
+    addresses = param_addresses(built.exe)
     assert addresses and all(len(a) == 1 for a in addresses.values()), addresses
-    assert {name for name in addresses} == set(exe.params)
+    assert set(addresses) == set(built.exe.params)
 
 
 def test_the_artifact_stores_the_params_once(built: Case, tmp_path: Path) -> None:
@@ -121,6 +126,9 @@ def test_the_artifact_stores_the_params_once(built: Case, tmp_path: Path) -> Non
     loaded = xrelay.load(tmp_path / "batched.xrelay")
     assert loaded.batch_sizes == SIZES
     np.testing.assert_allclose(loaded.run(x[:5]), expected[:5], rtol=1e-4, atol=1e-4)
+    # every size's graph runs on the loaded arrays themselves (read-only), not on copies
+    loaded_params = {name: array.__array_interface__["data"][0] for name, array in loaded.params.items()}
+    assert param_addresses(loaded) == {name: {address} for name, address in loaded_params.items()}
 
 
 LOAD_AND_RUN = """
