@@ -18,6 +18,21 @@ For each model (the MLP of bench/models.py, 784-512-512-10, and the zoo's ResNet
 The machine is shared: the 1-minute load average is printed before and after; compare ratios
 measured in one run.
 
+Runs of 2026-11-28 (AMD EPYC with AVX-512, 2 cores shared with four other builds, load 6-16,
+so every time swings by tens of percent; 1 thread), batched against separate:
+- MLP: params 5.1 vs 10.2 MB (weights 2.6: its two large weights are read as they are at 1
+  and 4 and pre-packed at 16 and 64, two layouts), RSS held 8.5 vs 13.6 MB, build 5.7 vs 4.9 s
+  (3 alternating processes each: 5.0/5.7/5.7 vs 6.1/4.4/4.9); per-sample run ratio at n = 1, 4,
+  16, 64: 1.77, 1.54, 1.04, 1.07 at load 13-16, 0.89, 0.92, 1.01, 0.98 in an earlier run at
+  load 5.5-6 (single runs interleaved then).
+- ResNet-18: params 46.6 vs 178.4 MB (weights 44.6; the fc weight in two layouts), RSS held
+  77 vs 205 MB, peak 222 vs 310 MB, build 71.4 vs 78.5 s in the quieter round (252 vs 239 s
+  in the other, under another build); per-sample run ratio 1.24, 1.09, 0.94, 1.12 at load 8-10.
+Each size runs the same kernels in both (their content digests, in graph order, are equal for
+every size of both models), so the run ratios are the machine's noise plus the batched
+wrapper's own work: 3 us a run at an exact size, 12 us with padding (n = 3), 6 us at 64
+(timeit of its checks, pieces and padding alone).
+
     .venv/bin/python bench/batch_sizes.py [--models mlp,resnet18] [--rounds 7] [--build-rounds 2] [--threads 1]
 """
 
