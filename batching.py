@@ -36,9 +36,9 @@ from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from xrelay.build_cache import Built
@@ -130,6 +130,10 @@ class Retyper:
         mixing = self.mixing(op, {self.axes[v] for v in batched})
         if mixing:
             raise self.refuse(op, mixing)
+        if isinstance(op, relay.StridedSliceOp):
+            self.widen_slice(op)
+        elif isinstance(op, relay.ConcatenateOp):
+            self.broadcast_constants(op)
         old = _shape(op.results[0])
         try:
             if isinstance(op, relay.ReshapeOp | relay.BroadcastToOp):
@@ -156,6 +160,39 @@ class Retyper:
             return f"it concatenates along axis {op.axis_value}, the batch axis"
         return None
 
+    def widen_slice(self, op: relay.StridedSliceOp) -> None:
+        """A slice that takes the whole batch axis at the original batch (an importer writes its
+        end as the batch: `x[:, :58]` as end [1, 58]) takes it whole at the new batch."""
+        axis = self.axes[op.data]
+        begin, end = list(op.begin.get_values()), list(op.end.get_values())
+        strides = list(op.strides.get_values()) if op.strides is not None else [1] * len(begin)
+        old = _shape(op.data)[axis] * self.original // self.batch
+        if axis < len(begin) and range(*slice(begin[axis], end[axis], strides[axis]).indices(old)) == range(old):
+            begin[axis], end[axis], strides[axis] = 0, _shape(op.data)[axis], 1
+            op.properties["begin"], op.properties["end"] = i64_array(begin), i64_array(end)
+            if op.strides is not None:
+                op.properties["strides"] = i64_array(strides)
+
+    def broadcast_constants(self, op: relay.ConcatenateOp) -> None:
+        """A concatenation of batched inputs with ones that do not depend on the batch, of
+        dim 1 on the batch axis (a model exported at batch 1: ViT's class token, whose expand
+        to the batch was folded away), concatenates the latter repeated for each sample."""
+        axis = next(self.axes[v] for v in op.inputs if v in self.axes)
+        if self.original != 1 or axis == op.axis_value:
+            return
+        operands = list(op.operands)
+        for index, value in enumerate(operands):
+            shape = _shape(value)
+            if value not in self.axes and len(shape) > axis and shape[axis] == 1:
+                target = TensorType(_element(value), [*shape[:axis], self.batch, *shape[axis + 1 :]])
+                broadcast = relay.BroadcastToOp(
+                    operands=[value], result_types=[target], properties={"se_scope": op.se_scope}
+                )
+                Rewriter.insert_op(broadcast, InsertPoint.before(op))
+                operands[index] = broadcast.results[0]
+                self.axes[broadcast.results[0]] = axis
+        op.operands = operands
+
     def target(self, op: relay.ReshapeOp | relay.BroadcastToOp, old: Shape) -> Shape:
         """A reshape's or broadcast_to's result shape at the new batch: its target with the
         axis where the operand's batch axis lands scaled."""
@@ -166,9 +203,17 @@ class Retyper:
             if old[landing] * self.batch % self.original:
                 raise self.refuse(op, f"it broadcasts to {list(old)}, whose axis {landing} does not follow the batch")
             return (*old[:landing], shape[axis], *old[landing + 1 :])
-        before = math.prod(shape[:axis])
-        for landing in range(len(old)):
-            if math.prod(old[:landing]) == before and old[landing] * self.batch % self.original == 0:
+        # The target axes the batch axis starts or ends (row-major), e.g. (197, 1, 768) ->
+        # (197, 768): axis 1 starts where the batch does, axis 0 ends with it; an axis that keeps
+        # the last one unchanged first (a matmul's depth), then the first of them.
+        outer = math.prod(shape[:axis])
+        inner = outer * shape[axis] * self.original // self.batch
+        landings = sorted(
+            {j for j in range(len(old)) if math.prod(old[:j]) == outer or math.prod(old[: j + 1]) == inner},
+            key=lambda j: (j == len(old) - 1, j),
+        )
+        for landing in landings:
+            if old[landing] * self.batch % self.original == 0:
                 return (*old[:landing], old[landing] * self.batch // self.original, *old[landing + 1 :])
         raise self.refuse(op, f"it reshapes to the fixed shape {list(old)}, which splits or folds the batch axis")
 
@@ -187,6 +232,14 @@ class Retyper:
 
 def _describe(op: Operation) -> str:
     return f"{op.name} at {location_of(op)}"
+
+
+def _element(value: SSAValue) -> Attribute:
+    return cast(TensorType[Attribute], value.type).element_type
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, values)
 
 
 def _shape(value: SSAValue) -> Shape:

@@ -22,6 +22,8 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import xrelay
+from xrelay.batching import i64_array
+from xrelay.dialects import relay
 from xrelay.errors import ArtifactError, InputError, UsageError
 from xrelay.runtime.batched import Piece, pieces
 from xrelay.runtime.signing import sign
@@ -355,3 +357,23 @@ def test_one_size_that_is_the_models_own_is_checked_too() -> None:
     module = b.finish(b.sum(x, axis=0))
     with pytest.raises(UsageError, match=r"relay\.sum at .* no longer depends on the batch"):
         xrelay.build(module, batch_sizes=(1,))
+
+
+def test_a_slice_that_takes_the_whole_batch_and_a_constant_concatenated_follow_it() -> None:
+    """As an importer writes them at batch 1: `x[:, :3]` with the batch's end (1), and a
+    constant row concatenated to each sample (ViT's class token, its expand folded away)."""
+    b = xrelay.Builder()
+    x = b.input("x", (1, 6, 4))
+    token = _random(1, 1, 4)
+    head = b.op(relay.StridedSliceOp, [x], {"begin": i64_array([0, 0]), "end": i64_array([1, 3])})
+    y = b.concatenate([b.const(token), b.nn.relu(head)], axis=1)
+    exe = xrelay.build(b.finish(y), batch_sizes=(1, 4))
+    for n in (1, 3, 6):
+        data = RNG.standard_normal((n, 6, 4)).astype(np.float32)
+        expected = np.concatenate([np.repeat(token, n, axis=0), np.maximum(data[:, :3], 0)], axis=1)
+        np.testing.assert_array_equal(exe.run(data), expected)
+    b = xrelay.Builder()
+    x = b.input("x", (2, 6))
+    module = b.finish(b.op(relay.StridedSliceOp, [x], {"begin": i64_array([0]), "end": i64_array([1])}))
+    with pytest.raises(UsageError, match=r"relay\.strided_slice at .* no longer depends on the batch"):
+        xrelay.build(module, batch_sizes=(2, 4))
