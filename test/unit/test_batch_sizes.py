@@ -286,7 +286,13 @@ def test_opencl_graphs_share_the_params_buffers() -> None:
     module, params = mlp()
     exe = xrelay.build(module, targets=("c", "opencl"), default_device="opencl", params=params, batch_sizes=(1, 4))
     x = RNG.standard_normal((9, 32)).astype(np.float32)
-    np.testing.assert_allclose(exe.run(x), per_sample(module, params, x), rtol=1e-4, atol=1e-4)
+    expected = per_sample(module, params, x)
+    np.testing.assert_allclose(exe.run(x), expected, rtol=1e-4, atol=1e-4)
+    batches = [1, 3, 4, 5, 9] * 3
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda n: exe.run(x[:n]), batches))
+    for n, out in zip(batches, outs):
+        np.testing.assert_allclose(out, expected[:n], rtol=1e-4, atol=1e-4)
     assert exe.batched is not None
     buffers = [ex.shared for ex in exe.batched.executors.values()]
     on_opencl = {d for d, label in enumerate(exe.executor.labels) if label.startswith("opencl")}
