@@ -9,21 +9,26 @@ The module's inputs (the parameters of @main that `params` does not bind) and re
 leading batch axis, of one size B0 (an ONNX model imported with its batch fixed, e.g. at 1).
 For each size b, `rebatch` re-types a clone of the module at b: the inputs get the leading
 dim b and every op's result type is inferred again. Results of `relay.reshape` and
-`relay.broadcast_to` are their target shapes, not inferred: the axis of the target that starts
-where the operand's batch axis starts (row-major) is scaled by b/B0.
+`relay.broadcast_to` are their target shapes, not inferred: the target axis the operand's batch
+axis starts or ends (row-major; one that keeps the last axis first) is scaled by b/B0. What an
+importer wrote at the model's batch follows it: a slice that takes the whole batch axis takes
+it whole (`Retyper.widen_slice`), and a constant concatenated to batch-1 data is repeated per
+sample (`Retyper.broadcast_constants`).
 
 An op must carry the batch through: when an operand's shape changed, its result's shape
 differs from the original in exactly one axis, scaled by b/B0, and every result of @main has
 the batch on its leading axis, its other dims unchanged. Anything else is refused with a
-`UsageError` naming the op: a reshape to a fixed shape that folds the batch into another
-axis, a slice or reduction over the batch axis (its result no longer depends on b), a softmax,
-layer norm or concatenation along the batch axis (`Retyper.mixing`), an op whose shapes do not
-agree at the new batch.
+`UsageError` naming the op: a reshape to a fixed shape that splits the batch axis or folds it
+into a result's, a slice or reduction over the batch axis (its result no longer depends on b),
+a softmax, layer norm or concatenation along the batch axis (`Retyper.mixing`), an op whose
+shapes do not agree at the new batch.
 
-Each size is compiled as `xrelay.build` compiles one module; then `merge_sizes` keeps one
-copy of each param (equal values under one name, in every size's graph) and one copy of each
-kernel (equal kernels across sizes become one, `targets.kernels.distinct_kernels` with a
-`KernelSet`; a different kernel whose name another size already uses is renamed `NAME_bB`).
+Each size is compiled as `xrelay.build` compiles one module (`compile_sizes`); a `ParamStore`
+keeps one copy of each param (equal values under one name, in every size's graph), and a
+`targets.kernels.KernelSet` one copy of each kernel (equal kernels across sizes become one in
+`distinct_kernels`; a different one whose name another size took is renamed `NAME_bB`). A
+weight that one size's schedule pre-packs and another's reads as it is (packed_matmul's, at
+rows below and above its tile) is two different arrays, so it is held in each layout once.
 """
 
 from __future__ import annotations
