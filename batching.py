@@ -9,22 +9,26 @@ The module's inputs (the parameters of @main that `params` does not bind) and re
 leading batch axis, of one size B0 (an ONNX model imported with its batch fixed, e.g. at 1).
 For each size b, `rebatch` re-types a clone of the module at b: the inputs get the leading
 dim b and every op's result type is inferred again. Results of `relay.reshape` and
-`relay.broadcast_to` are their target shapes, not inferred: the axis of the target that starts
-where the operand's batch axis starts (row-major) is scaled by b/B0.
+`relay.broadcast_to` are their target shapes, not inferred: the target axis the operand's batch
+axis starts or ends (row-major; one that keeps the last axis first) is scaled by b/B0. What an
+importer wrote at the model's batch follows it: a slice that takes the whole batch axis takes
+it whole (`Retyper.widen_slice`), and a constant concatenated to batch-1 data is repeated per
+sample (`Retyper.broadcast_constants`).
 
 An op must carry the batch through: when an operand's shape changed, its result's shape
 differs from the original in exactly one axis, scaled by b/B0, and every result of @main has
 the batch on its leading axis, its other dims unchanged. Anything else is refused with a
-`UsageError` naming the op: a reshape to a fixed shape that folds the batch into another
-axis, a slice or reduction over the batch axis (its result no longer depends on b), an op
-whose shapes do not agree at the new batch. (An op that mixes the samples along a batch
-axis it keeps, e.g. a softmax over axis 0, is not detected: a model whose samples are
-independent is the premise.)
+`UsageError` naming the op: a reshape to a fixed shape that splits the batch axis or folds it
+into a result's, a slice or reduction over the batch axis (its result no longer depends on b),
+a softmax, layer norm or concatenation along the batch axis (`Retyper.mixing`), an op whose
+shapes do not agree at the new batch.
 
-Each size is compiled as `xrelay.build` compiles one module; then `merge_sizes` keeps one
-copy of each param (equal values under one name, in every size's graph) and one copy of each
-kernel (equal kernels across sizes become one, `targets.kernels.distinct_kernels` with a
-`KernelSet`; a different kernel whose name another size already uses is renamed `NAME_bB`).
+Each size is compiled as `xrelay.build` compiles one module (`compile_sizes`); a `ParamStore`
+keeps one copy of each param (equal values under one name, in every size's graph), and a
+`targets.kernels.KernelSet` one copy of each kernel (equal kernels across sizes become one in
+`distinct_kernels`; a different one whose name another size took is renamed `NAME_bB`). A
+weight that one size's schedule pre-packs and another's reads as it is (packed_matmul's, at
+rows below and above its tile) is two different arrays, so it is held in each layout once.
 """
 
 from __future__ import annotations
@@ -37,17 +41,15 @@ from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from xrelay.build_cache import Built
 from xrelay.diagnostics import location_of
 from xrelay.dialects import relay
 from xrelay.errors import UsageError
-from xrelay.runtime import Executable
-from xrelay.runtime.device import DeviceTable
 from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.kernels import KernelSet
@@ -130,6 +132,13 @@ class Retyper:
         batched = [v for v in op.operands if v in self.axes]
         if not batched:
             return  # nothing of it depends on the batch
+        mixing = self.mixing(op, {self.axes[v] for v in batched})
+        if mixing:
+            raise self.refuse(op, mixing)
+        if isinstance(op, relay.StridedSliceOp):
+            self.widen_slice(op)
+        elif isinstance(op, relay.ConcatenateOp):
+            self.broadcast_constants(op)
         old = _shape(op.results[0])
         try:
             if isinstance(op, relay.ReshapeOp | relay.BroadcastToOp):
@@ -145,6 +154,50 @@ class Retyper:
             self.merged = op
         self.retype(op.results[0], new, changed[0])
 
+    @staticmethod
+    def mixing(op: relay.RelayOp, axes: set[int]) -> str | None:
+        """Why `op` mixes the samples along a batch axis it keeps (in `axes`), if it does."""
+        if isinstance(op, relay.SoftmaxOp) and op.axis_value in axes:
+            return f"it normalizes along axis {op.axis_value}, the batch axis: it would mix the samples"
+        if isinstance(op, relay.LayerNormOp) and any(a >= op.axis_value for a in axes):
+            return f"it normalizes over axes {op.axis_value}.., which hold the batch: it would mix the samples"
+        if isinstance(op, relay.ConcatenateOp) and op.axis_value in axes:
+            return f"it concatenates along axis {op.axis_value}, the batch axis"
+        return None
+
+    def widen_slice(self, op: relay.StridedSliceOp) -> None:
+        """A slice that takes the whole batch axis at the original batch (an importer writes its
+        end as the batch: `x[:, :58]` as end [1, 58]) takes it whole at the new batch."""
+        axis = self.axes[op.data]
+        begin, end = list(op.begin.get_values()), list(op.end.get_values())
+        strides = list(op.strides.get_values()) if op.strides is not None else [1] * len(begin)
+        old = _shape(op.data)[axis] * self.original // self.batch
+        if axis < len(begin) and range(*slice(begin[axis], end[axis], strides[axis]).indices(old)) == range(old):
+            begin[axis], end[axis], strides[axis] = 0, _shape(op.data)[axis], 1
+            op.properties["begin"], op.properties["end"] = i64_array(begin), i64_array(end)
+            if op.strides is not None:
+                op.properties["strides"] = i64_array(strides)
+
+    def broadcast_constants(self, op: relay.ConcatenateOp) -> None:
+        """A concatenation of batched inputs with ones that do not depend on the batch, of
+        dim 1 on the batch axis (a model exported at batch 1: ViT's class token, whose expand
+        to the batch was folded away), concatenates the latter repeated for each sample."""
+        axis = next(self.axes[v] for v in op.inputs if v in self.axes)
+        if self.original != 1 or axis == op.axis_value:
+            return
+        operands = list(op.operands)
+        for index, value in enumerate(operands):
+            shape = _shape(value)
+            if value not in self.axes and len(shape) > axis and shape[axis] == 1:
+                target = TensorType(_element(value), [*shape[:axis], self.batch, *shape[axis + 1 :]])
+                broadcast = relay.BroadcastToOp(
+                    operands=[value], result_types=[target], properties={"se_scope": op.se_scope}
+                )
+                Rewriter.insert_op(broadcast, InsertPoint.before(op))
+                operands[index] = broadcast.results[0]
+                self.axes[broadcast.results[0]] = axis
+        op.operands = operands
+
     def target(self, op: relay.ReshapeOp | relay.BroadcastToOp, old: Shape) -> Shape:
         """A reshape's or broadcast_to's result shape at the new batch: its target with the
         axis where the operand's batch axis lands scaled."""
@@ -155,9 +208,17 @@ class Retyper:
             if old[landing] * self.batch % self.original:
                 raise self.refuse(op, f"it broadcasts to {list(old)}, whose axis {landing} does not follow the batch")
             return (*old[:landing], shape[axis], *old[landing + 1 :])
-        before = math.prod(shape[:axis])
-        for landing in range(len(old)):
-            if math.prod(old[:landing]) == before and old[landing] * self.batch % self.original == 0:
+        # The target axes the batch axis starts or ends (row-major), e.g. (197, 1, 768) ->
+        # (197, 768): axis 1 starts where the batch does, axis 0 ends with it; an axis that keeps
+        # the last one unchanged first (a matmul's depth), then the first of them.
+        outer = math.prod(shape[:axis])
+        inner = outer * shape[axis] * self.original // self.batch
+        landings = sorted(
+            {j for j in range(len(old)) if math.prod(old[:j]) == outer or math.prod(old[: j + 1]) == inner},
+            key=lambda j: (j == len(old) - 1, j),
+        )
+        for landing in landings:
+            if old[landing] * self.batch % self.original == 0:
                 return (*old[:landing], old[landing] * self.batch // self.original, *old[landing + 1 :])
         raise self.refuse(op, f"it reshapes to the fixed shape {list(old)}, which splits or folds the batch axis")
 
@@ -176,6 +237,14 @@ class Retyper:
 
 def _describe(op: Operation) -> str:
     return f"{op.name} at {location_of(op)}"
+
+
+def _element(value: SSAValue) -> Attribute:
+    return cast(TensorType[Attribute], value.type).element_type
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, values)
 
 
 def _shape(value: SSAValue) -> Shape:
@@ -223,17 +292,31 @@ def _digest(array: np.ndarray) -> str:
 CompileOne = Callable[[ModuleOp, Mapping[str, np.ndarray], tuple[KernelSet, str]], Built]
 
 
-def build_sizes(
+@dataclass(frozen=True)
+class BatchedBuild:
+    """What the runtime needs: the graph of each size (`graph` the largest's), the kernels of
+    all of them, and the params they share."""
+
+    graph: dict[str, Any]
+    kernels: list[KernelSource]
+    params: dict[str, np.ndarray]
+    batches: dict[int, dict[str, Any]]
+
+
+def compile_sizes(
     module: ModuleOp,
     params: Mapping[str, np.ndarray],
     batch_sizes: object,
     compile_one: CompileOne,
-    devices: DeviceTable | None,
-) -> Executable:
-    """The executable of `module` at each of `batch_sizes` (see the module docstring). Every
-    size is re-typed before any is compiled, so a model that does not carry the batch is
-    refused at once."""
+    stage: Callable[[str], None] = lambda _: None,
+) -> BatchedBuild:
+    """`module` compiled at each of `batch_sizes` (see the module docstring). Every size is
+    re-typed before any is compiled, so a model that does not carry the batch is refused at
+    once."""
     sizes = check_sizes(batch_sizes)
+    original = batch_of(module, params.keys())
+    if sizes == (original,):  # nothing re-typed: check that the model carries a batch all the same
+        rebatch(module.clone(), original + 1, params.keys())
     modules: dict[int, ModuleOp] = {}
     for size in sizes:
         modules[size] = module.clone()
@@ -248,4 +331,5 @@ def build_sizes(
         sources += built.kernels
         del built  # (its params that another size's equal: they go now)
         release_freed_memory()
-    return Executable(graphs[sizes[-1]], sources, store.arrays, devices, None, graphs)
+        stage(f"compiled batch size {size}")
+    return BatchedBuild(graphs[sizes[-1]], sources, store.arrays, graphs)

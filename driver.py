@@ -113,13 +113,8 @@ def build(
     targets = target_list(targets)
     threads = thread_count(num_threads)
     if batch_sizes is not None:
-        options = (default_device, host_target, threads)
-        return batching.build_sizes(
-            module,
-            params or {},
-            batch_sizes,
-            lambda sized, bound, known: compile_module(sized, bound, targets, options, report, known),
-            devices,
+        return build_sizes(
+            module, params or {}, batch_sizes, targets, (default_device, host_target, threads), devices, report
         )
     key = None
     if build_cache.enabled():
@@ -141,17 +136,45 @@ def build(
     return exe
 
 
+def build_sizes(
+    module: ModuleOp,
+    params: Mapping[str, np.ndarray],
+    batch_sizes: Sequence[int],
+    targets: tuple[str, ...],
+    options: tuple[str | None, str, int],
+    devices: DeviceTable | None,
+    report: Progress,
+) -> Executable:
+    """`build` with `batch_sizes` (`xrelay.batching`): the sizes' kernels go to gcc as they
+    are emitted, in one sequence, so that the library's build finds every object cached."""
+    early = EarlyBuilds({}, options[2])
+    try:
+        built = batching.compile_sizes(
+            module,
+            params,
+            batch_sizes,
+            lambda sized, bound, known: compile_module(sized, bound, targets, options, report, (known, early)),
+            report.stage,
+        )
+    finally:
+        early.finish()
+    exe = Executable(built.graph, built.kernels, built.params, devices, None, built.batches)
+    report.stage(f"built them on {', '.join(d.name for d in exe.devices)} ({len(built.params)} params)")
+    return exe
+
+
 def compile_module(
     module: ModuleOp,
     params: Mapping[str, np.ndarray],
     targets: tuple[str, ...],
     options: tuple[str | None, str, int],
     report: Progress,
-    known: tuple[KernelSet, str] | None = None,
+    shared: tuple[tuple[KernelSet, str], EarlyBuilds] | None = None,
 ) -> build_cache.Built:
     """Binds the params, runs the pipeline on `module` in place, and emits the kernels:
-    what the runtime needs (`options`: default device, host target, thread count). `known`:
-    the kernels of the other batch sizes' builds (`distinct_kernels`)."""
+    what the runtime needs (`options`: default device, host target, thread count). `shared`,
+    for a build of several batch sizes: the kernels of the sizes before (`distinct_kernels`)
+    and the early builds of all of them."""
     default_device, host_target, threads = options
     bind_params(module, params)
     lower(module, targets, default_device, host_target, report)
@@ -159,13 +182,15 @@ def compile_module(
     record_threads(graph.graph, threads)
     record_features(graph.graph)
     emitted: list[KernelSource] = []
-    early = EarlyBuilds(graph.graph, threads)
+    known, early = shared if shared is not None else (None, EarlyBuilds(graph.graph, threads))
+    early.graph = graph.graph
     try:
         kernels = distinct_kernels(
             _recorded(iter_kernel_sources(module, graph.devices), emitted), graph.graph, early.add, known
         )
     finally:
-        early.finish()
+        if shared is None:
+            early.finish()
     report.stage(f"emitted {len(emitted)} kernels, {len(kernels)} distinct ({_by_language(kernels)})")
     return build_cache.Built(graph.graph, kernels, graph.params)
 

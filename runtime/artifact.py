@@ -269,14 +269,24 @@ def _verified(root: Path, name: object, digest: object) -> bytes:
 
 
 def _params(data: bytes, root: Path) -> dict[str, np.ndarray]:
-    """params.npz's arrays (numbers only: no pickled objects)."""
+    """params.npz's arrays (numbers only: no pickled objects), read-only: the host device then
+    runs on them as they are (`GraphExecutor.share`), not on a copy of each."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
+            return {name: _read_only(npz[name]) for name in npz.files}
     except (ValueError, OSError, EOFError, AttributeError, zipfile.BadZipFile) as e:
         raise ArtifactError(
             f"{root}/params.npz is not an archive of numeric arrays ({e}); save the program again"
         ) from None
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """`array`, freshly read and nobody else's, read-only down to the memory it views."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        base.flags.writeable = False
+        base = base.base
+    return array
 
 
 def _kernel(entry: object, files: Mapping[str, bytes], root: Path) -> KernelSource:

@@ -94,10 +94,11 @@ class KernelSet:
     names: set[tuple[int, str]] = field(default_factory=set[tuple[int, str]])
 
     def fresh_name(self, kernel: KernelSource, suffix: str) -> KernelSource:
-        """`kernel`, renamed (its symbol too) with `suffix` while its name is taken on its device."""
-        name = kernel.name
+        """`kernel`, renamed (its symbol too) NAME+suffix (then NAME+suffix_2, ...) where its
+        name is taken on its device."""
+        name, count = kernel.name, 1
         while (kernel.device, name) in self.names:
-            name += suffix
+            name, count = f"{kernel.name}{suffix}{f'_{count}' if count > 1 else ''}", count + 1
         if name == kernel.name:
             return kernel
         return replace(kernel, name=name, source=re.sub(rf"\b{re.escape(kernel.name)}\b", name, kernel.source))

@@ -8,20 +8,25 @@ import os
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
+import hashlib
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import xrelay
-from xrelay.errors import InputError, UsageError
+from xrelay.batching import i64_array
+from xrelay.dialects import relay
+from xrelay.errors import ArtifactError, InputError, UsageError
 from xrelay.runtime.batched import Piece, pieces
+from xrelay.runtime.signing import sign
 
 RUNS = (1, 3, 4, 5, 16, 17, 40)
 SIZES = (1, 4, 16)
@@ -59,13 +64,20 @@ def per_sample(module: ModuleOp, params: dict[str, np.ndarray], x: np.ndarray) -
 MODELS: dict[str, Callable[[], tuple[ModuleOp, dict[str, np.ndarray]]]] = {"mlp": mlp, "cnn": cnn}
 
 
+class Case(NamedTuple):
+    exe: xrelay.Executable
+    x: np.ndarray  # max(RUNS) samples
+    expected: np.ndarray  # the interpreter's result for each
+    params: dict[str, np.ndarray]
+
+
 @pytest.fixture(scope="module", params=list(MODELS))
-def built(request: pytest.FixtureRequest) -> tuple[xrelay.Executable, np.ndarray, np.ndarray]:
+def built(request: pytest.FixtureRequest) -> Case:
     module, params = MODELS[request.param]()
     exe = xrelay.build(module, targets=("c",), params=params, batch_sizes=SIZES)
     shape = tuple(module.body.block.first_op.args[0].type.get_shape())  # type: ignore[union-attr]
     x = RNG.standard_normal((max(RUNS), *shape[1:])).astype(np.float32)
-    return exe, x, per_sample(module, params, x)
+    return Case(exe, x, per_sample(module, params, x), params)
 
 
 def test_pieces_take_the_smallest_size_that_fits() -> None:
@@ -75,8 +87,8 @@ def test_pieces_take_the_smallest_size_that_fits() -> None:
     assert pieces(40, SIZES) == [Piece(0, 16, 16), Piece(16, 16, 16), Piece(32, 8, 16)]
 
 
-def test_any_batch_equals_the_interpreter_per_sample(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
-    exe, x, expected = built
+def test_any_batch_equals_the_interpreter_per_sample(built: Case) -> None:
+    exe, x, expected, _ = built
     assert exe.batch_sizes == SIZES
     for n in RUNS:
         out = exe.run(x[:n])
@@ -84,8 +96,8 @@ def test_any_batch_equals_the_interpreter_per_sample(built: tuple[xrelay.Executa
         np.testing.assert_allclose(out, expected[:n], rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
 
 
-def test_the_params_are_stored_and_held_once(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
-    exe, _, _ = built
+def param_addresses(exe: xrelay.Executable) -> dict[str, set[int]]:
+    """The addresses each param has in the graphs of `exe`'s batch sizes (cpu)."""
     assert exe.batched is not None
     addresses: dict[str, set[int]] = {}
     for size, ex in exe.batched.executors.items():
@@ -94,23 +106,31 @@ def test_the_params_are_stored_and_held_once(built: tuple[xrelay.Executable, np.
             if node["op"] == "null" and node["name"] in ex.params:
                 view = np.asarray(ex.view(index, ex.shared[ex.entries[index].storage]))
                 addresses.setdefault(node["name"], set()).add(view.__array_interface__["data"][0])
+    return addresses
+
+
+def test_the_params_are_stored_and_held_once(built: Case) -> None:
+    addresses = param_addresses(built.exe)
     assert addresses and all(len(a) == 1 for a in addresses.values()), addresses
-    assert {name for name in addresses} == set(exe.params)
+    assert set(addresses) == set(built.exe.params)
 
 
-def test_the_artifact_stores_the_params_once(
-    built: tuple[xrelay.Executable, np.ndarray, np.ndarray], tmp_path: Path
-) -> None:
-    exe, x, expected = built
+def test_the_artifact_stores_the_params_once(built: Case, tmp_path: Path) -> None:
+    exe, x, expected, params = built
     exe.save(tmp_path / "batched.xrelay")
     weights = sum(a.nbytes for a in exe.params.values())
-    assert (tmp_path / "batched.xrelay" / "params.npz").stat().st_size < 1.1 * weights + 4096
+    # these models' weights are read as they are at every size: one copy of each
+    assert sorted(a.nbytes for a in exe.params.values()) == sorted(w.nbytes for w in params.values())
+    assert (tmp_path / "batched.xrelay" / "params.npz").stat().st_size < weights + 4096
     assert {p.name for p in (tmp_path / "batched.xrelay").glob("*.json")} == {
         "manifest.json", "graph.json", "batch1.json", "batch4.json"
     }  # fmt: skip
     loaded = xrelay.load(tmp_path / "batched.xrelay")
     assert loaded.batch_sizes == SIZES
     np.testing.assert_allclose(loaded.run(x[:5]), expected[:5], rtol=1e-4, atol=1e-4)
+    # every size's graph runs on the loaded arrays themselves (read-only), not on copies
+    loaded_params = {name: array.__array_interface__["data"][0] for name, array in loaded.params.items()}
+    assert param_addresses(loaded) == {name: {address} for name, address in loaded_params.items()}
 
 
 LOAD_AND_RUN = """
@@ -178,9 +198,9 @@ def test_an_op_that_drops_the_batch_is_refused_naming_it() -> None:
 
 
 def test_run_checks_the_per_sample_shape_dtype_and_batch(
-    built: tuple[xrelay.Executable, np.ndarray, np.ndarray],
+    built: Case,
 ) -> None:
-    exe, x, _ = built
+    exe, x, _, _ = built
     per_sample_shape = ", ".join(map(str, x.shape[1:]))
     with pytest.raises(InputError, match=rf"input x must have shape \[N, {per_sample_shape}\]"):
         exe.run(x[:3, ..., :-1])
@@ -192,8 +212,8 @@ def test_run_checks_the_per_sample_shape_dtype_and_batch(
         exe.run(y=x[:3])
 
 
-def test_profile_runs_the_size_the_batch_runs_at(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
-    exe, x, expected = built
+def test_profile_runs_the_size_the_batch_runs_at(built: Case) -> None:
+    exe, x, expected, _ = built
     profile = exe.profile(x[:3], runs=2)
     np.testing.assert_allclose(profile.outputs, expected[:3], rtol=1e-4, atol=1e-4)
     assert profile.timings[-1].step.shape == (4, 10)  # the graph of batch 4
@@ -201,8 +221,8 @@ def test_profile_runs_the_size_the_batch_runs_at(built: tuple[xrelay.Executable,
         exe.profile(x[:17])
 
 
-def test_concurrent_runs_of_different_batches(built: tuple[xrelay.Executable, np.ndarray, np.ndarray]) -> None:
-    exe, x, expected = built
+def test_concurrent_runs_of_different_batches(built: Case) -> None:
+    exe, x, expected, _ = built
     batches = [n for n in RUNS for _ in range(3)]
     with ThreadPoolExecutor(4) as pool:
         outs = list(pool.map(lambda n: exe.run(x[:n]), batches))
@@ -266,7 +286,13 @@ def test_opencl_graphs_share_the_params_buffers() -> None:
     module, params = mlp()
     exe = xrelay.build(module, targets=("c", "opencl"), default_device="opencl", params=params, batch_sizes=(1, 4))
     x = RNG.standard_normal((9, 32)).astype(np.float32)
-    np.testing.assert_allclose(exe.run(x), per_sample(module, params, x), rtol=1e-4, atol=1e-4)
+    expected = per_sample(module, params, x)
+    np.testing.assert_allclose(exe.run(x), expected, rtol=1e-4, atol=1e-4)
+    batches = [1, 3, 4, 5, 9] * 3
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda n: exe.run(x[:n]), batches))
+    for n, out in zip(batches, outs):
+        np.testing.assert_allclose(out, expected[:n], rtol=1e-4, atol=1e-4)
     assert exe.batched is not None
     buffers = [ex.shared for ex in exe.batched.executors.values()]
     on_opencl = {d for d, label in enumerate(exe.executor.labels) if label.startswith("opencl")}
@@ -274,3 +300,86 @@ def test_opencl_graphs_share_the_params_buffers() -> None:
     # every param buffer of the small size's graph is one of the large one's, the same object
     large = {id(b) for b in buffers[-1].values()}
     assert buffers[0] and all(id(b) in large for b in buffers[0].values())
+
+
+def _write_signed(root: Path, manifest: dict[str, Any]) -> None:
+    text = json.dumps(manifest).encode()
+    (root / "manifest.json").write_bytes(text)
+    (root / "manifest.sig").write_text(sign(text))
+
+
+def test_a_version_4_artifact_of_one_graph_still_loads(tmp_path: Path) -> None:
+    module, params = mlp()
+    xrelay.build(module, params=params).save(tmp_path / "v4.xrelay")
+    manifest = json.loads((tmp_path / "v4.xrelay" / "manifest.json").read_text())
+    assert manifest["version"] == 5 and manifest["batches"] == []
+    del manifest["batches"]
+    _write_signed(tmp_path / "v4.xrelay", {**manifest, "version": 4})
+    x = _random(1, 32)
+    np.testing.assert_allclose(
+        xrelay.load(tmp_path / "v4.xrelay").run(x), per_sample(module, params, x), rtol=1e-4, atol=1e-6
+    )
+
+
+def test_every_batch_graph_is_checked_at_load(built: Case, tmp_path: Path) -> None:
+    built.exe.save(tmp_path / "a.xrelay")
+    root = tmp_path / "a.xrelay"
+    manifest = json.loads((root / "manifest.json").read_text())
+    _write_signed(root, {**manifest, "batches": [*manifest["batches"], {"size": 4, "file": "batch4.json"}]})
+    with pytest.raises(ArtifactError, match="batch size 4; expected distinct sizes"):
+        xrelay.load(root)
+    graph = json.loads((root / "batch4.json").read_text())
+    graph["attrs"]["shape"][1][0][0] = 5  # input x at batch 5 in the graph of batch 4
+    (root / "batch4.json").write_text(json.dumps(graph))
+    manifest["files"]["batch4.json"] = hashlib.sha256((root / "batch4.json").read_bytes()).hexdigest()
+    _write_signed(root, manifest)
+    with pytest.raises(ArtifactError, match=r"batch4\.json: node .* as \[5, .* but the kernel takes \[4, "):
+        xrelay.load(root)
+
+
+def test_several_results_each_sliced_and_concatenated() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 3, 4))
+    module = b.finish(b.nn.relu(x), b.sum(b.exp(x), axis=2))
+    exe = xrelay.build(module, batch_sizes=(2, 8))
+    for n in (1, 2, 9, 19):
+        data = RNG.standard_normal((n, 3, 4)).astype(np.float32)
+        relu, sums = exe.run([data])
+        np.testing.assert_array_equal(relu, np.maximum(data, 0))
+        np.testing.assert_allclose(sums, np.exp(data).sum(axis=2), rtol=1e-5)
+
+
+def test_a_softmax_along_the_batch_axis_is_refused() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 8))
+    module = b.finish(b.nn.softmax(b.nn.relu(x), axis=0))
+    with pytest.raises(UsageError, match=r"relay\.nn\.softmax at .* normalizes along axis 0, the batch axis"):
+        xrelay.build(module, batch_sizes=(1, 4))
+
+
+def test_one_size_that_is_the_models_own_is_checked_too() -> None:
+    b = xrelay.Builder()
+    x = b.input("x", (1, 8))
+    module = b.finish(b.sum(x, axis=0))
+    with pytest.raises(UsageError, match=r"relay\.sum at .* no longer depends on the batch"):
+        xrelay.build(module, batch_sizes=(1,))
+
+
+def test_a_slice_that_takes_the_whole_batch_and_a_constant_concatenated_follow_it() -> None:
+    """As an importer writes them at batch 1: `x[:, :3]` with the batch's end (1), and a
+    constant row concatenated to each sample (ViT's class token, its expand folded away)."""
+    b = xrelay.Builder()
+    x = b.input("x", (1, 6, 4))
+    token = _random(1, 1, 4)
+    head = b.op(relay.StridedSliceOp, [x], {"begin": i64_array([0, 0]), "end": i64_array([1, 3])})
+    y = b.concatenate([b.const(token), b.nn.relu(head)], axis=1)
+    exe = xrelay.build(b.finish(y), batch_sizes=(1, 4))
+    for n in (1, 3, 6):
+        data = RNG.standard_normal((n, 6, 4)).astype(np.float32)
+        expected = np.concatenate([np.repeat(token, n, axis=0), np.maximum(data[:, :3], 0)], axis=1)
+        np.testing.assert_array_equal(exe.run(data), expected)
+    b = xrelay.Builder()
+    x = b.input("x", (2, 6))
+    module = b.finish(b.op(relay.StridedSliceOp, [x], {"begin": i64_array([0]), "end": i64_array([1])}))
+    with pytest.raises(UsageError, match=r"relay\.strided_slice at .* no longer depends on the batch"):
+        xrelay.build(module, batch_sizes=(2, 4))
