@@ -139,6 +139,13 @@ class Device(ABC):
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         """A call that runs `kernel` on `args` (inputs, then the output)."""
 
+    def event_span(self, started: Any) -> tuple[float, float] | None:
+        """When work this device started ran, by its own timing: `started` is what a bound
+        kernel call or `start_write`/`start_read` returned; (start, end) in seconds of
+        `time.perf_counter`'s clock, or None where the device does not time its work (by
+        default)."""
+        return None
+
     def sync(self) -> None:  # noqa: B027 (a device without a queue has nothing to wait for)
         """Waits until the work queued on this device is done."""
 

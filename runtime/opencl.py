@@ -253,6 +253,21 @@ def poll_then_wait(event: Any, seconds: float) -> None:
 
 
 @dataclass(eq=False)
+class EventWait:
+    """The wait of a started transfer: its pyopencl event (which keeps the host array alive),
+    waited by polling for up to `poll_seconds` first (`poll_then_wait`)."""
+
+    event: Any
+    poll_seconds: float = 0.0
+
+    def __call__(self) -> None:
+        if self.poll_seconds:
+            poll_then_wait(self.event, self.poll_seconds)
+        else:
+            self.event.wait()
+
+
+@dataclass(eq=False)
 class CLTensor:
     """A tensor at the start of an OpenCL buffer."""
 
@@ -282,8 +297,11 @@ class OpenCLDevice(Device):
                 'POCL_DEVICES="pthread pthread" gives two, or map the scope to an existing device'
             )
         self.device = devices[index]
-        self.queue = self.cl.CommandQueue(self.context, self.device)
+        # profiling events: `event_span` (exe.profile's trace); no slower a run (see EventWait)
+        profiling = self.cl.command_queue_properties.PROFILING_ENABLE
+        self.queue = self.cl.CommandQueue(self.context, self.device, properties=profiling)
         self.poll_seconds = host_poll_seconds(self.device)
+        self.clock_offset: int | None = None  # perf_counter_ns minus the device's clock, once measured
 
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(nbytes, 4))
@@ -304,13 +322,12 @@ class OpenCLDevice(Device):
         if not dst.nbytes:
             return done
         # pyopencl's event keeps `src` alive, and waits for the copy if dropped before it ends
-        return self.cl.enqueue_copy(self.queue, dst.buffer, src, is_blocking=False).wait
+        return EventWait(self.cl.enqueue_copy(self.queue, dst.buffer, src, is_blocking=False))
 
     def start_read(self, src: CLTensor, dst: np.ndarray) -> Wait:
         if not src.nbytes:
             return done
-        event = self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False)
-        return partial(poll_then_wait, event, self.poll_seconds)
+        return EventWait(self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False), self.poll_seconds)
 
     def hold(self) -> Wait:
         gate = self.cl.UserEvent(self.context)
@@ -349,3 +366,25 @@ class OpenCLDevice(Device):
 
     def sync(self) -> None:
         self.queue.finish()
+
+    def event_span(self, started: Any) -> tuple[float, float] | None:
+        event = started.event if isinstance(started, EventWait) else started
+        if not isinstance(event, self.cl.Event):
+            return None
+        offset = self._clock_offset()
+        return (event.profile.start + offset) / 1e9, (event.profile.end + offset) / 1e9
+
+    def _clock_offset(self) -> int:
+        """perf_counter_ns minus the device's profiling clock (PoCL's is another clock: 0.25 s
+        apart here): a marker's time of queuing is taken by the enqueuing thread, so it lies
+        between the host's clock before and after the enqueue; the tightest of a few."""
+        if self.clock_offset is None:
+            samples: list[tuple[int, int]] = []
+            for _ in range(5):
+                before = time.perf_counter_ns()
+                marker = self.cl.enqueue_marker(self.queue)
+                after = time.perf_counter_ns()
+                marker.wait()
+                samples.append((after - before, (before + after) // 2 - marker.profile.queued))
+            self.clock_offset = min(samples)[1]
+        return self.clock_offset

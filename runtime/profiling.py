@@ -5,9 +5,9 @@ Profiles: what profiled runs did, node by node, and their timeline as a Chrome t
     print(prof)                  # per node min and median, copies and waits per device
     prof.save_trace("run.json")  # open in https://ui.perfetto.dev or chrome://tracing
 
-The executor times each node of each run from its launch until its devices are done (it
-waits for them: a profiled run is slower than `run`, which queues work without waiting), and
-hands the spans here with what it knows of each node (`Step`). From them:
+The executor runs each profiled run as `run` does (nodes of different devices overlap) and
+times each node: a host node on the host, a queued device's node by the device's own timing
+(OpenCL profiling events), on one clock; it hands the spans here with what it knows of each node (`Step`). From them:
 - per node: the min and median over the runs;
 - per device pair: the copies of one run, their bytes, and their median time;
 - per device: the median time it *waited* in a run, idle while other devices worked (the
@@ -88,7 +88,7 @@ class Profile:
         """The profile of runs that took `spans[run][step]`, on devices named `labels` (as the
         program does) and `tracks` (with the physical device), by device index."""
         timings = [_timing(step, [run[i] for run in spans]) for i, step in enumerate(steps)]
-        totals = [run[-1][1] - run[0][0] if run else 0.0 for run in spans]
+        totals = [_wall(run) for run in spans]
         return cls(
             runs=len(spans),
             nodes=[(t.step.name, t.step.label, t.median_seconds) for t in timings],
@@ -141,6 +141,12 @@ class Profile:
         return path
 
 
+def _wall(run: list[Span]) -> float:
+    """A run's wall time: from its first node's start to its last node's end (nodes of
+    different devices overlap, so neither need be the first or last in order)."""
+    return max(end for _, end in run) - min(start for start, _ in run) if run else 0.0
+
+
 def _timing(step: Step, spans: list[Span]) -> NodeTiming:
     seconds = [end - start for start, end in spans]
     return NodeTiming(step, min(seconds), statistics.median(seconds))
@@ -172,7 +178,7 @@ def _waits(steps: Sequence[Step], spans: list[list[Span]], labels: list[str]) ->
     (its kernels, and the copies to or from it)."""
     waits: dict[str, list[float]] = {label: [] for label in labels}
     for run in spans:
-        wall = run[-1][1] - run[0][0] if run else 0.0
+        wall = _wall(run)
         for device, label in enumerate(labels):
             busy = sum(
                 end - start for step, (start, end) in zip(steps, run) if device in (step.device, step.source_device)
