@@ -182,6 +182,19 @@ def open_device(spec: str) -> Device:
     return resolve(DEVICE_KINDS[kind], "xrelay.runtime")(index)
 
 
+def share_cores(host_threads: int, cores: int, kinds: Sequence[str]) -> list[str]:
+    """Gives the worker pools of device kinds `kinds` (those with `worker_threads` in their row:
+    PoCL's) the `cores` the host's kernel threads leave, so that a cpu kernel and a queued
+    device's kernel running at the same time (`xrelay.runtime.executor`) take a core each
+    rather than share one: on 2 cores, C kernels on 1 thread leave PoCL 1. Nothing where the
+    host's threads take every core, or a pool's count was set (its environment variable, or
+    its platform started already); the kinds whose pools it set."""
+    if host_threads >= cores:
+        return []
+    rows = [row for row in (device_kind(k) for k in dict.fromkeys(kinds)) if row is not None and row.worker_threads]
+    return [row.name for row in rows if resolve(row.worker_threads, "xrelay.runtime")(cores - host_threads)]
+
+
 # --- virtual scopes to physical devices ----------------------------------------------------
 
 

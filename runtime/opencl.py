@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,27 @@ def import_pyopencl() -> Any:
     return pyopencl
 
 
+# PoCL's pthread devices read their worker count from this variable once, when the platform
+# starts (PoCL 3.1 reads no POCL_CPU_MAX_CU_NUM, which later PoCLs also take).
+WORKERS_VARIABLE = "POCL_MAX_PTHREAD_COUNT"
+
+
+def set_worker_threads(count: int) -> bool:
+    """Asks PoCL for `count` worker threads where its platform has not started in this process
+    and the environment does not give a count already; whether it did (see
+    `xrelay.runtime.device.share_cores`)."""
+    if os.environ.get(WORKERS_VARIABLE) or platform_started():
+        return False
+    os.environ[WORKERS_VARIABLE] = str(count)
+    return True
+
+
+def platform_started() -> bool:
+    """Whether PoCL may have read its environment in this process: pyopencl is imported (xrelay
+    imports it only to ask the platforms, `import_pyopencl` and `machine.opencl_features`)."""
+    return "pyopencl" in sys.modules
+
+
 def usable_cores() -> set[int]:
     """The cores this process may run on."""
     return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
@@ -109,7 +131,7 @@ def pin_pocl_workers() -> None:
     is first used (see the module docstring)."""
     cores = usable_cores()
     try:
-        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(cores))
+        workers = int(os.environ.get(WORKERS_VARIABLE) or len(cores))
     except ValueError:
         return  # PoCL's own problem to report
     if 1 < workers <= len(cores) and cores == set(range(len(cores))):
@@ -376,15 +398,15 @@ class OpenCLDevice(Device):
 
     def _clock_offset(self) -> int:
         """perf_counter_ns minus the device's profiling clock (PoCL's is another clock: 0.25 s
-        apart here): a marker's time of queuing is taken by the enqueuing thread, so it lies
-        between the host's clock before and after the enqueue; the tightest of a few."""
+        apart here): the latest offset that puts a marker's end before the host saw it done,
+        the least of a few (so a node that waited for an event starts after its end in a
+        trace)."""
         if self.clock_offset is None:
-            samples: list[tuple[int, int]] = []
+            offsets: list[int] = []
             for _ in range(5):
-                before = time.perf_counter_ns()
                 marker = self.cl.enqueue_marker(self.queue)
-                after = time.perf_counter_ns()
-                marker.wait()
-                samples.append((after - before, (before + after) // 2 - marker.profile.queued))
-            self.clock_offset = min(samples)[1]
+                while marker.command_execution_status > 0:
+                    yield_core()
+                offsets.append(time.perf_counter_ns() - marker.profile.end)
+            self.clock_offset = min(offsets)
         return self.clock_offset

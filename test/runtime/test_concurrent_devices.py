@@ -226,3 +226,44 @@ def test_towers_run_from_several_threads(threads: int) -> None:
 
     with ThreadPoolExecutor(threads) as pool:
         assert all(pool.map(call, range(8 * threads)))
+
+
+# --- threads: the C kernels' and PoCL's pool share the cores -------------------------------
+
+
+def test_share_cores_gives_pocl_the_cores_the_c_kernels_leave(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xrelay.runtime import opencl
+    from xrelay.runtime.device import share_cores
+
+    monkeypatch.setattr(opencl, "platform_started", lambda: False)
+    monkeypatch.setenv(opencl.WORKERS_VARIABLE, "")  # unset, and restored after the test
+    assert share_cores(2, 2, ["cpu", "opencl"]) == []  # the C kernels take every core
+    assert os.environ[opencl.WORKERS_VARIABLE] == ""
+    assert share_cores(1, 4, ["cpu", "opencl", "opencl"]) == ["opencl"]
+    assert os.environ[opencl.WORKERS_VARIABLE] == "3"
+    assert share_cores(2, 4, ["cpu", "opencl"]) == []  # the environment says already
+    assert os.environ[opencl.WORKERS_VARIABLE] == "3"
+    monkeypatch.setenv(opencl.WORKERS_VARIABLE, "")
+    monkeypatch.setattr(opencl, "platform_started", lambda: True)
+    assert share_cores(1, 4, ["opencl"]) == []  # PoCL read its environment already
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to split")
+def test_a_build_with_fewer_threads_leaves_pocl_the_other_cores() -> None:
+    """In a fresh process, `xrelay.build(..., num_threads=1)` with an opencl target starts PoCL
+    with the other cores (its device's compute units say how many workers it has)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import xrelay\n"
+        "from xrelay.runtime.device import open_device\n"
+        "text = 'func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\\n"
+        "  %0 = relay.nn.relu %x : tensor<4xf32>\\n  func.return %0 : tensor<4xf32>\\n}'\n"
+        "xrelay.build(text, targets=('c', 'opencl'), default_device='opencl', num_threads=1)\n"
+        "print(open_device('opencl:0').device.max_compute_units)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "POCL_MAX_PTHREAD_COUNT"}
+    env["XRELAY_BUILD_CACHE"] = "0"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert int(done.stdout.split()[-1]) == len(os.sched_getaffinity(0)) - 1
