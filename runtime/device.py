@@ -64,6 +64,9 @@ class Device(ABC):
     # True where a kernel is compiled at its first launch (PoCL): the executor launches each
     # once when it loads, so the first `run` is as fast as the others.
     compiles_at_first_launch: ClassVar[bool] = False
+    # The host's cores its worker threads are pinned to (PoCL's); a run whose host kernels
+    # overlap its work keeps the host's thread off them (`xrelay.runtime.executor`).
+    worker_cores: frozenset[int] = frozenset()
 
     def __init__(self, name: str):
         self.name = name

@@ -123,7 +123,8 @@ def usable_cores() -> set[int]:
 
 def pin_pocl_workers() -> None:
     """Asks PoCL's pthread devices to pin their worker threads one to a core (POCL_AFFINITY=1)
-    where they run two or more and the environment does not say otherwise. The workers, one
+    where they run two or more, or fewer than the cores (then the host's kernels keep to the
+    cores they leave, `worker_cores`), and the environment does not say otherwise. The workers, one
     pool for every pthread device of POCL_DEVICES, are POCL_MAX_PTHREAD_COUNT, else one per
     usable core. Only where the process may use cores 0 to n - 1 and there are no more workers
     than that: PoCL pins worker i to core i and aborts the process when it cannot (4 workers on
@@ -134,8 +135,18 @@ def pin_pocl_workers() -> None:
         workers = int(os.environ.get(WORKERS_VARIABLE) or len(cores))
     except ValueError:
         return  # PoCL's own problem to report
-    if 1 < workers <= len(cores) and cores == set(range(len(cores))):
+    if 1 <= workers <= len(cores) and len(cores) > 1 and cores == set(range(len(cores))):
         os.environ.setdefault("POCL_AFFINITY", "1")
+
+
+def worker_cores() -> frozenset[int]:
+    """The cores PoCL's workers are pinned to, as the environment says when its platform
+    starts: worker i to core i with POCL_AFFINITY=1 (`pin_pocl_workers`), else none."""
+    try:
+        workers = int(os.environ.get(WORKERS_VARIABLE) or len(usable_cores()))
+    except ValueError:
+        return frozenset()
+    return frozenset(range(workers)) if os.environ.get("POCL_AFFINITY") == "1" else frozenset()
 
 
 def host_poll_seconds(device: Any) -> float:
@@ -324,6 +335,8 @@ class OpenCLDevice(Device):
         self.queue = self.cl.CommandQueue(self.context, self.device, properties=profiling)
         self.poll_seconds = host_poll_seconds(self.device)
         self.clock_offset: int | None = None  # perf_counter_ns minus the device's clock, once measured
+        cpu = self.device.type & self.cl.device_type.CPU
+        self.worker_cores = worker_cores() if cpu else frozenset()
 
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(nbytes, 4))

@@ -267,3 +267,27 @@ def test_a_build_with_fewer_threads_leaves_pocl_the_other_cores() -> None:
     env["XRELAY_BUILD_CACHE"] = "0"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert int(done.stdout.split()[-1]) == len(os.sched_getaffinity(0)) - 1
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to split")
+def test_host_kernels_keep_off_the_cores_of_a_devices_pinned_workers() -> None:
+    """A device whose workers are pinned to the first core: while a run's host kernels overlap
+    its work, the calling thread keeps to the other cores, and gets its own back after."""
+    usable = frozenset(os.sched_getaffinity(0))
+    seen: list[set[int]] = []
+
+    def host_add(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        seen.append(os.sched_getaffinity(0))
+        np.add(a, b, out=out)
+
+    nodes = [(n, "add" if f == "rendezvous" else f, i, d, s) for n, f, i, d, s in TOWERS]
+    device = ThreadDevice(python_kernels())
+    device.worker_cores = frozenset({min(usable)})
+    devices: list[Device] = [NumpyDevice(0, {**python_kernels(), "add": host_add}), device]
+    kernels = [{**python_kernels(), "add": host_add}, python_kernels()]
+    executor = GraphExecutor(graph(nodes, [len(nodes) - 1], [CPU, CL0]), devices, kernels)
+    assert executor.host_cores == usable - {min(usable)}
+    x = inputs("ABCD")
+    np.testing.assert_allclose(executor.run(x)[0], (x["A"] + x["B"]) - (x["C"] + x["D"]), rtol=1e-6)
+    assert seen == [set(usable - {min(usable)})]
+    assert os.sched_getaffinity(0) == set(usable)
