@@ -120,7 +120,9 @@ def sequential(names: list[str], threads: int, rounds: int, revision: str) -> No
         for build in builds:
             o, n = medians[f"{build} old"], medians[f"{build} new"]
             p10 = fastest[f"{build} new"] / fastest[f"{build} old"]
-            print(f"{name:<12} {build:<8} {o * 1e3:>8.3f} {n * 1e3:>8.3f} {n / o:>8.3f} {p10:>9.3f}   {before} -> {load()}")
+            print(
+                f"{name:<12} {build:<8} {o * 1e3:>8.3f} {n * 1e3:>8.3f} {n / o:>8.3f} {p10:>9.3f}   {before} -> {load()}"
+            )
 
 
 # --- 2. the branchy model ------------------------------------------------------------------
