@@ -13,22 +13,27 @@ copies and storage, and the executor only carries them out.
 3. A *workspace* is what one run needs for itself: a buffer per storage, every entry as a
    typed view at the start of its storage's buffer, and every node bound to those views
    once, so running a node is one call (each input's write and each result's read too).
-4. What runs at the same time (`Schedule`): each kernel or copy node runs on a *lane*, the
-   calling thread (a kernel of a device of host memory, a copy between two such devices, a
-   copy between two queued devices, which their queues order themselves) or a queued
-   device's in-order queue (its kernels; a copy to or from host memory is on the queued
-   device's queue, started without waiting). The nodes' hazards on storages (a node after
-   the last writer of what it reads, and after the last writer and the readers of what it
-   writes, in program order) make a DAG; the executor issues the nodes once in an order of
-   it computed at load: every ready node of a queue first (enqueuing takes microseconds),
-   then the host's ready node that needs no wait, else the first in program order. The host
-   waits for a queue's copy only before a node that depends on it, so a C kernel runs
-   while the queues run what was enqueued before it, and independent branches of a cpu and
-   an OpenCL device overlap. A queue runs its nodes in the order they were enqueued, after
-   each other; the host runs its own one after the other. Predicted run time: the longest
-   path through the DAG, each node's time on its lane, a copy's time on its queue, and
-   each lane serial. The issue order keeps every storage hazard, so the plan's reuse of a
-   storage (within a device, and across a copy) stays safe.
+4. What runs at the same time (`Schedule`, computed once at load). Each kernel or copy node
+   runs on a *lane*: the calling thread (HOST: a kernel of a device of host memory, a copy
+   between host memories, a copy between two queued devices, which their queues order
+   themselves), or a queued device's in-order queue (its kernels, and a copy between it and
+   host memory, started there without the host waiting). The nodes' hazards on storages
+   make a DAG: a node comes after the last writer of each storage it reads, and after the
+   last writer and every reader since of the storage it writes, in program order. The nodes
+   are issued once per run in one topological order of it: every ready queue node that
+   needs no wait first (enqueuing takes microseconds), then the host's ready node that needs
+   none, else the first ready in program order. The host waits for a started copy only
+   before a node of another lane that depends on it (a host kernel reading what the copy
+   brought, or overwriting what it still reads). So, precisely: a queue runs its nodes one
+   after the other in issue order, the host runs its own one after the other, and a node
+   starts when its lane is free and its DAG predecessors on other lanes are done; a run
+   ends when every lane is done and the results are read. Its predicted time is the
+   longest path through the DAG with each node's time on its lane and each lane serial (a
+   copy's time on its queue). A cpu kernel thus runs while an OpenCL queue runs what was
+   enqueued before it, and independent branches on the two overlap. Where the queued
+   device's workers are pinned (PoCL's), the host's thread keeps to the other cores during
+   such a run (`GraphExecutor.host_cores`). The order keeps every storage hazard, so the
+   plan's reuse of a storage (within a device, and across a copy) stays safe.
 5. `run` takes a free workspace (or makes one) and, with every device that has a queue held
    back (`Device.hold`), starts the inputs' writes, issues the nodes and starts the results'
    reads; it releases the devices before its first host work (a C kernel or a wait), so
@@ -273,8 +278,9 @@ class GraphExecutor:
                 return workspace.execute(arrays)
 
     def profile(self, inputs: Mapping[str, Any], runs: int = 1) -> Profile:
-        """Runs `runs` times, waiting for each node's devices, and reports what the runs did
-        (`xrelay.runtime.profiling`); the outputs are the last run's."""
+        """Runs `runs` times as `run` does (the inputs written before each), timing each node
+        (`Workspace.timed_run`), and reports what the runs did (`xrelay.runtime.profiling`);
+        the outputs are the last run's."""
         if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UsageError(f"profile(runs=...) takes a number of runs of at least 1, but was given {runs!r}")
         arrays = self.check_inputs(inputs)
@@ -386,8 +392,9 @@ class Schedule:
         lanes = tuple(_lane(ex, name, index) for name, index in ex.steps)
         deps = tuple(frozenset(d) for d in hazards(*_accesses(ex)))
         started = [k for k, (name, _) in enumerate(ex.steps) if name == COPY and lanes[k] != HOST]
+        is_started = set(started)
         needs = {
-            k: tuple(sorted(d for d in deps[k] if d in started and lanes[d] != lanes[k]))
+            k: tuple(sorted(d for d in deps[k] if d in is_started and lanes[d] != lanes[k]))
             for k in range(len(lanes))
             if not _peer_copy(ex, k)
         }
