@@ -173,9 +173,13 @@ def report_overlap(exe: Any, x: np.ndarray, path: Path) -> None:
         (_, a), (_, b) = sorted(busy.items())[:2]
         overlaps.append(sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b))
         walls.append(max(e for s in spans for _, e in [s]) - min(s for s, _ in spans))
+    overlapped = [o for o in overlaps if o > 0]
     summary = {
-        "median_overlap_us": statistics.median(overlaps) * 1e6,
+        "runs": len(walls),
+        "runs_that_overlap": len(overlapped),
+        "median_overlap_us_of_those": statistics.median(overlapped) * 1e6 if overlapped else 0.0,
         "median_wall_us": statistics.median(walls) * 1e6,
+        "min_wall_us": min(walls) * 1e6,
         "trace": str(path),
     }
     print(json.dumps(summary), file=sys.stderr, flush=True)
@@ -210,12 +214,16 @@ def branchy(rounds: int, revision: str, trace: str, gap: float) -> None:
         worker.stdin.close()
         worker.wait()
     medians = {c: statistics.median(t) for c, t in times.items()}
-    best = min(medians["all-cpu"], medians["all-opencl"])
+    fastest = {c: statistics.quantiles(t, n=10)[0] for c, t in times.items()}  # the 10th percentile
+    best, best_p10 = (min(d["all-cpu"], d["all-opencl"]) for d in (medians, fastest))
     print(f"# branchy model (bench/branchy.py), {rounds} rounds, load {before} -> {load()}")
+    print(f"{'':<13} {'threads':<18} {'median ms':>9} {'best/this':>9} {'p10 ms':>8} {'best/this':>9}")
     for config, seconds in medians.items():
         threads, pocl, *_ = CONFIGS[config]
+        p10 = fastest[config]
         print(
-            f"{config:<13} C {threads} thr, PoCL {pocl} thr: {seconds * 1e3:8.3f} ms   best single / this: {best / seconds:.2f}x"
+            f"{config:<13} C {threads}, PoCL {pocl}{'':<7} {seconds * 1e3:>9.3f} {best / seconds:>8.2f}x"
+            f" {p10 * 1e3:>8.3f} {best_p10 / p10:>8.2f}x"
         )
 
 

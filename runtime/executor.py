@@ -242,17 +242,23 @@ class GraphExecutor:
         self.devices[entry.device].write(tensor, _contiguous(array, entry.dtype))
 
     def _host_cores(self) -> frozenset[int] | None:
-        """The cores the calling thread keeps to during a run whose host kernels overlap the
-        kernels of queued devices with pinned workers: the usable cores those leave (PoCL on 1
-        pinned thread of 2 cores: the other). Left to the OS, the host's thread was woken onto
-        the worker's core under load and waited there for the device's work to end (the
-        branchy model, C and PoCL on 1 thread each, machine load 8: release of the hold
-        10 us pinned, 510-750 us not; a run 0.77 / 1.10 / 1.97 ms pinned, 1.43 / 1.11 / 2.68 ms
-        not, in three pairs of processes). None: no pinning."""
-        lanes = {self.schedule.lanes[k] for k, (name, _) in enumerate(self.steps) if name != COPY}
-        taken = frozenset[int]().union(*(self.devices[lane].worker_cores for lane in lanes if lane != HOST))
+        """The cores the calling thread keeps to during a run where a host kernel may overlap a
+        kernel of a queued device with pinned workers (neither depends on the other): the
+        usable cores those workers leave (PoCL on 1 pinned thread of 2 cores: the other). Left
+        to the OS, the host's thread was woken onto the worker's core under load and waited
+        there for the device's work to end (the branchy model, C and PoCL on 1 thread each,
+        machine load 8: release of the hold 10 us pinned, 510-750 us not; a run 0.77 / 1.10 /
+        1.97 ms pinned, 1.43 / 1.11 / 2.68 ms not, in three pairs of processes). A model whose
+        devices take turns is not pinned: there it only kept the host off a free core (the
+        zoo's transformer and ResNet block split at 1 thread, load 7.5: p10 1.55 and 1.66 ms
+        pinned, 1.47 and 1.48 not). None: no pinning."""
+        lanes = self.schedule.lanes
+        kernels = [k for k, (name, _) in enumerate(self.steps) if name != COPY]
+        queued = [k for k in kernels if lanes[k] != HOST and self.devices[lanes[k]].worker_cores]
+        overlapping = independent([k for k in kernels if lanes[k] == HOST], queued, self.schedule.deps)
+        taken = frozenset[int]().union(*(self.devices[lanes[k]].worker_cores for k in overlapping))
         left = frozenset(os.sched_getaffinity(0)) - taken if hasattr(os, "sched_getaffinity") else frozenset[int]()
-        return left if HOST in lanes and taken and left else None
+        return left if taken and left else None
 
     # --- running ---------------------------------------------------------------------------
 
@@ -455,6 +461,22 @@ def hazards(reads: Sequence[Sequence[int]], writes: Sequence[int]) -> list[set[i
             readers.setdefault(s, []).append(k)
         last_writer[write], readers[write] = k, []
     return deps
+
+
+def independent(hosts: Sequence[int], queued: Sequence[int], deps: Sequence[frozenset[int]]) -> list[int]:
+    """The nodes of `queued` that some node of `hosts` neither depends on nor is depended on
+    by, through the DAG `deps` (each node's predecessors come before it): those that may run
+    at the same time as a host node."""
+    before = [0] * len(deps)  # ancestors, as bit sets
+    for k, mine in enumerate(deps):
+        for d in mine:
+            before[k] |= before[d] | 1 << d
+    after = [0] * len(deps)  # descendants
+    for k in reversed(range(len(deps))):
+        for d in deps[k]:
+            after[d] |= after[k] | 1 << k
+    related = [before[h] | after[h] | 1 << h for h in hosts]
+    return [q for q in queued if any(not r >> q & 1 for r in related)]
 
 
 def issue_order(

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graphs import CL0, CPU, N, graph, inputs, python_kernels
+from graphs import CL0, CPU, SIMPLEX, N, graph, inputs, python_kernels
 
 from xrelay.runtime.device import Device, Kernel, Tensor, Wait
 from xrelay.runtime.executor import HOST, GraphExecutor
@@ -291,3 +291,13 @@ def test_host_kernels_keep_off_the_cores_of_a_devices_pinned_workers() -> None:
     np.testing.assert_allclose(executor.run(x)[0], (x["A"] + x["B"]) - (x["C"] + x["D"]), rtol=1e-6)
     assert seen == [set(usable - {min(usable)})]
     assert os.sched_getaffinity(0) == set(usable)
+
+
+def test_devices_that_take_turns_leave_the_host_unpinned() -> None:
+    """Simplex (the device's add, copied to the host, then the host's sub): nothing overlaps,
+    so the host's thread is not pinned, even where the device's workers are."""
+    device = ThreadDevice(python_kernels())
+    device.worker_cores = frozenset({min(os.sched_getaffinity(0))})
+    devices: list[Device] = [NumpyDevice(0, python_kernels()), device]
+    executor = GraphExecutor(graph(SIMPLEX, [len(SIMPLEX) - 1], [CPU, CL0]), devices, [python_kernels()] * 2)
+    assert executor.host_cores is None
