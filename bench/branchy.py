@@ -7,7 +7,10 @@
 
 %x (batch 1, `channels` x `size` x `size`) feeds two towers of `depth` conv3x3 (padding 1) +
 bias + relu each; the towers do not read each other, so on two devices they can run at the
-same time. The join adds the two towers' results and applies relu (on the host's device unless
+same time. The join (`join="add"`) adds the two towers' results and applies relu: fuse-ops
+makes it one kernel with tower a's last conv, which then waits for tower b; `join="concat"`
+concatenates them on the channel axis, a kernel of its own, so each tower's convs are
+independent of the other's to the end (on the host's device unless
 the towers' scopes say otherwise: plan-devices puts an unannotated op where its inputs are, or
 on the default device). `devices[i]` pins every op of tower i with `relay.on_device` (None:
 no annotation, left to the default device or to a placement pass).
@@ -34,6 +37,7 @@ def branchy_relay(
     channels: int = CHANNELS,
     size: int = SIZE,
     depth: int = DEPTH,
+    join: str = "add",
 ) -> str:
     """The relay text of the model (see the module docstring)."""
     g = Relay()
@@ -47,6 +51,9 @@ def branchy_relay(
             if device is not None:
                 h = on_device(g, h, device)
         outs.append(h)
+    if join == "concat":
+        shape = (1, 2 * channels, size, size)
+        return g.text(g.op("relay.concatenate", *outs, shape=shape, attrs="axis = 1 : i64"))
     return g.text(g.op("relay.nn.relu", g.op("relay.add", *outs)))
 
 
@@ -75,10 +82,11 @@ def branchy_module(
     size: int = SIZE,
     depth: int = DEPTH,
     seed: int = 0,
+    join: str = "add",
 ) -> tuple[str, dict[str, np.ndarray]]:
     """The relay text and its params (every argument of @main but %x: weights scaled like a
     trained layer's), to bind with `xrelay.build(text, params=params)`."""
-    text = branchy_relay(devices, channels, size, depth)
+    text = branchy_relay(devices, channels, size, depth, join)
     arrays = random_inputs(text, seed)
     del arrays["x"]
     return text, arrays

@@ -19,6 +19,7 @@ it replaced, and the branchy model split across cpu and PoCL against each device
 
     .venv/bin/python bench/concurrent_devices.py [sequential|branchy|both] [--rounds 30]
         [--threads 2] [--models mlp,cnn,resnet,transformer] [--baseline f2d7829] [--gap 0.02] [--size 28]
+        [--join add|concat]
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ CONFIGS = {  # name -> (threads of C kernels, PoCL's threads, tower devices, def
 }
 
 
-def serve(config: str, revision: str, trace: str | None, size: int) -> None:
+def serve(config: str, revision: str, trace: str | None, size: int, join: str) -> None:
     """One configuration in this process: builds, checks against the interpreter, then times
     one run per line read from stdin and prints its seconds."""
     from branchy import branchy_input, branchy_module
@@ -143,7 +144,7 @@ def serve(config: str, revision: str, trace: str | None, size: int) -> None:
     import xrelay
 
     threads, _, devices, default, serial = CONFIGS[config]
-    text, params = branchy_module(devices, size=size)
+    text, params = branchy_module(devices, size=size, join=join)
     targets = ("c",) if config == "all-cpu" else ("c", "opencl")
     exe = xrelay.build(text, targets=targets, default_device=default, params=params, num_threads=threads)
     x = branchy_input(size=size)
@@ -185,11 +186,11 @@ def report_overlap(exe: Any, x: np.ndarray, path: Path) -> None:
     print(json.dumps(summary), file=sys.stderr, flush=True)
 
 
-def branchy(rounds: int, revision: str, trace: str, gap: float, size: int) -> None:
+def branchy(rounds: int, revision: str, trace: str, gap: float, size: int, join: str) -> None:
     workers: dict[str, subprocess.Popen[str]] = {}
     for config, (_, pocl, _, _, _) in CONFIGS.items():
         env = {**os.environ, "POCL_MAX_PTHREAD_COUNT": str(pocl), "OMP_WAIT_POLICY": "passive"}
-        args = [sys.executable, __file__, "serve", config, "--baseline", revision, "--size", str(size)]
+        args = [sys.executable, __file__, "serve", config, "--baseline", revision, "--size", str(size), "--join", join]
         if config == "split":
             args += ["--trace", trace]
         workers[config] = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
@@ -216,7 +217,8 @@ def branchy(rounds: int, revision: str, trace: str, gap: float, size: int) -> No
     medians = {c: statistics.median(t) for c, t in times.items()}
     fastest = {c: statistics.quantiles(t, n=10)[0] for c, t in times.items()}  # the 10th percentile
     best, best_p10 = (min(d["all-cpu"], d["all-opencl"]) for d in (medians, fastest))
-    print(f"# branchy model (bench/branchy.py, 64 x {size} x {size}), {rounds} rounds, load {before} -> {load()}")
+    shape = f"64 x {size} x {size}, join={join}"
+    print(f"# branchy model (bench/branchy.py, {shape}), {rounds} rounds, load {before} -> {load()}")
     print(f"{'':<13} {'threads':<18} {'median ms':>9} {'best/this':>9} {'p10 ms':>8} {'best/this':>9}")
     for config, seconds in medians.items():
         threads, pocl, *_ = CONFIGS[config]
@@ -236,17 +238,18 @@ def main() -> None:
     parser.add_argument("--models", default="mlp,cnn,resnet,transformer")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision of the serial executor")
     parser.add_argument("--size", type=int, default=28, help="(branchy) the image's height and width")
+    parser.add_argument("--join", default="add", choices=["add", "concat"], help="(branchy) how the towers join")
     parser.add_argument("--gap", type=float, default=0.02, help="seconds between two timed runs (branchy)")
     parser.add_argument("--trace", default=str(Path(tempfile.gettempdir()) / "branchy_split_trace.json"))
     args = parser.parse_args()
     if args.what == "serve":
-        serve(args.config, args.baseline, args.trace if args.config == "split" else None, args.size)
+        serve(args.config, args.baseline, args.trace if args.config == "split" else None, args.size, args.join)
         return
     if args.what in ("sequential", "both"):
         os.environ["POCL_MAX_PTHREAD_COUNT"] = str(args.threads)
         sequential(args.models.split(","), args.threads, args.rounds, args.baseline)
     if args.what in ("branchy", "both"):
-        branchy(args.rounds, args.baseline, args.trace, args.gap, args.size)
+        branchy(args.rounds, args.baseline, args.trace, args.gap, args.size, args.join)
 
 
 if __name__ == "__main__":

@@ -111,3 +111,13 @@ def test_a_host_storage_reused_after_a_copy_reads_it() -> None:
     for _ in range(20):
         x = (4 * rng.standard_normal((4, 256))).astype(np.float32)
         np.testing.assert_allclose(exe.run(x=x), xrelay.interpret(text, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def test_the_concatenated_towers_equal_the_interpreter() -> None:
+    """`join="concat"`: the towers meet only in a concatenate of their own."""
+    text, params = branchy_module(("cpu", "opencl"), join="concat", **SMALL)
+    exe = xrelay.build(text, targets=("c", "opencl"), params=params)
+    assert exe.placement()[-1][0] == "fused_concatenate"
+    for seed in range(4):
+        x = random_x(seed)
+        np.testing.assert_allclose(exe.run(x=x), xrelay.interpret(text, {"x": x, **params}), rtol=1e-4, atol=1e-5)
