@@ -18,7 +18,7 @@ it replaced, and the branchy model split across cpu and PoCL against each device
    split's profile then says how much of a run the two devices overlap (from its trace).
 
     .venv/bin/python bench/concurrent_devices.py [sequential|branchy|both] [--rounds 30]
-        [--threads 2] [--models mlp,cnn,resnet,transformer] [--baseline f2d7829] [--gap 0.02] [--size 28]
+        [--threads 2] [--models mlp,cnn,resnet,transformer] [--baseline f2d7829] [--gap 0] [--size 28]
         [--join add|concat]
 """
 
@@ -204,7 +204,7 @@ def branchy(rounds: int, revision: str, trace: str, gap: float, size: int, join:
     for _ in range(rounds):
         shuffle.shuffle(order)
         for config in order:
-            time.sleep(gap)  # the previous process's pools go to sleep (PoCL's, OpenMP's)
+            time.sleep(gap)  # (--gap: the previous process's pools go to sleep first, PoCL's, OpenMP's)
             worker = workers[config]
             assert worker.stdin is not None and worker.stdout is not None
             worker.stdin.write("\n")
@@ -239,7 +239,7 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE, help="the git revision of the serial executor")
     parser.add_argument("--size", type=int, default=28, help="(branchy) the image's height and width")
     parser.add_argument("--join", default="add", choices=["add", "concat"], help="(branchy) how the towers join")
-    parser.add_argument("--gap", type=float, default=0.02, help="seconds between two timed runs (branchy)")
+    parser.add_argument("--gap", type=float, default=0.0, help="seconds between two timed runs (branchy)")
     parser.add_argument("--trace", default=str(Path(tempfile.gettempdir()) / "branchy_split_trace.json"))
     args = parser.parse_args()
     if args.what == "serve":
