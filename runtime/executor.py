@@ -255,7 +255,10 @@ class GraphExecutor:
         lanes = self.schedule.lanes
         kernels = [k for k, (name, _) in enumerate(self.steps) if name != COPY]
         queued = [k for k in kernels if lanes[k] != HOST and self.devices[lanes[k]].worker_cores]
-        overlapping = independent([k for k in kernels if lanes[k] == HOST], queued, self.schedule.deps)
+        hosts = [k for k in kernels if lanes[k] == HOST]
+        if not queued or not hosts:
+            return None
+        overlapping = independent(hosts, queued, self.schedule.deps)
         taken = frozenset[int]().union(*(self.devices[lanes[k]].worker_cores for k in overlapping))
         left = frozenset(os.sched_getaffinity(0)) - taken if hasattr(os, "sched_getaffinity") else frozenset[int]()
         return left if taken and left else None
