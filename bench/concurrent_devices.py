@@ -5,8 +5,9 @@ it replaced, and the branchy model split across cpu and PoCL against each device
    each built three ways: all on cpu (targets c), its hand split across cpu and OpenCL (the
    zoo's placement rules), and all on OpenCL (default device opencl); each run by this
    executor and by the serial one of `--baseline` (runtime/executor.py at that git revision,
-   on a queue without profiling events, as it was), all six in one interleaved run
-   (`timing.interleaved_times`), medians. The goal: new / old <= 1.03.
+   on a queue without profiling events, as it was; the devices are this tree's), all six in
+   one interleaved run (`timing.interleaved_times`): medians, and the ratio of the 10th
+   percentiles (steadier on a shared machine). The goal: new / old <= 1.03.
 2. `branchy`: bench/branchy.py's two towers. The thread counts of PoCL's pool are fixed when
    its platform starts, so each configuration runs in a process of its own, and this one
    interleaves them: every round asks each process for one timed run, in a shuffled order.
