@@ -168,6 +168,8 @@ def test_the_trace_shows_the_two_devices_overlap(tmp_path: Path) -> None:
     host, dev = adds["host_add"], adds["dev_add"]
     assert (host["tid"], dev["tid"]) == (0, 1)
     assert host["ts"] < dev["ts"] + dev["dur"] and dev["ts"] < host["ts"] + host["dur"]
+    assert profile.overlap_seconds[("cpu:0", "opencl:0")] > 0
+    assert "busy at once cpu:0 and opencl:0" in str(profile)
 
 
 # The host's storage 4 holds A + B, is copied to the device, and is then reused for the host's
