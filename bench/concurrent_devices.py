@@ -18,6 +18,15 @@ it replaced, and the branchy model split across cpu and PoCL against each device
    The goal: split >= 1.3x faster than the best single device (the same 2 threads). The
    split's profile then says how much of a run the two devices overlap (from its trace).
 
+Measured on the 2-core EPYC (AVX-512) shared with other sessions, load 8-10:
+- sequential, 40 rounds: the p10 ratio new/old <= 1.031 in 23 of 24 cells (1 and 2 threads),
+  0.89-0.96 for the splits (copies are started, not waited); the CNN all on OpenCL at 2
+  threads 1.051 (300 rounds of it alone: 0.097 / 0.097 ms). Medians swing up to +-15% both
+  ways with the load.
+- branchy 64x28x28, join=concat, 60 rounds: all-cpu 1.186 ms, all-opencl 1.581, split 0.971
+  (1.22x the best single device; p10 1.32x), split on the serial executor 1.469. join=add:
+  the split's median swings (0.64x-0.94x), p10 1.02-1.08x: tower a's last conv waits for b.
+
     .venv/bin/python bench/concurrent_devices.py [sequential|branchy|both] [--rounds 30]
         [--threads 2] [--models mlp,cnn,resnet,transformer] [--baseline f2d7829] [--gap 0] [--size 28]
         [--join add|concat]
