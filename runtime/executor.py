@@ -36,7 +36,8 @@ copies and storage, and the executor only carries them out.
    plan's reuse of a storage (within a device, and across a copy) stays safe.
 5. `run` takes a free workspace (or makes one) and, with every device that has a queue held
    back (`Device.hold`), starts the inputs' writes, issues the nodes and starts the results'
-   reads; it releases the devices before its first host work (a C kernel or a wait), so
+   reads (after waiting for the copy that brought a result to host memory, if one did); it
+   releases the devices before its first host work (a C kernel or a wait), so
    that the devices work meanwhile, and waits at the end. Calls from several threads at
    once each run in a workspace of their own (holds on a shared queue just queue one behind
    the other; a run never waits while it holds a queue); workspaces are kept for the next
@@ -395,6 +396,8 @@ class Schedule:
     waits: Mapping[int, tuple[int, ...]]  # position -> the started copies the host waits for first
     slots: Mapping[int, int]  # a started copy's position -> its slot in a workspace's `pending`
     final: tuple[int, ...]  # slots nothing waits for, nor a result's read after them: waited last
+    # slots of the copies that last write a result in host memory: waited before it is read
+    before_reads: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, ex: GraphExecutor) -> Schedule:
@@ -408,10 +411,15 @@ class Schedule:
             if not _peer_copy(ex, k)
         }
         order, waits, known_done = issue_order(deps, lanes, {k: w for k, w in needs.items() if w})
+        known_done_slots = {slot for slot, k in enumerate(started) if k in known_done}
         slots = {k: slot for slot, k in enumerate(started)}
+        writer = {ex.entries[index].storage: k for k, (_, index) in enumerate(ex.steps)}  # the last
+        host_heads = [ex.entries[h].storage for h in ex.heads if ex.devices[ex.entries[h].device].host_memory]
+        before_reads = sorted({slots[writer[s]] for s in host_heads if writer.get(s) in slots} - known_done_slots)
         read = {_queue_lane(ex, ex.entries[h].device) for h in ex.heads}  # queues the run waits for last
         final = tuple(slots[k] for k in started if k not in known_done and lanes[k] not in read)
-        return cls(tuple(order), lanes, deps, waits, slots, final)
+        final = tuple(slot for slot in final if slot not in before_reads)
+        return cls(tuple(order), lanes, deps, waits, slots, final, tuple(before_reads))
 
 
 def _lane(ex: GraphExecutor, func_name: str, index: int) -> int:
@@ -659,6 +667,8 @@ class Workspace:
         try:
             writes = [self.writers[index](array) for index, array in arrays.items()]
             self.run()
+            if self.executor.schedule.before_reads:
+                self._wait(self.executor.schedule.before_reads)
             reads = [read() for read in self.readers]
         finally:
             self._release()
