@@ -308,7 +308,12 @@ def test_devices_that_take_turns_leave_the_host_unpinned() -> None:
 def test_a_result_copied_to_the_host_is_read_after_the_copy() -> None:
     """The last node copies the device's result to the host: the run waits for that started
     copy before it reads the result (found by bench/fuzz.py: program 15 of seed 11)."""
-    nodes = [("A", None, [], 1, 0), ("B", None, [], 1, 1), ("add", "add", [0, 1], 1, 2), ("__copy", "__copy", [2], 0, 3)]
+    nodes = [
+        ("A", None, [], 1, 0),
+        ("B", None, [], 1, 1),
+        ("add", "add", [0, 1], 1, 2),
+        ("__copy", "__copy", [2], 0, 3),
+    ]
     devices: list[Device] = [NumpyDevice(0, python_kernels()), ThreadDevice(python_kernels(), delay=0.05)]
     executor = GraphExecutor(graph(nodes, [3], [CPU, CL0]), devices, [python_kernels()] * 2)
     assert executor.schedule.before_reads == (0,)
