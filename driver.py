@@ -47,9 +47,15 @@ from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.errors import CompileError, Error, InputError, UsageError
 from xrelay.ir import Program, as_module, context
 from xrelay.runtime import Executable
-from xrelay.runtime.c_library import EarlyObjects, c_flags, check_num_threads, default_num_threads
-from xrelay.runtime.device import DeviceTable
-from xrelay.runtime.device_kinds import device_kind, generating_kinds, language_name
+from xrelay.runtime.c_library import (
+    EarlyObjects,
+    available_cores,
+    c_flags,
+    check_num_threads,
+    default_num_threads,
+)
+from xrelay.runtime.device import DeviceTable, share_cores
+from xrelay.runtime.device_kinds import device_kind, generating_kinds, kind_of_target, language_name
 from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
@@ -100,7 +106,10 @@ def build(
     them.
 
     `num_threads` is how many threads each C kernel's outer loops may use (default: every
-    core, or `XRELAY_NUM_THREADS` from the environment). It is recorded in the cpu entries of
+    core, or `XRELAY_NUM_THREADS` from the environment). Given, and fewer than the cores, it
+    leaves the rest to PoCL's worker pool, where no PoCL has started in the process and
+    POCL_MAX_PTHREAD_COUNT is unset (`xrelay.runtime.device.share_cores`): on 2 cores,
+    `num_threads=1` runs a cpu kernel and an OpenCL one at the same time on a core each. It is recorded in the cpu entries of
     the graph's `devices` list, so a saved executable keeps it, as it keeps each entry's
     `features`: what the machine its target builds for can do (`xrelay.runtime.machine`).
     `progress=True` (or the environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
@@ -112,6 +121,8 @@ def build(
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
     threads = thread_count(num_threads)
+    if num_threads is not None:  # PoCL's pool takes the cores the C kernels leave (before it starts)
+        share_cores(threads, available_cores(), [kind.name for kind in map(kind_of_target, targets) if kind])
     if batch_sizes is not None:
         return build_sizes(
             module, params or {}, batch_sizes, targets, (default_device, host_target, threads), devices, report

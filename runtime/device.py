@@ -64,6 +64,9 @@ class Device(ABC):
     # True where a kernel is compiled at its first launch (PoCL): the executor launches each
     # once when it loads, so the first `run` is as fast as the others.
     compiles_at_first_launch: ClassVar[bool] = False
+    # The host's cores its worker threads are pinned to (PoCL's); a run whose host kernels
+    # overlap its work keeps the host's thread off them (`xrelay.runtime.executor`).
+    worker_cores: frozenset[int] = frozenset()
 
     def __init__(self, name: str):
         self.name = name
@@ -139,6 +142,13 @@ class Device(ABC):
     def bind(self, kernel: Kernel, args: Sequence[Tensor]) -> Callable[[], None]:
         """A call that runs `kernel` on `args` (inputs, then the output)."""
 
+    def event_span(self, started: Any) -> tuple[float, float] | None:
+        """When work this device started ran, by its own timing: `started` is what a bound
+        kernel call or `start_write`/`start_read` returned; (start, end) in seconds of
+        `time.perf_counter`'s clock, or None where the device does not time its work (by
+        default)."""
+        return None
+
     def sync(self) -> None:  # noqa: B027 (a device without a queue has nothing to wait for)
         """Waits until the work queued on this device is done."""
 
@@ -173,6 +183,19 @@ def open_device(spec: str) -> Device:
     """The device named by `spec` (one object per spec for the whole process)."""
     kind, index = parse_spec(spec)
     return resolve(DEVICE_KINDS[kind], "xrelay.runtime")(index)
+
+
+def share_cores(host_threads: int, cores: int, kinds: Sequence[str]) -> list[str]:
+    """Gives the worker pools of device kinds `kinds` (those with `worker_threads` in their row:
+    PoCL's) the `cores` the host's kernel threads leave, so that a cpu kernel and a queued
+    device's kernel running at the same time (`xrelay.runtime.executor`) take a core each
+    rather than share one: on 2 cores, C kernels on 1 thread leave PoCL 1. Nothing where the
+    host's threads take every core, or a pool's count was set (its environment variable, or
+    its platform started already); the kinds whose pools it set."""
+    if host_threads >= cores:
+        return []
+    rows = [row for row in (device_kind(k) for k in dict.fromkeys(kinds)) if row is not None and row.worker_threads]
+    return [row.name for row in rows if resolve(row.worker_threads, "xrelay.runtime")(cores - host_threads)]
 
 
 # --- virtual scopes to physical devices ----------------------------------------------------

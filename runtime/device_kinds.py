@@ -16,7 +16,8 @@ loops' vectors out, where the features of its targets come from (`module:functio
 `xrelay.runtime`, see `xrelay.runtime.machine`), what checks the options of its target strings
 (the C flags' allow-list, OpenCL's `-vector-width=N`), the device spec a virtual scope of the
 kind runs on by default, and the tensor element types it holds (a value of another is an
-error at plan-devices; a loaded graph with one is refused). Device types
+error at plan-devices; a loaded graph with one is refused), and how its runtime's worker
+threads are counted, if it has a pool of its own (PoCL). Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
 generator: `generates_kernels` is False for them.
 
@@ -55,6 +56,9 @@ class DeviceKind:
     # is an error at plan-devices. C: `float`, `long`, bools in `unsigned char`; OpenCL C:
     # `float`, `long` (64-bit in every OpenCL profile), bools in `uchar`.
     dtypes: tuple[str, ...] = ("float32", "int64", "bool")
+    # "module:function" under xrelay.runtime giving its runtime's worker threads a count, before
+    # its first device opens (`xrelay.runtime.device.share_cores`); "": it has no pool of its own.
+    worker_threads: str = ""
 
     @property
     def generates_kernels(self) -> bool:
@@ -91,6 +95,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         features="machine:opencl_target_features",
         options="machine:check_opencl_options",
         spec_has_id=True,
+        worker_threads="opencl:set_worker_threads",
     ),
     DeviceKind("cuda", ("cuda",)),
     DeviceKind("vulkan", ("vulkan",), dtypes=("float32", "bool")),  # shaderInt64 is an optional feature

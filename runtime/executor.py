@@ -13,15 +13,39 @@ copies and storage, and the executor only carries them out.
 3. A *workspace* is what one run needs for itself: a buffer per storage, every entry as a
    typed view at the start of its storage's buffer, and every node bound to those views
    once, so running a node is one call (each input's write and each result's read too).
-4. `run` takes a free workspace (or makes one) and, with every device that has a queue held
-   back (`Device.hold`), starts the inputs' writes, calls the bound nodes in order and starts
-   the results' reads; then it releases the devices and waits once. Host work in between (a
-   C kernel, a copy through host memory, which waits) releases them first, so that the
-   devices work meanwhile. Calls from several threads at once each run in a workspace of
-   their own (holds on a shared queue just queue one behind the other); workspaces are kept
-   for the next calls, so there are as many as there were concurrent runs at most.
-5. `profile` runs a workspace N times, waiting for each node's devices, and hands the spans
-   to `xrelay.runtime.profiling.Profile` (per-node min and median, copies, waits, a trace).
+4. What runs at the same time (`Schedule`, computed once at load). Each kernel or copy node
+   runs on a *lane*: the calling thread (HOST: a kernel of a device of host memory, a copy
+   between host memories, a copy between two queued devices, which their queues order
+   themselves), or a queued device's in-order queue (its kernels, and a copy between it and
+   host memory, started there without the host waiting). The nodes' hazards on storages
+   make a DAG: a node comes after the last writer of each storage it reads, and after the
+   last writer and every reader since of the storage it writes, in program order. The nodes
+   are issued once per run in one topological order of it: every ready queue node that
+   needs no wait first (enqueuing takes microseconds), then the host's ready node that needs
+   none, else the first ready in program order. The host waits for a started copy only
+   before a node of another lane that depends on it (a host kernel reading what the copy
+   brought, or overwriting what it still reads). So, precisely: a queue runs its nodes one
+   after the other in issue order, the host runs its own one after the other, and a node
+   starts when its lane is free and its DAG predecessors on other lanes are done; a run
+   ends when every lane is done and the results are read. Its predicted time is the
+   longest path through the DAG with each node's time on its lane and each lane serial (a
+   copy's time on its queue). A cpu kernel thus runs while an OpenCL queue runs what was
+   enqueued before it, and independent branches on the two overlap. Where the queued
+   device's workers are pinned (PoCL's), the host's thread keeps to the other cores during
+   such a run (`GraphExecutor.host_cores`). The order keeps every storage hazard, so the
+   plan's reuse of a storage (within a device, and across a copy) stays safe.
+5. `run` takes a free workspace (or makes one) and, with every device that has a queue held
+   back (`Device.hold`), starts the inputs' writes, issues the nodes and starts the results'
+   reads (after waiting for the copy that brought a result to host memory, if one did); it
+   releases the devices before its first host work (a C kernel or a wait), so
+   that the devices work meanwhile, and waits at the end. Calls from several threads at
+   once each run in a workspace of their own (holds on a shared queue just queue one behind
+   the other; a run never waits while it holds a queue); workspaces are kept for the next
+   calls, so there are as many as there were concurrent runs at most.
+6. `profile` runs a workspace N times as `run` does and hands each node's span to
+   `xrelay.runtime.profiling.Profile` (per-node min and median, copies, waits, a trace
+   that shows the overlap): a host node timed on the host, a queued node by its device's
+   own timing of it (`Device.event_span`, OpenCL profiling events).
 
 Shared between workspaces, read-only while running: the graph, the devices and their queues,
 the built kernels, and the params' storages (a param is written once, when the storage holds
@@ -36,6 +60,7 @@ primary device, used for every entry when the graph has no `device_index` column
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -53,6 +78,7 @@ from xrelay.runtime.profiling import Profile, Span, Step
 
 COPY = "__copy"
 NOP = "__nop"
+HOST = -1  # the lane of the nodes the calling thread runs itself (see `Schedule`)
 
 
 @dataclass(frozen=True)
@@ -99,6 +125,8 @@ class GraphExecutor:
         self.steps = [(name, i) for name, i in nodes if name != NOP]
         self.kernels = {i: self._kernel(i, kernels) for name, i in self.steps if name != COPY}
         self.shared = self._shared_params(is_param)
+        self.schedule = Schedule.of(self)
+        self.host_cores = self._host_cores()
         self._free = [Workspace(self)]  # the first one now: binding errors show at load
         self._free[0].warm_up()
         self._lock = threading.Lock()
@@ -221,6 +249,28 @@ class GraphExecutor:
             raise InputError(f"{what} must have shape {list(entry.shape)}, but has shape {list(array.shape)}")
         self.devices[entry.device].write(tensor, _contiguous(array, entry.dtype))
 
+    def _host_cores(self) -> frozenset[int] | None:
+        """The cores the calling thread keeps to during a run where a host kernel may overlap a
+        kernel of a queued device with pinned workers (neither depends on the other): the
+        usable cores those workers leave (PoCL on 1 pinned thread of 2 cores: the other). Left
+        to the OS, the host's thread was woken onto the worker's core under load and waited
+        there for the device's work to end (the branchy model, C and PoCL on 1 thread each,
+        machine load 8: release of the hold 10 us pinned, 510-750 us not; a run 0.77 / 1.10 /
+        1.97 ms pinned, 1.43 / 1.11 / 2.68 ms not, in three pairs of processes). A model whose
+        devices take turns is not pinned: there it only kept the host off a free core (the
+        zoo's transformer and ResNet block split at 1 thread, load 7.5: p10 1.55 and 1.66 ms
+        pinned, 1.47 and 1.48 not). None: no pinning."""
+        lanes = self.schedule.lanes
+        kernels = [k for k, (name, _) in enumerate(self.steps) if name != COPY]
+        queued = [k for k in kernels if lanes[k] != HOST and self.devices[lanes[k]].worker_cores]
+        hosts = [k for k in kernels if lanes[k] == HOST]
+        if not queued or not hosts:
+            return None
+        overlapping = independent(hosts, queued, self.schedule.deps)
+        taken = frozenset[int]().union(*(self.devices[lanes[k]].worker_cores for k in overlapping))
+        left = frozenset(os.sched_getaffinity(0)) - taken if hasattr(os, "sched_getaffinity") else frozenset[int]()
+        return left if taken and left else None
+
     # --- running ---------------------------------------------------------------------------
 
     @contextmanager
@@ -239,11 +289,15 @@ class GraphExecutor:
         """Runs the graph on `inputs` (by name) and returns fresh arrays of its results."""
         arrays = self.check_inputs(inputs)
         with self.workspace() as workspace:
-            return workspace.execute(arrays)
+            if self.host_cores is None:
+                return workspace.execute(arrays)
+            with keep_to(self.host_cores):
+                return workspace.execute(arrays)
 
     def profile(self, inputs: Mapping[str, Any], runs: int = 1) -> Profile:
-        """Runs `runs` times, waiting for each node's devices, and reports what the runs did
-        (`xrelay.runtime.profiling`); the outputs are the last run's."""
+        """Runs `runs` times as `run` does (the inputs written before each), timing each node
+        (`Workspace.timed_run`), and reports what the runs did (`xrelay.runtime.profiling`);
+        the outputs are the last run's."""
         if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UsageError(f"profile(runs=...) takes a number of runs of at least 1, but was given {runs!r}")
         arrays = self.check_inputs(inputs)
@@ -252,7 +306,8 @@ class GraphExecutor:
             origin = time.perf_counter()
             for _ in range(runs):
                 workspace.write_inputs(arrays)  # plan-memory may reuse an input's storage
-                spans.append(workspace.timed_run(origin))
+                with keep_to(self.host_cores):
+                    spans.append(workspace.timed_run(origin))
             outputs = workspace.outputs()
         tracks = [f"{label} ({device.name})" for label, device in zip(self.labels, self.devices)]
         profile = Profile.of_runs(self.profile_steps(), spans, self.labels, tracks)
@@ -335,6 +390,152 @@ class GraphExecutor:
         return totals
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """When each node of `GraphExecutor.steps` is issued, on which lane, and what the host
+    waits for before it (see the module docstring, item 4). Positions are indices into
+    `steps`; a lane is HOST or the index of a queued device (its first, where two indices
+    are one device)."""
+
+    order: tuple[int, ...]  # positions, in issue order
+    lanes: tuple[int, ...]  # by position
+    deps: tuple[frozenset[int], ...]  # by position: the positions it must come after
+    waits: Mapping[int, tuple[int, ...]]  # position -> the started copies the host waits for first
+    slots: Mapping[int, int]  # a started copy's position -> its slot in a workspace's `pending`
+    final: tuple[int, ...]  # slots nothing waits for, nor a result's read after them: waited last
+    # slots of the copies that last write a result in host memory: waited before it is read
+    before_reads: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, ex: GraphExecutor) -> Schedule:
+        lanes = tuple(_lane(ex, name, index) for name, index in ex.steps)
+        deps = tuple(frozenset(d) for d in hazards(*_accesses(ex)))
+        started = [k for k, (name, _) in enumerate(ex.steps) if name == COPY and lanes[k] != HOST]
+        is_started = set(started)
+        needs = {
+            k: tuple(sorted(d for d in deps[k] if d in is_started and lanes[d] != lanes[k]))
+            for k in range(len(lanes))
+            if not _peer_copy(ex, k)
+        }
+        order, waits, known_done = issue_order(deps, lanes, {k: w for k, w in needs.items() if w})
+        known_done_slots = {slot for slot, k in enumerate(started) if k in known_done}
+        slots = {k: slot for slot, k in enumerate(started)}
+        writer = {ex.entries[index].storage: k for k, (_, index) in enumerate(ex.steps)}  # the last
+        host_heads = [ex.entries[h].storage for h in ex.heads if ex.devices[ex.entries[h].device].host_memory]
+        before_reads = sorted({slots[writer[s]] for s in host_heads if writer.get(s) in slots} - known_done_slots)
+        read = {_queue_lane(ex, ex.entries[h].device) for h in ex.heads}  # queues the run waits for last
+        final = tuple(slots[k] for k in started if k not in known_done and lanes[k] not in read)
+        final = tuple(slot for slot in final if slot not in before_reads)
+        return cls(tuple(order), lanes, deps, waits, slots, final, tuple(before_reads))
+
+
+def _lane(ex: GraphExecutor, func_name: str, index: int) -> int:
+    """HOST for a node the calling thread runs; else the queued device whose queue runs it."""
+    dst = ex.entries[index].device
+    src = ex.entries[ex.copy_source(index)].device if func_name == COPY else dst
+    queued = [d for d in (src, dst) if not ex.devices[d].host_memory]
+    if not queued or (func_name == COPY and len(queued) == 2):
+        return HOST  # host memory alone, or two queues (`Device.copy_peer` orders the copy)
+    return _queue_lane(ex, queued[0])
+
+
+def _queue_lane(ex: GraphExecutor, device: int) -> int:
+    """The lane of device index `device`: HOST for host memory, else the first index of its device."""
+    if ex.devices[device].host_memory:
+        return HOST
+    return next(i for i, d in enumerate(ex.devices) if d is ex.devices[device])
+
+
+def _peer_copy(ex: GraphExecutor, position: int) -> bool:
+    """Whether step `position` copies between two queued devices (their queues order it)."""
+    name, index = ex.steps[position]
+    if name != COPY:
+        return False
+    src, dst = ex.entries[ex.copy_source(index)].device, ex.entries[index].device
+    return not ex.devices[src].host_memory and not ex.devices[dst].host_memory
+
+
+def _accesses(ex: GraphExecutor) -> tuple[list[list[int]], list[int]]:
+    """The storages each step reads, and the storage it writes, by position."""
+    reads = [[ex.entries[int(i)].storage for i, *_ in ex.nodes[index]["inputs"]] for _, index in ex.steps]
+    return reads, [ex.entries[index].storage for _, index in ex.steps]
+
+
+def hazards(reads: Sequence[Sequence[int]], writes: Sequence[int]) -> list[set[int]]:
+    """For each step (in program order) the earlier steps it must come after: the last
+    writer of each storage it reads, and the last writer and every reader since of the
+    storage it writes."""
+    last_writer: dict[int, int] = {}
+    readers: dict[int, list[int]] = {}
+    deps: list[set[int]] = []
+    for k, (read, write) in enumerate(zip(reads, writes)):
+        mine = {last_writer[s] for s in read if s in last_writer}
+        mine.update(readers.get(write, ()))
+        if write in last_writer:
+            mine.add(last_writer[write])
+        mine.discard(k)
+        deps.append(mine)
+        for s in read:
+            readers.setdefault(s, []).append(k)
+        last_writer[write], readers[write] = k, []
+    return deps
+
+
+def independent(hosts: Sequence[int], queued: Sequence[int], deps: Sequence[frozenset[int]]) -> list[int]:
+    """The nodes of `queued` that some node of `hosts` neither depends on nor is depended on
+    by, through the DAG `deps` (each node's predecessors come before it): those that may run
+    at the same time as a host node."""
+    before = [0] * len(deps)  # ancestors, as bit sets
+    for k, mine in enumerate(deps):
+        for d in mine:
+            before[k] |= before[d] | 1 << d
+    after = [0] * len(deps)  # descendants
+    for k in reversed(range(len(deps))):
+        for d in deps[k]:
+            after[d] |= after[k] | 1 << k
+    related = [before[h] | after[h] | 1 << h for h in hosts]
+    return [q for q in queued if any(not r >> q & 1 for r in related)]
+
+
+def issue_order(
+    deps: Sequence[frozenset[int]], lanes: Sequence[int], needs: Mapping[int, tuple[int, ...]]
+) -> tuple[list[int], dict[int, tuple[int, ...]], set[int]]:
+    """A topological order of the DAG `deps` that issues every ready queued node that needs
+    no wait first, then the ready node that needs none, else the first in program order;
+    the waits each node still needs when it is issued (`needs` less those known done: the
+    host's wait for a copy means its queue did all it was given before it); and the copies
+    known done at the end."""
+    dependents: list[list[int]] = [[] for _ in deps]
+    for k, mine in enumerate(deps):
+        for d in mine:
+            dependents[d].append(k)
+    missing = [len(d) for d in deps]
+    ready = [k for k, m in enumerate(missing) if not m]
+    issued: dict[int, int] = {}  # position -> its place in the order
+    done_upto: dict[int, int] = {}  # lane -> the place up to which its work is known done
+
+    def pending(k: int) -> tuple[int, ...]:
+        return tuple(w for w in needs.get(k, ()) if issued[w] > done_upto.get(lanes[w], -1))
+
+    order: list[int] = []
+    waits: dict[int, tuple[int, ...]] = {}
+    while ready:
+        k = min(ready, key=lambda k: (lanes[k] == HOST or bool(pending(k)), bool(pending(k)), k))
+        ready.remove(k)
+        if pending(k):
+            waits[k] = pending(k)
+            for w in waits[k]:
+                done_upto[lanes[w]] = max(done_upto.get(lanes[w], -1), issued[w])
+        issued[k] = len(order)
+        order.append(k)
+        for j in dependents[k]:
+            missing[j] -= 1
+            if not missing[j]:
+                ready.append(j)
+    known = {k for k, place in issued.items() if lanes[k] != HOST and place <= done_upto.get(lanes[k], -1)}
+    return order, waits, known
+
+
 class Workspace:
     """One run's storage: a buffer per storage id (the shared params' aside), a view per entry,
     and every node bound to its views."""
@@ -348,9 +549,11 @@ class Workspace:
                 ex.write(index, self.tensors[index], ex.param(index))
         self.queued = list({id(d): d for d in ex.devices if not d.host_memory}.values())
         self.releases: list[Wait] = []  # the holds of the run in progress
-        self.steps = [self._bind(name, index) for name, index in ex.steps]
+        self.pending: list[Wait] = [done] * len(ex.schedule.slots)  # the run's started copies
+        self.steps = [self._bind(name, index, k) for k, (name, index) in enumerate(ex.steps)]
+        self.plan = self._plan()
         # what `run` calls: consecutive C kernels in one ctypes call each (`c_steps`)
-        self.runs = c_steps.batched(self.steps)
+        self.runs = c_steps.batched([call for _, call in self.plan])
         self.writers = {index: self._writer(index) for index in ex.inputs.values()}
         self.readers = [self._reader(head) for head in ex.heads]
 
@@ -382,29 +585,52 @@ class Workspace:
 
         return read
 
-    def _bind(self, func_name: str, index: int) -> Callable[[], None]:
+    def _plan(self) -> list[tuple[int | None, Callable[[], Any]]]:
+        """The calls of a run in the schedule's order: (position, its node's call), and
+        (None, a wait) where the host waits for started copies, or releases the queues
+        before its first work of its own."""
+        schedule = self.executor.schedule
+        released = not self.queued
+        plan: list[tuple[int | None, Callable[[], Any]]] = []
+        for k in schedule.order:
+            waits = schedule.waits.get(k, ())
+            if waits or (not released and schedule.lanes[k] == HOST):
+                plan.append((None, partial(self._wait, tuple(schedule.slots[w] for w in waits))))
+                released = True
+            plan.append((k, self.steps[k]))
+        return plan
+
+    def _wait(self, slots: tuple[int, ...]) -> None:
+        """Releases the run's holds, then waits for the started copies in `slots`."""
+        self._release()
+        for slot in slots:
+            self.pending[slot]()
+
+    def _bind(self, func_name: str, index: int, position: int) -> Callable[[], Any]:
         ex = self.executor
         inputs = [i for i, _, _ in ex.nodes[index]["inputs"]]
         if func_name == COPY:
-            return self._copier(inputs[0], index)
+            return self._copier(inputs[0], index, ex.schedule.slots.get(position))
         device = ex.devices[ex.entries[index].device]
-        call = device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
-        if device.host_memory and self.queued:
-            return lambda: self._released(call)  # the queued devices work meanwhile
-        return call
+        return device.bind(ex.kernels[index], [self.tensors[i] for i in inputs] + [self.tensors[index]])
 
-    def _copier(self, src: int, dst: int) -> Callable[[], None]:
-        """A copy from entry `src` to entry `dst`: direct when a device can, else through the host."""
-        ex = self.executor
+    def _copier(self, src: int, dst: int, slot: int | None) -> Callable[[], Any]:
+        """A copy from entry `src` to entry `dst`: direct when a device can, else through the
+        host. A copy between host memory and a queue is started, its wait kept in
+        `pending[slot]` (and returned)."""
+        ex, pending = self.executor, self.pending
         s_dev, d_dev = ex.devices[ex.entries[src].device], ex.devices[ex.entries[dst].device]
         s, d, nbytes = self.tensors[src], self.tensors[dst], ex.entries[dst].nbytes
         if d_dev.host_memory and s_dev.host_memory:
             return lambda: np.copyto(d, s)
-        # a copy through host memory waits (the host storage may be reused right after it)
-        if s_dev.host_memory:
-            return lambda: self._released(partial(d_dev.write, d, s))
-        if d_dev.host_memory:
-            return lambda: self._released(partial(s_dev.read, s, d))
+        if slot is not None:
+            start = partial(d_dev.start_write, d, s) if s_dev.host_memory else partial(s_dev.start_read, s, d)
+
+            def started() -> Wait:
+                wait = pending[slot] = start()
+                return wait
+
+            return started
         staging = np.empty(ex.entries[dst].shape, ex.entries[dst].dtype)
 
         def through_host() -> None:
@@ -448,6 +674,8 @@ class Workspace:
         try:
             writes = [self.writers[index](array) for index, array in arrays.items()]
             self.run()
+            if self.executor.schedule.before_reads:
+                self._wait(self.executor.schedule.before_reads)
             reads = [read() for read in self.readers]
         finally:
             self._release()
@@ -455,7 +683,13 @@ class Workspace:
             wait()
         for wait in writes:
             wait()
+        self._wait_final()
         return [out for out, _ in reads]
+
+    def _wait_final(self) -> None:
+        """Waits for the run's started copies that nothing waited for (done by now, mostly)."""
+        for slot in self.executor.schedule.final:
+            self.pending[slot]()
 
     def write_inputs(self, arrays: Mapping[int, np.ndarray]) -> None:
         """Writes the inputs `GraphExecutor.check_inputs` checked."""
@@ -463,7 +697,7 @@ class Workspace:
             self.writers[index](array)()
 
     def run(self) -> None:
-        """Calls the bound nodes in order (runs of C kernels in one call each)."""
+        """Calls the bound nodes in the schedule's order (runs of C kernels in one call each)."""
         for step in self.runs:
             step()
 
@@ -483,30 +717,54 @@ class Workspace:
             release()
 
     def _released(self, work: Callable[[], None]) -> None:
-        """Releases the run's holds, then calls `work`: host work (a C kernel, a copy that
-        waits), while the queued devices do theirs. A run holds its queues only while it just
-        queues work."""
+        """Releases the run's holds, then calls `work`: host work that waits (a copy through
+        host memory), while the queued devices do theirs. A run holds its queues only while
+        it just queues work."""
         self._release()
         work()
 
     def timed_run(self, origin: float) -> list[Span]:
-        """Runs once, waiting for each node's devices after it; the (start, end) of each node
-        in seconds since `origin`."""
-        ex, spans = self.executor, list[Span]()
-        for (func_name, index), step in zip(ex.steps, self.steps):
-            start = time.perf_counter()
-            step()
-            for dev in self._devices_of(func_name, index):
-                dev.sync()
-            spans.append((start - origin, time.perf_counter() - origin))
+        """Runs once as `execute` does (the inputs written before); the (start, end) of each
+        node in seconds since `origin`, by position in `steps`: a host node's on the host's
+        clock, a queued node's as its device timed it (`Device.event_span`; where it does
+        not, the time it took to queue it)."""
+        ex, spans = self.executor, [(0.0, 0.0)] * len(self.steps)
+        started: dict[int, Any] = {}
+        self._hold()
+        try:
+            for position, call in self.plan:
+                start = time.perf_counter()
+                result = call()
+                if position is not None:
+                    spans[position] = (start - origin, time.perf_counter() - origin)
+                    started[position] = result
+        finally:
+            self._release()
+        self._wait_final()
+        for device in self.queued:
+            device.sync()
+        for position, result in started.items():
+            lane = ex.schedule.lanes[position]
+            span = ex.devices[lane].event_span(result) if lane != HOST and result is not None else None
+            if span is not None:
+                spans[position] = (span[0] - origin, span[1] - origin)
         return spans
 
-    def _devices_of(self, func_name: str, index: int) -> list[Device]:
-        ex = self.executor
-        devices = [ex.devices[ex.entries[index].device]]
-        if func_name == COPY:
-            devices.append(ex.devices[ex.entries[ex.copy_source(index)].device])
-        return devices
+
+@contextmanager
+def keep_to(cores: frozenset[int] | None) -> Generator[None, None, None]:
+    """The calling thread runs on `cores` (those of them it may use) for the duration of the
+    block, then as before; None, or none of them usable: as it is."""
+    previous = os.sched_getaffinity(0) if cores is not None else set[int]()
+    mine = (cores or frozenset[int]()) & previous
+    if not mine or len(mine) == len(previous):  # (mine is a subset of previous)
+        yield
+        return
+    os.sched_setaffinity(0, mine)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, previous)
 
 
 def _bytes(n: int) -> str:

@@ -322,8 +322,9 @@ def opencl_features() -> Features:
     is none (or no pyopencl)."""
     host = c_features()
     try:
-        import pyopencl as cl
+        from xrelay.runtime.opencl import import_pyopencl  # (PoCL's workers pinned before it starts)
 
+        cl = import_pyopencl()
         device = cl.get_platforms()[0].get_devices()[0]
     except Exception:
         return replace(host, name=f"no OpenCL platform: the host, {host.name}", isa="opencl")

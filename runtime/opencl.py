@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,27 @@ def import_pyopencl() -> Any:
     return pyopencl
 
 
+# PoCL's pthread devices read their worker count from this variable once, when the platform
+# starts (PoCL 3.1 reads no POCL_CPU_MAX_CU_NUM, which later PoCLs also take).
+WORKERS_VARIABLE = "POCL_MAX_PTHREAD_COUNT"
+
+
+def set_worker_threads(count: int) -> bool:
+    """Asks PoCL for `count` worker threads where its platform has not started in this process
+    and the environment does not give a count already; whether it did (see
+    `xrelay.runtime.device.share_cores`)."""
+    if os.environ.get(WORKERS_VARIABLE) or platform_started():
+        return False
+    os.environ[WORKERS_VARIABLE] = str(count)
+    return True
+
+
+def platform_started() -> bool:
+    """Whether PoCL may have read its environment in this process: pyopencl is imported (xrelay
+    imports it only to ask the platforms, `import_pyopencl` and `machine.opencl_features`)."""
+    return "pyopencl" in sys.modules
+
+
 def usable_cores() -> set[int]:
     """The cores this process may run on."""
     return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
@@ -101,7 +123,11 @@ def usable_cores() -> set[int]:
 
 def pin_pocl_workers() -> None:
     """Asks PoCL's pthread devices to pin their worker threads one to a core (POCL_AFFINITY=1)
-    where they run two or more and the environment does not say otherwise. The workers, one
+    where they run two or more, or fewer than the cores (then the host's kernels keep to the
+    cores they leave, `worker_cores`: bench/branchy.py split, C and PoCL on 1 thread each,
+    processes pinned and not interleaved, load 7.5: medians 1.13 / 0.91 ms pinned, 1.31 / 1.17
+    not; with a test suite also running, 6.1 against 1.3, the pinned worker waiting for its
+    busy core), and the environment does not say otherwise. The workers, one
     pool for every pthread device of POCL_DEVICES, are POCL_MAX_PTHREAD_COUNT, else one per
     usable core. Only where the process may use cores 0 to n - 1 and there are no more workers
     than that: PoCL pins worker i to core i and aborts the process when it cannot (4 workers on
@@ -109,11 +135,21 @@ def pin_pocl_workers() -> None:
     is first used (see the module docstring)."""
     cores = usable_cores()
     try:
-        workers = int(os.environ.get("POCL_MAX_PTHREAD_COUNT") or len(cores))
+        workers = int(os.environ.get(WORKERS_VARIABLE) or len(cores))
     except ValueError:
         return  # PoCL's own problem to report
-    if 1 < workers <= len(cores) and cores == set(range(len(cores))):
+    if 1 <= workers <= len(cores) and len(cores) > 1 and cores == set(range(len(cores))):
         os.environ.setdefault("POCL_AFFINITY", "1")
+
+
+def worker_cores() -> frozenset[int]:
+    """The cores PoCL's workers are pinned to, as the environment says when its platform
+    starts: worker i to core i with POCL_AFFINITY=1 (`pin_pocl_workers`), else none."""
+    try:
+        workers = int(os.environ.get(WORKERS_VARIABLE) or len(usable_cores()))
+    except ValueError:
+        return frozenset()
+    return frozenset(range(workers)) if os.environ.get("POCL_AFFINITY") == "1" else frozenset()
 
 
 def host_poll_seconds(device: Any) -> float:
@@ -253,6 +289,21 @@ def poll_then_wait(event: Any, seconds: float) -> None:
 
 
 @dataclass(eq=False)
+class EventWait:
+    """The wait of a started transfer: its pyopencl event (which keeps the host array alive),
+    waited by polling for up to `poll_seconds` first (`poll_then_wait`)."""
+
+    event: Any
+    poll_seconds: float = 0.0
+
+    def __call__(self) -> None:
+        if self.poll_seconds:
+            poll_then_wait(self.event, self.poll_seconds)
+        else:
+            self.event.wait()
+
+
+@dataclass(eq=False)
 class CLTensor:
     """A tensor at the start of an OpenCL buffer."""
 
@@ -282,8 +333,13 @@ class OpenCLDevice(Device):
                 'POCL_DEVICES="pthread pthread" gives two, or map the scope to an existing device'
             )
         self.device = devices[index]
-        self.queue = self.cl.CommandQueue(self.context, self.device)
+        # profiling events: `event_span` (exe.profile's trace); no slower a run (see EventWait)
+        profiling = self.cl.command_queue_properties.PROFILING_ENABLE
+        self.queue = self.cl.CommandQueue(self.context, self.device, properties=profiling)
         self.poll_seconds = host_poll_seconds(self.device)
+        self.clock_offset: int | None = None  # perf_counter_ns minus the device's clock, once measured
+        cpu = self.device.type & self.cl.device_type.CPU
+        self.worker_cores = worker_cores() if cpu else frozenset()
 
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(nbytes, 4))
@@ -304,13 +360,12 @@ class OpenCLDevice(Device):
         if not dst.nbytes:
             return done
         # pyopencl's event keeps `src` alive, and waits for the copy if dropped before it ends
-        return self.cl.enqueue_copy(self.queue, dst.buffer, src, is_blocking=False).wait
+        return EventWait(self.cl.enqueue_copy(self.queue, dst.buffer, src, is_blocking=False))
 
     def start_read(self, src: CLTensor, dst: np.ndarray) -> Wait:
         if not src.nbytes:
             return done
-        event = self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False)
-        return partial(poll_then_wait, event, self.poll_seconds)
+        return EventWait(self.cl.enqueue_copy(self.queue, dst, src.buffer, is_blocking=False), self.poll_seconds)
 
     def hold(self) -> Wait:
         gate = self.cl.UserEvent(self.context)
@@ -349,3 +404,25 @@ class OpenCLDevice(Device):
 
     def sync(self) -> None:
         self.queue.finish()
+
+    def event_span(self, started: Any) -> tuple[float, float] | None:
+        event = started.event if isinstance(started, EventWait) else started
+        if not isinstance(event, self.cl.Event):
+            return None
+        offset = self._clock_offset()
+        return (event.profile.start + offset) / 1e9, (event.profile.end + offset) / 1e9
+
+    def _clock_offset(self) -> int:
+        """perf_counter_ns minus the device's profiling clock (PoCL's is another clock: 0.25 s
+        apart here): the latest offset that puts a marker's end before the host saw it done,
+        the least of a few (so a node that waited for an event starts after its end in a
+        trace)."""
+        if self.clock_offset is None:
+            offsets: list[int] = []
+            for _ in range(5):
+                marker = self.cl.enqueue_marker(self.queue)
+                while marker.command_execution_status > 0:
+                    yield_core()
+                offsets.append(time.perf_counter_ns() - marker.profile.end)
+            self.clock_offset = min(offsets)
+        return self.clock_offset

@@ -5,13 +5,14 @@ Profiles: what profiled runs did, node by node, and their timeline as a Chrome t
     print(prof)                  # per node min and median, copies and waits per device
     prof.save_trace("run.json")  # open in https://ui.perfetto.dev or chrome://tracing
 
-The executor times each node of each run from its launch until its devices are done (it
-waits for them: a profiled run is slower than `run`, which queues work without waiting), and
-hands the spans here with what it knows of each node (`Step`). From them:
+The executor runs each profiled run as `run` does (nodes of different devices overlap) and
+times each node: a host node on the host, a queued device's node by the device's own timing
+(OpenCL profiling events), on one clock; it hands the spans here with what it knows of each node (`Step`). From them:
 - per node: the min and median over the runs;
 - per device pair: the copies of one run, their bytes, and their median time;
 - per device: the median time it *waited* in a run, idle while other devices worked (the
   run's wall time minus the time of its kernels and of the copies to or from it);
+- per pair of devices: the median time of a run both were busy at once (they overlap);
 - the timeline: every node of every run as a complete ("X") event of the Chrome trace-event
   format, on one track per device (`tid` = device index; a copy is on its destination's
   track), with its shape, bytes and run number as arguments.
@@ -76,6 +77,8 @@ class Profile:
     copy_seconds: dict[tuple[str, str], float] = field(default_factory=dict[tuple[str, str], float])
     # device -> median seconds of a run it spent idle while other devices worked
     wait_seconds: dict[str, float] = field(default_factory=dict[str, float])
+    # (device, device) -> median seconds of a run both were busy at once (devices that overlap)
+    overlap_seconds: dict[tuple[str, str], float] = field(default_factory=dict[tuple[str, str], float])
     pool_bytes: dict[str, int] = field(default_factory=dict[str, int])  # workspace and shared params
     activation_bytes: dict[str, int] = field(default_factory=dict[str, int])  # the workspace alone
     total_seconds: float = 0.0  # median wall time of a run
@@ -88,7 +91,7 @@ class Profile:
         """The profile of runs that took `spans[run][step]`, on devices named `labels` (as the
         program does) and `tracks` (with the physical device), by device index."""
         timings = [_timing(step, [run[i] for run in spans]) for i, step in enumerate(steps)]
-        totals = [run[-1][1] - run[0][0] if run else 0.0 for run in spans]
+        totals = [_wall(run) for run in spans]
         return cls(
             runs=len(spans),
             nodes=[(t.step.name, t.step.label, t.median_seconds) for t in timings],
@@ -96,6 +99,7 @@ class Profile:
             copies=_copy_counts(steps),
             copy_seconds=_copy_seconds(steps, spans),
             wait_seconds=_waits(steps, spans, labels),
+            overlap_seconds=_overlaps(steps, spans, labels),
             total_seconds=statistics.median(totals),
             min_total_seconds=min(totals),
             tracks=tracks,
@@ -114,6 +118,8 @@ class Profile:
             lines.append(f"copies {src} -> {dst}: {count}, {nbytes} bytes, {seconds * 1e6:.1f} us")
         for dev, seconds in self.wait_seconds.items():
             lines.append(f"waited {dev}: {seconds * 1e6:.1f} us")
+        for (a, b), seconds in self.overlap_seconds.items():
+            lines.append(f"busy at once {a} and {b}: {seconds * 1e6:.1f} us")
         for dev, nbytes in self.pool_bytes.items():
             activations = self.activation_bytes.get(dev, nbytes)
             lines.append(f"pool {dev}: {nbytes} bytes, of which activations {activations} (a run's peak)")
@@ -139,6 +145,12 @@ class Profile:
         other = json.dumps({"producer": "xrelay", "runs": self.runs})
         path.write_text(f'{{"traceEvents": [\n{events}\n],\n"displayTimeUnit": "ms",\n"otherData": {other}}}\n')
         return path
+
+
+def _wall(run: list[Span]) -> float:
+    """A run's wall time: from its first node's start to its last node's end (nodes of
+    different devices overlap, so neither need be the first or last in order)."""
+    return max(end for _, end in run) - min(start for start, _ in run) if run else 0.0
 
 
 def _timing(step: Step, spans: list[Span]) -> NodeTiming:
@@ -172,13 +184,29 @@ def _waits(steps: Sequence[Step], spans: list[list[Span]], labels: list[str]) ->
     (its kernels, and the copies to or from it)."""
     waits: dict[str, list[float]] = {label: [] for label in labels}
     for run in spans:
-        wall = run[-1][1] - run[0][0] if run else 0.0
+        wall = _wall(run)
         for device, label in enumerate(labels):
             busy = sum(
                 end - start for step, (start, end) in zip(steps, run) if device in (step.device, step.source_device)
             )
             waits[label].append(max(wall - busy, 0.0))
     return {label: statistics.median(seconds) for label, seconds in waits.items()}
+
+
+def _overlaps(steps: Sequence[Step], spans: list[list[Span]], labels: list[str]) -> dict[tuple[str, str], float]:
+    """Per pair of devices that both ran nodes, the median over runs of the time both were
+    busy at once (a node busies its device; a copy its destination's track)."""
+    per_run: dict[tuple[str, str], list[float]] = {}
+    for run in spans:
+        busy: dict[int, list[Span]] = {}
+        for step, span in zip(steps, run):
+            busy.setdefault(step.device, []).append(span)
+        devices = sorted(busy)
+        for i, a in enumerate(devices):
+            for b in devices[i + 1 :]:
+                both = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in busy[a] for s2, e2 in busy[b])
+                per_run.setdefault((labels[a], labels[b]), []).append(both)
+    return {pair: statistics.median(seconds) for pair, seconds in per_run.items()}
 
 
 def _event(step: Step, span: Span, run: int) -> dict[str, Any]:

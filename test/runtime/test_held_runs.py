@@ -100,18 +100,21 @@ def test_a_run_queues_everything_then_waits_once() -> None:
 
 
 def test_host_work_releases_the_hold() -> None:
-    """Duplex: the copy to the host waits, so the hold is released before it; the rest of the
-    run (the host's subtraction, the copy back, which waits too, as the host's storage may be
-    reused right after it) leaves the device free to work."""
+    """Duplex: the copy to the host is started with the add, and the hold released only where
+    the host waits for it, before its subtraction; the copy back is started without waiting
+    (the host waits for it, as for every started copy, before a host node reuses its storage),
+    and the run waits for the result's read, then the inputs' writes."""
     executor, log = recorded(DUPLEX)
     x = inputs("ABCD")
     np.testing.assert_allclose(executor.run(x)[0], duplex_expected(x), rtol=1e-6)
-    queued = ["hold", *["start write"] * 3, "add", "release", "read", "write", "add", "start read"]
-    assert log == queued + ["wait read", *["wait write"] * 3]
+    queued = ["hold", *["start write"] * 3, "add", "start read", "release", "wait read", "start write", "add"]
+    assert log == queued + ["start read", "wait read", *["wait write"] * 3]
 
 
 def test_a_host_kernel_releases_the_hold_before_it_runs() -> None:
-    """The device's add is queued first; the host's kernel then runs with the device free."""
+    """The device's add and the copy of its result are queued first; the host's kernel then
+    runs with the device free, and the host waits for the copy only before the node that
+    reads it."""
     nodes = [("A", None, [], 1, 0), ("B", None, [], 1, 1), ("C", None, [], 0, 2)]
     nodes += [("add", "add", [0, 1], 1, 3), ("neg", "sub", [2, 2], 0, 4), ("__copy", "__copy", [3], 0, 5)]
     nodes += [("sub", "sub", [5, 4], 0, 6)]
@@ -120,7 +123,8 @@ def test_a_host_kernel_releases_the_hold_before_it_runs() -> None:
     executor, log = recorded(nodes, host, log)
     x = inputs("ABC")
     np.testing.assert_array_equal(executor.run(x)[0], (x["A"] + x["B"]) - (x["C"] - x["C"]))
-    assert log[:6] == ["hold", "start write", "start write", "add", "release", "host sub"]
+    started = ["hold", "start write", "start write", "add", "start read", "release"]
+    assert log[:9] == [*started, "host sub", "wait read", "host sub"]
     assert log.count("hold") == 1
 
 
@@ -146,10 +150,13 @@ def test_a_failed_run_releases_its_hold() -> None:
     np.testing.assert_allclose(executor.run(x)[0], simplex_expected(x), rtol=1e-6)
 
 
-def test_profile_waits_for_each_node_without_holding() -> None:
+def test_profile_runs_as_run_does() -> None:
+    """A profiled run holds the queue and issues the nodes in the run's order (so the trace
+    shows what `run` does), after writing the inputs; the outputs are read after the runs."""
     executor, log = recorded(DUPLEX)
     executor.profile(inputs("ABCD"))
-    assert "hold" not in log
+    run = ["hold", "add", "start read", "release", "wait read", "start write", "add"]
+    assert log == [*["start write", "wait write"] * 3, *run, "start read", "wait read"]
 
 
 # --- PoCL --------------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ def test_poll_then_wait_raises_when_the_command_failed(cl_context) -> None:
     ("workers", "devices", "before", "after"),
     [
         ("2", "pthread pthread", None, "1"),
-        ("1", "pthread", None, None),
+        ("1", "pthread", None, "1"),  # one worker on core 0: the host keeps to core 1
         ("2", "pthread", "0", "0"),
         ("3", "pthread", None, None),  # more workers than cores: PoCL would abort
         ("", "pthread", None, "1"),  # PoCL's own count: 2 cores
@@ -161,8 +161,8 @@ def test_poll_then_wait_raises_when_the_command_failed(cl_context) -> None:
 def test_pocl_workers_are_pinned_when_there_are_several(
     monkeypatch: pytest.MonkeyPatch, workers: str, devices: str, before: str | None, after: str | None
 ) -> None:
-    """POCL_AFFINITY=1 with two or more PoCL workers on cores 0 and 1, unless the environment
-    sets it."""
+    """POCL_AFFINITY=1 with one or two PoCL workers on cores 0 and 1, unless the environment
+    sets it; `worker_cores` then says which cores they take."""
     import os
 
     from xrelay.runtime import opencl
@@ -175,6 +175,8 @@ def test_pocl_workers_are_pinned_when_there_are_several(
         monkeypatch.delenv("POCL_AFFINITY")
     opencl.pin_pocl_workers()
     assert os.environ.get("POCL_AFFINITY") == after
+    pinned = set(range(int(workers or 2))) if after == "1" else set()
+    assert opencl.worker_cores() == pinned
 
 
 @pytest.mark.parametrize(("kind", "units", "polls"), [("CPU", 1, True), ("CPU", 2, False), ("GPU", 80, True)])
