@@ -35,8 +35,8 @@ from xrelay.errors import CompileError, DeviceError, InputError
 from xrelay.runtime import artifact
 from xrelay.runtime.artifact import Artifact, SavedLibrary
 from xrelay.runtime.batched import BatchedGraphs
-from xrelay.runtime.c_library import c_compiler_version, cpu_flags, machine
-from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices
+from xrelay.runtime.c_library import available_cores, c_compiler_version, cpu_flags, machine
+from xrelay.runtime.device import Device, DeviceTable, LoadedKernels, resolve_devices, share_cores
 from xrelay.runtime.device_kinds import device_kind, language_name
 from xrelay.runtime.executor import COPY, GraphExecutor
 from xrelay.runtime.kernels import KernelSource
@@ -55,6 +55,7 @@ def load(path: str | Path, devices: DeviceTable | None = None, *, trust: bool = 
     all: this runs native code from the artifact."""
     saved = artifact.load(path, trust=trust)
     check_features(saved.graph)  # before a library of another machine is rebuilt
+    _share_cores(saved.graph)  # before a queued device's worker pool starts
     libraries = {device: _usable(library, path, device) for device, library in saved.libraries.items()}
     return Executable(
         saved.graph,
@@ -64,6 +65,15 @@ def load(path: str | Path, devices: DeviceTable | None = None, *, trust: bool = 
         {d: lib.data for d, lib in libraries.items() if lib is not None},
         saved.batches,
     )
+
+
+def _share_cores(graph: Mapping[str, Any]) -> None:
+    """As `xrelay.build(num_threads=N)` does: cpu kernels on fewer threads than there are
+    cores leave the rest to the worker pools of queued devices (`share_cores`)."""
+    entries = graph["devices"]
+    threads = [int(entry["num_threads"]) for entry in entries if entry.get("num_threads")]
+    if threads:
+        share_cores(max(threads), available_cores(), [entry["kind"] for entry in entries])
 
 
 def _usable(library: SavedLibrary, path: str | Path, device: int) -> SavedLibrary | None:

@@ -272,6 +272,37 @@ def test_a_build_with_fewer_threads_leaves_pocl_the_other_cores() -> None:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to split")
+def test_a_loaded_artifact_shares_the_cores_as_its_build_did(tmp_path: Path) -> None:
+    """An artifact built with `num_threads=1`, loaded in a fresh process that never built it,
+    starts PoCL with the cores its C kernels leave, as the build did."""
+    import subprocess
+    import sys
+
+    import xrelay
+
+    text = (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = relay.nn.relu %x : tensor<4xf32>\n"
+        "  %1 = relay.on_device %0 {se_scope = #relay.se_scope<device = opencl>} : tensor<4xf32>\n"
+        "  %2 = relay.exp %1 : tensor<4xf32>\n  func.return %2 : tensor<4xf32>\n}"
+    )
+    exe = xrelay.build(text, targets=("c", "opencl"), default_device="cpu", num_threads=1)
+    assert {entry["kind"] for entry in exe.graph["devices"]} == {"cpu", "opencl"}
+    exe.save(tmp_path / "a.xrelay")
+    code = (
+        "import sys, xrelay.runtime\n"
+        "from xrelay.runtime.device import open_device\n"
+        "xrelay.runtime.load(sys.argv[1])\n"
+        "print(open_device('opencl:0').device.max_compute_units)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "POCL_MAX_PTHREAD_COUNT"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "a.xrelay")], env=env, capture_output=True, text=True, check=True
+    )
+    assert int(done.stdout.split()[-1]) == len(os.sched_getaffinity(0)) - 1
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to split")
 def test_host_kernels_keep_off_the_cores_of_a_devices_pinned_workers() -> None:
     """A device whose workers are pinned to the first core: while a run's host kernels overlap
     its work, the calling thread keeps to the other cores, and gets its own back after."""
