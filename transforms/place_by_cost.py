@@ -2,12 +2,15 @@
 place-by-cost: place every op no annotation pins where the predicted run is fastest.
 
 Runs before plan-devices (`xrelay.build(..., placement="auto")`). Steps:
-1. Pins: plan-devices' collect phase (`plan_devices.collect_constraints`) on the module as
-   it is: a primitive op or parameter of @main whose domain has any field fixed (by
-   `relay.on_device`, `relay.device_copy`, a `relay.se_scope` attribute, an import rule) is
-   pinned there. Every other one is free: its candidates are the devices of the targets
-   (one scope per device type, id 0) whose kind holds its result's and operands' element
-   types (`DeviceKind.dtypes`).
+1. Pins: a primitive op or parameter of @main that an annotation constrains itself is
+   pinned there: its own `se_scope` or `relay.se_scope` attribute, a `relay.on_device` of its
+   result that constrains its body, a `relay.device_copy` of it (its source scope), a
+   function result attribute when it is returned, an operand read through an on_device that
+   constrains its result or a pinned constant (what import rules write is on_device). Every
+   other one is free, also when plan-devices would have joined it to a pinned neighbour by
+   dataflow (auto placement decides where the copies go): its candidates are the devices of
+   the targets (one scope per device type, id 0) whose kind holds its result's and operands'
+   element types (`DeviceKind.dtypes`).
 2. Costs (`placement_model.Model`): each node's measured seconds per device and the copy
    costs per device pair, from the cost table file `costs` (or `$XRELAY_PLACEMENT_COSTS`; for
    tests) or measured (`placement_costs.measure`: one build and profile per device, cached).
@@ -37,7 +40,7 @@ from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -46,10 +49,9 @@ from xrelay.diagnostics import ConfigError
 from xrelay.dialects import relay
 from xrelay.dialects.dtypes import dtype_of
 from xrelay.dialects.lowered_graph import nbytes
-from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
 from xrelay.runtime.device_kinds import device_kind
 from xrelay.transforms.compilation_config import CompilationConfig
-from xrelay.transforms.device_domains import UNCONSTRAINED
 from xrelay.transforms.placement_model import (
     CopyCost,
     Graph,
@@ -61,7 +63,7 @@ from xrelay.transforms.placement_model import (
     predict,
     search,
 )
-from xrelay.transforms.plan_devices import COST_ATTR, collect_constraints
+from xrelay.transforms.plan_devices import COST_ATTR
 
 COSTS_ENVIRONMENT = "XRELAY_PLACEMENT_COSTS"
 PRIMITIVES = frozenset(relay.PRIMITIVE_OPS)
@@ -146,8 +148,7 @@ def main_of(module: ModuleOp) -> func.FuncOp:
 def graph_of(module: ModuleOp, config: CompilationConfig) -> Graph:
     """The nodes of @main: its parameters, then its primitive ops in program order."""
     main = main_of(module)
-    functions = [f for f in module.ops if isinstance(f, func.FuncOp)]
-    constraints = collect_constraints(config, functions)
+    pins = direct_pins(main)
     candidates = candidate_scopes(config)
     scopes = dict(candidates)
     values: list[SSAValue] = list(main.args)
@@ -155,8 +156,7 @@ def graph_of(module: ModuleOp, config: CompilationConfig) -> Graph:
     index = {v: i for i, v in enumerate(values)}
     nodes: list[Node] = []
     for i, value in enumerate(values):
-        root = constraints.domains.find(constraints.values[value])
-        pin = None if root.scope == UNCONSTRAINED else config.canonical(root.scope)
+        pin = config.canonical(pins[value]) if value in pins else None
         if pin is not None:
             scopes.setdefault(label(pin), pin)
         name = f"%{value.name_hint}" if value.name_hint else f"#{i - len(main.args)}"
@@ -168,6 +168,53 @@ def graph_of(module: ModuleOp, config: CompilationConfig) -> Graph:
                 nodes[index[producer]].is_output = True
     model = Model(nodes, {}, label(config.host_scope))
     return Graph(model, values, scopes, tuple(candidates))
+
+
+def direct_pins(main: func.FuncOp) -> dict[SSAValue, SEScopeAttr]:
+    """The parameters and primitive op results of @main that annotations pin (step 1)."""
+    pins: dict[SSAValue, SEScopeAttr] = {}
+    arg_attrs = main.arg_attrs.data if main.arg_attrs is not None else ()
+    for arg, attrs in zip(main.args, arg_attrs):
+        if isinstance(scope := attrs.data.get(SCOPE_ATTR), SEScopeAttr):
+            pins[arg] = scope
+    res_attrs = main.res_attrs.data if main.res_attrs is not None else ()
+    values: list[SSAValue] = [*main.args]
+    for op in main.body.block.ops:
+        if type(op) in PRIMITIVES and isinstance(op, relay.RelayOp):
+            values.append(op.results[0])
+            if op.se_scope is not None:
+                pins.setdefault(op.results[0], op.se_scope)
+            for operand in op.operands:
+                if (scope := _read_scope(operand)) is not None:
+                    pins.setdefault(op.results[0], scope)
+    for value in values:
+        for use in value.uses:
+            if (scope := _use_scope(use.operation, use.index, res_attrs)) is not None:
+                pins.setdefault(value, scope)
+    return pins
+
+
+def _read_scope(operand: SSAValue) -> SEScopeAttr | None:
+    """The scope a reader of `operand` must be on: an on_device's that constrains its result,
+    a pinned constant's."""
+    owner = operand.owner
+    if isinstance(owner, relay.OnDeviceOp) and owner.constrains_result:
+        return owner.se_scope
+    if isinstance(owner, relay.ConstantOp):
+        return owner.se_scope
+    return None
+
+
+def _use_scope(user: Operation, index: int, res_attrs: Sequence[DictionaryAttr]) -> SEScopeAttr | None:
+    """The scope a use by `user` pins its value to."""
+    if isinstance(user, relay.OnDeviceOp) and user.constrains_body:
+        return user.se_scope
+    if isinstance(user, relay.DeviceCopyOp):
+        return user.src_se_scope
+    if isinstance(user, func.ReturnOp) and index < len(res_attrs):
+        scope = res_attrs[index].data.get(SCOPE_ATTR)
+        return scope if isinstance(scope, SEScopeAttr) else None
+    return None
 
 
 def _node(

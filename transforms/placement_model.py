@@ -243,14 +243,25 @@ def min_cut(model: Model, a: str, b: str) -> Placement:
     source, sink = n, n + 1
     flow = FlowGraph(n + 2)
     for i, node in enumerate(model.nodes):
-        flow.add(source, i, model.time(i, b) if b in node.choices else INFINITE)  # cut: i on b
-        flow.add(i, sink, model.time(i, a) if a in node.choices else INFINITE)  # cut: i on a
+        flow.add(source, i, terminal_seconds(model, i, b) if b in node.choices else INFINITE)  # cut: i on b
+        flow.add(i, sink, terminal_seconds(model, i, a) if a in node.choices else INFINITE)  # cut: i on a
         for j in dict.fromkeys(node.inputs):
             nbytes = model.nodes[j].nbytes
             flow.add(j, i, model.copy_seconds(a, b, nbytes))  # j on a, i on b
             flow.add(i, j, model.copy_seconds(b, a, nbytes))  # j on b, i on a
     on_source = flow.source_side(source, sink)
     return [a if i in on_source else b for i in range(n)]
+
+
+def terminal_seconds(model: Model, i: int, device: str) -> float:
+    """Node `i`'s time on `device`, with its input's write from the host or its result's
+    read to the host."""
+    node, seconds = model.nodes[i], model.time(i, device)
+    if node.is_input:
+        seconds += model.copy_seconds(model.host, device, node.nbytes)
+    if node.is_output:
+        seconds += model.copy_seconds(device, model.host, node.nbytes)
+    return seconds
 
 
 class FlowGraph:
