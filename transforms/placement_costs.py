@@ -58,6 +58,7 @@ def measure(module: ModuleOp, graph: Graph, options: PlacementOptions) -> None:
     """Fills `graph`'s node times and copy costs, from the cache or by measuring."""
     threads = options.num_threads or default_num_threads()
     structure = structure_digest(module)
+    groups: list[list[int]] = []
     for device in graph.candidates:
         target = graph.scopes[device].target or ""
         key = content_key("times", structure, device, target, compiler_of(target), _features(target), str(threads))
@@ -67,10 +68,31 @@ def measure(module: ModuleOp, graph: Graph, options: PlacementOptions) -> None:
             _store(key, entry)
         for index, (where, seconds) in entry["times"].items():
             graph.model.nodes[int(index)].times[where] = seconds
+        groups += [g["nodes"] for g in entry["groups"]]
+    graph.model.units = units(len(graph.model.nodes), groups)
     for src in graph.candidates:
         for dst in graph.candidates:
             if src != dst:
                 graph.model.copies[src, dst] = copy_cost(graph, src, dst, options, threads)
+
+
+def units(count: int, groups: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The nodes that share a fused group in some build, joined (union-find), as lists."""
+    parent = list(range(count))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for group in groups:
+        for i, j in zip(group, group[1:]):
+            parent[find(i)] = find(j)
+    found: dict[int, list[int]] = {}
+    for i in range(count):
+        found.setdefault(find(i), []).append(i)
+    return [members for members in found.values() if len(members) > 1]
 
 
 def compiler_of(target: str) -> str:

@@ -71,6 +71,16 @@ class Model:
     nodes: list[Node]
     copies: dict[tuple[str, str], CopyCost]
     host: str
+    units: list[list[int]] = field(default_factory=list[list[int]])
+    """Nodes that move together: the ops of one fused group (of any device's measured
+    build), whose measured time is the group's. Nodes in none are units of their own."""
+
+    def unit_list(self) -> list[list[int]]:
+        """Every node in exactly one unit, units in the order of their first node."""
+        found = [list(u) for u in self.units if u]
+        seen = {i for u in found for i in u}
+        found += [[i] for i in range(len(self.nodes)) if i not in seen]
+        return sorted(found, key=min)
 
     def time(self, node: int, device: str) -> float:
         return self.nodes[node].times.get(device, 0.0)
@@ -184,10 +194,17 @@ def search(model: Model, devices: Sequence[str], budget: int) -> SearchResult:
 
 
 def improve(model: Model, devices: Sequence[str], result: SearchResult, budget: int) -> None:
-    """Moves of chains, then of single nodes, each kept when the prediction improves; sweeps
-    until a sweep keeps nothing or the budget is spent."""
-    moves = [chain for chain in chains(model) if len(chain) > 1] + [[i] for i in range(len(model.nodes))]
-    moves = [m for m in moves if not model.nodes[m[0]].pinned]
+    """Moves of chains (grown to whole units), then of single units, each kept when the
+    prediction improves; sweeps until a sweep keeps nothing or the budget is spent."""
+    units = model.unit_list()
+    unit_of = {i: k for k, unit in enumerate(units) for i in unit}
+    moves: list[list[int]] = []
+    for chain in chains(model):
+        grown = sorted({i for node in chain for i in units[unit_of[node]]})
+        if len(grown) > len(units[unit_of[chain[0]]]):
+            moves.append(grown)
+    moves += units
+    moves = [m for m in moves if not all(model.nodes[i].pinned for i in m)]
     changed = True
     while changed and result.evaluated < budget:
         changed = False
@@ -249,6 +266,10 @@ def min_cut(model: Model, a: str, b: str) -> Placement:
             nbytes = model.nodes[j].nbytes
             flow.add(j, i, model.copy_seconds(a, b, nbytes))  # j on a, i on b
             flow.add(i, j, model.copy_seconds(b, a, nbytes))  # j on b, i on a
+    for unit in model.units:
+        for i, j in zip(unit, unit[1:]):  # a fused group stays on one side
+            flow.add(i, j, INFINITE)
+            flow.add(j, i, INFINITE)
     on_source = flow.source_side(source, sink)
     return [a if i in on_source else b for i in range(n)]
 

@@ -253,3 +253,22 @@ def test_auto_measures_and_matches_the_interpreter(monkeypatch: pytest.MonkeyPat
     data = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
     np.testing.assert_allclose(exe.run(x=data), xrelay.interpret(module, {"x": data}), rtol=1e-4, atol=1e-5)
     assert list((tmp_path / "xrelay" / "placement").glob("*.json"))  # measured, and cached
+
+
+def test_a_fused_group_moves_as_one_unit() -> None:
+    """%a and %b are one fused group: %a alone is faster on opencl, but the group is faster
+    on cpu, so neither the cut nor a move splits it."""
+    model = Model(
+        [
+            Node("%x", [], 1000, BOTH, is_input=True),
+            node("%a", [0], 100, 10),
+            node("%b", [1], 10, 200, is_output=True),
+        ],
+        COPY,
+        CPU,
+        units=[[1, 2]],
+    )
+    result = search(model, BOTH, budget=500)
+    assert result.placement[1] == result.placement[2] == CPU
+    model.units = []
+    assert search(model, BOTH, budget=500).placement[1:] == [CL, CPU]
