@@ -24,7 +24,8 @@ Runs before plan-devices (`xrelay.build(..., placement="auto")`). Steps:
 
 With one candidate device, every free op goes there and nothing is measured.
 The cost table file (JSON): `{"ops": {"%name" or "#k": {"cpu": seconds, ...}}, "copies":
-{"cpu->opencl": {"latency": seconds, "bandwidth": bytes per second}}}`; `#k` is the k-th
+{"cpu->opencl": {"latency": seconds, "bandwidth": bytes per second}}, "overheads": {"cpu":
+seconds}}` (overheads optional: `placement_model.Model.overheads`); `#k` is the k-th
 primitive op of @main in program order, a device is named `cpu`, `opencl` (`kind:id` for an id
 other than 0); ops it leaves out take no time.
 """
@@ -254,6 +255,7 @@ def _producer(value: SSAValue) -> SSAValue:
 class CostTable:
     ops: dict[str, dict[str, float]]  # "%name" or "#k" -> device label -> seconds
     copies: dict[tuple[str, str], CopyCost]
+    overheads: dict[str, float]
 
 
 def read_cost_table(path: str) -> CostTable:
@@ -261,12 +263,13 @@ def read_cost_table(path: str) -> CostTable:
         data: Any = json.loads(Path(path).read_text())
         ops = {str(k): {str(d): float(s) for d, s in v.items()} for k, v in data.get("ops", {}).items()}
         copies = {_pair(k): _copy_cost(v) for k, v in data.get("copies", {}).items()}
+        overheads = {str(d): float(s) for d, s in data.get("overheads", {}).items()}
     except (OSError, ValueError, AttributeError, TypeError, KeyError) as e:
         raise ConfigError(
             f"place-by-cost cannot read the cost table {path}: {e}; expected JSON "
             '{"ops": {"%name": {"cpu": seconds}}, "copies": {"cpu->opencl": {"latency": s, "bandwidth": B/s}}}'
         ) from None
-    return CostTable(ops, copies)
+    return CostTable(ops, copies, overheads)
 
 
 def _pair(key: str) -> tuple[str, str]:
@@ -287,6 +290,7 @@ def apply_cost_table(graph: Graph, table: CostTable) -> None:
         times = table.ops.get(node.name) or table.ops.get(f"#{k}") or {}
         node.times.update(times)
     graph.model.copies.update(table.copies)
+    graph.model.overheads.update(table.overheads)
 
 
 # --- Step 4: write-back ------------------------------------------------------------------------------

@@ -9,6 +9,9 @@ evenly (a group of new ops, such as combine-parallel-dense's, passes its time on
 groups that read it). So one build and profile per device gives every group's time, and the
 search sees the groups of the builds it will choose among.
 
+A run's overhead per device (`Model.overheads`): the median wall time of `exe.run` of the same
+build beyond the sum of its nodes' medians.
+
 Copies: a program of one copy between each pair of devices, profiled at two sizes, gives
 the latency and bandwidth of that pair.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -69,6 +73,7 @@ def measure(module: ModuleOp, graph: Graph, options: PlacementOptions) -> None:
         for index, (where, seconds) in entry["times"].items():
             graph.model.nodes[int(index)].times[where] = seconds
         groups += [g["nodes"] for g in entry["groups"]]
+        graph.model.overheads[device] = float(entry.get("overhead", 0.0))
     graph.model.units = units(len(graph.model.nodes), groups)
     for src in graph.candidates:
         for dst in graph.candidates:
@@ -128,9 +133,22 @@ def measure_device(module: ModuleOp, device: str, options: PlacementOptions, thr
         clone, {}, options.targets, (default, options.host_target, threads), Progress(False), observe=observe
     )
     exe = Executable(built.graph, built.kernels, built.params)
-    profile = exe.profile(random_inputs(built.graph, set(built.params)), runs=PROFILE_RUNS)
+    inputs = random_inputs(built.graph, set(built.params))
+    profile = exe.profile(inputs, runs=PROFILE_RUNS)
     medians = {t.step.node: t.median_seconds for t in profile.timings}
-    return node_times(built.graph, groups, medians, placement, {k.name: content_digest(k) for k in built.kernels})
+    entry = node_times(built.graph, groups, medians, placement, {k.name: content_digest(k) for k in built.kernels})
+    entry["overhead"] = max(run_seconds(exe, inputs) - sum(medians.values()), 0.0)
+    return entry
+
+
+def run_seconds(exe: Executable, inputs: Mapping[str, np.ndarray]) -> float:
+    """The median wall time of `exe.run` (2 x PROFILE_RUNS runs)."""
+    times: list[float] = []
+    for _ in range(2 * PROFILE_RUNS):
+        start = time.perf_counter()
+        exe.run(inputs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def fused_groups(module: ModuleOp, tracked: Mapping[Operation, int]) -> list[list[int]]:

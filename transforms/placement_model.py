@@ -15,7 +15,7 @@ its own work, each when its queue is free and its inputs are there; a copy to or
 host waits for the queue it uses and holds the host meanwhile. Inputs on a queued device are
 written first, results on one read at the end. The prediction is the time the last of the
 host and the queues is done: the critical path of the placed graph under the devices' own
-serialisation, not the sum of its nodes.
+serialisation, not the sum of its nodes; plus the run's overhead (`Model.overheads`).
 
 `search`: for two devices, a minimum cut of the dataflow graph (node times as terminal edges,
 copies as edges between nodes) is the exact optimum of the *serial* cost (the sum of node
@@ -71,6 +71,10 @@ class Model:
     nodes: list[Node]
     copies: dict[tuple[str, str], CopyCost]
     host: str
+    overheads: dict[str, float] = field(default_factory=dict[str, float])
+    """Per device, what a run of a program all on it took beyond its nodes (the executor's
+    own work, waking a device's worker): a run pays the host's, and each other device it
+    uses adds what its own exceeds the host's."""
     units: list[list[int]] = field(default_factory=list[list[int]])
     """Nodes that move together: the ops of one fused group (of any device's measured
     build), whose measured time is the group's. Nodes in none are units of their own."""
@@ -154,12 +158,18 @@ def predict(model: Model, placement: Placement) -> float:
     for i, node in enumerate(model.nodes):
         if node.is_output and placement[i] != host:
             copy(i, placement[i], host, ready[i, placement[i]])
-    return max(clock.values())
+    return max(clock.values()) + run_overhead(model, placement)
+
+
+def run_overhead(model: Model, placement: Placement) -> float:
+    host = model.overheads.get(model.host, 0.0)
+    others = {d for d in placement if d != model.host}
+    return host + sum(max(model.overheads.get(d, 0.0) - host, 0.0) for d in others)
 
 
 def serial_seconds(model: Model, placement: Placement) -> float:
     """The sum of node and copy times of `placement` (each value copied once per device)."""
-    total = sum(model.time(i, d) for i, d in enumerate(placement))
+    total = sum(model.time(i, d) for i, d in enumerate(placement)) + run_overhead(model, placement)
     seen: set[tuple[int, str]] = set()
     for i, node in enumerate(model.nodes):
         for j in node.inputs:
