@@ -275,10 +275,10 @@ def test_a_fused_group_moves_as_one_unit() -> None:
 
 
 def test_a_run_pays_the_overhead_of_each_device_it_uses() -> None:
-    model = Model([Node("%x", [], 1000, BOTH, is_input=True), node("%a", [0], 30, 10, is_output=True)], COPY, CPU)
+    model = Model([Node("%x", [], 1000, BOTH, is_input=True), node("%a", [0], 30, 5, is_output=True)], COPY, CPU)
     model.overheads = {CPU: 5 * US, CL: 50 * US}
     assert predict(model, [CPU, CPU]) == pytest.approx(35 * US)
-    assert predict(model, [CPU, CL]) == pytest.approx((11 + 10 + 11 + 5 + 45) * US)  # write, a, read, overheads
+    assert predict(model, [CPU, CL]) == pytest.approx((11 + 5 + 11 + 5 + 45) * US)  # write, a, read, overheads
     assert search(model, BOTH, budget=100).placement == [CPU, CPU]  # without overheads, opencl won
     model.overheads = {}
     assert search(model, BOTH, budget=100).placement[1] == CL
