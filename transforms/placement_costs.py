@@ -54,7 +54,7 @@ from xrelay.targets.kernels import content_digest
 from xrelay.transforms.place_by_cost import graph_of, write_back
 from xrelay.transforms.placement_model import CopyCost, Graph, PlacementOptions, uniform
 
-PROFILE_RUNS = 5
+PROFILE_RUNS = 3
 COPY_SIZES = (1 << 10, 1 << 20)  # floats: the latency's and the bandwidth's
 
 
@@ -142,9 +142,9 @@ def measure_device(module: ModuleOp, device: str, options: PlacementOptions, thr
 
 
 def run_seconds(exe: Executable, inputs: Mapping[str, np.ndarray]) -> float:
-    """The median wall time of `exe.run` (2 x PROFILE_RUNS runs)."""
+    """The median wall time of `exe.run` (PROFILE_RUNS runs, after the profile warmed it)."""
     times: list[float] = []
-    for _ in range(2 * PROFILE_RUNS):
+    for _ in range(PROFILE_RUNS):
         start = time.perf_counter()
         exe.run(inputs)
         times.append(time.perf_counter() - start)
