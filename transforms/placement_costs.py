@@ -3,14 +3,15 @@ Measured costs for place-by-cost: each node's time on each candidate device, and
 
 Node times: per candidate device, the program is built once with every free op on that
 device (where its kind holds the op's element types; else on the host) and profiled
-(`exe.profile`, PROFILE_RUNS runs, the median per kernel). A kernel's time is its fused
+(`exe.profile`, PROFILE_RUNS runs, the least per kernel: on a shared machine the noise only
+adds time, and the median of a few runs still caught other processes' bursts). A kernel's time is its fused
 group's; the group's ops, followed from the relay ops that fuse-ops moved into it, share it
 evenly (a group of new ops, such as combine-parallel-dense's, passes its time on to the
 groups that read it). So one build and profile per device gives every group's time, and the
 search sees the groups of the builds it will choose among.
 
-A run's overhead per device (`Model.overheads`): the median wall time of `exe.run` of the same
-build beyond the sum of its nodes' medians.
+A run's overhead per device (`Model.overheads`): the least wall time of `exe.run` of the same
+build beyond the sum of its nodes' least times.
 
 Copies: a program of one copy between each pair of devices, profiled at two sizes, gives
 the latency and bandwidth of that pair.
@@ -135,20 +136,20 @@ def measure_device(module: ModuleOp, device: str, options: PlacementOptions, thr
     exe = Executable(built.graph, built.kernels, built.params)
     inputs = random_inputs(built.graph, set(built.params))
     profile = exe.profile(inputs, runs=PROFILE_RUNS)
-    medians = {t.step.node: t.median_seconds for t in profile.timings}
-    entry = node_times(built.graph, groups, medians, placement, {k.name: content_digest(k) for k in built.kernels})
-    entry["overhead"] = max(run_seconds(exe, inputs) - sum(medians.values()), 0.0)
+    fastest = {t.step.node: t.min_seconds for t in profile.timings}
+    entry = node_times(built.graph, groups, fastest, placement, {k.name: content_digest(k) for k in built.kernels})
+    entry["overhead"] = max(run_seconds(exe, inputs) - sum(fastest.values()), 0.0)
     return entry
 
 
 def run_seconds(exe: Executable, inputs: Mapping[str, np.ndarray]) -> float:
-    """The median wall time of `exe.run` (PROFILE_RUNS runs, after the profile warmed it)."""
+    """The least wall time of `exe.run` in PROFILE_RUNS runs, after the profile warmed it."""
     times: list[float] = []
     for _ in range(PROFILE_RUNS):
         start = time.perf_counter()
         exe.run(inputs)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def fused_groups(module: ModuleOp, tracked: Mapping[Operation, int]) -> list[list[int]]:
@@ -259,7 +260,7 @@ def copy_cost(graph: Graph, src: str, dst: str, options: PlacementOptions, threa
 
 
 def copy_seconds(src: str, dst: str, floats: int, options: PlacementOptions, threads: int) -> float:
-    """The median time of one copy of `floats` floats from device `src` to `dst`."""
+    """The least time of one copy of `floats` floats from device `src` to `dst`."""
     from xrelay.driver import build
     from xrelay.frontend.builder import Builder
 
@@ -269,7 +270,7 @@ def copy_seconds(src: str, dst: str, floats: int, options: PlacementOptions, thr
     default = options.config.default_scope.device
     exe = build(module, options.targets, default, options.host_target, num_threads=threads)
     profile = exe.profile(x=np.ones(floats, np.float32), runs=PROFILE_RUNS * 2)
-    copies = [t.median_seconds for t in profile.timings if t.step.kind == "copy"]
+    copies = [t.min_seconds for t in profile.timings if t.step.kind == "copy"]
     return statistics.median(copies) if copies else 0.0
 
 
