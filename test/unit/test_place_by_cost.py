@@ -282,3 +282,20 @@ def test_a_run_pays_the_overhead_of_each_device_it_uses() -> None:
     assert search(model, BOTH, budget=100).placement == [CPU, CPU]  # without overheads, opencl won
     model.overheads = {}
     assert search(model, BOTH, budget=100).placement[1] == CL
+
+
+def test_a_split_must_win_by_the_margin() -> None:
+    """Moving %a to opencl saves 4 us of 110 (after copies): less than MIN_GAIN, so all stays
+    on cpu (all on opencl is far slower: %b)."""
+    model = Model(
+        [
+            Node("%x", [], 1000, BOTH, is_input=True),
+            node("%a", [0], 100, 74),
+            node("%b", [1], 10, 1000, is_output=True),
+        ],
+        COPY,
+        CPU,
+    )
+    assert predict(model, [CPU, CL, CPU]) < predict(model, [CPU, CPU, CPU])
+    assert search(model, BOTH, budget=100).placement == [CPU, CPU, CPU]
+    assert search(model, BOTH, budget=100, min_gain=0.0).placement[1:] == [CL, CPU]
