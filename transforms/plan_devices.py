@@ -38,6 +38,9 @@ Remarks (option `explain=true`), between phases 2 and 3: for every value with a 
   constraint or Default step that fixed it, or the canonical form. Those whose fields are
   not all fixed by the value's own annotations are printed to stderr as
   `file:line:col: remark: ...`. `solve` and `remark_for` give `xrelay.explain` the same.
+  An op place-by-cost placed carries its reason (`relay.cost_placement`: measured times, the
+  runner-up): that is the origin of its scope and its remark, always printed; write-back
+  drops the attribute.
 Phase 3, write back, ops in program order: canonical `se_scope` on every relay op but
   device_copy, canonical `relay.se_scope` on every function argument and result. Every
   reader's operand is rewired to what the link under it produced: an on_device's operand
