@@ -10,8 +10,9 @@ evenly (a group of new ops, such as combine-parallel-dense's, passes its time on
 groups that read it). So one build and profile per device gives every group's time, and the
 search sees the groups of the builds it will choose among.
 
-A run's overhead per device (`Model.overheads`): the least wall time of `exe.run` of the same
-build beyond the sum of its nodes' least times.
+A run's overhead per device (`Model.overheads`): the median wall time of `exe.run` of the same
+build beyond the sum of its nodes' least times (so the prediction is of a typical run, while the
+kernels compare by their least times).
 
 Copies: a program of one copy between each pair of devices, profiled at two sizes, gives
 the latency and bandwidth of that pair.
@@ -143,13 +144,13 @@ def measure_device(module: ModuleOp, device: str, options: PlacementOptions, thr
 
 
 def run_seconds(exe: Executable, inputs: Mapping[str, np.ndarray]) -> float:
-    """The least wall time of `exe.run` in PROFILE_RUNS runs, after the profile warmed it."""
+    """The median wall time of `exe.run` in PROFILE_RUNS runs, after the profile warmed it."""
     times: list[float] = []
     for _ in range(PROFILE_RUNS):
         start = time.perf_counter()
         exe.run(inputs)
         times.append(time.perf_counter() - start)
-    return min(times)
+    return statistics.median(times)
 
 
 def fused_groups(module: ModuleOp, tracked: Mapping[Operation, int]) -> list[list[int]]:
