@@ -10,6 +10,9 @@ added at the end, written here (bench/branchy.py is on another branch).
 Threads as in bench/onnx_models.py: C kernels on one thread (XRELAY_NUM_THREADS=1), PoCL's
 pthread device on one (POCL_MAX_PTHREAD_COUNT=1): so auto may use the two cores of this
 machine, the C kernels on one and PoCL's worker on the other, while all-cpu uses one.
+The hand column's prediction is left out ("-") where the hand split's module does not have
+the free module's nodes one for one (e.g. the transformer: its on_devices keep fuse-layer-norm
+from matching). Every build but the hand split's places anew (XRELAY_BUILD_CACHE=0).
 "Empty cache" placement deletes place-by-cost's cache entries (`~/.cache/xrelay/placement`),
 not the kernel cache: gcc's objects and PoCL's binaries of an earlier run are reused.
 
