@@ -82,6 +82,27 @@ PIPELINE = (
 )
 
 
+# `placement` choices of `xrelay.build`: "annotated" places by the program's annotations and
+# the default device alone; "auto" runs place-by-cost first (transforms/place_by_cost.py).
+PLACEMENTS = ("annotated", "auto")
+Observer = Callable[[str, ModuleOp], None]
+
+
+def pipeline(placement: str) -> tuple[str, ...]:
+    """PIPELINE, with place-by-cost before plan-devices for `placement` "auto"."""
+    if placement != "auto":
+        return PIPELINE
+    at = PIPELINE.index("plan-devices")
+    return (*PIPELINE[:at], "place-by-cost", *PIPELINE[at:])
+
+
+def check_placement(placement: object) -> str:
+    if placement not in PLACEMENTS:
+        raise UsageError(f"placement must be one of {', '.join(repr(p) for p in PLACEMENTS)}, but was {placement!r}")
+    assert isinstance(placement, str)
+    return placement
+
+
 # The device types xrelay has a code generator and a runtime device for, with their kernel
 # language's name (from the table of device kinds).
 GENERATED_DEVICES = {kind.name: kind.language_name for kind in generating_kinds()}
@@ -97,6 +118,7 @@ def build(
     num_threads: int | None = None,
     progress: bool | None = None,
     batch_sizes: Sequence[int] | None = None,
+    placement: str = "annotated",
 ) -> Executable:
     """Compiles `program` (relay text, a path to a .mlir file, or a module, which is not
     changed) for `targets` (target strings, or one string: "c", "c,opencl").
@@ -112,6 +134,9 @@ def build(
     `num_threads=1` runs a cpu kernel and an OpenCL one at the same time on a core each. It is recorded in the cpu entries of
     the graph's `devices` list, so a saved executable keeps it, as it keeps each entry's
     `features`: what the machine its target builds for can do (`xrelay.runtime.machine`).
+    `placement="auto"` places the ops no annotation pins where the predicted run is fastest,
+    by measured kernel and copy times (`transforms/place_by_cost.py`; "annotated", the
+    default, places by the annotations and `default_device` alone).
     `progress=True` (or the environment variable XRELAY_PROGRESS=1) prints each stage to stderr as it ends: the
     passes, the kernels emitted, and their build on the devices.
 
@@ -121,9 +146,15 @@ def build(
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
     threads = thread_count(num_threads)
+    placement = check_placement(placement)
     if num_threads is not None:  # PoCL's pool takes the cores the C kernels leave (before it starts)
         share_cores(threads, available_cores(), [kind.name for kind in map(kind_of_target, targets) if kind])
     if batch_sizes is not None:
+        if placement == "auto":
+            raise UsageError(
+                "placement='auto' does not take batch_sizes yet (each size would be placed apart); "
+                "build with placement='annotated' (the default), or place by cost at one batch size"
+            )
         return build_sizes(
             module, params or {}, batch_sizes, targets, (default_device, host_target, threads), devices, report
         )
@@ -131,13 +162,15 @@ def build(
     if build_cache.enabled():
         features = [target_features(t).to_json() for t in (*targets, host_target)]
         key = build_cache.build_key(
-            str(module), params or {}, (targets, default_device, host_target, threads, features)
+            str(module), params or {}, (targets, default_device, host_target, threads, features, placement)
         )
         built = build_cache.lookup(key)
         if built is not None:
             report.stage(f"took the build from the cache ({len(built.kernels)} kernels)")
             return _executable(built, devices, report)
-    built = compile_module(module, params or {}, targets, (default_device, host_target, threads), report)
+    built = compile_module(
+        module, params or {}, targets, (default_device, host_target, threads), report, placement=placement
+    )
     del module  # (its constants that no param views, the weights before the passes, go now)
     release_freed_memory()
     exe = _executable(built, devices, report)
@@ -181,6 +214,8 @@ def compile_module(
     options: tuple[str | None, str, int],
     report: Progress,
     shared: tuple[tuple[KernelSet, str], EarlyBuilds] | None = None,
+    placement: str = "annotated",
+    observe: Observer | None = None,
 ) -> build_cache.Built:
     """Binds the params, runs the pipeline on `module` in place, and emits the kernels:
     what the runtime needs (`options`: default device, host target, thread count). `shared`,
@@ -188,7 +223,7 @@ def compile_module(
     and the early builds of all of them."""
     default_device, host_target, threads = options
     bind_params(module, params)
-    lower(module, targets, default_device, host_target, report)
+    lower(module, targets, default_device, host_target, report, placement, threads, observe)
     graph = executor_graph(module)
     record_threads(graph.graph, threads)
     record_features(graph.graph)
@@ -342,16 +377,25 @@ def lower(
     default_device: str | None,
     host_target: str,
     progress: Progress | None = None,
+    placement: str = "annotated",
+    num_threads: int = 0,
+    observe: Observer | None = None,
 ) -> None:
-    """Runs the pipeline in place and verifies the result."""
+    """Runs the pipeline in place (with place-by-cost before plan-devices for `placement`
+    "auto") and verifies the result. `observe` sees the module after each pass."""
     passes = all_passes()
     options = {"targets": targets, "default_device": default_device, "host_target": host_target}
     ctx = context()
-    for name in PIPELINE:
+    for name in pipeline(placement):
         cls = passes[name]()
-        _apply(cls(**options) if name == "plan-devices" else cls(), ctx, module)
+        if name == "place-by-cost":
+            _apply(cls(**options, num_threads=num_threads), ctx, module)
+        else:
+            _apply(cls(**options) if name == "plan-devices" else cls(), ctx, module)
         if progress is not None:
             progress.stage(name)
+        if observe is not None:
+            observe(name, module)
     try:
         module.verify()
     except DiagnosticException as e:

@@ -22,9 +22,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from xrelay.errors import UsageError
-from xrelay.ir import Program, as_module
+from xrelay.ir import Program, as_module, context
 from xrelay.transforms.compilation_config import CompilationConfig, targets_named_in
 from xrelay.transforms.device_remarks import Remark, Step
+from xrelay.transforms.place_by_cost import PlaceByCostPass
 from xrelay.transforms.plan_devices import remark_for, solve
 
 __all__ = ["Remark", "Step", "explain"]
@@ -36,19 +37,27 @@ def explain(
     targets: str | Sequence[str] | None = None,
     default_device: str | None = None,
     host_target: str = "c",
+    placement: str = "annotated",
 ) -> list[Remark]:
     """The remarks for the values named `value_or_op_name` in `program` (relay text, a .mlir
     path or a module, before plan-devices), planned with plan-devices' options: `"%h"` names
     the values printed as `%h` (in any function), `"relay.exp"` the results of every
     `relay.exp`. Without `targets`, "c" and the targets the module's scopes name. An
     on_device result and an unpinned constant are planned per use and have no
-    remark of their own (ask about the value under the annotation, or its users)."""
+    remark of their own (ask about the value under the annotation, or its users).
+    With `placement="auto"`, the module (a copy) is placed by place-by-cost first, as
+    `xrelay.build` places it, and the remarks of the values it placed give its reasons."""
+    from xrelay.driver import check_placement
+
     module = as_module(program, "xrelay.explain")
-    values = _named(module, value_or_op_name)
     if targets is None:
         targets = targets_named_in(module)
     elif isinstance(targets, str):
         targets = [t.strip() for t in targets.split(",")]
+    if check_placement(placement) == "auto":
+        module = module.clone()
+        PlaceByCostPass(tuple(targets), default_device, host_target).apply(context(), module)
+    values = _named(module, value_or_op_name)
     constraints = solve(module, CompilationConfig.from_options(tuple(targets), default_device, host_target))
     found = [remark_for(constraints, value) for value in values]
     return [remark for remark in found if remark is not None]

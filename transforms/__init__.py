@@ -7,6 +7,7 @@ from xdsl.passes import ModulePass
 
 # CLI name -> (module under xrelay.transforms, class name)
 PASSES: dict[str, tuple[str, str]] = {
+    "place-by-cost": ("place_by_cost", "PlaceByCostPass"),
     "plan-devices": ("plan_devices", "PlanDevicesPass"),
     "fuse-ops": ("fuse_ops", "FuseOpsPass"),
     "fuse-layer-norm": ("fuse_layer_norm", "FuseLayerNormPass"),

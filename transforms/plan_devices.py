@@ -38,6 +38,9 @@ Remarks (option `explain=true`), between phases 2 and 3: for every value with a 
   constraint or Default step that fixed it, or the canonical form. Those whose fields are
   not all fixed by the value's own annotations are printed to stderr as
   `file:line:col: remark: ...`. `solve` and `remark_for` give `xrelay.explain` the same.
+  An op place-by-cost placed carries its reason (`relay.cost_placement`: measured times, the
+  runner-up): that is the origin of its scope and its remark, always printed; write-back
+  drops the attribute.
 Phase 3, write back, ops in program order: canonical `se_scope` on every relay op but
   device_copy, canonical `relay.se_scope` on every function argument and result. Every
   reader's operand is rewired to what the link under it produced: an on_device's operand
@@ -66,7 +69,7 @@ from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -81,6 +84,7 @@ from xrelay.transforms.compilation_config import TARGET_KIND_DEVICES, Compilatio
 from xrelay.transforms.device_domains import Conflict, DeviceDomains, Domain, Origin
 from xrelay.transforms.device_remarks import Remark, Step, describe_scope, steps_of
 
+COST_ATTR = "relay.cost_placement"  # place-by-cost's reason for an op's se_scope (transforms/place_by_cost.py)
 PASS_ORDER = "plan-devices, fuse-ops, convert-relay-to-loops"
 PRIMITIVES = frozenset(relay.PRIMITIVE_OPS)  # exact types: much cheaper than isinstance on 37
 
@@ -159,6 +163,8 @@ class Constraints:
     own: dict[SSAValue, frozenset[str]] = field(default_factory=dict[SSAValue, frozenset[str]])
     """The fields each value's own annotations set (its op's se_scope, its parameter attribute,
     an on_device or copy of it), for remarks: a value they fully explain gets none."""
+    placed: dict[SSAValue, Origin] = field(default_factory=dict[SSAValue, Origin])
+    """The results of ops place-by-cost placed, with its reason: their remarks give it."""
 
     def annotate(self, value: SSAValue | None, scope: SEScopeAttr) -> None:
         """Records that `value` carries an annotation of `scope` (it already joined its domain)."""
@@ -288,6 +294,10 @@ def _collect_primitive(c: Constraints, op: relay.RelayOp) -> None:
     """One domain for the op, its operands and its result."""
     if op.se_scope is None:
         domain = c.domains.fresh()
+    elif isinstance(why := op.attributes.get(COST_ATTR), StringAttr):  # place-by-cost's choice
+        origin = Origin("place-by-cost", location_of(op), note=f" ({why.data})")
+        domain = c.domains.fresh(_checked(c, op, op.se_scope, str(origin)), origin)
+        c.placed.update((result, origin) for result in op.results)
     else:
         origin = Origin(f"se_scope of '{op.name}'", location_of(op))
         scope = _checked(c, op, op.se_scope, str(origin))
@@ -485,7 +495,10 @@ def remark_for(c: Constraints, value: SSAValue) -> Remark | None:
     )
     location = location_of(where) if where is not None else "unknown location"
     steps = steps_of(root.sources)
-    return Remark(_describe(value), scope, steps, location, _is_local(steps, c.own.get(value)))
+    if (placed := c.placed.get(value)) is not None:  # its op's own reason, not its domain's first
+        steps = (Step(FIELDS, placed.what, placed.location, "constraint", note=placed.note),)
+    local = placed is None and _is_local(steps, c.own.get(value))
+    return Remark(_describe(value), scope, steps, location, local)
 
 
 def _is_local(steps: tuple[Step, ...], own: frozenset[str] | None) -> bool:
@@ -557,6 +570,7 @@ class WriteBack:
                 op.properties["se_scope"] = self.scope(self.c.ops[op])
         elif type(op) in PRIMITIVES:
             op.properties["se_scope"] = self.scope(self.c.ops[op])
+            op.attributes.pop(COST_ATTR, None)
             self.rewire_operands(op)
         elif isinstance(op, (func.CallOp, func.ReturnOp)):
             self.rewire_operands(op)

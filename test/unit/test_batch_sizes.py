@@ -383,3 +383,14 @@ def test_a_slice_that_takes_the_whole_batch_and_a_constant_concatenated_follow_i
     module = b.finish(b.op(relay.StridedSliceOp, [x], {"begin": i64_array([0]), "end": i64_array([1])}))
     with pytest.raises(UsageError, match=r"relay\.strided_slice at .* no longer depends on the batch"):
         xrelay.build(module, batch_sizes=(2, 4))
+
+
+def test_placement_by_cost_with_batch_sizes_is_refused_by_name() -> None:
+    """Each size would be placed apart (and its params could land on different devices):
+    refused with a message that names both options, before anything is compiled."""
+    text = (
+        "func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n"
+        "  %0 = relay.nn.relu %x : tensor<1x4xf32>\n  func.return %0 : tensor<1x4xf32>\n}"
+    )
+    with pytest.raises(xrelay.UsageError, match="placement='auto' does not take batch_sizes"):
+        xrelay.build(text, targets=("c", "opencl"), placement="auto", batch_sizes=(1, 4))
