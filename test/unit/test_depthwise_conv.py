@@ -20,6 +20,7 @@ import xrelay
 from xrelay.dialects import relay
 from xrelay.driver import bind_params
 from xrelay.transforms.fuse_ops import FuseOpsPass
+from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.plan_devices import PlanDevicesPass
 from xrelay.transforms.schedules import depthwise_conv
 
@@ -165,9 +166,13 @@ def test_constant_weights_with_the_mobile_epilogues(name: str, target: str) -> N
     x, params = constant_arrays(name, np.random.default_rng(6))
     plan = constant_plan(text, params, target)
     assert plan is not None and plan.finite_weights
+    _, k, _, epilogue = CONSTANT_CASES[name]
+    # swish's sigmoid runs in one loop over the sums (libmvec in C); relu6 and hardswish only
+    # on rows no longer than a vector
+    lanes = plan.tile.lanes
+    assert plan.flat_epilogue == (epilogue == "swish" or shape_of(plan.conv.res)[3] <= lanes)
     expected = xrelay.interpret(xrelay.parse(text), {"x": x, **params})
     got = xrelay.build(text, targets=(target,), params=params, num_threads=1).run(x)
-    _, k, _, _ = CONSTANT_CASES[name]
     magnitude = xrelay.interpret(xrelay.parse(text), {"x": np.abs(x), **{k_: np.abs(v) for k_, v in params.items()}})
     # swish and hardswish multiply the sum by a function of itself: twice the sum's error, and
     # sigmoid's own rounding (a few eps of the result)
@@ -190,3 +195,13 @@ def test_nonfinite_constant_weight_checks_its_channel_at_run_time() -> None:
     got = xrelay.build(text, targets=("c",), params=params, num_threads=1).run(x)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     assert np.isfinite(expected[0, 3, 0, 1:]).any()
+
+
+def test_an_epilogue_that_reads_other_pixels_runs_per_output_row() -> None:
+    """A residual add (x at each output) is not the same at every pixel of a channel: its
+    epilogue stays in the loop along each output row, even on rows shorter than a vector."""
+    case = CASES["mobilenet_3x3_odd"]
+    text = conv_program(*case, residual=True)
+    plan = constant_plan(text, {}, "c")
+    assert plan is not None and not plan.flat_epilogue and not plan.finite_weights
+    check_everywhere(text, inputs(case, np.random.default_rng(8)))
