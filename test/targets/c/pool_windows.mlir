@@ -6,7 +6,8 @@
 // the pool_windows schedule: per output row (n, c, oh), two chunks of 8 outputs, the second
 // the row's last 8 (starting at column 1), each a loop of constant trip count 8 with the
 // window's 4 taps in straight-line code, the max as a tree of adjacent pairs, then the
-// epilogue (relu). A pool of 7-wide rows stays elementwise (a loop over the window).
+// epilogue (relu); `#pragma GCC unroll 1` keeps gcc from peeling it into branches. A pool
+// of 7-wide rows stays elementwise (a loop over the window).
 // The target is pinned (AVX-512, x86-64-v4) so that the kernel is the same on every host when
 // the chunk follows the target's vector width (plain "c" is the host's).
 
@@ -19,6 +20,7 @@
 // C-NEXT:      long [[FIRST8:v[0-9]+]] = [[CHUNK]] * 8;
 // C-NEXT:      int [[BEFORE:v[0-9]+]] = [[FIRST8]] < 1;
 // C-NEXT:      long [[FIRST:v[0-9]+]] = [[BEFORE]] ? [[FIRST8]] : 1;
+// C-NEXT:      #pragma GCC unroll 1
 // C-NEXT:      for (long [[LANE:i[0-9]+]] = 0; [[LANE]] < 8; [[LANE]]++) {
 // C-NEXT:        long [[OW:v[0-9]+]] = [[FIRST]] + [[LANE]];
 // C-NEXT:        long [[COL:v[0-9]+]] = [[OW]] * 2;
