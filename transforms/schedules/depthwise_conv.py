@@ -21,7 +21,7 @@ The nest spans (image, channel, block of `Plan.rows` output rows). A work item:
 3. stores the group's epilogue at the block's outputs from those sums, one loop along each
    output row over the whole row (gcc vectorises it, clip and all; per chunk, its rows cut
    at the chunk's ends, it did not). An epilogue that is the same at every pixel of the
-   channel (bias, clip, hardswish, swish: `channel_epilogue`) runs instead in one loop over
+   channel (bias, clip, hardswish, swish: `schedules.channel_epilogue`) runs instead in one loop over
    all the sums, in place, before they are copied out, where it calls a maths function or
    the rows are no longer than a vector: a sigmoid per row of 7 or 14 was scalar expf calls
    (EfficientNet's 1152 x 7 x 7 5 x 5 conv + bias + swish: 155 -> 89 us, 576 x 14 x 14 3 x 3:
@@ -58,6 +58,7 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
     anchor_of,
+    channel_epilogue,
     features_of,
     group_root,
     kind_of,
@@ -97,7 +98,7 @@ class Plan:
     column_phases: tuple[int, ...]
     tile: mk.Tile  # one row of VECTORS vectors of the target's lanes
     finite_weights: bool  # the weight is a constant of finite values (no check at run time)
-    # the epilogue is the same at every pixel (`channel_epilogue`) and calls a maths function
+    # the epilogue is the same at every pixel (`schedules.channel_epilogue`) and calls a maths function
     # or the rows are short: it runs in one loop over the sums, then they are copied out
     flat_epilogue: bool
 
@@ -158,7 +159,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     rows = max(fits)
     tile = mk.Tile(rows=1, vectors=chunk_vectors((rows - 1) * padded_width + out_w, lanes), lanes=lanes)
-    flat = channel_epilogue(group, conv) and (out_w <= lanes or loops_epilogue(group))
+    flat = channel_epilogue(group, conv.res) and (out_w <= lanes or loops_epilogue(group))
     checks = (constant_finite(group, conv.weight), flat)
     return Plan(conv, rows, rows + reach, padded_width, row_phases, column_phases, tile, *checks)
 
@@ -168,28 +169,6 @@ def chunk_vectors(positions: int, lanes: int) -> int:
     fewest chunks, with at least VECTORS (or as many as the positions fill)."""
     least = min(VECTORS, math.ceil(positions / lanes))
     return min(range(least, MAX_VECTORS + 1), key=lambda v: (math.ceil(positions / (v * lanes)) * v, -v))
-
-
-def channel_epilogue(group: relay.FusedOp, conv: relay.Conv2DOp) -> bool:
-    """Whether the group's ops after `conv` are elementwise ops whose other operands are the
-    same at every pixel of a channel (a bias, a scalar): then the epilogue of a sum does not
-    depend on where it lies in the image."""
-    after: set[SSAValue] = {conv.res}
-    for op in group.body.block.ops:
-        if isinstance(op, relay.YieldOp) or not any(operand in after for operand in op.operands):
-            continue
-        if not isinstance(op, relay.UnaryElemwiseOp | relay.BinaryBroadcastOp | relay.BiasAddOp):
-            return False
-        if isinstance(op, relay.BiasAddOp):
-            if op.axis_value != 1:
-                return False
-            after.update(op.results)
-            continue
-        for operand in op.operands:
-            if operand not in after and any(d != 1 for d in (1, 1, *shape_of(operand))[-2:]):
-                return False
-        after.update(op.results)
-    return True
 
 
 def constant_finite(group: relay.FusedOp, value: SSAValue) -> bool:
