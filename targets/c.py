@@ -44,6 +44,7 @@ schedule, the MLP 0.97-0.98x, the transformer 1.00x; interleaved A/B in one proc
 
 from __future__ import annotations
 
+import math as math_
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -148,9 +149,11 @@ typedef float {ty} __attribute__((vector_size({4 * lanes}), aligned(4), may_alia
 VECTOR_DECLARATIONS = {f.split("(")[0]: f'float {f} __attribute__((simd("notinbranch")));' for f in VECTOR_MATH}
 # gcc's loop if-conversion off for one kernel (`CEmitter.function_prefix`); nothing elsewhere.
 # gcc's complete peeling of a loop of constant trips (its max-completely-peel-times), and the
-# ops printed as a conditional expression (`CEmitter.loop_pragmas`).
+# ops that peeling leaves worse than the loop (`CEmitter.loop_pragmas`): those printed as a
+# conditional expression, and the maths calls that have libmvec variants (VECTOR_MATH).
 COMPLETE_PEEL_TRIPS = 16
 SELECTS = (arith.MaximumfOp, arith.MinimumfOp, arith.SelectOp)
+VECTOR_CALLS = (math.ExpOp, math.LogOp, math.TanhOp, math.ErfOp, math.PowFOp)
 NO_IF_CONVERSION = "XRELAY_NO_IF_CONVERSION"
 NO_IF_CONVERSION_PRELUDE = f"""#ifndef {NO_IF_CONVERSION}
 #if defined(__GNUC__) && !defined(__clang__)
@@ -194,6 +197,36 @@ static inline void {JOIN}(int *joined) {{
 """
 
 
+def literal_value(text: str) -> float | None:
+    """The value of a finite float literal as `c_style.float_literal` prints it, else None."""
+    match = re.fullmatch(r"\(?(-?[0-9][0-9.e+-]*)f\)?", text)
+    return float(match.group(1)) if match else None
+
+
+def maximum_expr(a: str, b: str) -> str:
+    """`arith.maximumf` as the C target prints it: a NaN on either side wins, else `a > b ? a
+    : b` (a tie, -0 and +0, gives b, as numpy's maximum). Against a finite constant, one
+    comparison that a NaN fails, `c > x ? c : x` (a relu's max(x, +0) then `+ 0.0f`, which
+    turns only a -0 result into c's +0), instead of two selects: the relu6 epilogue of a
+    depthwise conv spent 30% of its time in their compares and masked moves (MobileNetV2's
+    144 x 56 x 56: 149 -> 122 us, AVX-512, 1 thread)."""
+    return _extreme(a, b, ">")
+
+
+def minimum_expr(a: str, b: str) -> str:
+    """`arith.minimumf`, as `maximum_expr` with `<`."""
+    return _extreme(a, b, "<")
+
+
+def _extreme(a: str, b: str, order: str) -> str:
+    second, first = literal_value(b), literal_value(a)
+    if second is not None and not (second == 0 and math_.copysign(1.0, second) < 0):
+        return f"({b} {order} {a} ? {b} : {a})" + (" + 0.0f" if second == 0 else "")  # a tie gives b
+    if first is not None:
+        return f"({a} {order} {b} ? {a} : {b})"  # a NaN b fails the comparison
+    return f"{a} != {a} ? {a} : ({a} {order} {b} ? {a} : {b})"
+
+
 class CEmitter(CStyleEmitter):
     target = "c"
     header = "#include <math.h>\n"
@@ -203,8 +236,8 @@ class CEmitter(CStyleEmitter):
     code_for_op: ClassVar[dict[type[Operation], Expr]] = {
         **COMMON_CODE,
         **math_calls("f"),
-        arith.MaximumfOp: lambda a, b: f"{a} != {a} ? {a} : ({a} > {b} ? {a} : {b})",
-        arith.MinimumfOp: lambda a, b: f"{a} != {a} ? {a} : ({a} < {b} ? {a} : {b})",
+        arith.MaximumfOp: lambda a, b: maximum_expr(a, b),
+        arith.MinimumfOp: lambda a, b: minimum_expr(a, b),
         math.RsqrtOp: lambda a: f"1.0f / sqrtf({a})",
     }
     vector_widths = VECTOR_WIDTHS
@@ -212,19 +245,20 @@ class CEmitter(CStyleEmitter):
 
     def loop_pragmas(self, op: scf.ForOp) -> tuple[str, ...]:
         """`#pragma GCC unroll 1` before an innermost loop of at most COMPLETE_PEEL_TRIPS
-        constant trips that selects (max, min, select: a relu or clip epilogue): gcc -O3
-        otherwise peels it completely before the loop vectoriser sees it, and, if-conversion
-        being a loop pass, each select of the straight-line copies is a branch, which
-        mispredicts on the signs of a conv's outputs. Kept a loop, it is if-converted and
-        vectorised (MobileNetV2's first conv, 3 -> 32 at 112 x 112 with bias and relu6,
-        packed_conv's 5 x 2 tile of 8 lanes for x86-64-v3: 2104 -> 287 us, 1 thread)."""
+        constant trips that selects (max, min, select: a relu or clip epilogue) or calls a
+        maths function: gcc -O3 otherwise peels it completely before the loop vectoriser sees
+        it, and, if-conversion being a loop pass, each select of the straight-line copies is
+        a branch, which mispredicts on the signs of a conv's outputs, and each call a scalar
+        call. Kept a loop, it is if-converted and vectorised (MobileNetV2's first conv, 3 ->
+        32 at 112 x 112 with bias and relu6, packed_conv's 5 x 2 tile of 8 lanes for
+        x86-64-v3: 2104 -> 287 us; EfficientNet's, with bias and swish, 934 -> 379 us; 1 thread, load 10)."""
         counts = [constant_of(v) for v in (op.lb, op.ub, op.step)]
         if None in counts or op.iter_args or has_loop(op):
             return ()
         lb, ub, step = (c for c in counts if c is not None)
         if step <= 0 or -(-(ub - lb) // step) > COMPLETE_PEEL_TRIPS:
             return ()
-        if not any(isinstance(inner, SELECTS) for inner in op.body.block.ops):
+        if not any(isinstance(inner, SELECTS + VECTOR_CALLS) for inner in op.body.block.ops):
             return ()
         return ("#pragma GCC unroll 1",)
 
