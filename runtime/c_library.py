@@ -55,12 +55,10 @@ C_COMPILER = "gcc"
 # so its output also compiles warning-free without -fopenmp-simd (no OpenMP runtime needed).
 SIMD_MACRO = "XRELAY_OMP_SIMD"
 # -fno-math-errno lets gcc vectorise maths calls (libmvec's variants set no errno) and sqrtf
-# become one instruction; NaN and infinity semantics stay as they are. -fno-trapping-math
-# lets it compute a float op on both arms of a select (no kernel traps on FP exceptions;
-# values are unchanged): without masked vector ops (AVX2, SSE) gcc left a loop scalar, with
-# a branch per select, when it had sunk an op into a select's arms (hardswish's x * clip(..):
-# MobileNetV3's 1 x 1 conv 32 -> 192 at 28 x 28 with bias + hardswish for x86-64-v3 1200 ->
-# 105 us, 1 thread).
+# become one instruction; NaN and infinity semantics stay as they are. (-fno-trapping-math
+# made hardswish epilogues vectorise for AVX2 (1200 -> 105 us for a 1 x 1 conv 32 -> 192 at
+# 28 x 28, x86-64-v3), but DenseNet-121's max_pool2d 64 x 112 x 112 took 28x the time and its
+# concatenates 10x: not used.)
 # (gcc 12.2's loop if-conversion miscompiles conditional loads: kernels with a branch turn it
 # off for themselves, `targets/c.py`'s NO_IF_CONVERSION; off for all, no loop with a select
 # would vectorise.)
@@ -69,7 +67,6 @@ C_BASE_FLAGS = (
     "-O3",
     "-march=native",
     "-fno-math-errno",
-    "-fno-trapping-math",
     "-fPIC",
     "-shared",
     "-fopenmp-simd",

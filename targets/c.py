@@ -44,7 +44,6 @@ schedule, the MLP 0.97-0.98x, the transformer 1.00x; interleaved A/B in one proc
 
 from __future__ import annotations
 
-import math as math_
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ from typing import IO, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, scf
-from xdsl.dialects.builtin import ModuleOp, VectorType
+from xdsl.dialects.builtin import Float32Type, ModuleOp, VectorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
@@ -61,6 +60,7 @@ from xrelay.targets.c_style import (
     COMMON_CODE,
     CStyleEmitter,
     Expr,
+    assumes_no_nans,
     kernels_in_language,
     math_calls,
     trip_counts,
@@ -197,6 +197,13 @@ static inline void {JOIN}(int *joined) {{
 """
 
 
+def float_result(op: Operation) -> bool:
+    """Whether `op` makes a float (not an index: a clamp's select in a packing loop, whose
+    complete peeling is what makes the packing fast: 224 -> 128 1 x 1 conv at 56 x 56,
+    0.94 -> 1.87 ms with the pragma on it)."""
+    return isinstance(op.results[0].type, Float32Type)
+
+
 def literal_value(text: str) -> float | None:
     """The value of a finite float literal as `c_style.float_literal` prints it, else None."""
     match = re.fullmatch(r"\(?(-?[0-9][0-9.e+-]*)f\)?", text)
@@ -205,11 +212,12 @@ def literal_value(text: str) -> float | None:
 
 def maximum_expr(a: str, b: str) -> str:
     """`arith.maximumf` as the C target prints it: a NaN on either side wins, else `a > b ? a
-    : b` (a tie, -0 and +0, gives b, as numpy's maximum). Against a finite constant, one
-    comparison that a NaN fails, `c > x ? c : x` (a relu's max(x, +0) then `+ 0.0f`, which
-    turns only a -0 result into c's +0), instead of two selects: the relu6 epilogue of a
-    depthwise conv spent 30% of its time in their compares and masked moves (MobileNetV2's
-    144 x 56 x 56: 149 -> 122 us, AVX-512, 1 thread)."""
+    : b` (a tie, -0 and +0, gives b, as numpy's maximum). Against a finite constant c, one
+    comparison that a NaN fails: `c >= x ? c : x` when c is the second operand (a tie gives
+    c), `c > x ? c : x` when it is the first, instead of two selects: the relu6 epilogue of a
+    depthwise conv spent 30% of its time in their compares and masked moves. (A `+ 0.0f`
+    after `c > x ? c : x` for relu's +0 kept AVX2 loops scalar: gcc moved the add into the
+    select's arms, which it then could not if-convert.)"""
     return _extreme(a, b, ">")
 
 
@@ -218,13 +226,17 @@ def minimum_expr(a: str, b: str) -> str:
     return _extreme(a, b, "<")
 
 
-def _extreme(a: str, b: str, order: str) -> str:
-    second, first = literal_value(b), literal_value(a)
-    if second is not None and not (second == 0 and math_.copysign(1.0, second) < 0):
-        return f"({b} {order} {a} ? {b} : {a})" + (" + 0.0f" if second == 0 else "")  # a tie gives b
-    if first is not None:
-        return f"({a} {order} {b} ? {a} : {b})"  # a NaN b fails the comparison
+def two_selects(a: str, b: str, order: str) -> str:
+    """max (`order` ">") or min ("<"): a NaN `a` wins, else `a order b ? a : b`."""
     return f"{a} != {a} ? {a} : ({a} {order} {b} ? {a} : {b})"
+
+
+def _extreme(a: str, b: str, order: str) -> str:
+    if literal_value(b) is not None:
+        return f"({b} {order}= {a} ? {b} : {a})"  # a tie gives b; a NaN a fails the comparison
+    if literal_value(a) is not None:
+        return f"({a} {order} {b} ? {a} : {b})"  # a tie gives b; a NaN b fails the comparison
+    return two_selects(a, b, order)
 
 
 class CEmitter(CStyleEmitter):
@@ -242,6 +254,7 @@ class CEmitter(CStyleEmitter):
     }
     vector_widths = VECTOR_WIDTHS
     vector_lanes = False
+    if_converts = True  # whether gcc's loop if-conversion is on for the kernel being printed
 
     def loop_pragmas(self, op: scf.ForOp) -> tuple[str, ...]:
         """`#pragma GCC unroll 1` before an innermost loop of at most COMPLETE_PEEL_TRIPS
@@ -258,7 +271,7 @@ class CEmitter(CStyleEmitter):
         lb, ub, step = (c for c in counts if c is not None)
         if step <= 0 or -(-(ub - lb) // step) > COMPLETE_PEEL_TRIPS:
             return ()
-        if not any(isinstance(inner, SELECTS + VECTOR_CALLS) for inner in op.body.block.ops):
+        if not any(isinstance(inner, SELECTS + VECTOR_CALLS) and float_result(inner) for inner in op.body.block.ops):
             return ()
         return ("#pragma GCC unroll 1",)
 
@@ -273,9 +286,19 @@ class CEmitter(CStyleEmitter):
         exact slow path) cannot be if-converted and leaves it on: its epilogue's relu then
         vectorises (the CNN's first conv, 8x1x28x28 -> 16 with bias and relu: 2.6x -> 1.7x the
         time of onnxruntime's Conv + Relu, measured beside it)."""
-        if any(isinstance(op, scf.IfOp) and not has_loop(op) for op in kernel.walk()):
-            return f"{NO_IF_CONVERSION} {self.kernel_prefix}"
-        return self.kernel_prefix
+        self.if_converts = not any(isinstance(op, scf.IfOp) and not has_loop(op) for op in kernel.walk())
+        return self.kernel_prefix if self.if_converts else f"{NO_IF_CONVERSION} {self.kernel_prefix}"
+
+    def emit_expression(self, op: Operation) -> None:
+        """A max or min keeps its two selects in a kernel without loop if-conversion, where
+        gcc vectorises those and leaves `maximum_expr`'s one comparison a branch (DenseNet's
+        concatenate + batch norm + relu: 10x the time)."""
+        if isinstance(op, arith.MaximumfOp | arith.MinimumfOp) and not self.if_converts and not assumes_no_nans(op):
+            order = ">" if isinstance(op, arith.MaximumfOp) else "<"
+            a, b = (self.expr(v) for v in op.operands)
+            self.assign(op.results[0], two_selects(a, b, order), op)
+            return
+        super().emit_expression(op)
 
     def vector_type_name(self, lanes: int) -> str:
         return vector_type(lanes)

@@ -67,7 +67,7 @@ def test_relu_and_clip_against_literals_bit_for_bit(bounds: tuple[float, float],
     )
     relu, clip = (np.asarray(v) for v in xrelay.build(text, targets=(target,)).run(x))
     sources = "".join(k.source for k in xrelay.build(text, targets=(target,)).kernels)
-    assert "(0.0f > " in sources  # relu's one-comparison form
+    assert "(0.0f >= " in sources  # relu's one-comparison form
     c = np.full_like(x, low), np.full_like(x, high)
     for got, want in (
         (relu, general("max", x, np.zeros_like(x))),
@@ -80,13 +80,12 @@ def test_relu_and_clip_against_literals_bit_for_bit(bounds: tuple[float, float],
 
 
 def test_forms() -> None:
-    """One comparison against a constant (a second operand +0 added back), two selects
-    otherwise: between two variables, against NaN, and against a second operand -0 (a tie
-    of +0 with it must give -0)."""
-    assert maximum_expr("v1", "0.0f") == "(0.0f > v1 ? 0.0f : v1) + 0.0f"
+    """One comparison against a constant (`>=` or `<=` when it is second, so that a tie gives
+    it), two selects between two variables and against NaN."""
+    assert maximum_expr("v1", "0.0f") == "(0.0f >= v1 ? 0.0f : v1)"
     assert maximum_expr("6.0f", "v1") == "(6.0f > v1 ? 6.0f : v1)"
-    assert minimum_expr("v1", "6.0f") == "(6.0f < v1 ? 6.0f : v1)"
+    assert minimum_expr("v1", "6.0f") == "(6.0f <= v1 ? 6.0f : v1)"
     assert minimum_expr("(-0.0f)", "v1") == "((-0.0f) < v1 ? (-0.0f) : v1)"
-    assert minimum_expr("v1", "(-0.0f)") == "v1 != v1 ? v1 : (v1 < (-0.0f) ? v1 : (-0.0f))"
+    assert minimum_expr("v1", "(-0.0f)") == "((-0.0f) <= v1 ? (-0.0f) : v1)"
     assert maximum_expr("v1", "v2") == "v1 != v1 ? v1 : (v1 > v2 ? v1 : v2)"
     assert maximum_expr("v1", "NAN") == "v1 != v1 ? v1 : (v1 > NAN ? v1 : NAN)"

@@ -42,7 +42,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> 
 // C-NEXT: float [[D:[a-z_0-9]+]] = [[ACC]][[[I3]] * 6 + [[J3]]];
 // C-NEXT: float [[BV:[a-z_0-9]+]] = in2[[[J3]]];
 // C-NEXT: float [[E:[a-z_0-9]+]] = [[D]] + [[BV]];
-// C-NEXT: float [[R:[a-z_0-9]+]] = (0.0f > [[E]] ? 0.0f : [[E]]) + 0.0f;
+// C-NEXT: float [[R:[a-z_0-9]+]] = (0.0f >= [[E]] ? 0.0f : [[E]]);
 // C-NEXT: out0[[[I3]] * 6 + [[J3]]] = [[R]];
 // C-NOT: softmax
 
