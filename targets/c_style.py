@@ -356,6 +356,10 @@ class CStyleEmitter:
             self.emit(op)
         self.depth -= 1
 
+    def loop_pragmas(self, op: scf.ForOp) -> tuple[str, ...]:
+        """Lines before the `for` of `op` that tell the compiler how to treat it (none here)."""
+        return ()
+
     def for_loop(self, iv: SSAValue, lb: SSAValue, ub: SSAValue, step: SSAValue) -> None:
         i = self.declare(iv, "i")
         inc = f"{i}++" if self.expr(step) == "1" else f"{i} += {self.expr(step)}"
@@ -526,6 +530,8 @@ class CStyleEmitter:
             clauses = " ".join(f"reduction({o}:{self.names[r]})" for o, r in zip(operators, op.res))
             for text in self.reduction_pragma:
                 self.line(text.format(clauses))
+        for text in self.loop_pragmas(op):
+            self.line(text)
         self.for_loop(iv, op.lb, op.ub, op.step)
         self.body(op.body.block)
         self.line("}")

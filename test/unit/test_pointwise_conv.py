@@ -13,7 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from isa_levels import OPENCL_PLANNED, isa_params
+from test_depthwise_conv import EPILOGUES, t
 from test_packed_conv import check_everywhere, check_isa_level, conv_program, inputs, schedules, terms_of
+from tolerances import EPS32, assert_within, sum_of_products_bound
+
+import xrelay
 
 S2 = "strides = array<i64: 2, 2>"
 
@@ -69,3 +73,50 @@ def test_leaves_one_pixel_padded_and_grouped_convs_to_others(
     text = conv_program(data, weight, attrs, result)
     assert schedules(text) != ["pointwise_conv"]
     check_everywhere(text, inputs((data, weight, attrs, result, False), np.random.default_rng(2)))
+
+
+# name: data, output channels, stride, epilogue after the bias (test_depthwise_conv.EPILOGUES)
+MOBILE_CASES = {
+    "hardswish_7x7": ((1, 80, 7, 7), 67, 1, "hardswish"),
+    "swish_odd_batch2": ((2, 72, 9, 11), 40, 1, "swish"),
+    "relu6_stride2": ((1, 48, 29, 27), 37, 2, "relu6"),
+    "relu6_wide_rows": ((1, 64, 3, 40), 40, 1, "relu6"),
+}
+
+
+def mobile_program(name: str) -> str:
+    data, out_c, s, epilogue = MOBILE_CASES[name]
+    n, c, h, w = data
+    result = (n, out_c, (h - 1) // s + 1, (w - 1) // s + 1)
+    lines = [
+        f"%c = relay.nn.conv2d %x, %w {{strides = array<i64: {s}, {s}>}} : ({t(data)}, {t((out_c, c, 1, 1))}) -> T",
+        f"%d = relay.nn.bias_add %c, %b : (T, {t((out_c,))}) -> T",
+        "%sixth = relay.constant {value = dense<0.1666666716337204> : tensor<f32>} : tensor<f32>",
+        "%half = relay.constant {value = dense<0.5> : tensor<f32>} : tensor<f32>",
+        *EPILOGUES[epilogue],
+    ]
+    body = "\n  ".join(line.replace("T", t(result)) for line in lines)
+    params = f"%x: {t(data)}, %w: {t((out_c, c, 1, 1))}, %b: {t((out_c,))}"
+    return f"func.func @main({params}) -> {t(result)} {{\n  {body}\n  func.return %e : {t(result)}\n}}"
+
+
+@pytest.mark.parametrize("target", [*isa_params(), "opencl"])
+@pytest.mark.parametrize("name", sorted(MOBILE_CASES))
+def test_mobile_epilogues_with_constant_weights(name: str, target: str) -> None:
+    """Bias and relu6, hardswish or swish after the conv, the weights constants: the epilogue
+    in one loop over each channel's sums where rows are at most two vectors long (7 x 7 and
+    9 x 11 at every level), else along each output row (40 wide with SSE's and AVX2's lanes)."""
+    data, out_c, _, _ = MOBILE_CASES[name]
+    text = mobile_program(name)
+    rng = np.random.default_rng(10)
+    x = (2 * rng.standard_normal(data)).astype(np.float32)
+    params = {
+        "w": rng.standard_normal((out_c, data[1], 1, 1)).astype(np.float32),
+        "b": rng.standard_normal(out_c).astype(np.float32),
+    }
+    assert schedules(text) == ["pointwise_conv"]
+    built = xrelay.build(text, targets=(target,), params=params, num_threads=1)
+    expected = xrelay.interpret(xrelay.parse(text), {"x": x, **params})
+    magnitude = xrelay.interpret(xrelay.parse(text), {"x": np.abs(x), **{k: np.abs(v) for k, v in params.items()}})
+    bound = sum_of_products_bound(magnitude, data[1] + 2, c=4.0) + 4 * EPS32 * np.abs(expected)
+    assert_within(built.run(x), expected, bound, name)

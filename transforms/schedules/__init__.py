@@ -102,6 +102,33 @@ def anchor_of(group: relay.FusedOp, kind: type[T]) -> T | None:
     return None
 
 
+def channel_epilogue(group: relay.FusedOp, anchor: SSAValue) -> bool:
+    """Whether the group's ops after `anchor` (an NCHW conv's result) are elementwise ops whose
+    other operands are the same at every pixel of a channel (a bias, a scalar): then the
+    epilogue of a sum does not depend on where in the image it lies, and a schedule may apply
+    it to the sums of a channel in one flat loop (at any index of the channel)."""
+    after: set[SSAValue] = {anchor}
+    for op in group.body.block.ops:
+        if isinstance(op, relay.YieldOp) or not any(operand in after for operand in op.operands):
+            continue
+        if not (along_channels(op) if isinstance(op, relay.BiasAddOp) else pixel_independent(op, after)):
+            return False
+        after.update(op.results)
+    return True
+
+
+def along_channels(op: relay.BiasAddOp) -> bool:
+    return op.axis_value == 1
+
+
+def pixel_independent(op: Operation, computed: set[SSAValue]) -> bool:
+    """An elementwise op whose operands not in `computed` have one element per image (the
+    last two axes of size 1, or fewer axes)."""
+    if not isinstance(op, relay.UnaryElemwiseOp | relay.BinaryBroadcastOp):
+        return False
+    return all(v in computed or all(d == 1 for d in (1, 1, *shape_of(v))[-2:]) for v in op.operands)
+
+
 def is_elementwise(op: Operation) -> bool:
     """An elementwise or broadcast relay op (an epilogue's: bias, relu, a scale)."""
     return isinstance(op, relay.RelayOp) and op.PATTERN <= relay.OpPatternKind.BROADCAST

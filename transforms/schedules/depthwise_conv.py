@@ -12,16 +12,28 @@ The nest spans (image, channel, block of `Plan.rows` output rows). A work item:
    (r, ow) at tap (i, j) then reads image ((i dh) % sh, (j dw) % sw) at (r + (i dh) // sh,
    ow + (j dw) // sw): at flat position q = r * padded_width + ow plus the tap's offset,
    whatever the row;
-2. for each chunk of `Plan.vectors` vectors of consecutive flat positions (the columns past
+2. for each chunk of consecutive flat positions (`chunk_vectors` vectors: the columns past
    the output width computed and dropped; the last chunk ending at the block's last
    position, recomputing a few), sums every tap, unrolled, in registers: per tap one
    broadcast of the weight and one FMA per vector (`micro_kernel.accumulate`, a tile of one
-   row), so a 7 x 7 image is one chunk, not seven short rows;
-3. stores the chunk's outputs with the group's epilogue, a unit-stride loop along each
-   output row it spans, reading the conv from the sums when they are all finite (as
-   packed_conv: 0 x w = 0 on a padded tap is exact unless w is NaN or infinite); else
-   computes them output by output (`GroupEmitter.conv2d`, which skips the padding), as
-   `xrelay.interpret` does.
+   row), so a 7 x 7 image is one chunk, not seven short rows; the sums go to a scratch of
+   the block's flat positions;
+3. stores the group's epilogue at the block's outputs from those sums, one loop along each
+   output row over the whole row (gcc vectorises it, clip and all; per chunk, its rows cut
+   at the chunk's ends, it did not). An epilogue that is the same at every pixel of the
+   channel (bias, clip, hardswish, swish: `schedules.channel_epilogue`) runs instead in one loop over
+   all the sums, in place, before they are copied out, where it calls a maths function or
+   the rows are no longer than a vector: a sigmoid per row of 7 or 14 was scalar expf calls
+   (EfficientNet's 1152 x 7 x 7 5 x 5 conv + bias + swish: 155 -> 89 us, 576 x 14 x 14 3 x 3:
+   229 -> 84 us; 1 thread, AVX-512, load 6).
+
+The sums are exact (as `interpret`, which skips the padded taps) when the channel's weights
+are finite: 0 x w = 0 on a padded tap. A constant weight (a model's) is checked once when the
+kernel is planned (`Plan.finite_weights`); any other, per work item (the sum of w x 0 over
+its taps), whose block is computed output by output (`GroupEmitter.conv2d`) when one is
+not. Probing the sums of each chunk for a non-finite value instead, with the store cut at
+the chunk's ends, took 1.5x the time (MobileNetV2's 144 x 56 x 56 conv + bias + relu6:
+336 -> 168 us, 1 thread, AVX-512).
 
 packed_conv computed these as a conv with register blocks of one channel and three vectors,
 packing every channel of a work item's rows: MobileNetV2's depthwise convs ran at 2-17
@@ -35,9 +47,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import f32
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
@@ -45,6 +58,7 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
     anchor_of,
+    channel_epilogue,
     features_of,
     group_root,
     kind_of,
@@ -52,11 +66,16 @@ from xrelay.transforms.schedules import (
     result_shape,
 )
 from xrelay.transforms.schedules import micro_kernel as mk
-from xrelay.transforms.schedules.packed_conv import block_probe, phases
+from xrelay.transforms.schedules.matmul_block import loops_epilogue
+from xrelay.transforms.schedules.packed_conv import phases
+from xrelay.values import constant_value
 
-# A chunk: VECTORS vectors of consecutive positions, its sums in registers (4 independent
-# FMA chains per tap; with AVX2's 16 registers 4 sums, 4 loads and a broadcast fit).
+# A chunk: VECTORS to MAX_VECTORS vectors of consecutive positions, its sums in registers (at
+# least 4 independent FMA chains per tap; with AVX2's 16 registers 8 sums, a load and a
+# broadcast fit): as many as compute the fewest vectors over the block's positions (a 7 x 7
+# image's 5 x 5 conv: 73 positions, 5 vectors of 16 instead of 2 chunks of 4).
 VECTORS = 4
+MAX_VECTORS = 8
 # A work item's rows: the largest divisor of the output height whose packed images (every
 # phase) hold at most PACK_MAX_FLOATS (64 KiB: within L2, far under PoCL's stack).
 PACK_MAX_FLOATS = 1 << 14
@@ -78,6 +97,10 @@ class Plan:
     row_phases: tuple[int, ...]
     column_phases: tuple[int, ...]
     tile: mk.Tile  # one row of VECTORS vectors of the target's lanes
+    finite_weights: bool  # the weight is a constant of finite values (no check at run time)
+    # the epilogue is the same at every pixel (`schedules.channel_epilogue`) and calls a maths function
+    # or the rows are short: it runs in one loop over the sums, then they are copied out
+    flat_epilogue: bool
 
     @property
     def chunk(self) -> int:
@@ -91,6 +114,11 @@ class Plan:
     @property
     def image_floats(self) -> int:
         return self.packed_rows * self.padded_width
+
+    @property
+    def sum_floats(self) -> int:
+        """The block's sums: a float per flat position (at least a chunk)."""
+        return max(self.positions, self.chunk)
 
     @property
     def pack_floats(self) -> int:
@@ -114,7 +142,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     if math.prod(shape_of(conv.res)[1:]) * math.prod(shape_of(conv.weight)[2:]) < MIN_WORK:
         return None
-    tile = mk.Tile(rows=1, vectors=VECTORS, lanes=features_of(group).vector_floats)
+    lanes = features_of(group).vector_floats
     _, _, out_h, out_w = shape_of(conv.res)
     _, _, kh, kw = shape_of(conv.weight)
     (sh, sw), (dh, dw) = conv.stride_values, conv.dilation_values
@@ -125,12 +153,31 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     fits = [
         rows
         for rows in range(1, out_h + 1)
-        if out_h % rows == 0 and images * (rows + reach) * padded_width + tile.columns <= PACK_MAX_FLOATS
+        if out_h % rows == 0 and images * (rows + reach) * padded_width + MAX_VECTORS * lanes <= PACK_MAX_FLOATS
     ]
     if not fits:
         return None
     rows = max(fits)
-    return Plan(conv, rows, rows + reach, padded_width, row_phases, column_phases, tile)
+    tile = mk.Tile(rows=1, vectors=chunk_vectors((rows - 1) * padded_width + out_w, lanes), lanes=lanes)
+    flat = channel_epilogue(group, conv.res) and (out_w <= lanes or loops_epilogue(group))
+    checks = (constant_finite(group, conv.weight), flat)
+    return Plan(conv, rows, rows + reach, padded_width, row_phases, column_phases, tile, *checks)
+
+
+def chunk_vectors(positions: int, lanes: int) -> int:
+    """The vectors of a chunk over `positions`: the fewest vectors computed in all, then the
+    fewest chunks, with at least VECTORS (or as many as the positions fill)."""
+    least = min(VECTORS, math.ceil(positions / lanes))
+    return min(range(least, MAX_VECTORS + 1), key=lambda v: (math.ceil(positions / (v * lanes)) * v, -v))
+
+
+def constant_finite(group: relay.FusedOp, value: SSAValue) -> bool:
+    """Whether group input `value` is a `relay.constant` of @main (a model's weight) whose
+    values are all finite."""
+    if not isinstance(value, BlockArgument):
+        return False
+    source = group.inputs[value.index].owner
+    return isinstance(source, relay.ConstantOp) and bool(np.isfinite(constant_value(source)).all())
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -149,10 +196,53 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
 
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
-    """Output rows tile[2] * rows + r of channel tile[1] of image tile[0]."""
+    """Output rows tile[2] * rows + r of channel tile[1] of image tile[0]: the sums of the
+    whole block, then its epilogue; output by output (as `interpret`) when a weight of the
+    channel is not finite."""
     packed = pack(e, plan, tile)
+    if plan.finite_weights:
+        sums_then_epilogue(e, plan, root, tile, packed, out)
+        return
+    e.if_else(
+        weights_finite(e, plan, tile[1]),
+        [],
+        lambda: sums_then_epilogue(e, plan, root, tile, packed, out),
+        lambda: store(e, plan, root, tile, None, out),
+    )
+
+
+def sums_then_epilogue(
+    e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], packed: SSAValue, out: SSAValue
+) -> list[SSAValue]:
+    """The block's sums into scratch, chunk by chunk, then `root` at its outputs from them."""
+    sums = e.emit(memref.AllocaOp.get(f32, shape=[plan.sum_floats]))
     chunks = math.ceil(plan.positions / plan.chunk)
-    e.loops([chunks], [], lambda ivs, _: chunk(e, plan, root, tile, packed, ivs[0], out))
+    e.loops([chunks], [], lambda ivs, _: chunk(e, plan, tile[1], packed, ivs[0], sums))
+    if not plan.flat_epilogue:
+        return store(e, plan, root, tile, sums, out)
+    n, c, block = tile
+    first_row = e.mul_const(block, plan.rows)
+
+    def epilogue(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        idx = [n, c, first_row, e.index(0)]  # any pixel of the channel
+        e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(sums, ivs)))
+        return e.store(e.value_at(root, idx), sums, ivs)
+
+    e.loops([plan.positions], [], epilogue)
+    return store(e, plan, None, tile, sums, out)
+
+
+def weights_finite(e: GroupEmitter, plan: Plan, c: SSAValue) -> SSAValue:
+    """Whether every weight of channel `c` is finite: the sum of w x 0 over its taps is 0
+    exactly then (NaN else)."""
+    _, _, kh, kw = shape_of(plan.conv.weight)
+
+    def add(ivs: list[SSAValue], total: list[SSAValue]) -> list[SSAValue]:
+        w = e.value_at(plan.conv.weight, [c, e.index(0), *ivs])
+        return [e.emit(arith.AddfOp(total[0], e.emit(arith.MulfOp(w, e.f32(0.0)))))]
+
+    total = e.loops([kh, kw], [e.f32(0.0)], add)[0]
+    return e.emit(arith.CmpfOp(total, e.f32(0.0), "oeq"))
 
 
 def pack(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> SSAValue:
@@ -205,26 +295,18 @@ def copy_phase(
 
 
 def chunk(
-    e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], packed: SSAValue, index: SSAValue, out: SSAValue
+    e: GroupEmitter, plan: Plan, c: SSAValue, packed: SSAValue, index: SSAValue, sums: SSAValue
 ) -> list[SSAValue]:
-    """The outputs at the flat positions of chunk `index` (the last one ending at the
-    block's last position, or starting at 0 when the block has fewer)."""
-    op = plan.conv
-    _, _, kh, kw = shape_of(op.weight)
+    """The sums at the flat positions of chunk `index` (the last one ending at the block's
+    last position, or starting at 0 when the block has fewer), stored at those positions of
+    `sums`."""
+    _, _, kh, kw = shape_of(plan.conv.weight)
     start = e.min_index(e.mul_const(index, plan.chunk), e.index(max(plan.positions - plan.chunk, 0)))
-    sums = mk.zeros(e, plan.tile)
+    accs = mk.zeros(e, plan.tile)
     for i in range(kh):
         for j in range(kw):
-            sums = one_tap(e, plan, (tile[1], i, j), start, packed, sums)
-    acc = e.emit(memref.AllocaOp.get(f32, shape=[plan.chunk]))
-    mk.store_block(e, plan.tile, sums, acc, lambda _, v: [e.index(v * plan.tile.lanes)])
-    finite = e.emit(arith.CmpfOp(block_probe(e, sums, plan.tile.lanes), e.f32(0.0), "oeq"))
-    e.if_else(
-        finite,
-        [],
-        lambda: store(e, plan, root, tile, start, acc, out),
-        lambda: store(e, plan, root, tile, start, None, out),
-    )
+            accs = one_tap(e, plan, (c, i, j), start, packed, accs)
+    mk.store_block(e, plan.tile, accs, sums, lambda _, v: [e.add_const(start, v * plan.tile.lanes)])
     return []
 
 
@@ -252,40 +334,29 @@ def one_tap(
 
 
 def store(
-    e: GroupEmitter,
-    plan: Plan,
-    root: SSAValue,
-    tile: list[SSAValue],
-    start: SSAValue,
-    acc: SSAValue | None,
-    out: SSAValue,
+    e: GroupEmitter, plan: Plan, root: SSAValue | None, tile: list[SSAValue], sums: SSAValue | None, out: SSAValue
 ) -> list[SSAValue]:
-    """`root` at the chunk's outputs, row by row: positions start + p (p < chunk) of output
-    row r of the block are r * padded_width + ow for ow < out_w, one unit-stride loop per
-    row. The conv is read from the sums `acc`, or, without them, computed output by output."""
+    """`root` at the block's outputs, a unit-stride loop along each output row (which gcc
+    vectorises, epilogue and all): output (r, ow) reads the conv from flat position
+    r * padded_width + ow of `sums`, or, without them, computes it (`GroupEmitter.conv2d`);
+    without `root`, the outputs are copied from `sums` as they are (the epilogue done)."""
     n, c, block = tile
-    out_w, width = shape_of(plan.conv.res)[3], plan.padded_width
+    out_w = shape_of(plan.conv.res)[3]
     first_row = e.mul_const(block, plan.rows)
-    end = e.min_index(e.add_const(start, plan.chunk), e.index(plan.positions))
-    rows = (e.div_const(start, width), e.add_const(e.div_const(e.add_const(end, -1), width), 1))
 
-    def row(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        r = ivs[0]
-        at = e.sub(e.mul_const(r, width), start)  # the chunk's lane of column 0 (may be negative)
-        columns = (
-            e.max_index(e.index(0), e.sub(e.index(0), at)),
-            e.min_index(e.index(out_w), e.sub(end, e.mul_const(r, width))),
-        )
+    def output(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        r, ow = ivs
+        idx = [n, c, e.add(first_row, r), ow]
+        if sums is not None:
+            at = e.add(e.mul_const(r, plan.padded_width), ow)
+            loaded = e.emit(memref.LoadOp.get(sums, [at]))
+            if root is None:
+                return e.store(loaded, out, idx)
+            e.remember(plan.conv.res, idx, loaded)
+        assert root is not None
+        return e.store(e.value_at(root, idx), out, idx)
 
-        def output(ws: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            idx = [n, c, e.add(first_row, r), ws[0]]
-            if acc is not None:
-                e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(acc, [e.add(at, ws[0])])))
-            return e.store(e.value_at(root, idx), out, idx)
-
-        return e.loops([columns], [], output)
-
-    return e.loops([rows], [], row)
+    return e.loops([plan.rows, out_w], [], output)
 
 
 SCHEDULE = Schedule("depthwise_conv", matches, build)

@@ -30,7 +30,7 @@ func.func @fused_add_relu(%in0: memref<4x8xf32>, %in1: memref<8xf32>, %out0: mem
 // C-NEXT: float [[A:a_[0-9]+]] = in0[[[I]] * 8 + [[J]]];
 // C-NEXT: float [[B:b_[0-9]+]] = in1[[[J]]];
 // C-NEXT: float [[S:s_[0-9]+]] = [[A]] + [[B]];
-// C-NEXT: float [[R:r_[0-9]+]] = [[S]] != [[S]] ? [[S]] : ([[S]] > 0.0f ? [[S]] : 0.0f);
+// C-NEXT: float [[R:r_[0-9]+]] = (0.0f >= [[S]] ? 0.0f : [[S]]);
 // C-NEXT: out0[[[I]] * 8 + [[J]]] = [[R]];
 // C-NEXT: }
 // C-NEXT: }

@@ -37,11 +37,12 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> 
 // C-NEXT: float [[N:[a-z_0-9]+]] = [[S]] + [[P]];
 // C-NEXT: [[ACC]][[[I]] * 6 + [[J2]]] = [[N]];
 // C: for (long [[I3:[a-z_0-9]+]] = 0; [[I3]] < 4; [[I3]]++) {
+// C-NEXT: #pragma GCC unroll 1
 // C-NEXT: for (long [[J3:[a-z_0-9]+]] = 0; [[J3]] < 6; [[J3]]++) {
 // C-NEXT: float [[D:[a-z_0-9]+]] = [[ACC]][[[I3]] * 6 + [[J3]]];
 // C-NEXT: float [[BV:[a-z_0-9]+]] = in2[[[J3]]];
 // C-NEXT: float [[E:[a-z_0-9]+]] = [[D]] + [[BV]];
-// C-NEXT: float [[R:[a-z_0-9]+]] = [[E]] != [[E]] ? [[E]] : ([[E]] > 0.0f ? [[E]] : 0.0f);
+// C-NEXT: float [[R:[a-z_0-9]+]] = (0.0f >= [[E]] ? 0.0f : [[E]]);
 // C-NEXT: out0[[[I3]] * 6 + [[J3]]] = [[R]];
 // C-NOT: softmax
 

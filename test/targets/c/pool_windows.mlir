@@ -6,7 +6,8 @@
 // the pool_windows schedule: per output row (n, c, oh), two chunks of 8 outputs, the second
 // the row's last 8 (starting at column 1), each a loop of constant trip count 8 with the
 // window's 4 taps in straight-line code, the max as a tree of adjacent pairs, then the
-// epilogue (relu). A pool of 7-wide rows stays elementwise (a loop over the window).
+// epilogue (relu); `#pragma GCC unroll 1` keeps gcc from peeling it into branches. A pool
+// of 7-wide rows stays elementwise (a loop over the window).
 // The target is pinned (AVX-512, x86-64-v4) so that the kernel is the same on every host when
 // the chunk follows the target's vector width (plain "c" is the host's).
 
@@ -19,6 +20,7 @@
 // C-NEXT:      long [[FIRST8:v[0-9]+]] = [[CHUNK]] * 8;
 // C-NEXT:      int [[BEFORE:v[0-9]+]] = [[FIRST8]] < 1;
 // C-NEXT:      long [[FIRST:v[0-9]+]] = [[BEFORE]] ? [[FIRST8]] : 1;
+// C-NEXT:      #pragma GCC unroll 1
 // C-NEXT:      for (long [[LANE:i[0-9]+]] = 0; [[LANE]] < 8; [[LANE]]++) {
 // C-NEXT:        long [[OW:v[0-9]+]] = [[FIRST]] + [[LANE]];
 // C-NEXT:        long [[COL:v[0-9]+]] = [[OW]] * 2;
@@ -29,7 +31,7 @@
 // C-NEXT:        float [[M0:v[0-9]+]] = [[T00]] != [[T00]] ? [[T00]] : ([[T00]] > [[T01]] ? [[T00]] : [[T01]]);
 // C-NEXT:        float [[M1:v[0-9]+]] = [[T10]] != [[T10]] ? [[T10]] : ([[T10]] > [[T11]] ? [[T10]] : [[T11]]);
 // C-NEXT:        float [[M:v[0-9]+]] = [[M0]] != [[M0]] ? [[M0]] : ([[M0]] > [[M1]] ? [[M0]] : [[M1]]);
-// C-NEXT:        float [[R:v[0-9]+]] = [[M]] != [[M]] ? [[M]] : ([[M]] > 0.0f ? [[M]] : 0.0f);
+// C-NEXT:        float [[R:v[0-9]+]] = (0.0f >= [[M]] ? 0.0f : [[M]]);
 // C-NEXT:        out0[{{.*}} + [[OW]]] = [[R]];
 // C-NEXT:      }
 // C-NEXT:    }
