@@ -47,6 +47,10 @@ SHAPES = (
     ("transformer 128x256.1024x256", 128, 256, 1024),
     ("transformer 128x1024.256x1024", 128, 1024, 256),
     ("convnext 784x768.192x768", 784, 768, 192),
+    ("vit 197x768.3072x768", 197, 768, 3072),
+    ("vit 197x3072.768x3072", 197, 3072, 768),
+    ("gpt2 64x768.2304x768", 64, 768, 2304),
+    ("gpt2 64x3072.768x3072", 64, 3072, 768),
 )
 BINDINGS = ("prepacked", "packed")  # the weight bound as a param (pre-packed) or an input
 
