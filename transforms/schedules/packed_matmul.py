@@ -59,7 +59,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import cpu, relay
 from xrelay.runtime.machine import Features
-from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, round_up
 from xrelay.transforms.schedules import micro_kernel as mk
@@ -261,6 +261,17 @@ class Block:
         )
         self.k_depth = self.k_block_depth()
 
+    def valid_row_tiles(self) -> Extent:
+        """The block's row tiles that hold a row of the result: all of them where the
+        blocks divide the rows, else those up to the tile holding the last row (ViT's 197
+        rows in two blocks of 7 AVX-512 tiles: 13 tiles computed, not 14)."""
+        e, tile = self.e, self.tile
+        tiles = self.rows // tile.rows
+        if self.shape[-2] % self.rows == 0:
+            return tiles
+        left = e.sub(e.index(self.shape[-2]), self.row0)
+        return (e.index(0), e.min_index(e.index(tiles), e.div_const(e.add_const(left, tile.rows - 1), tile.rows)))
+
     def k_block_depth(self) -> int:
         """The k-block: the whole dot product where the scratch allows (see MAX_DEPTH), else
         the blocking's depth."""
@@ -363,9 +374,10 @@ class Block:
             mk.pack_panel(e, tile, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
         if rows is not None:
             mk.copy_rows(
-                e, tile, rows, self.rows // tile.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k)
+                e, tile, rows, self.valid_row_tiles(), extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k)
             )
         steps = end if isinstance(end, int) else e.sub(end, k0)
+        tiles = self.valid_row_tiles()
 
         def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             tr, tc = e.mul_const(ivs[0], tile.rows), e.mul_const(ivs[1], tile.columns)
@@ -390,7 +402,6 @@ class Block:
             mk.store_block(e, tile, accs, sums, at)
             return []
 
-        tiles = self.rows // tile.rows
         if self.panels is None:
             e.loops([tiles, panels], [], tile_sums)
         else:  # each panel of the stream, then every row tile with it (see PREFETCH_AHEAD)
