@@ -11,7 +11,9 @@ builds it per target at 1 thread and saves the artifact. `time` loads every arti
 (`xrelay.runtime.load`: the runtime reads both checkouts' artifacts), checks each against
 onnxruntime (rtol 1e-3, atol 1e-4, as bench/zoo.py), and prints per model and target the
 median of each label and of onnxruntime (1 thread) over `--rounds` interleaved rounds, and
-each label's ratio to onnxruntime and to the first label.
+each label's ratio to onnxruntime and to the first label: in CPU time of the calling thread
+(`time.thread_time`: both engines compute in it at 1 thread; the time other processes of a
+shared machine took is left out), then again in wall time.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import re
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,11 +102,14 @@ def time_row(
     diffs = [compare(exe.run(inputs), want) for exe in exes.values()]
     fns: dict[str, Callable[[], object]] = {"ort": lambda: session.run(None, inputs)}
     fns.update({label: (lambda exe=exe: exe.run(inputs)) for label, exe in exes.items()})
-    times = {k: statistics.median(v) * 1e3 for k, v in interleaved_times(fns, rounds).items()}
+    wall = {k: statistics.median(v) * 1e3 for k, v in interleaved_times(fns, rounds).items()}
+    times = {k: statistics.median(v) * 1e3 for k, v in interleaved_times(fns, rounds, clock=time.thread_time).items()}
     labels = list(exes)
     row = f"{model:<12} {target:<20} " + " ".join(f"{times[label]:12.1f}" for label in labels)
     row += f" {times['ort']:9.1f} " + " ".join(f"{times[label] / times['ort']:10.2f}x" for label in labels)
     row += f" {times[labels[-1]] / times[labels[0]]:9.2f}x  "
+    row += f"(wall: {', '.join(f'{wall[k]:.1f}' for k in [*labels, 'ort'])} ms = "
+    row += ", ".join(f"{wall[label] / wall['ort']:.2f}x" for label in labels) + ") "
     return row + ", ".join(f"{d:.1e}{'' if ok else ' (FAILS)'}" for d, ok in diffs)
 
 
