@@ -18,8 +18,9 @@ each is read through those ops where it lies (`GroupEmitter.value_at`), by the p
 rows alike.
 
 The nest spans the batch and the query rows in blocks of ROWS (fewer where m is smaller; the
-last block may be partial: its rows past m read row m - 1, computed, never stored). A work
-item:
+last block may be partial: it computes only its tiles holding a row of the result
+(`valid_tiles`), their rows past m reading row m - 1, never stored, and its softmax and
+epilogue only its rows inside the result). A work item:
 
 1. packs k's rows into micro-kernel panels (`micro_kernel.pack_panel`: [n / C, d, C], C the
    target's tile's columns, `micro_kernel.register_tile`),
@@ -63,7 +64,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
 from xrelay.dialects import relay
-from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     MOVES,
@@ -251,7 +252,7 @@ class Rows:
         keys = e.emit(memref.AllocaOp.get(f32, shape=[self.keys // tile.columns, self.d, tile.columns]))
         mk.pack_panel(e, tile, keys, self.keys // tile.columns, self.d, lambda j, k: self.key(j, k))
         self.products(keys, self.keys, self.d, lambda r, k: self.query(r, k), scores)
-        e.loops([self.rows], [], lambda ivs, _: self.softmax_row(scores, ivs[0]))
+        e.loops([self.valid_rows()], [], lambda ivs, _: self.softmax_row(scores, ivs[0]))
         columns = round_up(self.values, tile.columns)
         values = e.emit(memref.AllocaOp.get(f32, shape=[columns // tile.columns, self.n, tile.columns]))
         mk.pack_panel(e, tile, values, columns // tile.columns, self.n, lambda c, j: self.value(c, j))
@@ -316,7 +317,7 @@ class Rows:
             mk.store_block(e, tile, accs, sums, at)
             return []
 
-        e.loops([self.rows // tile.rows, count], [], tile_sums)
+        e.loops([self.valid_tiles(), count], [], tile_sums)
 
     def softmax_row(self, scores: SSAValue, r: SSAValue) -> list[SSAValue]:
         """Row `r` of the block's scores through the ops up to the softmax, then the softmax,
@@ -355,12 +356,27 @@ class Rows:
             e.loops([self.n], [], after)
         return []
 
+    def valid_rows(self) -> Extent:
+        """The block's rows inside the result: all where the blocks divide m."""
+        e = self.e
+        if self.m % self.rows == 0:
+            return self.rows
+        return (e.index(0), e.min_index(e.index(self.rows), e.sub(e.index(self.m), self.row0)))
+
+    def valid_tiles(self) -> Extent:
+        """The block's row tiles holding a row of the result (ViT's 197 query rows in blocks
+        of 64: the last block computes one tile of 16, not four)."""
+        e, tile = self.e, self.tile
+        tiles = self.rows // tile.rows
+        if self.m % self.rows == 0:
+            return tiles
+        left = e.sub(e.index(self.m), self.row0)
+        return (e.index(0), e.min_index(e.index(tiles), e.div_const(e.add_const(left, tile.rows - 1), tile.rows)))
+
     def epilogue(self, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
         """The group's result at every output of the block inside the result."""
         e = self.e
-        rows: int | tuple[SSAValue, SSAValue] = self.rows
-        if self.m % self.rows:
-            rows = (e.index(0), e.min_index(e.index(self.rows), e.sub(e.index(self.m), self.row0)))
+        rows = self.valid_rows()
 
         def body(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             i, j = ivs
