@@ -6,7 +6,9 @@ The compile driver, `xrelay.build`: a relay program in, an `xrelay.runtime.Execu
     out = exe.run(x=x)                 # numpy in, numpy out (one array, or a tuple)
 
 The pipeline, with the passes by their CLI names (`PIPELINE`): fuse-layer-norm (a layer
-normalisation written in primitive ops becomes one relay.nn.layer_norm), plan-devices,
+normalisation written in primitive ops becomes one relay.nn.layer_norm), sink-reshapes (a
+reshape adding or dropping leading 1s moves below the elementwise ops after it, so that a
+matmul's activation fuses into it), plan-devices,
 combine-parallel-dense (denses of one data with constant weights become one dense and slices),
 fuse-ops, fuse-conv-pool (a conv group and the max_pool2d group after it become one where the
 conv's schedule pools in its stores), fuse-attention (attention's scores, softmax and product
@@ -67,6 +69,7 @@ from xrelay.values import check_input, entry_function
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
 PIPELINE = (
     "fuse-layer-norm",
+    "sink-reshapes",
     "plan-devices",
     "combine-parallel-dense",
     "fuse-ops",

@@ -33,21 +33,26 @@ def round_orders(names: Sequence[str], rounds: int) -> Iterator[list[str]]:
 
 
 def interleaved_times(
-    fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True
+    fns: Mapping[str, Callable[[], object]],
+    rounds: int,
+    warmup: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, list[float]]:
     """Each of `fns`' wall times in `rounds` rounds that call every one of them once, in a
     shuffled order (`round_orders`), after one untimed call each (with `warmup`). A slow
     spell of a shared machine then falls on all of them alike, so their ratios hold even when
-    the absolute times swing."""
+    the absolute times swing. `clock` may be `time.thread_time` instead: the calling thread's
+    CPU time, which leaves out the time the OS gave other processes (single-threaded engines
+    that compute in the calling thread only)."""
     if warmup:
         for fn in fns.values():
             fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for order in round_orders(list(fns), rounds):
         for name in order:
-            start = time.perf_counter()
+            start = clock()
             fns[name]()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return times
 
 

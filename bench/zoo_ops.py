@@ -1,4 +1,4 @@
-"""Where the time of the exported CNNs goes: each model of /work/zoo-models (or --dir) built
+"""Where the time of the exported models goes: each model of /work/zoo-models (or --dir) built
 for each target, its kernels profiled (`exe.profile()`), the top ones listed with their
 schedule and GFLOP/s, and the whole model timed against onnxruntime in one interleaved run.
 
@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from timing import interleaved_medians
+from zoo import random_inputs
 
 import xrelay
 from xrelay.runtime.profiling import NodeTiming
@@ -48,6 +49,10 @@ MODELS = (
     "regnet_y_400mf",
     "convnext_tiny",
     "mobilenet_v3_large",
+    "vit_b_16",
+    "gpt2",
+    "bert_base",
+    "distilbert",
 )
 TARGETS = ("c", "c -march=x86-64-v3")
 
@@ -78,6 +83,11 @@ def flops(timing: NodeTiming) -> int:
     return 0
 
 
+def first(outputs: Any) -> Any:
+    """The first result of a run (a model with several outputs gives a tuple)."""
+    return outputs[0] if isinstance(outputs, tuple) else outputs
+
+
 def ort_session(path: Path) -> Any:
     import onnxruntime as ort
 
@@ -88,11 +98,13 @@ def ort_session(path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def top_kernels(exe: Any, schedules: dict[str, str], x: np.ndarray, top: int, runs: int) -> tuple[float, list[str]]:
+def top_kernels(
+    exe: Any, schedules: dict[str, str], x: dict[str, np.ndarray], top: int, runs: int
+) -> tuple[float, list[str]]:
     """The profiled run's median total (s) and a line per kernel of the `top` slowest."""
     profile = exe.profile(x, runs=runs)
     total = sum(t.median_seconds for t in profile.timings)
-    lines: list[str] = []
+    lines: list[str] = [f"  by schedule: {by_schedule(profile.timings, schedules, total)}"]
     for t in sorted(profile.timings, key=lambda t: -t.median_seconds)[:top]:
         gflops = flops(t) / t.median_seconds / 1e9 if flops(t) else 0.0
         rate = f"{gflops:6.1f} GF/s" if gflops else " " * 11
@@ -105,14 +117,28 @@ def top_kernels(exe: Any, schedules: dict[str, str], x: np.ndarray, top: int, ru
     return total, lines
 
 
+def by_schedule(timings: list[NodeTiming], schedules: dict[str, str], total: float) -> str:
+    """Each schedule's share of the kernels' time (and GFLOP/s where its kernels have flops), largest first."""
+    seconds: dict[str, float] = {}
+    work: dict[str, int] = {}
+    for t in timings:
+        name = schedules.get(t.step.name, "?")
+        seconds[name] = seconds.get(name, 0.0) + t.median_seconds
+        work[name] = work.get(name, 0) + flops(t)
+    parts = []
+    for name, s in sorted(seconds.items(), key=lambda item: -item[1]):
+        rate = f" {work[name] / s / 1e9:.0f} GF/s" if work[name] else ""
+        parts.append(f"{name} {100 * s / total:.0f}%{rate}")
+    return ", ".join(parts)
+
+
 def measure(path: Path, targets: tuple[str, ...], top: int, rounds: int) -> str:
     import onnx
 
     proto = onnx.load(str(path))
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    x = random_inputs(proto)  # the model's inputs by name (token ids and masks for transformers)
     session = ort_session(path)
-    input_name = session.get_inputs()[0].name
-    ref = session.run(None, {input_name: x})[0]
+    ref = session.run(None, x)[0]
     exes: dict[str, Any] = {}
     schedules: dict[str, dict[str, str]] = {}
     for target in targets:
@@ -122,12 +148,12 @@ def measure(path: Path, targets: tuple[str, ...], top: int, rounds: int) -> str:
         schedules[target] = dict(SCHEDULES)
     report = [f"== {path.stem}"]
     for target, exe in exes.items():
-        out = np.asarray(exe.run(x))
+        out = np.asarray(first(exe.run(x)))
         diff = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
         total, lines = top_kernels(exe, schedules[target], x, top, runs=3)
         report.append(f" {target}: kernels {total * 1e3:.2f} ms, max diff / max ref {diff:.1e}")
         report += lines
-    fns: dict[str, Any] = {"ort": lambda: session.run(None, {input_name: x})}
+    fns: dict[str, Any] = {"ort": lambda: session.run(None, x)}
     fns.update({t: (lambda exe=exe: exe.run(x)) for t, exe in exes.items()})
     medians = interleaved_medians(fns, rounds)
     ratios = ", ".join(f"{t} {medians[t] * 1e3:.2f} ms = {medians[t] / medians['ort']:.2f}x" for t in targets)

@@ -1,7 +1,7 @@
 """
-fuse-attention: the scores' batch_matmul group, the softmax group after it and the batch_matmul
-group that multiplies the softmax by v become one group, whose kernel keeps the scores in
-scratch.
+fuse-attention: the scores' product group, the softmax group after it (and an elementwise
+group of the softmax alone, torch's `where(p != p, 0, p)`) and the product group that
+multiplies the probabilities by v become one group, whose kernel keeps the scores in scratch.
 
 fuse-ops leaves attention's `batch_matmul(softmax(batch_matmul(q, k) * scale), v)` in three
 groups: batch_matmul is OutEWiseFusable and softmax Opaque (DESIGN.md's table), so the scores
@@ -10,18 +10,21 @@ region paying its threads' wake-up). A schedule that computes the scores a block
 rows at a time can take their softmax and the product with v before the next block
 (schedules/attention_rows.py): this pass makes those groups, and leaves the others alone.
 
-Words: a *scores group* is a `relay.fused` whose first op is a batch_matmul of the group's
-result shape, followed by elementwise and broadcast ops only (the scale); a *softmax group*
-is a `relay.fused` holding one softmax along the last axis of its input; an *output group*
-is a `relay.fused` whose first op is a batch_matmul whose lhs is a group input that nothing
-else in the group reads, followed by elementwise and broadcast ops only; a *move group* is
-a `relay.fused` of one input whose ops only move data (reshapes, transposes, strided slices,
-squeezes, expand_dims: MOVES). The input is fuse-ops output.
+Words: a *scores group* is a `relay.fused` whose first op is a batch_matmul or matmul (a
+*product*) of the group's result shape, followed by elementwise and broadcast ops only (the
+scale, a mask added); a *softmax group* is a `relay.fused` holding one softmax along the last
+axis of its input; a *fix group* is a `relay.fused` of elementwise ops of the softmax's
+result and scalar constants only, of its shape; an *output group* is a `relay.fused` whose
+first op is a product whose lhs is a group input that nothing else in the group reads,
+followed by elementwise and broadcast ops only; a *move group* is a `relay.fused` of one
+tensor input (and scalar constants) whose ops only move data (reshapes, transposes, strided
+slices, squeezes, expand_dims: MOVES) or multiply it by a scalar
+(`attention_rows.operand_op`: torch scales q and k so). The input is fuse-ops output.
 
 Phase 1, match: each softmax group whose input is the result of a scores group that nothing
-  else uses, and whose result only an output group reads (as its batch_matmul's lhs), the
-  three with the same se_scope (or all without). With them, the move groups whose results
-  the scores group's batch_matmul reads (q and k) and the output group's reads as its rhs
+  else uses, and whose result only an output group reads (as its product's lhs), directly or
+  through a fix group read by nothing else, all with the same se_scope (or all without). With them, the move groups whose results
+  the scores group's product reads (q and k) and the output group's reads as its rhs
   (v), on that scope and read by nothing else: the heads of a Q/K/V dense's result (slice,
   reshape, transpose), which attention_rows then reads where they lie instead of three
   kernels copying them.
@@ -35,8 +38,8 @@ Phase 2, merge (`group_chains.merge_where`, as fuse-conv-pool merges): a new `re
   module.
 Phase 3, decide: the merged group replaces the three only where convert-relay-to-loops would
   lower it with attention_rows (`pick_schedule`), which checks the ops between the scores
-  and the softmax are of a scalar or one value per row, and that its scratch is small
-  enough (cpu and opencl). Elsewhere the merged group is dropped: another schedule would
+  and the softmax are elementwise ops of the scores and of values from outside (`segment`),
+  and that its scratch is small enough (cpu and opencl). Elsewhere the merged group is dropped: another schedule would
   compute every score again for each output that reads it.
 
 Running the pass twice changes nothing (a merged group holds a softmax among other ops, so
@@ -61,6 +64,7 @@ ms in C at 1 thread, against 0.054 ms of the three copies it saves; on PoCL 0.38
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -74,6 +78,7 @@ from xrelay.transforms.fuse_ops import KernelNames, existing_symbols
 from xrelay.transforms.group_chains import anchored, is_elementwise, merge_where
 from xrelay.transforms.kernel_builder import shape_of
 from xrelay.transforms.schedules import MOVES, attention_rows
+from xrelay.transforms.schedules.attention_rows import Product
 
 
 @dataclass(frozen=True)
@@ -90,38 +95,55 @@ class FuseAttentionPass(ModulePass):
                 merged_groups.update(chain)
 
 
-Chain = tuple[relay.FusedOp, ...]  # the move groups of q, k and v, then scores, softmax, output groups
+Chain = tuple[relay.FusedOp, ...]  # the move groups of q, k and v, then scores, softmax, [fix,] output groups
 
 
 # --- Phase 1: match -----------------------------------------------------------------------------
 
 
 def matches(module: ModuleOp) -> list[Chain]:
-    """(scores group, softmax group, output group) for each softmax group between the two, on
-    one scope, nothing else using the scores or the softmax."""
+    """(moves..., scores group, softmax group, [fix group,] output group) for each softmax
+    group between the two, on one scope, nothing else using the scores or the softmax."""
     found: list[Chain] = []
     for softmax_group in [op for op in module.walk() if isinstance(op, relay.FusedOp)]:
         if not is_softmax_group(softmax_group) or not softmax_group.res.has_one_use():
             continue
         scores_group = softmax_group.inputs[0].owner
-        output_group = next(iter(softmax_group.res.uses)).operation
-        if not isinstance(scores_group, relay.FusedOp) or not isinstance(output_group, relay.FusedOp):
+        after = only_user(softmax_group)
+        fix = after if after is not None and is_fix_group(after, softmax_group.res) else None
+        output_group = only_user(fix) if fix is not None else after
+        if not isinstance(scores_group, relay.FusedOp) or output_group is None:
             continue
-        if anchored(scores_group, relay.BatchMatmulOp) is None or not scores_group.res.has_one_use():
+        if product_anchor(scores_group) is None or not scores_group.res.has_one_use():
             continue
-        if not reads_as_lhs(output_group, softmax_group.res):
+        if not reads_as_lhs(output_group, (fix or softmax_group).res):
             continue
-        if scores_group.se_scope == softmax_group.se_scope == output_group.se_scope:
+        groups = [scores_group, softmax_group, *([fix] if fix else []), output_group]
+        if len({group.se_scope for group in groups}) == 1:
             moves = [*operand_moves(scores_group), *operand_moves(output_group, lhs=False)]
-            found.append((*moves, scores_group, softmax_group, output_group))
+            found.append((*moves, *groups))
     return found
 
 
+def only_user(group: relay.FusedOp) -> relay.FusedOp | None:
+    """The group that reads `group`'s result, where one op does and it is a group."""
+    if not group.res.has_one_use():
+        return None
+    user = next(iter(group.res.uses)).operation
+    return user if isinstance(user, relay.FusedOp) else None
+
+
+def product_anchor(group: relay.FusedOp) -> Product | None:
+    """The group's batch_matmul or matmul, where it is its first op, followed by elementwise
+    and broadcast ops only."""
+    return anchored(group, relay.BatchMatmulOp) or anchored(group, relay.MatmulOp)
+
+
 def operand_moves(group: relay.FusedOp, lhs: bool = True) -> list[relay.FusedOp]:
-    """The move groups whose results `group`'s batch_matmul reads (its lhs, if `lhs`, and
-    its rhs), on the group's scope and read by nothing else."""
+    """The move groups whose results `group`'s product reads (its lhs, if `lhs`, and its
+    rhs), on the group's scope and read by nothing else."""
     first = next(iter(group.body.block.ops))
-    assert isinstance(first, relay.BatchMatmulOp)
+    assert isinstance(first, Product)
     operands = [first.lhs, first.rhs] if lhs else [first.rhs]
     args = [a for a in operands if isinstance(a, BlockArgument) and a.has_one_use()]
     producers = [group.inputs[a.index].owner for a in args]
@@ -133,9 +155,25 @@ def operand_moves(group: relay.FusedOp, lhs: bool = True) -> list[relay.FusedOp]
 
 
 def is_move_group(group: relay.FusedOp) -> bool:
-    """A group of one input whose ops only move data (MOVES: the heads of a Q/K/V dense)."""
+    """A group of one input (and scalar constants) whose ops move data or scale it by a
+    scalar (`attention_rows.operand_op`: the heads of a Q/K/V dense, q and k scaled)."""
     ops = list(group.body.block.ops)[:-1]
-    return len(group.inputs) == 1 and bool(ops) and all(isinstance(op, MOVES) for op in ops)
+    tensors = [v for v in group.inputs if math.prod(shape_of(v)) > 1]
+    return len(tensors) == 1 and bool(ops) and all(attention_rows.operand_op(op) for op in ops)
+
+
+def is_fix_group(group: relay.FusedOp, probabilities: SSAValue) -> bool:
+    """A group of elementwise ops of the softmax's result alone (and scalar constants), of
+    its shape: torch's `where(p != p, 0, p)` after a softmax whose rows may be all masked."""
+    ops = list(group.body.block.ops)[:-1]
+    others = [v for v in group.inputs if v != probabilities]
+    return (
+        bool(ops)
+        and probabilities in group.inputs
+        and all(isinstance(v.owner, relay.ConstantOp) and math.prod(shape_of(v)) == 1 for v in others)
+        and all(is_elementwise(op) for op in ops)
+        and shape_of(group.res) == shape_of(probabilities)
+    )
 
 
 def is_softmax_group(group: relay.FusedOp) -> bool:
@@ -148,10 +186,10 @@ def is_softmax_group(group: relay.FusedOp) -> bool:
 
 
 def reads_as_lhs(group: relay.FusedOp, value: SSAValue) -> bool:
-    """Whether `group` is an output group whose batch_matmul's lhs is `value` (one input of
-    the group, read by nothing else in it)."""
+    """Whether `group` is an output group whose product's lhs is `value` (one input of the
+    group, read by nothing else in it)."""
     first, *tail = list(group.body.block.ops)[:-1]
-    if not isinstance(first, relay.BatchMatmulOp) or not all(is_elementwise(op) for op in tail):
+    if not isinstance(first, Product) or not all(is_elementwise(op) for op in tail):
         return False
     args = [arg for arg, input in zip(group.body.block.args, group.inputs, strict=True) if input == value]
     return len(args) == 1 and args[0] == first.lhs and args[0].has_one_use()

@@ -99,12 +99,16 @@ def test_an_attention_of_an_attention_merges_the_first() -> None:
     np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-5)
 
 
-def test_a_mask_of_every_score_is_declined() -> None:
-    """An add of a [b, m, n] mask before the softmax is no scale of one value per row or a
-    scalar (attention_rows' test): the groups stay."""
+def test_a_mask_of_every_score_is_taken_in() -> None:
+    """An add of a [b, m, n] mask before the softmax (BERT's padding mask, GPT-2's causal
+    one): attention_rows computes it per score, so the three groups are one
+    (test_masked_attention.py has torch's form of it)."""
     text = attention((1, 24, 8), (1, 40, 8), (1, 16, 40), "row")
     text = text.replace("tensor<1x24x1xf32>", "tensor<1x24x40xf32>")
-    assert len(names(text)) == 3
+    assert len(names(text)) == 1
+    arrays = inputs(text, seed=7)
+    got = xrelay.build(text, targets=("c",)).run(**arrays)
+    np.testing.assert_allclose(got, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize(("targets", "device"), [(("c",), None), (OPENCL, "opencl")])

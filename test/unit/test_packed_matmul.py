@@ -143,6 +143,8 @@ DENSE_SHAPES = [
     ((16, 520, 16), "one tile of 16 x 16 (a tile of AVX-512, three of AVX2)"),
     ((17, 1100, 33), "five k-blocks (the last of 76), rows and columns one past a tile"),
     ((130, 8, 130), "short dot products"),
+    ((197, 72, 48), "ViT's 197 rows: the second block's row tiles stop at the last row (7 + 6 of AVX-512)"),
+    ((150, 24, 40), "two blocks of 78 rows with AVX2's 6-row tile: the second computes 12 tiles, not 13"),
 ]
 
 

@@ -228,11 +228,12 @@ def copy_rows(
     e: KernelBuilder,
     tile: Tile,
     scratch: SSAValue,
-    panels: int,
+    panels: Extent,
     depth: Extent,
     element: Callable[[SSAValue, SSAValue], SSAValue],
 ) -> None:
-    """`scratch[p, r, k] = element(p * tile.rows + r, k)` for p < `panels`, r < tile.rows and
+    """`scratch[p, r, k] = element(p * tile.rows + r, k)` for p in `panels` (a trip count or
+    [lo, hi), as `depth`), r < tile.rows and
     k in `depth` (as in `pack_panel`): the lhs rows of `panels` tiles as they lie along k, so
     that the copy reads and writes unit-stride (a transposed [k, r] panel was slower). `scratch` is a
     memref<panels x rows x depth' x f32>, depth' at least the trip count (a few floats more

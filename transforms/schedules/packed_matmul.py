@@ -16,8 +16,10 @@ k-block stays in half the L1 data cache):
    (the tile's rows per panel t, each along k as in the lhs, ROW_PAD floats longer), unless the
    lhs is a kernel input whose rows a tile can read where they lie (`rows_spread`). Where
    the result's extent is not a multiple of the block, a row or column past its edge reads
-   the last one (clamped: computed, never stored). The rhs layout is a parameter
-   (`micro_kernel.Layout`): dense's and batch_matmul's rhs are transposed ([N, K]);
+   the last one (clamped: copied, and for a column computed, never stored; the row tile the
+   result's last row falls in is computed with a tile of only its rows, `split_row_tiles`).
+   The rhs layout is a parameter (`micro_kernel.Layout`): dense's and batch_matmul's rhs are
+   transposed ([N, K]);
 2. for each tile of the block (row tiles outer; panels outer where
    they are read from a pre-packed rhs): the micro-kernel's sums over the k-block, added to
    the block's sums in scratch (`sums[rows, columns]`; with a single k-block they start at
@@ -59,7 +61,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from xrelay.dialects import cpu, relay
 from xrelay.runtime.machine import Features
-from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import Schedule, features_of, group_root, kind_of, round_up
 from xrelay.transforms.schedules import micro_kernel as mk
@@ -261,6 +263,17 @@ class Block:
         )
         self.k_depth = self.k_block_depth()
 
+    def valid_row_tiles(self) -> Extent:
+        """The block's row tiles that hold a row of the result: all of them where the
+        blocks divide the rows, else those up to the tile holding the last row (ViT's 197
+        rows in two blocks of 7 AVX-512 tiles: 13 tiles computed, not 14)."""
+        e, tile = self.e, self.tile
+        tiles = self.rows // tile.rows
+        if self.shape[-2] % self.rows == 0:
+            return tiles
+        left = e.sub(e.index(self.shape[-2]), self.row0)
+        return (e.index(0), e.min_index(e.index(tiles), e.div_const(e.add_const(left, tile.rows - 1), tile.rows)))
+
     def k_block_depth(self) -> int:
         """The k-block: the whole dot product where the scratch allows (see MAX_DEPTH), else
         the blocking's depth."""
@@ -361,13 +374,15 @@ class Block:
         panels = self.columns // tile.columns
         if self.panels is None:
             mk.pack_panel(e, tile, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+        tiles = self.valid_row_tiles()
         if rows is not None:
-            mk.copy_rows(
-                e, tile, rows, self.rows // tile.rows, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k)
-            )
+            mk.copy_rows(e, tile, rows, tiles, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k))
         steps = end if isinstance(end, int) else e.sub(end, k0)
+        whole, last = self.split_row_tiles(tiles)
+        edge = mk.Tile(self.shape[-2] % tile.rows, tile.vectors, tile.lanes)
 
-        def tile_sums(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        def tile_sums(t: mk.Tile, ivs: list[SSAValue]) -> list[SSAValue]:
+            """The sums of row tile ivs[0] (`t`'s rows of it) and panel ivs[1]."""
             tr, tc = e.mul_const(ivs[0], tile.rows), e.mul_const(ivs[1], tile.columns)
 
             def at(r: int, v: int) -> list[SSAValue]:
@@ -378,23 +393,45 @@ class Block:
                     return self.lhs_at(e.add_const(e.add(self.row0, tr), r), e.add(k0, ks[0]))
                 return e.emit(memref.LoadOp.get(rows, [ivs[0], e.index(r), ks[0]]))
 
-            inits = mk.zeros(e, tile) if first else mk.load_block(e, tile, sums, at)
+            inits = mk.zeros(e, t) if first else mk.load_block(e, t, sums, at)
             accs = mk.accumulate(
                 e,
-                tile,
+                t,
                 [steps if isinstance(steps, int) else (e.index(0), steps)],
                 inits,
                 lhs,
                 lambda ks, v: self.rhs_vector(panel, ivs[1], k0, ks[0], v),
             )
-            mk.store_block(e, tile, accs, sums, at)
+            mk.store_block(e, t, accs, sums, at)
             return []
 
-        tiles = self.rows // tile.rows
         if self.panels is None:
-            e.loops([tiles, panels], [], tile_sums)
-        else:  # each panel of the stream, then every row tile with it (see PREFETCH_AHEAD)
-            e.loops([panels, tiles], [], lambda ivs, carried: tile_sums([ivs[1], ivs[0]], carried))
+            e.loops([whole, panels], [], lambda ivs, _: tile_sums(tile, ivs))
+            if last is not None:
+                e.loops([last, panels], [], lambda ivs, _: tile_sums(edge, ivs))
+            return
+
+        def panel_sums(ps: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            """Each panel of the stream, then every row tile with it (see PREFETCH_AHEAD)."""
+            e.loops([whole], [], lambda ts, _: tile_sums(tile, [ts[0], ps[0]]))
+            if last is not None:
+                e.loops([last], [], lambda ts, _: tile_sums(edge, [ts[0], ps[0]]))
+            return []
+
+        e.loops([panels], [], panel_sums)
+
+    def split_row_tiles(self, tiles: Extent) -> tuple[Extent, Extent | None]:
+        """The block's row tiles (`tiles`, from `valid_row_tiles`) as the whole ones and the
+        one the result's last row falls in when that is only partly inside the result (an
+        extent of one tile in the last block, of none in the others), or None where the tile
+        divides the rows. The partial tile is computed with a tile of only its rows (ViT's 197
+        rows: 12 AVX-512 tiles of 16 and one of 5, not 13 of 16)."""
+        e, rows = self.e, self.tile.rows
+        if self.shape[-2] % rows == 0 or isinstance(tiles, int):
+            return tiles, None
+        left = e.sub(e.index(self.shape[-2]), self.row0)
+        full = e.min_index(tiles[1], e.div_const(left, rows))
+        return (e.index(0), full), (full, tiles[1])
 
     def rhs_vector(self, panel: SSAValue, p: SSAValue, k0: SSAValue, k: SSAValue, v: int) -> SSAValue:
         """Vector `v` of panel `p` at step `k`; from a pre-packed rhs, after a prefetch of
