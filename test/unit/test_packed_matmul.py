@@ -533,14 +533,15 @@ AVX512_TILE = pytest.mark.skipif(
 )
 def test_prepacked_scratch_and_prefetch(mkn: tuple[int, int, int], scratch: list[list[int]]) -> None:
     """Where the rows are read in place and where copied (its scratch), the k-block, and a
-    prefetch per step of the pre-packed panels; the result as the interpreter's."""
+    prefetch per step of the pre-packed panels in each micro-kernel (the full tiles', and the
+    partial last tile's where the rows are not a multiple of 16); the result as the interpreter's."""
     text = dense(*mkn, "bias")
     module = check_prepacked(text, random_inputs(text, 5))
     ops = kernel_ops(module)
     allocas = [op.memref.type.get_shape() for op in ops if isinstance(op, memref.AllocaOp)]
     assert [list(shape) for shape in allocas] == scratch
     prefetches = [op for op in ops if isinstance(op, cpu.PrefetchOp)]
-    assert len(prefetches) == 1
+    assert len(prefetches) == (1 if mkn[0] % 16 == 0 else 2)  # a partial last row tile is a micro-kernel of its own
 
 
 @AVX512_TILE
