@@ -161,8 +161,24 @@ def hand_prediction(c: Case, decision: Decision) -> float | None:
     graph = graph_of(prepared(*c.hand), options().config)
     if len(graph.model.nodes) != len(decision.graph.model.nodes):
         return None
-    placement = [n.choices[0] if n.pinned else label(options().config.default_scope) for n in graph.model.nodes]
-    return predict(decision.graph.model, placement)
+    return predict(decision.graph.model, plan_devices_like(graph.model, label(options().config.default_scope)))
+
+
+def plan_devices_like(model: Any, default: str) -> list[str]:
+    """The hand split's device per node as plan-devices unifies them, roughly: pinned nodes
+    where pinned; an unpinned one where all its readers are (its value's device_copy, which the
+    cost model does not see, pins its reader), else where its first op input is, else default."""
+    found: list[str | None] = [n.choices[0] if n.pinned else None for n in model.nodes]
+    users = model.consumers()
+    for i in reversed(range(len(found))):
+        readers = {found[j] for j in users[i]}
+        if found[i] is None and len(readers) == 1:
+            found[i] = readers.pop()
+    placement: list[str] = []
+    for i, n in enumerate(model.nodes):
+        ops = [placement[j] for j in n.inputs if not model.nodes[j].is_input]
+        placement.append(found[i] or (ops[0] if ops else default))
+    return placement
 
 
 def measure(c: Case, rounds: int) -> Result:

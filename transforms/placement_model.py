@@ -236,9 +236,10 @@ class SearchResult:
 MIN_GAIN = 0.05
 """A placement across devices must be predicted this much faster than the best single device
 (a fraction of its time) to be chosen: near-ties are within the measurement's noise. With the
-executor's rules in `predict` (bench/placement.py, one interleaved run, load 0.7): resnet18's
-split, predicted 1.7% faster than all-cpu, ran 3% slower; distilbert's, predicted 9.6%
-faster, ran 8% faster (the 10% margin of the serial model had kept it on cpu)."""
+executor's rules in `predict` (all-cpu, all-opencl and auto with either margin in one
+interleaved run of bench/timing.py, load 0.7): resnet18's split, predicted 1.7% faster than
+all-cpu, ran 3% slower; distilbert's, predicted 9.6% faster, ran 8% faster (the 10% margin
+of the serial model had kept it on cpu)."""
 
 
 def search(model: Model, devices: Sequence[str], budget: int, min_gain: float = MIN_GAIN) -> SearchResult:
