@@ -5,7 +5,8 @@ predicted for each; and the time placement takes with an empty and with a warm c
 Models: the four reference models as ONNX (bench/onnx_zoo.py: mlp, cnn, resnet, transformer,
 with their hand splits), zoo exports (/work/zoo-models: resnet18, mobilenet_v2, distilbert;
 no hand split), and `towers`: two towers of 3 conv3x3+relu (64 channels, 28x28) on one input,
-added at the end, written here (bench/branchy.py is on another branch).
+added at the end, written here; and `branchy_concat`: bench/branchy.py's two towers joined by a
+concatenate (hand split: tower a on cpu, tower b on opencl).
 
 Threads as in bench/onnx_models.py: C kernels on one thread (XRELAY_NUM_THREADS=1), PoCL's
 pthread device on one (POCL_MAX_PTHREAD_COUNT=1): so auto may use the two cores of this
@@ -43,6 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import onnx_zoo
 import zoo
+from branchy import branchy_input, branchy_module
 from timing import interleaved_medians
 
 import xrelay
@@ -113,9 +115,18 @@ def zoo_model(name: str) -> Case:
     return Case(name, module, params, zoo.random_inputs(proto))
 
 
+def branchy_concat() -> Case:
+    """bench/branchy.py's towers, concatenated; the hand split puts one tower on each device."""
+    text, params = branchy_module(join="concat")
+    hand = branchy_module(devices=("cpu", "opencl"), join="concat")
+    return Case("branchy_concat", text, params, {"x": branchy_input()}, hand)
+
+
 def case(name: str) -> Case:
     if name == "towers":
         return towers()
+    if name == "branchy_concat":
+        return branchy_concat()
     if name not in REFERENCE and (ZOO / f"{name}.onnx").exists():
         return zoo_model(name)
     return reference(name)
@@ -150,8 +161,24 @@ def hand_prediction(c: Case, decision: Decision) -> float | None:
     graph = graph_of(prepared(*c.hand), options().config)
     if len(graph.model.nodes) != len(decision.graph.model.nodes):
         return None
-    placement = [n.choices[0] if n.pinned else label(options().config.default_scope) for n in graph.model.nodes]
-    return predict(decision.graph.model, placement)
+    return predict(decision.graph.model, plan_devices_like(graph.model, label(options().config.default_scope)))
+
+
+def plan_devices_like(model: Any, default: str) -> list[str]:
+    """The hand split's device per node as plan-devices unifies them, roughly: pinned nodes
+    where pinned; an unpinned one where all its readers are (its value's device_copy, which the
+    cost model does not see, pins its reader), else where its first op input is, else default."""
+    found: list[str | None] = [n.choices[0] if n.pinned else None for n in model.nodes]
+    users = model.consumers()
+    for i in reversed(range(len(found))):
+        readers = {found[j] for j in users[i]}
+        if found[i] is None and len(readers) == 1:
+            found[i] = readers.pop()
+    placement: list[str] = []
+    for i, n in enumerate(model.nodes):
+        ops = [placement[j] for j in n.inputs if not model.nodes[j].is_input]
+        placement.append(found[i] or (ops[0] if ops else default))
+    return placement
 
 
 def measure(c: Case, rounds: int) -> Result:
@@ -212,8 +239,8 @@ def table(results: list[Result]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default=",".join((*REFERENCE, *ZOO_MODELS, "towers")))
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--models", default=",".join((*REFERENCE, *ZOO_MODELS, "towers", "branchy_concat")))
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--place-only", action="store_true", help="placement times only (cold, warm)")
     parser.add_argument("--json", type=Path)

@@ -63,7 +63,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -411,13 +411,8 @@ class Schedule:
         lanes = tuple(_lane(ex, name, index) for name, index in ex.steps)
         deps = tuple(frozenset(d) for d in hazards(*_accesses(ex)))
         started = [k for k, (name, _) in enumerate(ex.steps) if name == COPY and lanes[k] != HOST]
-        is_started = set(started)
-        needs = {
-            k: tuple(sorted(d for d in deps[k] if d in is_started and lanes[d] != lanes[k]))
-            for k in range(len(lanes))
-            if not _peer_copy(ex, k)
-        }
-        order, waits, known_done = issue_order(deps, lanes, {k: w for k, w in needs.items() if w})
+        peers = {k for k in range(len(lanes)) if _peer_copy(ex, k)}
+        order, waits, known_done = issue_plan(deps, lanes, set(started), peers)
         known_done_slots = {slot for slot, k in enumerate(started) if k in known_done}
         slots = {k: slot for slot, k in enumerate(started)}
         writer = {ex.entries[index].storage: k for k, (_, index) in enumerate(ex.steps)}  # the last
@@ -495,6 +490,43 @@ def independent(hosts: Sequence[int], queued: Sequence[int], deps: Sequence[froz
             after[d] |= after[k] | 1 << k
     related = [before[h] | after[h] | 1 << h for h in hosts]
     return [q for q in queued if any(not r >> q & 1 for r in related)]
+
+
+def issue_plan(
+    deps: Sequence[frozenset[int]], lanes: Sequence[int], started: Set[int], peers: Set[int]
+) -> tuple[list[int], dict[int, tuple[int, ...]], set[int]]:
+    """`issue_order` of steps whose `started` ones are copies a queue runs without the host
+    waiting: a step waits for such a copy of another lane that it depends on, unless it is
+    one of `peers` (a copy between two queues, which they order). The rules of item 4, for
+    `Schedule.of` and for place-by-cost's prediction of a placed graph (`replay`)."""
+    needs = {
+        k: tuple(sorted(d for d in deps[k] if d in started and lanes[d] != lanes[k]))
+        for k in range(len(lanes))
+        if k not in peers
+    }
+    return issue_order(deps, lanes, {k: w for k, w in needs.items() if w})
+
+
+def replay(
+    order: Sequence[int],
+    lanes: Sequence[int],
+    deps: Sequence[frozenset[int]],
+    waits: Mapping[int, tuple[int, ...]],
+    seconds: Sequence[float],
+) -> tuple[list[float], dict[int, float]]:
+    """When each step ends, and when each lane is free, if step k takes `seconds[k]` and the
+    host issues the steps in `order` (from `issue_plan`): before a step the host waits for
+    its `waits`; a step starts when its lane is free, its predecessors have ended and (a
+    queued one) the host has issued it, so a queue never runs ahead of the host's issuing."""
+    host, free, end = 0.0, {HOST: 0.0}, [0.0] * len(lanes)
+    for k in order:
+        host = max([host, *(end[w] for w in waits.get(k, ()))])
+        begin = max([host, free.get(lanes[k], 0.0), *(end[d] for d in deps[k])])
+        end[k] = free[lanes[k]] = begin + seconds[k]
+        if lanes[k] == HOST:
+            host = end[k]
+    free[HOST] = host
+    return end, free
 
 
 def issue_order(

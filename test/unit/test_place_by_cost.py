@@ -299,3 +299,19 @@ def test_a_split_must_win_by_the_margin() -> None:
     assert predict(model, [CPU, CL, CPU]) < predict(model, [CPU, CPU, CPU])
     assert search(model, BOTH, budget=100).placement == [CPU, CPU, CPU]
     assert search(model, BOTH, budget=100, min_gain=0.0).placement[1:] == [CL, CPU]
+
+
+def test_prediction_follows_the_concurrent_executors_rules() -> None:
+    """%a on opencl, %b and %c on cpu: the write of %x (11 us), %a (10) and the read of %a
+    (11) run on opencl's queue while the host runs %b; the host waits for that read only
+    before %c, which needs it. So the run is %b + %c when %b is longer than the queue's 32 us,
+    and the read's end + %c when it is shorter (the old serial model held the host for each
+    copy: 67 us for the first)."""
+    x = Node("%x", [], 1000, BOTH, is_input=True)
+    for b_us, expected in ((40, 45), (20, 37)):
+        model = Model(
+            [x, node("%a", [0], 100, 10), node("%b", [0], b_us, 100), node("%c", [1, 2], 5, 100, is_output=True)],
+            COPY,
+            CPU,
+        )
+        assert predict(model, [CPU, CL, CPU, CPU]) == pytest.approx(expected * US)
