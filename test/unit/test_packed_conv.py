@@ -91,6 +91,9 @@ CASES = {
     # in padded rows of 9: one block of 64, not two of 48), and its stride-2 conv into it
     "last_stage_7x7": ((1, 20, 7, 7), (20, 20, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 20, 7, 7), True),
     "stride2_to_7x7_batch": ((2, 16, 14, 13), (13, 16, 3, 3), "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (2, 13, 7, 7), False),
+    # 1 x 1 convs pointwise_conv leaves to it on AVX-512: strided (one phase), and at 7 x 7
+    "pointwise_stride2_batch": ((2, 40, 13, 14), (36, 40, 1, 1), "{strides = array<i64: 2, 2>}", (2, 36, 7, 7), False),
+    "pointwise_7x7_residual": ((1, 48, 7, 7), (48, 48, 1, 1), "{}", (1, 48, 7, 7), True),
 }  # fmt: skip
 
 
@@ -327,7 +330,8 @@ def terms_of(case: tuple) -> int:
 
 
 ISA_CASES = ("edge_blocks_batch", "grouped_dilated_uneven", "size_one", "no_padding_one_block", "cnn_second_short_rows",
-             "row_aligned_overlap", "resnet_block_small", "last_stage_7x7", "stride2_to_7x7_batch")  # fmt: skip
+             "row_aligned_overlap", "resnet_block_small", "last_stage_7x7", "stride2_to_7x7_batch",
+             "pointwise_stride2_batch", "pointwise_7x7_residual")  # fmt: skip
 
 
 @pytest.mark.parametrize("target", isa_params())
