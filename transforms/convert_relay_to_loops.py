@@ -60,6 +60,9 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       shape whose windows lie inside the input: a work item per output row,
                       the taps unrolled (opencl, windows 2 wide at stride 2 of a pool alone:
                       in vectors; cpu: chunks of 8 outputs gcc vectorises)
+    concat_slices     a concatenate of the result's shape (axis before the last) read only by
+                      elementwise ops: a work item per index up to the axis, the input picked
+                      once by a tree of branches, a loop nest over the axes after it
     transpose_tiles   a group that only moves data and transposes the last axis away: a
                       8 x 8 tile (16 x 16 on opencl) of the result's last two axes per work item
     reshape_source    a result that is a reshape merging axes: a work item per element of
@@ -136,6 +139,7 @@ from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
     attention_rows,
+    concat_slices,
     conv_rows,
     conv_taps,
     conv_vectors,
@@ -311,6 +315,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     matmul_rows.SCHEDULE,
     matmul_block.SCHEDULE,
     pool_windows.SCHEDULE,
+    concat_slices.SCHEDULE,
     transpose_tiles.SCHEDULE,
     reshape_source.SCHEDULE,
     elementwise.SCHEDULE,

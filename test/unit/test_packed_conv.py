@@ -87,6 +87,13 @@ CASES = {
     "cnn_first_one_channel": ((2, 1, 28, 28), (16, 1, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 16, 28, 28), False),
     "cnn_second_short_rows": ((2, 16, 14, 14), (32, 16, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (2, 32, 14, 14), False),
     "row_aligned_overlap": ((1, 4, 6, 30), (8, 4, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 8, 6, 30), False),
+    # flat blocks of 4 vectors (6 channels on AVX-512): ResNet's last stage, 7 x 7 (61 positions
+    # in padded rows of 9: one block of 64, not two of 48), and its stride-2 conv into it
+    "last_stage_7x7": ((1, 20, 7, 7), (20, 20, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 20, 7, 7), True),
+    "stride2_to_7x7_batch": ((2, 16, 14, 13), (13, 16, 3, 3), "{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}", (2, 13, 7, 7), False),
+    # 1 x 1 convs pointwise_conv leaves to it on AVX-512: strided (one phase), and at 7 x 7
+    "pointwise_stride2_batch": ((2, 40, 13, 14), (36, 40, 1, 1), "{strides = array<i64: 2, 2>}", (2, 36, 7, 7), False),
+    "pointwise_7x7_residual": ((1, 48, 7, 7), (48, 48, 1, 1), "{}", (1, 48, 7, 7), True),
 }  # fmt: skip
 
 
@@ -117,7 +124,8 @@ def test_packed_conv_agrees_with_interpret(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "aligned", "vectors"),
     [("cnn_first_one_channel", True, 2), ("cnn_second_short_rows", True, 2), ("row_aligned_overlap", True, 3),
-     ("resnet_block_small", True, 3), ("wide_rows", False, 3), ("grouped_dilated_uneven", False, 3)],
+     ("resnet_block_small", True, 3), ("wide_rows", False, 3), ("grouped_dilated_uneven", False, 3),
+     ("last_stage_7x7", False, 4), ("stride2_to_7x7_batch", False, 4)],
 )  # fmt: skip
 def test_row_aligned_layout_where_rows_fill_vectors(name: str, aligned: bool, vectors: int) -> None:
     """Vectors along output rows where they compute at most ROW_SLACK more columns a row than
@@ -125,6 +133,15 @@ def test_row_aligned_layout_where_rows_fill_vectors(name: str, aligned: bool, ve
     42, nor 17 in 32 for 19)."""
     plan = plan_of(conv_program(*CASES[name]))
     assert plan is not None and (plan.row_aligned, plan.vectors) == (aligned, vectors)
+
+
+def test_flat_blocks_of_four_vectors_where_they_compute_fewer() -> None:
+    """7 x 7 outputs: 61 flat positions, one block of 4 vectors x 6 channels on AVX-512 (64
+    positions) instead of two of 3 x 8 (96); wide rows keep 3 (8 vectors for 9: too small a saving)."""
+    plan = plan_of(conv_program(*CASES["last_stage_7x7"]))
+    assert plan is not None and (plan.vectors, plan.channels, plan.positions) == (4, 6, 61)
+    wide = plan_of(conv_program(*CASES["wide_rows"]))
+    assert wide is not None and (wide.vectors, wide.channels) == (3, 8)
 
 
 def plan_of(text: str, target: str = PLANNED) -> packed_conv.Plan | None:
@@ -313,7 +330,8 @@ def terms_of(case: tuple) -> int:
 
 
 ISA_CASES = ("edge_blocks_batch", "grouped_dilated_uneven", "size_one", "no_padding_one_block", "cnn_second_short_rows",
-             "row_aligned_overlap", "resnet_block_small")  # fmt: skip
+             "row_aligned_overlap", "resnet_block_small", "last_stage_7x7", "stride2_to_7x7_batch",
+             "pointwise_stride2_batch", "pointwise_7x7_residual")  # fmt: skip
 
 
 @pytest.mark.parametrize("target", isa_params())

@@ -293,6 +293,44 @@ def test_tile_and_blocks_fit_together(target: str) -> None:
     assert tile.columns * blocks.depth * 4 <= features.l1d // 2
 
 
+@pytest.mark.parametrize(
+    ("rows", "columns", "seven"),
+    [(49, 3072, True), (196, 384, True), (130, 130, True), (784, 192, False), (128, 768, False),
+     (197, 3072, False), (49, 40, False), (15, 3072, False)],
+)  # fmt: skip
+def test_rows_of_seven_where_the_16_row_tile_pads_them(rows: int, columns: int, seven: bool) -> None:
+    """AVX-512 takes 7 x 3 where it pads the rows at most 0.95x as far as 16 x 1 (ConvNeXt's
+    49 and 196 rows), not where 16 rows divide them or pad them about as far (784, 128, 197
+    rows), nor for fewer than 48 columns or 16 rows (the matmuls packed_matmul takes stay
+    the same); AVX2 and SSE lack the registers for it."""
+    tile = packed_matmul.rows_of_seven(target_features(PLANNED), rows, columns)
+    assert tile == (micro_kernel.Tile(7, 3, 16) if seven else None)
+    assert packed_matmul.rows_of_seven(target_features("c -march=x86-64-v3"), 49, 3072) is None
+    blocks = packed_matmul.blocking(target_features(PLANNED), micro_kernel.Tile(7, 3, 16))
+    assert (blocks.rows, blocks.columns, blocks.depth) == (126, 96, 128)  # a panel of 48 x 128: 24 KiB
+
+
+SEVEN_ROW_MATMULS = [
+    matmul((1, 7, 7, 200), (200, 100)),  # ConvNeXt's 7 x 7 stage, folded rows; 100 columns: 2 tiles + 4
+    matmul((55, 130), (130, 50)),  # rows past a tile (56 for 55: clamped), one column tile + 2
+    dense(196, 130, 96, "gelu"),  # 28 row tiles, two column tiles, the epilogue
+]
+
+
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("text", SEVEN_ROW_MATMULS, ids=["folded-7x7", "edges", "dense-gelu"])
+def test_rows_of_seven_agree_with_interpret(text: str, target: str) -> None:
+    """The 7 x 3 tile natively (the others' own tiles at v2 and v3), the weight pre-packed in
+    panels of 48 columns and not, against the interpreter."""
+    weight = "w" if "%w" in text else "b"
+    inputs = random_inputs(text, 3)
+    module = check_prepacked(text, inputs, constants=(weight,), target=target)
+    (packed,) = constants_of(module)
+    width = 48 if micro_kernel.Tile(16, 1, 16) == micro_kernel.register_tile(target_features(target)) else None
+    assert width is None or packed.res.type.get_shape()[-1] == width  # type: ignore[union-attr]
+    check(text, inputs, target=target)
+
+
 def test_register_tiles_of_each_register_file() -> None:
     """AVX-512's 32 registers keep the 16 x 1 tile measured best there; AVX2's and SSE's 16
     take BLIS's Haswell shape, 6 x 2 (12 sums + 2 rhs vectors + a broadcast: 15)."""
@@ -364,7 +402,8 @@ def test_prepacked_weight_shapes(mkn: tuple[int, int, int], target: str) -> None
     module = check_prepacked(text, random_inputs(text, 0), target=target)
     (packed,) = constants_of(module)
     n, k = mkn[2], mkn[1]
-    blocks = packed_matmul.blocking(target_features(target))
+    features = target_features(target)
+    blocks = packed_matmul.blocking(features, packed_matmul.rows_of_seven(features, mkn[0], n))
     width = blocks.tile.columns
     columns = packed_matmul.block_columns(n, blocks)
     assert packed.res.type == TensorType(f32, [-(-n // columns) * columns // width, k, width])
@@ -526,7 +565,8 @@ AVX512_TILE = pytest.mark.skipif(
         ((64, 2048, 16), [[64, 16], [4, 16, 260]]),  # rows copied (one set for 16), k-blocks of 256
         ((64, 1040, 144), [[64, 80]]),  # in place, deeper than MAX_DEPTH: k-blocks of 256; 2 x 80 columns
         ((48, 784, 160), [[48, 80]]),  # the block's rows are the result's 48; 160 columns in 2 blocks of 80
-        ((40, 784, 160), [[48, 80], [3, 16, 788]]),  # 40 rows: a clamped edge, so copied (one k-block)
+        ((44, 784, 160), [[48, 80], [3, 16, 788]]),  # 44 rows: a clamped edge, so copied (one k-block)
+        ((40, 784, 160), [[42, 96], [6, 7, 788]]),  # 40 rows: 42 in 7-row tiles (ROWS_OF_SEVEN), not 48
         ((64, 784, 128), [[64, 128], [4, 16, 788]]),  # one block of columns: copied once anyway
         ((128, 1024, 256), [[128, 128], [8, 16, 260]]),  # too much scratch for one k-block
     ],

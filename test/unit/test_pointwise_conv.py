@@ -18,6 +18,7 @@ from test_packed_conv import check_everywhere, check_isa_level, conv_program, in
 from tolerances import EPS32, assert_within, sum_of_products_bound
 
 import xrelay
+from xrelay.transforms.schedules import pointwise_conv
 
 S2 = "strides = array<i64: 2, 2>"
 
@@ -29,6 +30,14 @@ CASES = {
     "deep_k_blocks": ((1, 1100, 4, 5), (17, 1100, 1, 1), "{}", (1, 17, 4, 5), False),
     "squeezenet_last": ((1, 64, 13, 13), (100, 64, 1, 1), "{}", (1, 100, 13, 13), False),
 }  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def without_packed_conv_hand_off(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases below exercise this schedule: on AVX-512, packed_conv would take the strided
+    and small ones (`leaves_to_packed_conv`, tested on its own in the hand-off test)."""
+    if "hand_off" not in request.node.name:
+        monkeypatch.setattr(pointwise_conv, "PACKED_MIN_REGISTERS", 1 << 20)
 
 
 def program(name: str) -> str:
@@ -120,3 +129,23 @@ def test_mobile_epilogues_with_constant_weights(name: str, target: str) -> None:
     magnitude = xrelay.interpret(xrelay.parse(text), {"x": np.abs(x), **{k: np.abs(v) for k, v in params.items()}})
     bound = sum_of_products_bound(magnitude, data[1] + 2, c=4.0) + 4 * EPS32 * np.abs(expected)
     assert_within(built.run(x), expected, bound, name)
+
+
+@pytest.mark.parametrize(
+    ("data", "weight", "attrs", "result", "native"),
+    [((2, 48, 15, 17), (40, 48, 1, 1), f"{{{S2}}}", (2, 40, 8, 9), "packed_conv"),  # strided
+     ((1, 64, 7, 7), (96, 64, 1, 1), "{}", (1, 96, 7, 7), "packed_conv"),  # ResNet's last stage
+     ((1, 64, 13, 13), (100, 64, 1, 1), "{}", (1, 100, 13, 13), "packed_conv"),  # SqueezeNet's last
+     ((1, 32, 28, 28), (48, 32, 1, 1), "{}", (1, 48, 28, 28), "pointwise_conv"),  # 784 pixels
+     ((1, 1100, 4, 5), (17, 1100, 1, 1), "{}", (1, 17, 4, 5), "pointwise_conv")],  # packed_conv declines
+)  # fmt: skip
+def test_hand_off_of_strided_and_small_images_to_packed_conv(
+    data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...], native: str
+) -> None:
+    """On AVX-512 (32 registers) packed_conv takes strided 1 x 1 convs and those under 28 x 28
+    pixels; AVX2's and SSE's kernels and opencl's keep pointwise_conv. Both agree with interpret."""
+    text = conv_program(data, weight, attrs, result)
+    assert schedules(text) == [native]
+    assert schedules(text, "c -march=x86-64-v3") == ["pointwise_conv"]
+    assert schedules(text, OPENCL_PLANNED) == ["pointwise_conv"]
+    check_everywhere(text, inputs((data, weight, attrs, result, False), np.random.default_rng(6)))

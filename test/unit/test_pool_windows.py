@@ -131,6 +131,9 @@ PADDED = {
     "ceil_mode_past_the_end": ("max_pool2d", (1, 2, 7, 35), (1, 2, 4, 18), f"{S2}, ceil_mode = true"),
     "one_interior_row": ("max_pool2d", (1, 2, 4, 40), (1, 2, 2, 20), f"pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, {P1}"),
     "wide_rows_one_loop": ("max_pool2d", (1, 2, 9, 140), (1, 2, 5, 70), f"pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, {P1}"),
+    # SqueezeNet's 3x3 pools of rows 27 and 13 wide: one loop each (windows wider than 2)
+    "squeezenet_27_wide_one_loop": ("max_pool2d", (1, 3, 55, 55), (1, 3, 27, 27), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true"),
+    "squeezenet_13_wide_one_loop": ("max_pool2d", (2, 2, 27, 27), (2, 2, 13, 13), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true"),
 }  # fmt: skip
 
 
@@ -237,6 +240,7 @@ CPU_TAKEN = {
     "17_wide_odd_floor": ("max_pool2d", (2, 3, 7, 35), (2, 3, 3, 17), S2),
     "16_wide_avg": ("avg_pool2d", (1, 3, 4, 32), (1, 3, 2, 16), S2),
     "max_3x3_stride_2": ("max_pool2d", (1, 2, 9, 21), (1, 2, 4, 10), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>"),
+    "max_3x3_27_wide": ("max_pool2d", (1, 3, 55, 55), (1, 3, 27, 27), "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true"),
     "avg_3x3_stride_1": ("avg_pool2d", (1, 4, 6, 12), (1, 4, 4, 10), "pool_size = array<i64: 3, 3>"),
     "dilated": ("max_pool2d", (1, 3, 7, 12), (1, 3, 5, 10), "pool_size = array<i64: 2, 2>, dilation = array<i64: 2, 2>"),
     "avg_counting_unreached_padding": (
@@ -282,7 +286,7 @@ def chained_max(x: np.ndarray, kh: int, kw: int, sh: int, sw: int) -> np.ndarray
     return peak
 
 
-@pytest.mark.parametrize("name", ["17_wide_odd_floor", "max_3x3_stride_2"])
+@pytest.mark.parametrize("name", ["17_wide_odd_floor", "max_3x3_stride_2", "max_3x3_27_wide"])
 def test_cpu_pairs_of_taps_give_the_chain_bit_for_bit(name: str) -> None:
     """Windows of NaN, +0, -0 and ties: the tree of adjacent pairs picks the same float as
     the chain (the first NaN, else the last of the largest), signs of zero included."""

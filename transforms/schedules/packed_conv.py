@@ -126,6 +126,19 @@ UNROLLED_TAPS = 9
 ROW_SLACK = 2
 ROW_VECTORS = (3, 2)
 
+# The flat layout's register blocks are VECTORS vectors, or of FLAT_VECTORS the count that
+# computes at least FLAT_SAVING fewer vectors of a work item (its last block, starting
+# earlier, recomputes the ones before), in blocks of at least MIN_SUMS vector sums (FMA
+# latency x pipes). A 7 x 7 output (ResNet's last stage: 61 positions in padded rows of 9)
+# is 2 blocks of 3 vectors (96 positions for 49 outputs) but 1 of 4 (6 channels x 4 on
+# AVX-512: 64 positions). Conv + bias + relu alone at 1 thread, AVX-512, min of 60
+# interleaved runs (load 11): 512 -> 512 at 7 x 7 134 -> 186 GFLOP/s, stride 2 14 -> 7
+# 132 -> 196, 128 -> 32 at 7 x 7 110 -> 135. Smaller savings keep 8 x 3 (6 x 4 measured
+# mixed against it at larger shapes: see CHANNELS).
+FLAT_VECTORS = (4, 2)
+FLAT_SAVING = 0.25
+MIN_SUMS = 8
+
 # The finite test of a block's sums runs this many chains of fused multiply-adds side by side
 # (one chain of 16 or 24 waited on each one's latency).
 PROBE_CHAINS = 4
@@ -186,7 +199,7 @@ class Plan:
     @property
     def pack_floats(self) -> int:
         in_c = shape_of(self.conv.data)[1] * self.phase_count
-        return pack_floats(in_c, self.packed_rows, self.padded_width, VECTORS * self.lanes)
+        return pack_floats(in_c, self.packed_rows, self.padded_width, max(VECTORS, self.vectors) * self.lanes)
 
 
 def plan_of(group: relay.FusedOp) -> Plan | None:
@@ -221,9 +234,28 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
     rows = max(large, key=lambda rows: (balanced(batch * out_h // rows), rows))
     count = rows * math.ceil(out_w / lanes)  # the vectors of a work item, row-aligned
     aligned = row_aligned(out_w, padded_width, lanes) and count >= VECTORS
-    vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v)) if aligned else VECTORS
-    tile = channel_tile(features, vectors, min(CHANNELS, per_group))
+    most = min(CHANNELS, per_group)
+    if aligned:
+        vectors = min(ROW_VECTORS, key=lambda v: (math.ceil(count / v) * v - count, -v))
+        tile = channel_tile(features, vectors, most)
+    else:
+        tile = flat_tile(features, (rows - 1) * padded_width + out_w, most)
     return Plan(conv, padded_width, rows, rows + reach, aligned, tile, row_phases, column_phases)
+
+
+def flat_tile(features: Features, positions: int, most: int) -> mk.Tile:
+    """The flat layout's register block for a work item of `positions` flat positions:
+    VECTORS vectors, unless one of FLAT_VECTORS computes FLAT_SAVING fewer vectors in
+    blocks of at least MIN_SUMS sums (then the one computing fewest, the first on a tie)."""
+    lanes = features.vector_floats
+
+    def computed(vectors: int) -> int:
+        return math.ceil(positions / (vectors * lanes)) * vectors
+
+    tile = channel_tile(features, VECTORS, most)
+    others = [t for v in FLAT_VECTORS if (t := channel_tile(features, v, most)).count >= min(MIN_SUMS, tile.count)]
+    best = min(others, key=lambda t: computed(t.vectors), default=tile)
+    return best if computed(best.vectors) <= (1 - FLAT_SAVING) * computed(VECTORS) else tile
 
 
 def phases(taps: int, dilation: int, stride: int) -> tuple[int, ...]:

@@ -140,6 +140,18 @@ RHS_LAYOUT: dict[type[Matmul], mk.Layout] = {
     relay.MatmulOp: mk.Layout.PLAIN,
 }
 
+# Where the rows (the broadcast side: pixels, for ConvNeXt's pointwise layers) are many of 7
+# and the 16 x 1 tile pads them (its 7 x 7 stage's 49 rows to 64, 196 to 208), a cpu kernel
+# takes the ROWS_OF_SEVEN tile instead, where it fits the registers and pads the rows at most
+# SEVEN_PADDING of the 16-row tile's (a 197-row ViT, 203 against 208, keeps 16 x 1). With
+# AVX-512 (7 x 3 vectors: 21 sums, 3 rhs vectors), matmul + bias (+ relu) at 1 thread, min of
+# 40 interleaved runs, load 8, GFLOP/s 16 x 1 -> 7 x 3: 49x768.768x3072 164 -> 227,
+# 49x3072.3072x768 158 -> 198, 196x1536.1536x384 187 -> 254, 196x384.384x1536 192 -> 249;
+# where neither pads (784x768.768x192 240 -> 258, 3136x96.96x384 176 -> 198) 16 x 1 was kept
+# for the transformers' shapes, where 7 x 3 measured 0.9-1.0x (128x3072.3072x768 225 -> 203).
+ROWS_OF_SEVEN = (7, 3)
+SEVEN_PADDING = 0.95
+
 # Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
 # narrower than one vector (the MLP's 512 -> 10 layer) or shorter than a tile: a tile's rows
 # are computed whole, and dense 1x784 . 512x784 ran at 5 GFLOP/s packed against 36 in
@@ -158,11 +170,12 @@ class Blocking:
     depth: int
 
 
-def blocking(features: Features) -> Blocking:
+def blocking(features: Features, tile: mk.Tile | None = None) -> Blocking:
     """The blocks on `features`' machine: its register tile (`micro_kernel.register_tile`),
-    ROWS x COLUMNS cut to whole tiles, and a k-block of DEPTH, or the largest power of two
-    under it whose panel (the tile's columns) fills at most half the L1 data cache."""
-    tile = mk.register_tile(features)
+    or `tile`, ROWS x COLUMNS cut to whole tiles, and a k-block of DEPTH, or the largest
+    power of two under it whose panel (the tile's columns) fills at most half the L1 data
+    cache."""
+    tile = tile or mk.register_tile(features)
     panel_steps = max(1, features.l1d // 2 // (tile.columns * 4))
     depth = min(DEPTH, max(LINE_FLOATS, 1 << (panel_steps.bit_length() - 1)))
     rows = max(1, ROWS // tile.rows) * tile.rows
@@ -171,8 +184,28 @@ def blocking(features: Features) -> Blocking:
 
 
 def blocking_of(group: relay.FusedOp) -> Blocking:
-    """The blocks of `group`'s kernel: its target's (`features_of`)."""
-    return blocking(features_of(group))
+    """The blocks of `group`'s kernel: its target's (`features_of`), with the ROWS_OF_SEVEN
+    tile where a cpu kernel's rows are many of 7 (`rows_of_seven`)."""
+    features = features_of(group)
+    matmul = matmul_anchor(group)
+    if matmul is None or kind_of(group).work_groups:
+        return blocking(features)
+    shape = matrix_shape(matmul)
+    return blocking(features, rows_of_seven(features, shape[-2], shape[-1]) if len(shape) >= 2 else None)
+
+
+def rows_of_seven(features: Features, rows: int, columns: int) -> mk.Tile | None:
+    """The ROWS_OF_SEVEN tile for a result of `rows` x `columns` where it fits the target's
+    registers and pads the rows at most SEVEN_PADDING of the register tile's (both tiles
+    whole along the columns and rows: the set of matmuls packed_matmul takes is the same),
+    else None."""
+    register = mk.register_tile(features)
+    seven = mk.Tile(*ROWS_OF_SEVEN, lanes=features.vector_floats)
+    if mk.registers_needed(seven.rows, seven.vectors, features.fma) > features.vector_registers:
+        return None
+    if rows < register.rows or columns < seven.columns:
+        return None
+    return seven if round_up(rows, seven.rows) <= SEVEN_PADDING * round_up(rows, register.rows) else None
 
 
 def matches(group: relay.FusedOp) -> bool:

@@ -34,6 +34,7 @@ from xrelay.transforms.schedules import (
     group_root,
     kind_of,
     one_group_per_item,
+    packed_conv,
     result_shape,
 )
 from xrelay.transforms.schedules import micro_kernel as mk
@@ -69,9 +70,36 @@ def matrix(conv: relay.Conv2DOp) -> tuple[int, int, int]:
     return out_c, out_h * out_w, shape_of(conv.data)[1]
 
 
+# Strided 1 x 1 convs and those of fewer than PACKED_MAX_PIXELS output pixels per image are
+# left to packed_conv (its direct conv of one tap over the subsampled, packed input) on a cpu
+# target of at least PACKED_MIN_REGISTERS vector registers, where its plan has blocks of at
+# least 2 output rows. The kernel alone, min of 90 profiled runs, AVX-512 (load 8-9), time
+# packed_conv / pointwise_conv: stride 2 1024 -> 2048 14 -> 7 0.64, 512 -> 1024 28 -> 14 0.91,
+# 256 -> 512 56 -> 28 0.90; 2048 -> 512 at 7 x 7 0.74, 512 -> 2048 0.80, 1024 -> 256 at 14 x 14
+# 0.91, 1024 -> 512 0.90, SqueezeNet's 512 -> 1000 at 13 x 13 0.75, 256 -> 32 at 27 x 27 0.88;
+# at 28 x 28 and above mixed (448 -> 128 1.04, 512 -> 128 1.06, 224 -> 128 at 56 0.95). With
+# AVX2's 16 registers packed_conv's 3 x 3 block lost at 13 x 13 (1.20), so AVX2 and SSE keep
+# this schedule; so does opencl (not measured).
+PACKED_MAX_PIXELS = 28 * 28
+PACKED_MIN_REGISTERS = 32
+
+
+def leaves_to_packed_conv(group: relay.FusedOp, conv: relay.Conv2DOp) -> bool:
+    """Whether packed_conv computes this 1 x 1 conv faster (see PACKED_MAX_PIXELS)."""
+    if kind_of(group).work_groups or features_of(group).vector_registers < PACKED_MIN_REGISTERS:
+        return False
+    _, _, out_h, out_w = shape_of(conv.res)
+    if conv.stride_values == (1, 1) and out_h * out_w >= PACKED_MAX_PIXELS:
+        return False
+    plan = packed_conv.plan_of(group)
+    return plan is not None and plan.row_block >= 2
+
+
 def matches(group: relay.FusedOp) -> bool:
     conv = pointwise_anchor(group)
     if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
+        return False
+    if leaves_to_packed_conv(group, conv):
         return False
     tile = blocking(features_of(group)).tile
     rows, columns, depth = matrix(conv)

@@ -80,6 +80,12 @@ CPU_CHUNK = 8
 # max pool (55 interior outputs a row) took 512 us in chunks of 8 natively, 164 us as one
 # loop (AVX2: 488 -> 362 us; the C kernels alone, medians of 15 x 20 calls, load 2.7).
 ROW_LOOP_CHUNKS = 4
+# Windows wider than 2 columns (overlapping at stride 2: SqueezeNet's and ResNet's 3x3) take
+# one loop from a row of one chunk on: the kernel alone, min of 120 profiled runs (load 7-10),
+# AVX-512 / AVX2, 128 x 55 x 55 -> 27 x 27 in chunks of 8 262 / 261 us, as one loop 49 / 59
+# us; 256 x 27 x 27 -> 13 x 13 55 / 55 -> 31 / 29 us (onnxruntime: 56 and 30 us). 2x2 windows
+# at 14 and 15 outputs a row stay in chunks (1.7 -> 2.0 us as one loop).
+WIDE_WINDOW_ROW_LOOP_CHUNKS = 1
 
 
 def cpu_chunk(group: relay.FusedOp) -> int:
@@ -89,10 +95,13 @@ def cpu_chunk(group: relay.FusedOp) -> int:
 
 def cpu_row_chunk(group: relay.FusedOp, width: int) -> int:
     """Outputs per chunk of a cpu row whose interior is `width` outputs wide: `cpu_chunk`, or
-    the whole interior where it holds ROW_LOOP_CHUNKS chunks (one loop, which gcc vectorises
-    with a remainder loop of its own)."""
+    the whole interior where it holds ROW_LOOP_CHUNKS chunks (WIDE_WINDOW_ROW_LOOP_CHUNKS for
+    windows wider than 2 columns: one loop, which gcc vectorises with a remainder loop of its
+    own)."""
     chunk = cpu_chunk(group)
-    return width if width >= ROW_LOOP_CHUNKS * chunk else chunk
+    pool = pool_anchor(group)
+    wide = pool is not None and pool.window[1] > 2
+    return width if width >= (WIDE_WINDOW_ROW_LOOP_CHUNKS if wide else ROW_LOOP_CHUNKS) * chunk else chunk
 
 
 def pool_anchor(group: relay.FusedOp) -> relay.MaxPool2DOp | relay.AvgPool2DOp | None:
