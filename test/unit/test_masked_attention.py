@@ -11,12 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from isa_levels import isa_params
+from test_fuse_attention import fused
 
 import xrelay
-from xrelay.dialects import relay
-from xrelay.transforms.fuse_attention import FuseAttentionPass
-from xrelay.transforms.fuse_ops import FuseOpsPass
-from xrelay.transforms.plan_devices import PlanDevicesPass
 
 OPENCL = {"targets": ("c", "opencl"), "default_device": "opencl"}
 
@@ -86,15 +83,6 @@ def inputs(shape: Shape, mask: str, seed: int) -> dict[str, np.ndarray]:
     return arrays
 
 
-def groups(text: str, targets: tuple[str, ...] = ("c",), device: str | None = None) -> list[relay.FusedOp]:
-    module = xrelay.parse(text)
-    ctx = xrelay.context()
-    PlanDevicesPass(targets=targets, default_device=device).apply(ctx, module)
-    FuseOpsPass().apply(ctx, module)
-    FuseAttentionPass().apply(ctx, module)
-    return [op for op in module.walk() if isinstance(op, relay.FusedOp)]
-
-
 def check(text: str, arrays: dict[str, np.ndarray], **build: object) -> None:
     got = xrelay.build(text, **build).run(**arrays)  # type: ignore[arg-type]
     want = xrelay.interpret(xrelay.parse(text), arrays)
@@ -116,7 +104,7 @@ IDS = ["causal", "padding, batch 2, edges", "one query row", "all-masked rows", 
 def test_one_kernel(shape: Shape, mask: str) -> None:
     """The moves and scales of q and k, the scores with the mask, the softmax, the NaN fix and
     the product with v: one group lowered by attention_rows."""
-    (group,) = groups(sdpa(shape))
+    (group,) = fused(sdpa(shape))
     assert group.kernel is not None and "softmax" in group.kernel
 
 
@@ -128,7 +116,7 @@ def test_on_c_equals_the_interpreter(shape: Shape, mask: str, target: str) -> No
 
 @pytest.mark.parametrize("shape,mask", CASES[1::2], ids=IDS[1::2])
 def test_on_opencl_equals_the_interpreter(shape: Shape, mask: str) -> None:
-    assert len(groups(sdpa(shape), OPENCL["targets"], "opencl")) == 1  # type: ignore[arg-type]
+    assert len(fused(sdpa(shape), OPENCL["targets"], "opencl")) == 1  # type: ignore[arg-type]
     check(sdpa(shape), inputs(shape, mask, seed=2), **OPENCL)
 
 
@@ -143,7 +131,7 @@ def test_without_a_mask() -> None:
     """ViT's attention: the scaled q and k, no mask, the NaN fix."""
     shape = (1, 3, 197, 197, 16, 16)
     text = sdpa(shape, masked=False)
-    assert len(groups(text)) == 1
+    assert len(fused(text)) == 1
     arrays = inputs(shape, "causal", seed=4)
     del arrays["mask"]
     check(text, arrays, targets=("c",))
