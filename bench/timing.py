@@ -3,7 +3,7 @@
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 
 def median_seconds(fn: Callable[[], object], runs: int, warmup: bool = True) -> float:
@@ -37,13 +37,16 @@ def interleaved_times(
     rounds: int,
     warmup: bool = True,
     clock: Callable[[], float] = time.perf_counter,
+    self_timed: Collection[str] = (),
 ) -> dict[str, list[float]]:
     """Each of `fns`' wall times in `rounds` rounds that call every one of them once, in a
     shuffled order (`round_orders`), after one untimed call each (with `warmup`). A slow
     spell of a shared machine then falls on all of them alike, so their ratios hold even when
     the absolute times swing. `clock` may be `time.thread_time` instead: the calling thread's
     CPU time, which leaves out the time the OS gave other processes (single-threaded engines
-    that compute in the calling thread only)."""
+    that compute in the calling thread only). The fns named in `self_timed` return their own
+    time in seconds instead: work done in another process, whose round trip to it is no part of
+    the engine's time."""
     if warmup:
         for fn in fns.values():
             fn()
@@ -51,11 +54,15 @@ def interleaved_times(
     for order in round_orders(list(fns), rounds):
         for name in order:
             start = clock()
-            fns[name]()
-            times[name].append(clock() - start)
+            result = fns[name]()
+            elapsed = clock() - start
+            times[name].append(float(result) if name in self_timed else elapsed)  # type: ignore[arg-type]
     return times
 
 
-def interleaved_medians(fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True) -> dict[str, float]:
+def interleaved_medians(
+    fns: Mapping[str, Callable[[], object]], rounds: int, warmup: bool = True, self_timed: Collection[str] = ()
+) -> dict[str, float]:
     """The median of each of `fns`' `interleaved_times`."""
-    return {name: statistics.median(samples) for name, samples in interleaved_times(fns, rounds, warmup).items()}
+    samples = interleaved_times(fns, rounds, warmup, self_timed=self_timed)
+    return {name: statistics.median(times) for name, times in samples.items()}

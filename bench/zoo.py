@@ -13,6 +13,12 @@ peak memory of a run in a process of its own for each engine: the artifact loade
 `xrelay.runtime` (no compiler) and run once, against an onnxruntime session made from the file
 and run once; the growth of the peak resident set (VmHWM) over the process after its imports.
 
+OpenVINO, when installed (the `bench` extra), is timed in the same interleaved rounds, in a
+process of its own (`OpenVinoWorker`, which reports its own time per run) so that its oneDNN can
+be held to the ISA level of xrelay's target with `ONEDNN_MAX_CPU_ISA`: with `--target "c
+-march=x86-64-v3"` both engines run AVX2 code, the comparison an AVX2 machine would show
+(onnxruntime's MLAS has no such switch and runs its AVX-512 code whatever the target).
+
 Inputs are seeded: float inputs standard normal, `input_ids` random tokens below 1000 (every
 zoo vocabulary is larger), `attention_mask` ones with the last quarter zero (padding), other
 integer inputs zeros.
@@ -49,6 +55,7 @@ from models import machine_info, machine_lines, ort_session
 from timing import interleaved_medians
 
 import xrelay
+from xrelay.runtime.machine import target_features
 
 RTOL, ATOL = 1e-3, 1e-4
 DEFAULT_DIR = Path("/work/zoo-models")
@@ -66,6 +73,8 @@ class Row:
     build_s: float | None = None
     xrelay_ms: float | None = None
     ort_ms: float | None = None
+    openvino_ms: float | None = None  # OpenVINO held to the target's ISA level
+    openvino_diff: float | None = None  # its largest difference from onnxruntime's outputs
     max_diff: float | None = None
     matches: bool | None = None
     split_matches: bool | None = None  # across cpu and OpenCL (--split)
@@ -76,6 +85,71 @@ class Row:
     @property
     def ratio(self) -> float | None:
         return None if self.xrelay_ms is None or not self.ort_ms else self.xrelay_ms / self.ort_ms
+
+    @property
+    def openvino_ratio(self) -> float | None:
+        return None if self.xrelay_ms is None or not self.openvino_ms else self.xrelay_ms / self.openvino_ms
+
+
+# oneDNN's name (ONEDNN_MAX_CPU_ISA) for the highest ISA of each x86-64 level, for fp32 work.
+ONEDNN_ISA = {"x86-64-v4": "AVX512_CORE", "x86-64-v3": "AVX2", "x86-64-v2": "SSE41"}
+
+
+class OpenVinoWorker:
+    """An OpenVINO compiled model in a child process (`_openvino_child`), its oneDNN held to the
+    ISA level of an xrelay C target. `run()` runs it once and answers the child's own time."""
+
+    def __init__(self, path: Path, threads: int, target: str, outputs: str) -> None:
+        env = dict(os.environ)
+        isa = ONEDNN_ISA.get(target_features(target).isa)
+        if isa is not None:
+            env["ONEDNN_MAX_CPU_ISA"] = isa
+        command = [sys.executable, __file__, "--openvino-child", str(path), str(threads), outputs]
+        self.child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._answer()  # the child has compiled the model and written its outputs
+
+    def run(self) -> float:
+        assert self.child.stdin is not None
+        self.child.stdin.write("run\n")
+        self.child.stdin.flush()
+        return float(self._answer())
+
+    def close(self) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        self.child.wait(timeout=60)
+
+    def _answer(self) -> str:
+        assert self.child.stdout is not None
+        line = self.child.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the OpenVINO child stopped (exit code {self.child.wait()})")
+        return line.strip()
+
+
+def openvino_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("openvino") is not None
+
+
+def _openvino_child(path: str, threads: str, outputs: str) -> None:
+    """Compiles `path` with OpenVINO at `threads` threads, fp32, one stream; writes its outputs on
+    the seeded inputs to `outputs` (.npz), then times one run per line read from stdin."""
+    import onnx
+    import openvino as ov
+
+    config = {"INFERENCE_NUM_THREADS": int(threads), "INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": 1}
+    compiled = ov.Core().compile_model(path, "CPU", config)
+    request = compiled.create_infer_request()
+    inputs = random_inputs(onnx.load(path))
+    results = request.infer(inputs)
+    np.savez(outputs, *[np.asarray(results[output]) for output in compiled.outputs])
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        start = time.perf_counter()
+        request.infer(inputs)
+        print(time.perf_counter() - start, flush=True)
 
 
 def random_inputs(proto: Any, seed: int = 0) -> dict[str, np.ndarray]:
@@ -141,7 +215,16 @@ def measure(path: Path, rounds: int, target: str = "c", threads: int = 1) -> Row
         row.failure, row.detail = "build/run", f"{type(e).__name__}: {e}"
         return row
     row.max_diff, row.matches = compare(got, want)
-    medians = interleaved_medians({"xrelay": lambda: exe.run(inputs), "ort": lambda: session.run(None, inputs)}, rounds)
+    fns: dict[str, Any] = {"xrelay": lambda: exe.run(inputs), "ort": lambda: session.run(None, inputs)}
+    with tempfile.TemporaryDirectory() as tmp:
+        openvino = OpenVinoWorker(path, threads, target, f"{tmp}/out.npz") if openvino_installed() else None
+        if openvino is not None:
+            fns["openvino"] = openvino.run
+            row.openvino_diff = compare(tuple(np.load(f"{tmp}/out.npz").values()), want)[0]
+        medians = interleaved_medians(fns, rounds, self_timed={"openvino"})
+        if openvino is not None:
+            openvino.close()
+            row.openvino_ms = medians["openvino"] * 1e3
     row.xrelay_ms, row.ort_ms = medians["xrelay"] * 1e3, medians["ort"] * 1e3
     row.load = (load_before, os.getloadavg()[0])
     return row
@@ -227,8 +310,14 @@ def _status_mb(field: str) -> float:
 def table(rows: list[Row]) -> str:
     split = any(r.split_matches is not None for r in rows)
     rss = any(r.xrelay_mb is not None for r in rows)
+    openvino = any(r.openvino_ms is not None for r in rows)
     head = ["model", "threads", "imports", "fails on", "build s", "xrelay ms", "ORT ms", "xrelay / ORT", "max abs diff"]
-    head += ["cpu+OpenCL"] * split + ["xrelay MB", "ORT MB"] * rss + ["load"]
+    head += (
+        ["OpenVINO ms", "xrelay / OpenVINO"] * openvino
+        + ["cpu+OpenCL"] * split
+        + ["xrelay MB", "ORT MB"] * rss
+        + ["load"]
+    )
     lines = [
         "| " + " | ".join(head) + " |",
         "| " + " | ".join("---" if i < 4 else "---:" for i in range(len(head))) + " |",
@@ -245,6 +334,8 @@ def table(rows: list[Row]) -> str:
             r.model, str(r.threads), "yes" if r.imports else "no", r.failure, number(r.build_s, 1),
             number(r.xrelay_ms, 1), number(r.ort_ms, 2), ratio, diff,
         ]  # fmt: skip
+        if openvino:
+            cells += [number(r.openvino_ms, 2), "" if r.openvino_ratio is None else f"{r.openvino_ratio:.2f}x"]
         if split:
             cells.append({None: "", True: "matches", False: "MISMATCH"}[r.split_matches])
         if rss:
@@ -256,6 +347,8 @@ def table(rows: list[Row]) -> str:
 def main() -> None:
     if sys.argv[1:2] == ["--peak-memory-child"]:
         return _peak_memory_child(*sys.argv[2:5])
+    if sys.argv[1:2] == ["--openvino-child"]:
+        return _openvino_child(*sys.argv[2:5])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="the folder zoo_export.py wrote")
     parser.add_argument("--models", default="", help="comma-separated file stems (default: every .onnx file)")
@@ -280,6 +373,11 @@ def main() -> None:
 
     print(f"onnxruntime {onnxruntime.__version__}, xrelay target {args.target!r}; threads {thread_counts} "
           f"(each engine the same count); {args.rounds} interleaved rounds, medians", flush=True)  # fmt: skip
+    if openvino_installed():
+        import openvino
+
+        isa = ONEDNN_ISA.get(target_features(args.target).isa, "any")
+        print(f"OpenVINO {openvino.__version__} in a child process, ONEDNN_MAX_CPU_ISA={isa}", flush=True)
     load = [os.getloadavg()[0]]
     rows: list[Row] = []
     for path in paths:
@@ -292,6 +390,8 @@ def main() -> None:
                     row.xrelay_mb, row.ort_mb = peak_memory(path, args.target)
             rows.append(row)
             status = row.detail[:200] if not row.matches else f"ok, {row.ratio:.2f}x onnxruntime"
+            if row.matches and row.openvino_ratio is not None:
+                status += f", {row.openvino_ratio:.2f}x OpenVINO (max abs diff {row.openvino_diff:.1e})"
             print(f"  {row.model:<20} {threads} thread(s): {status}", flush=True)
             gc.collect()  # the previous model's executable and weights (hundreds of MB)
     load.append(os.getloadavg()[0])
@@ -309,10 +409,14 @@ def summary(rows: list[Row], threads: int) -> str:
     ratios = [r.ratio for r in rows if r.ratio is not None and r.matches]
     median = float(np.median(ratios)) if ratios else float("nan")
     above = [f"{r.model} {r.ratio:.2f}x" for r in rows if r.ratio is not None and r.ratio > 1.5]
-    return (
+    line = (
         f"{threads} thread(s): {imported} of {len(rows)} import; median xrelay / ORT over the {len(ratios)} that build "
         f"and match: {median:.2f}x; above 1.5x: {', '.join(above) or 'none'}"
     )
+    openvino = [r.openvino_ratio for r in rows if r.openvino_ratio is not None and r.matches]
+    if openvino:
+        line += f"; median xrelay / OpenVINO: {float(np.median(openvino)):.2f}x"
+    return line
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ interpreted, matches the numpy version; so does the ONNX graph when onnxruntime 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("POCL_DEVICES", "pthread pthread")
 
@@ -83,6 +84,23 @@ def test_each_runtime_follows_every_other_in_the_interleaved_rounds() -> None:
     assert {(a, b) for a in names for b in names if a != b} <= follows
 
 
+def test_a_self_timed_engine_reports_its_own_time_not_the_round_trip() -> None:
+    """An engine in another process (bench/zoo.py's OpenVINO) answers the time it measured;
+    `interleaved_times` keeps that, not the wall time of the call, while it still times the
+    others itself."""
+    import time
+
+    import timing
+
+    def remote() -> float:
+        time.sleep(0.02)  # the round trip to the child
+        return 0.001
+
+    times = timing.interleaved_times({"remote": remote, "local": lambda: time.sleep(0.005)}, 3, self_timed={"remote"})
+    assert times["remote"] == [0.001] * 3
+    assert all(0.005 <= t < 0.02 for t in times["local"])
+
+
 def test_the_table_names_the_machine_and_the_avx2_build() -> None:
     """Above each table: the CPU, each C build's ISA level and vector width (from
     `target_features`) and a measured FMA peak; beside the native C column, the v3 one."""
@@ -115,3 +133,29 @@ def test_the_fma_probe_measures_the_targets_width() -> None:
     peak = fma_peak("c -march=x86-64-v3", seconds=0.002, repeats=1)
     assert (peak.isa, peak.floats, peak.accumulators, peak.fma) == ("x86-64-v3", 8, 12, True)
     assert peak.gflops > 0
+
+
+def test_openvino_runs_in_a_child_held_to_the_targets_isa(tmp_path: Path) -> None:
+    """bench/zoo.py's OpenVINO peer: the child holds oneDNN to the ISA of xrelay's target (AVX2
+    for an x86-64-v3 build, so the comparison is the one an AVX2 machine shows), writes its
+    outputs on the zoo's seeded inputs, and answers one run's own time per request."""
+    pytest.importorskip("openvino", reason="OpenVINO is in the bench extra (make bench-setup)")
+    import zoo
+    from onnx import TensorProto, helper
+
+    from xrelay.runtime.machine import target_features
+
+    assert zoo.ONEDNN_ISA[target_features("c -march=x86-64-v3").isa] == "AVX2"
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+    path = tmp_path / "relu.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    worker = zoo.OpenVinoWorker(path, 1, "c -march=x86-64-v3", str(tmp_path / "out.npz"))
+    try:
+        seconds = [worker.run() for _ in range(3)]
+    finally:
+        worker.close()
+    assert all(0 < s < 1 for s in seconds)
+    inputs = zoo.random_inputs(helper.make_model(graph))
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["arr_0"], np.maximum(inputs["x"], 0))
