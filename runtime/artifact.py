@@ -12,7 +12,9 @@ The artifact format of a built program: a plain directory, no pickle.
       batchN.json         the graph of batch size N, for each smaller one (the manifest's
                           `batches` lists each size and its file; the kernels, libraries and
                           params are shared by the graphs, stored once)
-      params.npz          the params (constants), by node name
+      params.npz          the params (constants), by node name: an uncompressed .npz whose
+                          arrays start 64-byte aligned, read into one buffer they view
+                          (`xrelay.runtime.params_archive`)
       kernels/NAME.c      one translation unit per kernel (.cl for OpenCL C)
       kernels/deviceN.so  the C kernels of device N, compiled
 
@@ -27,18 +29,19 @@ empty directory, or over an xrelay artifact, never into another directory.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
+import struct
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from xrelay.errors import ArtifactError
+from xrelay.runtime import params_archive
 from xrelay.runtime.device_kinds import generating_kinds
 from xrelay.runtime.graph_check import COPY, NOP, check_graph
 from xrelay.runtime.kernels import LANGUAGES, KernelSource, TensorArg
@@ -52,6 +55,7 @@ VERSION = 5
 READS = (4, 5)
 KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C identifier: the symbol, and a file name
 # A kernel source's file suffix by language (the device kinds' table's).
+Contents = TypeVar("Contents", bytes, np.ndarray)
 SUFFIXES = {kind.language: kind.source_suffix for kind in generating_kinds() if kind.language is not None}
 
 
@@ -76,8 +80,8 @@ class Artifact:
     batches: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def sha256(data: bytes | np.ndarray) -> str:
+    return hashlib.sha256(data if isinstance(data, bytes) else data.data).hexdigest()
 
 
 def save(path: str | Path, artifact: Artifact) -> None:
@@ -96,7 +100,10 @@ def save(path: str | Path, artifact: Artifact) -> None:
 
 def _contents(artifact: Artifact) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The artifact's files by name, and its manifest."""
-    files = {"graph.json": json.dumps(artifact.graph, indent=1).encode(), "params.npz": _npz(artifact.params)}
+    files = {
+        "graph.json": json.dumps(artifact.graph, indent=1).encode(),
+        "params.npz": params_archive.to_npz(artifact.params),
+    }
     kernels: list[dict[str, Any]] = []
     for k in artifact.kernels:
         name = f"kernels/{k.name}{SUFFIXES[k.language]}"
@@ -153,13 +160,6 @@ def _with_args(kernel: KernelSource, graph: Mapping[str, Any]) -> KernelSource:
     return kernel
 
 
-def _npz(params: Mapping[str, np.ndarray]) -> bytes:
-    buffer = io.BytesIO()
-    # Explicit, so that no parameter can be taken for the flag; `load` refuses pickles too.
-    np.savez(buffer, allow_pickle=False, **params)
-    return buffer.getvalue()
-
-
 def load(path: str | Path, trust: bool = False) -> Artifact:
     """The artifact at `path`, checked: its signature (unless `trust`: this runs native code
     from the artifact), every file's hash, and the graph against the kernels and params."""
@@ -167,11 +167,14 @@ def load(path: str | Path, trust: bool = False) -> Artifact:
     text, manifest = _manifest(root)
     if not trust:
         verify(root, text)
-    files = {name: _verified(root, name, digest) for name, digest in _entries(manifest, "files", dict, root).items()}
+    hashes = _entries(manifest, "files", dict, root)
+    files = {
+        name: _verified(root, name, digest, _read_bytes) for name, digest in hashes.items() if name != "params.npz"
+    }
     for required in ("graph.json", "params.npz"):
-        if required not in files:
+        if required not in hashes:
             raise ArtifactError(f"{root}: the manifest lists no {required}; the artifact is incomplete")
-    params = _params(files["params.npz"], root)
+    params = _params(_verified(root, "params.npz", hashes["params.npz"], params_archive.read), root)
     kernels = [_kernel(k, files, root) for k in _entries(manifest, "kernels", list, root)]
     libraries: dict[int, SavedLibrary] = {}
     for entry in _entries(manifest, "libraries", list, root):
@@ -253,11 +256,12 @@ def _entries(manifest: Mapping[str, Any], key: str, kind: type, root: Path) -> A
     return manifest[key]
 
 
-def _verified(root: Path, name: object, digest: object) -> bytes:
+def _verified(root: Path, name: object, digest: object, read: Callable[[Path], Contents]) -> Contents:
+    """The file's contents as `read` gives them, if they have the sha256 `digest`."""
     if not isinstance(name, str) or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ArtifactError(f"{root}/manifest.json names the file {name!r} outside the artifact")
     try:
-        data = (root / name).read_bytes()
+        data = read(root / name)
     except FileNotFoundError:
         raise ArtifactError(f"{root}/{name} is missing; the artifact is incomplete") from None
     if sha256(data) != digest:
@@ -268,25 +272,20 @@ def _verified(root: Path, name: object, digest: object) -> bytes:
     return data
 
 
-def _params(data: bytes, root: Path) -> dict[str, np.ndarray]:
-    """params.npz's arrays (numbers only: no pickled objects), read-only: the host device then
-    runs on them as they are (`GraphExecutor.share`), not on a copy of each."""
+def _read_bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _params(buffer: np.ndarray, root: Path) -> dict[str, np.ndarray]:
+    """params.npz's arrays (numbers only: no pickled objects), read-only views of the file's
+    aligned buffer (`params_archive`): the weights are then held once, and the host device runs
+    on them as they are (`GraphExecutor.share`)."""
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {name: _read_only(npz[name]) for name in npz.files}
-    except (ValueError, OSError, EOFError, AttributeError, zipfile.BadZipFile) as e:
+        return params_archive.arrays(buffer)
+    except (ValueError, OSError, EOFError, AttributeError, struct.error, zipfile.BadZipFile) as e:
         raise ArtifactError(
             f"{root}/params.npz is not an archive of numeric arrays ({e}); save the program again"
         ) from None
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    """`array`, freshly read and nobody else's, read-only down to the memory it views."""
-    base: object = array
-    while isinstance(base, np.ndarray):
-        base.flags.writeable = False
-        base = base.base
-    return array
 
 
 def _kernel(entry: object, files: Mapping[str, bytes], root: Path) -> KernelSource:
