@@ -12,6 +12,7 @@ level's width, against `interpret` within the error bound of their sums (`check_
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -275,6 +276,28 @@ def test_work_items_on_two_threads() -> None:
     expected = xrelay.interpret(xrelay.parse(text), arrays)
     np.testing.assert_array_equal(two.run(**arrays), xrelay.build(text, targets=("c",), num_threads=1).run(**arrays))
     np.testing.assert_allclose(two.run(**arrays), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("cores", "parts"), [(1, 1), (2, 2), (3, 3)])
+def test_one_row_block_splits_its_channels_over_the_cores(
+    monkeypatch: pytest.MonkeyPatch, cores: int, parts: int
+) -> None:
+    """A 7x7 output is one row block: its 136 channels (23 register blocks of 6) are split
+    into a part per core (12 + 11 blocks on two), each packing its rows, so that a second
+    thread has work (one part is one work item: no thread to share it); on two threads the
+    result is the one thread's, and `interpret`'s."""
+    features_of = packed_conv.features_of
+    monkeypatch.setattr(packed_conv, "features_of", lambda group: replace(features_of(group), cores=cores))
+    case = ((1, 256, 7, 7), (136, 256, 3, 3), "{padding = array<i64: 1, 1, 1, 1>}", (1, 136, 7, 7), False)
+    text = conv_program(*case)
+    plan = plan_of(text, "c")
+    assert plan is not None and (plan.row_block, plan.channel_parts) == (7, parts)
+    two = xrelay.build(text, targets=("c",), num_threads=2)
+    assert all(("omp for schedule(dynamic)" in k.source) == (parts > 1) for k in two.kernels)
+    arrays = inputs(case, np.random.default_rng(5))
+    one = xrelay.build(text, targets=("c",), num_threads=1).run(**arrays)
+    np.testing.assert_array_equal(two.run(**arrays), one)
+    np.testing.assert_allclose(one, xrelay.interpret(xrelay.parse(text), arrays), rtol=1e-4, atol=1e-4)
 
 
 # --- ISA levels: each built for SSE4.2 (4 lanes), AVX2 (8) and the native machine ---------

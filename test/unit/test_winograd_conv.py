@@ -20,6 +20,7 @@ the absolute error of the large ones).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -122,15 +123,15 @@ CASES = {
 # name: F(m x m, 3 x 3)'s m, tile rows, chunk rows, chunk columns, runs of chunk rows (the
 # last one starting earlier where they do not divide the tile rows), work items per image
 PLANS = {
-    "odd_residual": (2, 6, 4, 7, 2, 1),
+    "odd_residual": (2, 6, 4, 7, 2, 2),
     "batch_edge_channels": (2, 6, 4, 6, 2, 1),
-    "uneven_padding": (2, 5, 2, 11, 3, 1),
+    "uneven_padding": (2, 5, 2, 11, 3, 2),
     "no_padding": (2, 6, 4, 6, 2, 1),
-    "wide_rows": (2, 3, 1, 32, 3, 1),
-    "wide_padding": (2, 5, 1, 32, 5, 1),
+    "wide_rows": (2, 3, 1, 32, 3, 2),
+    "wide_padding": (2, 5, 1, 32, 5, 2),
     "cnn_second_conv": (2, 7, 4, 7, 2, 1),
     "wide_channels": (2, 20, 1, 20, 20, 2),
-    "f4_odd_residual": (4, 9, 3, 10, 3, 1),
+    "f4_odd_residual": (4, 9, 3, 10, 3, 2),
     "f4_batch_edge_channels": (4, 8, 3, 8, 3, 1),
     "f4_wide_rows": (4, 3, 1, 32, 3, 2),
     "f4_wide_padding": (4, 6, 1, 32, 6, 2),
@@ -269,7 +270,14 @@ def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
 OPENCL_BLOCKS = {"wide_channels": 3, "f4_wide_padding": 3}
 
 
-@pytest.mark.usefixtures("small_work_on_opencl")
+@pytest.fixture
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plans as on a host of two cores (work items per run follow `Features.cores`)."""
+    features_of = winograd_conv.features_of
+    monkeypatch.setattr(winograd_conv, "features_of", lambda group: replace(features_of(group), cores=2))
+
+
+@pytest.mark.usefixtures("small_work_on_opencl", "two_cores")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_plans_of_the_cases(name: str) -> None:
     """The cases reach the plan's edges they are named for; on opencl the same chunks and

@@ -2,8 +2,11 @@
 packed_conv: a direct convolution over a packed input tile, in register blocks, for a cpu or
 opencl group whose anchor is a conv2d of the result's shape, of any stride.
 
-The nest spans (n, block of output rows); a work item computes every output channel of its
-rows. Its phases:
+The nest spans (n, block of output rows, part of the output channels); a work item computes
+its part's output channels at its rows. The channels are split into parts (`Plan.channel_parts`)
+only where the images and row blocks are fewer than the target's cores: a 7x7 or 14x14
+output is one row block, and was one work item that no second thread could share. Each part
+packs its rows again, a copy far smaller than its multiply-adds. Its phases:
 
 1. Pack: the input rows the block's windows read, every input channel, with the padding as
    zeros, into one scratch buffer of padded rows (`memref.alloca`), `Plan.row_block` rows.
@@ -48,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import f32
@@ -56,7 +59,7 @@ from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.runtime.machine import Features
-from xrelay.transforms.kernel_builder import shape_of
+from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
@@ -157,6 +160,7 @@ class Plan:
     tile: mk.Tile  # channels x vectors (VECTORS, or ROW_VECTORS' best fit) of the target's lanes
     row_phases: tuple[int, ...] = (0,)  # the padded rows' residues modulo sh that taps read
     column_phases: tuple[int, ...] = (0,)  # the padded columns' residues modulo sw
+    channel_parts: int = 1  # the work items that share an image's row block, by output channels
 
     @property
     def channels(self) -> int:
@@ -240,7 +244,29 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         tile = channel_tile(features, vectors, most)
     else:
         tile = flat_tile(features, (rows - 1) * padded_width + out_w, most)
-    return Plan(conv, padded_width, rows, rows + reach, aligned, tile, row_phases, column_phases)
+    plan = Plan(conv, padded_width, rows, rows + reach, aligned, tile, row_phases, column_phases)
+    return replace(plan, channel_parts=channel_parts(plan, batch * out_h // rows, features.cores))
+
+
+def channel_parts(plan: Plan, items: int, cores: int) -> int:
+    """The parts an image's row block splits its channel blocks into: enough that the `items`
+    work items become one a core, each part at least one channel block."""
+    if items >= cores:
+        return 1
+    blocks = channel_blocks(plan)
+    per_part = math.ceil(blocks / min(blocks, math.ceil(cores / items)))
+    return math.ceil(blocks / per_part)
+
+
+def part_blocks(e: GroupEmitter, plan: Plan, tile: list[SSAValue]) -> Extent:
+    """The channel blocks of work item `tile`'s part as `e.loops`' extent: every block with one part, else
+    ceil(blocks / parts) of them, the last part's ending at the last block."""
+    blocks = channel_blocks(plan)
+    if plan.channel_parts == 1:
+        return blocks
+    per_part = math.ceil(blocks / plan.channel_parts)
+    first = e.mul_const(tile[2], per_part)
+    return first, e.min_index(e.add_const(first, per_part), e.index(blocks))
 
 
 def flat_tile(features: Features, positions: int, most: int) -> mk.Tile:
@@ -318,22 +344,22 @@ WorkItem = Callable[[GroupEmitter, Plan, SSAValue, list[SSAValue], SSAValue], No
 def row_blocks(
     emitter: GroupEmitter, group: relay.FusedOp, plan: Plan, item: WorkItem, out: SSAValue
 ) -> scf.ParallelOp:
-    """The nest of work items (image, block of `plan.row_block` output rows), each built by
-    `item(emitter, plan, root, [n, block], out)` (conv_taps shares it)."""
+    """The nest of work items (image, block of `plan.row_block` output rows[, channel part]),
+    each built by `item(emitter, plan, root, [n, block[, part]], out)` (conv_taps shares it)."""
     batch, _, out_h, _ = result_shape(group)
     root = group_root(group)
-    tiles = (batch, out_h // plan.row_block)
+    tiles = (batch, out_h // plan.row_block) + ((plan.channel_parts,) if plan.channel_parts > 1 else ())
     return emitter.parallel_nest(tiles, lambda tile: item(emitter, plan, root, tile, out))
 
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
-    """Output rows tile[1] * row_block + r, every channel, of image tile[0]: the packed tile,
-    then its register blocks."""
+    """Output rows tile[1] * row_block + r, every channel (of part tile[2], where the plan has
+    parts), of image tile[0]: the packed tile, then its register blocks."""
     packed = pack(e, plan, tile)
-    blocks = channel_blocks(plan)
     chunks = (
         math.ceil(plan.vector_count / plan.vectors) if plan.row_aligned else math.ceil(plan.positions / plan.pixels)
     )
+    blocks = part_blocks(e, plan, tile)
     e.loops([blocks, chunks], [], lambda ivs, _: register_block(e, plan, root, tile, packed, ivs, out))
 
 
@@ -368,7 +394,7 @@ def pack_phase(
     """Copies the input of one phase image: (image index, row phase, first input column,
     its packed column) into packed rows, `extents` = (input channels, input height, columns)."""
     op = plan.conv
-    n, row_tile = tile
+    n, row_tile = tile[:2]
     image, q, first, offset = phase
     in_c, height, count = extents
     top = op.padding_values[0]
@@ -557,7 +583,7 @@ def store_block(
     (a test and a division per position cost a fifth of the micro-kernel's time at 64
     channels, more at 16). The conv is read from the sums `acc`, or, without them, computed
     output by output (`GroupEmitter.conv2d`, whose loop bounds skip the padding)."""
-    n, row_tile = tile
+    n, row_tile = tile[:2]
     out_w = shape_of(plan.conv.res)[3]
     width = plan.padded_width
     first_row = e.mul_const(row_tile, plan.row_block)
@@ -599,7 +625,7 @@ def store_rows(
     lanes are one stretch of an output row, a loop of a constant count (LANES, or the row's
     width when shorter), which gcc turns into whole vector operations with the epilogue. The
     conv is read from the sums `acc`, or, without them, computed output by output."""
-    n, row_tile = tile
+    n, row_tile = tile[:2]
     first_row = e.mul_const(row_tile, plan.row_block)
     for v, (row, column) in enumerate(spots):
         store_vector(e, plan, root, acc, v, [n, o0, e.add(first_row, row), column], out)

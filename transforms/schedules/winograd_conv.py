@@ -194,12 +194,14 @@ MIN_OUT_CHANNELS = 16
 MIN_WORK = 1 << 17
 
 # Work items per run: the image's runs of chunk rows are split into blocks until the batch
-# has MIN_ITEMS (one per thread of this machine), but a block keeps at least ITEM_PRODUCTS
-# tiles x products per tile: each work item computes U (phase 1), about 12 operations per
+# has a work item per core of the target (`Features.cores`), but a block keeps at least
+# ITEM_PRODUCTS tiles x products per tile, unless that would leave a core idle: each work item computes U (phase 1), about 12 operations per
 # weight and product position against one vector FMA per weight, product position and slot
 # in the products. (ResNet block, F4, 1 thread, blocks of 7 tile rows then: one work item
-# 231 GFLOP/s, two 206, four 189.)
-MIN_ITEMS = 2
+# 231 GFLOP/s, two 206, four 189.) ResNet-18's 128 -> 128 convs at 28x28 (2 units of 6 tile
+# rows, 1764 tiles x products) were one work item, which a second thread could not share:
+# at 2 threads 0.62 ms as at 1; as 2 items 0.62 -> 0.65 at 1 thread, 0.37 ms at 2 (kernel
+# medians of 7 profiled runs, idle machine).
 ITEM_PRODUCTS = 2048
 
 # Fewer tiles per image than this leave most slots of a chunk empty (and U per item costs
@@ -431,13 +433,17 @@ def plan_of_conv(group: relay.FusedOp, conv: relay.Conv2DOp | None) -> Plan | No
     work_groups = kind_of(group).work_groups
     if work_groups and work < OPENCL_MIN_WORK and (batch < 2 or batch * work >= OPENCL_BATCH_WORK):
         return None
-    tile = packed_conv.channel_tile(features_of(group), VECTORS, CHANNELS)
-    return next((p for f in (F4, F2) if (p := plan_for(conv, f, tile, work_groups)) is not None), None)
+    features = features_of(group)
+    tile = packed_conv.channel_tile(features, VECTORS, CHANNELS)
+    plans = (plan_for(conv, f, tile, work_groups, features.cores) for f in (F4, F2))
+    return next((p for p in plans if p is not None), None)
 
 
-def plan_for(conv: relay.Conv2DOp, f: Transforms, tile: mk.Tile, work_groups: bool = False) -> Plan | None:
+def plan_for(
+    conv: relay.Conv2DOp, f: Transforms, tile: mk.Tile, work_groups: bool = False, cores: int = 1
+) -> Plan | None:
     """The plan of `conv` as F(m x m, 3 x 3) in register blocks `tile`, on a device that
-    launches work groups or not, or None if it does not pay or fit."""
+    launches work groups or not (of `cores` cores), or None if it does not pay or fit."""
     batch, _, out_h, out_w = shape_of(conv.res)
     tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
     if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
@@ -445,8 +451,9 @@ def plan_for(conv: relay.Conv2DOp, f: Transforms, tile: mk.Tile, work_groups: bo
     chunk_cols = min(tiles_w, tile.columns)
     chunk_rows = max(1, min(tiles_h, (tile.columns + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
-    items = OPENCL_MIN_ITEMS if work_groups else MIN_ITEMS
-    blocks = max(1, min(units, math.ceil(items / batch), tiles_h * tiles_w * f.xi // ITEM_PRODUCTS))
+    items = OPENCL_MIN_ITEMS if work_groups else cores
+    worth_it = max(tiles_h * tiles_w * f.xi // ITEM_PRODUCTS, math.ceil(cores / batch))
+    blocks = max(1, min(units, math.ceil(items / batch), worth_it))
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
         return None
