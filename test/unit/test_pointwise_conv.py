@@ -134,8 +134,9 @@ def test_mobile_epilogues_with_constant_weights(name: str, target: str) -> None:
 @pytest.mark.parametrize(
     ("data", "weight", "attrs", "result", "native"),
     [((2, 48, 15, 17), (40, 48, 1, 1), f"{{{S2}}}", (2, 40, 8, 9), "packed_conv"),  # strided
-     ((1, 64, 7, 7), (96, 64, 1, 1), "{}", (1, 96, 7, 7), "packed_conv"),  # ResNet's last stage
-     ((1, 64, 13, 13), (100, 64, 1, 1), "{}", (1, 100, 13, 13), "packed_conv"),  # SqueezeNet's last
+     ((1, 96, 7, 7), (64, 96, 1, 1), "{}", (1, 64, 7, 7), "packed_conv"),  # ResNet's last stage, narrowing
+     ((1, 336, 13, 13), (400, 336, 1, 1), "{}", (1, 400, 13, 13), "packed_conv"),  # SqueezeNet's last: deep
+     ((1, 64, 7, 7), (96, 64, 1, 1), "{}", (1, 96, 7, 7), "pointwise_conv"),  # a mobile net's expansion
      ((1, 32, 28, 28), (48, 32, 1, 1), "{}", (1, 48, 28, 28), "pointwise_conv"),  # 784 pixels
      ((1, 1100, 4, 5), (17, 1100, 1, 1), "{}", (1, 17, 4, 5), "pointwise_conv")],  # packed_conv declines
 )  # fmt: skip
@@ -143,7 +144,8 @@ def test_hand_off_of_strided_and_small_images_to_packed_conv(
     data: tuple[int, ...], weight: tuple[int, ...], attrs: str, result: tuple[int, ...], native: str
 ) -> None:
     """On AVX-512 (32 registers) packed_conv takes strided 1 x 1 convs and those under 28 x 28
-    pixels; AVX2's and SSE's kernels and opencl's keep pointwise_conv. Both agree with interpret."""
+    pixels, unless they widen with at most WIDENING_MAX_DEPTH input channels; AVX2's and SSE's
+    kernels and opencl's keep pointwise_conv. Both agree with interpret."""
     text = conv_program(data, weight, attrs, result)
     assert schedules(text) == [native]
     assert schedules(text, "c -march=x86-64-v3") == ["pointwise_conv"]

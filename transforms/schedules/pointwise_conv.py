@@ -79,17 +79,29 @@ def matrix(conv: relay.Conv2DOp) -> tuple[int, int, int]:
 # 0.91, 1024 -> 512 0.90, SqueezeNet's 512 -> 1000 at 13 x 13 0.75, 256 -> 32 at 27 x 27 0.88;
 # at 28 x 28 and above mixed (448 -> 128 1.04, 512 -> 128 1.06, 224 -> 128 at 56 0.95). With
 # AVX2's 16 registers packed_conv's 3 x 3 block lost at 13 x 13 (1.20), so AVX2 and SSE keep
-# this schedule; so does opencl (not measured).
+# this schedule; so does opencl (not measured). A widening 1 x 1 conv (more output channels
+# than input) of at most WIDENING_MAX_DEPTH input channels stays here too: the expansions of
+# the mobile nets' inverted residual blocks (64 -> 384 ... 320 -> 1280 at 14 x 14 and 7 x 7),
+# whose short dot products packed_conv's stores of 6 channels x 49 outputs weigh on. Whole
+# models at 1 thread, CPU-time medians of 15 interleaved rounds (bench/zoo_ab.py, load 3-3.7),
+# against all of them to packed_conv: MobileNetV2 0.83x, EfficientNet-B0 0.94x,
+# MobileNetV3-large 0.96x, ResNet-50 0.99x, SqueezeNet 1.00x; with every widening one here,
+# SqueezeNet's classifier (512 -> 1000 at 13 x 13) and ResNet-50's 512 -> 2048 lost (1.06x,
+# 1.01x), at fewer than 256 input channels the 320 -> 1280 convs stayed slow.
 PACKED_MAX_PIXELS = 28 * 28
 PACKED_MIN_REGISTERS = 32
+WIDENING_MAX_DEPTH = 320
 
 
 def leaves_to_packed_conv(group: relay.FusedOp, conv: relay.Conv2DOp) -> bool:
-    """Whether packed_conv computes this 1 x 1 conv faster (see PACKED_MAX_PIXELS)."""
+    """Whether packed_conv computes this 1 x 1 conv faster: strided, or of few pixels and not a
+    widening one of short dot products (see PACKED_MAX_PIXELS)."""
     if kind_of(group).work_groups or features_of(group).vector_registers < PACKED_MIN_REGISTERS:
         return False
-    _, _, out_h, out_w = shape_of(conv.res)
-    if conv.stride_values == (1, 1) and out_h * out_w >= PACKED_MAX_PIXELS:
+    _, out_c, out_h, out_w = shape_of(conv.res)
+    in_c = shape_of(conv.data)[1]
+    widens = out_c > in_c and in_c <= WIDENING_MAX_DEPTH
+    if conv.stride_values == (1, 1) and (out_h * out_w >= PACKED_MAX_PIXELS or widens):
         return False
     plan = packed_conv.plan_of(group)
     return plan is not None and plan.row_block >= 2
