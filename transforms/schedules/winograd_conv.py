@@ -195,7 +195,7 @@ MIN_WORK = 1 << 17
 
 # Work items per run: the image's runs of chunk rows are split into blocks until the batch
 # has a work item per core of the target (`Features.cores`), but a block keeps at least
-# ITEM_PRODUCTS tiles x products per tile, unless that would leave a core idle: each work item computes U (phase 1), about 12 operations per
+# ITEM_PRODUCTS tiles x products per tile, unless that would leave a cpu core idle: each work item computes U (phase 1), about 12 operations per
 # weight and product position against one vector FMA per weight, product position and slot
 # in the products. (ResNet block, F4, 1 thread, blocks of 7 tile rows then: one work item
 # 231 GFLOP/s, two 206, four 189.) ResNet-18's 128 -> 128 convs at 28x28 (2 units of 6 tile
@@ -452,7 +452,9 @@ def plan_for(
     chunk_rows = max(1, min(tiles_h, (tile.columns + 1) // (chunk_cols + 1)))
     units = math.ceil(tiles_h / chunk_rows)
     items = OPENCL_MIN_ITEMS if work_groups else cores
-    worth_it = max(tiles_h * tiles_w * f.xi // ITEM_PRODUCTS, math.ceil(cores / batch))
+    worth_it = tiles_h * tiles_w * f.xi // ITEM_PRODUCTS
+    if not work_groups:  # (on opencl a work item per core costs U again for PoCL's late threads)
+        worth_it = max(worth_it, math.ceil(cores / batch))
     blocks = max(1, min(units, math.ceil(items / batch), worth_it))
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups)
     if plan.scratch_floats > SCRATCH_MAX_FLOATS:
