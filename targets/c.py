@@ -25,8 +25,8 @@ which keep NaN, inf and subnormals; no -ffast-math needed.
 Vectors: the micro-kernels' `vector<Nxf32>` (transforms/schedules/micro_kernel.py, N 4, 8 or 16) is a GCC
 vector type (`xr_f32xN`, defined before the kernels that use it, with `xr_fma_f32xN`):
 loads and stores are casts of a float address, a broadcast is a vector literal, and
-`vector.fma` the register's FMA instruction (a loop of `fmaf` over the lanes where the
-instruction set has none). Their lanes
+`vector.fma` the register's FMA instruction (where the instruction set has none, a loop of
+`fmaf` over the lanes if the machine fuses in hardware, else a multiply and an add). Their lanes
 are never read one by one (no `vector.insert` or `vector.reduction` in C).
 
 Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK` operations,
@@ -103,8 +103,11 @@ PARALLEL_ITERATIONS = 16
 # alias floats (may_alias): loads and stores are casts of a float pointer. `vector.fma` is a
 # fused multiply-add per lane (-std=c99 keeps gcc's -ffp-contract=off, so `a * b + c` would
 # stay a multiply and an add): the register's FMA intrinsic where the width's instruction set
-# has it, which gcc folds with the broadcast into one `vfmadd231ps mem{1toN}`; else a loop of
-# `fmaf` over the lanes, which gcc's SLP vectoriser makes vector FMAs of where it can. Macros,
+# has it, which gcc folds with the broadcast into one `vfmadd231ps mem{1toN}`; else, where the
+# machine fuses in hardware (`__FP_FAST_FMAF`), a loop of `fmaf` over the lanes, which gcc's
+# SLP vectoriser makes vector FMAs of where it can; else (SSE4.2, x86-64-v2) a multiply and an
+# add, rounded twice: glibc's fmaf in software ran a 256 -> 1024 1 x 1 conv at 14 x 14 at
+# 0.5 GFLOP/s. Macros,
 # not functions: a 64-byte vector passed to a function built without AVX-512 draws gcc's
 # -Wpsabi warning. (That loop with AVX-512 too: SLP also merged a tile's 16 adjacent
 # broadcast loads into a load and 15 vpermd, batch_matmul 4x128x64 at 61 against 89 GFLOP/s.)
@@ -136,11 +139,13 @@ typedef float {ty} __attribute__((vector_size({4 * lanes}), aligned(4), may_alia
 #if defined(__x86_64__) && {test}
 #include <immintrin.h>
 #define {fma}(a, b, c) (({ty}){intrinsic}((a), (b), (c)))
-#else
+#elif defined(__FP_FAST_FMAF)
 #define {fma}(a, b, c) __extension__({{ \
   {ty} xr_a_ = (a), xr_b_ = (b), xr_c_ = (c), xr_r_; \
   for (int xr_i_ = 0; xr_i_ < {lanes}; xr_i_++) xr_r_[xr_i_] = fmaf(xr_a_[xr_i_], xr_b_[xr_i_], xr_c_[xr_i_]); \
   xr_r_; }})
+#else
+#define {fma}(a, b, c) ((a) * (b) + (c))
 #endif
 #endif
 """
