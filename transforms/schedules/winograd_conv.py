@@ -493,8 +493,8 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     if plan.spans_batch:
         items = emitter.parallel_nest((plan.batch_items,), lambda item: batch_item(emitter, plan, root, item[0], out))
         return one_group_per_item(items, group)
-    items = (batch, plan.blocks, plan.channel_groups)
-    nest = emitter.parallel_nest(items, lambda tile: work_item(emitter, plan, root, tile, out))
+    groups = (plan.channel_groups,) if plan.channel_groups > 1 else ()  # no axis of one item
+    nest = emitter.parallel_nest((batch, plan.blocks, *groups), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest, group)
 
 
@@ -515,9 +515,12 @@ class Scratch:
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
     """Runs of chunk rows `block * units // blocks` to `(block + 1) * units // blocks` (no
     chunk computed twice; the items differ by one run at most) of image tile[0], the
-    channel blocks of group tile[2] (`share`d as the runs are): U, then the chunks."""
+    channel blocks of group tile[2] (`share`d as the runs are; all of them without a
+    tile[2]): U, then the chunks."""
     scratch = item_scratch(e, plan)
-    blocks = share(e, tile[2], channel_blocks(plan), plan.channel_groups)
+    blocks = (e.index(0), e.index(channel_blocks(plan)))
+    if len(tile) > 2:
+        blocks = share(e, tile[2], channel_blocks(plan), plan.channel_groups)
     weight_transform(e, plan, scratch.u, blocks)
     chunks(e, plan, root, scratch, tile[:2], blocks, out)
 
