@@ -18,7 +18,9 @@ per output and channel pair, against 9 for the direct convolution.
 
 The nest spans (n, block of tile rows); a work item computes every output channel of its
 tile rows, whole runs of `Plan.chunk_rows` tile rows (the blocks differ by one run at most,
-and no run is computed twice). On cpu, a conv under CPU_THREAD_WORK is one work item instead
+and no run is computed twice). Where U of every output channel would overrun the scratch,
+the nest spans (n, block of tile rows, group of channel blocks) and a work item computes
+its group's channels only (`Plan.channel_groups`, CHANNEL_GROUP_MIN_BLOCKS). On cpu, a conv under CPU_THREAD_WORK is one work item instead
 (phase 1 once, then phase 2 for the batch's tile rows, image after image, a chunk's rows
 running on into the next image): its kernel stays on one thread, and small images fill
 their chunks (the CNN's second conv, 8 images of 7 tile rows in chunks of 4: 14 chunks, not
