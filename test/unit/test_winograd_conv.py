@@ -105,7 +105,8 @@ CASES = {
     "wide_padding": ((1, 16, 7, 70), (16, 16, 3, 3), "{padding = array<i64: 2, 3, 2, 3>}", (1, 16, 9, 74), "bias_relu"),
     # the CNN's second conv: chunks of 4 rows of 7 tiles (the second starting at row 3)
     "cnn_second_conv": ((8, 16, 14, 14), (32, 16, 3, 3), PAD1, (8, 32, 14, 14), "bias_relu"),
-    # 128 channels: F4's U would not fit; two work items of 10 tile rows
+    # 128 channels: F4's U of every output channel would not fit; the 16 channel blocks in
+    # groups (`Plan.channel_groups`), work items of one group each
     "wide_channels": ((1, 128, 40, 40), (128, 128, 3, 3), PAD1, (1, 128, 40, 40), "bias_relu"),
     # F(4x4, 3x3):
     # odd sizes: 35 x 37 outputs, 9 x 10 tiles, the last ones 3 and 1 wide inside
@@ -130,7 +131,7 @@ PLANS = {
     "wide_rows": (2, 3, 1, 32, 3, 2),
     "wide_padding": (2, 5, 1, 32, 5, 2),
     "cnn_second_conv": (2, 7, 4, 7, 2, 1),
-    "wide_channels": (2, 20, 1, 20, 20, 2),
+    "wide_channels": (4, 10, 3, 10, 4, 1),
     "f4_odd_residual": (4, 9, 3, 10, 3, 2),
     "f4_batch_edge_channels": (4, 8, 3, 8, 3, 1),
     "f4_wide_rows": (4, 3, 1, 32, 3, 2),
@@ -270,7 +271,6 @@ def test_winograd_conv_agrees_with_interpret_on_opencl(name: str) -> None:
 # (More where OPENCL_MIN_ITEMS asks for them; fewer where the cpu's kernel has a work item per
 # core that ITEM_PRODUCTS alone would not give: opencl keeps that rule.)
 OPENCL_BLOCKS = {
-    "wide_channels": 3,
     "f4_wide_padding": 3,
     "odd_residual": 1,
     "uneven_padding": 1,
@@ -278,6 +278,8 @@ OPENCL_BLOCKS = {
     "wide_padding": 1,
     "f4_odd_residual": 1,
 }
+# name: groups of output channel blocks (`Plan.channel_groups`) on PLANNED where not 1
+CHANNEL_GROUPS = {"wide_channels": 6}
 
 
 @pytest.fixture
@@ -296,6 +298,7 @@ def test_plans_of_the_cases(name: str) -> None:
     plan = winograd_conv.plan_of(group_of(case_text(name)))
     assert plan is not None
     assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.chunk_cols, plan.units, plan.blocks) == PLANS[name]
+    assert plan.channel_groups == CHANNEL_GROUPS.get(name, 1)
     on_opencl = winograd_conv.plan_of(group_of(case_text(name), OPENCL, "opencl"))
     assert on_opencl is not None
     assert (on_opencl.f, on_opencl.chunk_rows, on_opencl.units, on_opencl.blocks) == (
@@ -495,8 +498,67 @@ def test_opencl_batch_over_one_stack_runs_in_work_groups_of_one_item() -> None:
 
 
 def test_declines_big_scratch() -> None:
-    huge = conv_program((1, 256, 16, 16), (256, 256, 3, 3), PAD1, (1, 256, 16, 16))
-    assert "winograd_conv" not in schedules(huge)  # U alone is 16 x 256 x 256 floats: over SCRATCH_MAX_FLOATS
+    """V and the packed chunk of 2048 input channels alone are over SCRATCH_MAX_FLOATS:
+    no split of the output channels brings the scratch under it."""
+    huge = conv_program((1, 2048, 16, 16), (32, 2048, 3, 3), PAD1, (1, 32, 16, 16))
+    assert "winograd_conv" not in schedules(huge)
+
+
+def test_resnet50_stage_three_splits_its_output_channels() -> None:
+    """256 -> 256 at 14 x 14: U of every output channel (16 x 256 x 256 floats) is over
+    SCRATCH_MAX_FLOATS, so the channel blocks are split among work items, the fewest groups
+    whose scratch fits, each of at least CHANNEL_GROUP_MIN_BLOCKS blocks."""
+    text = conv_program((1, 256, 14, 14), (256, 256, 3, 3), PAD1, (1, 256, 14, 14), "residual")
+    plan = winograd_conv.plan_of(group_of(text))
+    assert plan is not None and plan.f is winograd_conv.F2
+    assert plan.channel_groups > 1 and plan.scratch_floats <= winograd_conv.SCRATCH_MAX_FLOATS
+    fewer = replace(plan, channel_groups=plan.channel_groups - 1)
+    assert fewer.scratch_floats > winograd_conv.SCRATCH_MAX_FLOATS
+    assert plan.group_blocks >= winograd_conv.CHANNEL_GROUP_MIN_BLOCKS
+
+
+# batch 2, odd sizes, 19 input channels, 44 output channels: 6 register blocks of 8 (the last
+# starting at 36), split into groups of 3 and 3 or 2, 2 and 2 blocks under a smaller scratch
+GROUPED = ((2, 19, 11, 13), (44, 19, 3, 3), PAD1, (2, 44, 11, 13), "bias_relu")
+
+
+def grouped_plan(monkeypatch: pytest.MonkeyPatch, target: str, groups: int) -> None:
+    """SCRATCH_MAX_FLOATS as small as `groups` channel groups of GROUPED need on `target`,
+    a work item per image (as a conv this big for a split has them)."""
+    monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
+    monkeypatch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
+    monkeypatch.setattr(winograd_conv, "CHANNEL_GROUP_MIN_BLOCKS", 1)
+    text = conv_program(*GROUPED)
+    device = "opencl" if target.startswith("opencl") else None
+    whole = winograd_conv.plan_of(group_of(text, ("c", target) if device else (target,), device))
+    assert whole is not None and whole.channel_groups == 1
+    monkeypatch.setattr(winograd_conv, "SCRATCH_MAX_FLOATS", replace(whole, channel_groups=groups).scratch_floats)
+    plan = winograd_conv.plan_of(group_of(text, ("c", target) if device else (target,), device))
+    assert plan is not None and plan.channel_groups == groups
+
+
+@pytest.mark.parametrize("groups", [2, 3])
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_channel_groups_agree_with_interpret(groups: int, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    grouped_plan(monkeypatch, PLANNED if device == "cpu" else OPENCL_PLANNED, groups)
+    check(conv_program(*GROUPED), inputs(GROUPED, np.random.default_rng(8)), num_threads=2, device=device)
+
+
+@pytest.mark.parametrize("target", isa_params())
+def test_channel_groups_at_every_isa_level(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    grouped_plan(monkeypatch, target, 3)
+    arrays = inputs(GROUPED, np.random.default_rng(9))
+    arrays["w"][40, 2, 1, 1] = np.nan  # the last block, which recomputes channels 36-39 of the one before
+    expected = check_isa_level(
+        conv_program(*GROUPED), arrays, target, "winograd_conv", isa_terms(GROUPED), num_threads=2
+    )
+    assert np.isnan(expected[:, 40]).all() and np.isfinite(expected[:, :40]).all()
+
+
+def test_channel_groups_run_clean_under_address_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each group's U holds its blocks only (the last group's last block starting earlier)."""
+    grouped_plan(monkeypatch, "c", 3)  # the host, as run_programs_under_asan lowers for it
+    run_programs_under_asan(tmp_path, [conv_program(*GROUPED)])
 
 
 def test_runs_clean_under_address_sanitizer(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ per output and channel pair, against 9 for the direct convolution.
 
 The nest spans (n, block of tile rows); a work item computes every output channel of its
 tile rows, whole runs of `Plan.chunk_rows` tile rows (the blocks differ by one run at most,
-and no run is computed twice). On cpu, a conv under CPU_THREAD_WORK is one work item instead
+and no run is computed twice). Where U of every output channel would overrun the scratch,
+the nest spans (n, block of tile rows, group of channel blocks) and a work item computes
+its group's channels only (`Plan.channel_groups`, CHANNEL_GROUP_MIN_BLOCKS). On cpu, a conv under CPU_THREAD_WORK is one work item instead
 (phase 1 once, then phase 2 for the batch's tile rows, image after image, a chunk's rows
 running on into the next image): its kernel stays on one thread, and small images fill
 their chunks (the CNN's second conv, 8 images of 7 tile rows in chunks of 4: 14 chunks, not
@@ -213,6 +215,15 @@ MIN_TILES = 32
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
 
+# Where U of every output channel (`Plan.u_floats`: 36 or 16 x in x out channels) would
+# overrun SCRATCH_MAX_FLOATS, the output channels are split among work items, as few groups
+# of channel blocks as bring the scratch under it, each of at least CHANNEL_GROUP_MIN_BLOCKS
+# blocks: each item computes U of its channels only, and packs and transforms its chunks'
+# input again (once per group: about as many operations as the products of one channel block).
+# ResNet-50's 256 -> 256 at 14 x 14 (F2, 4 groups of 64 channels), then packed_conv's, 1 thread,
+# kernel alone: AVX-512 1.40 -> 0.90 ms, AVX2 2.22 -> 1.42 ms (see the commit for the run).
+CHANNEL_GROUP_MIN_BLOCKS = 2
+
 # On cpu, a conv of fewer direct multiply-adds than this (the whole batch) is one work item
 # that computes U once and then every image: its kernel runs on one thread. The C kernels'
 # threads wait passively between calls (bench/models.py sets OMP_WAIT_POLICY=passive), and
@@ -289,6 +300,12 @@ class Plan:
     tile: mk.Tile  # the register block: output channels x vectors of slots
     work_groups: bool  # the device launches work groups (`DeviceKind.work_groups`)
     pool: Pooling | None = None
+    channel_groups: int = 1  # work items per block of tile rows, each some channel blocks
+
+    @property
+    def group_blocks(self) -> int:
+        """The most channel blocks a work item computes (its U's blocks: see CHANNEL_GROUPS)."""
+        return math.ceil(channel_blocks(self) / self.channel_groups)
 
     @property
     def channels(self) -> int:
@@ -387,7 +404,7 @@ class Plan:
 
     @property
     def u_floats(self) -> int:
-        return self.f.xi * math.ceil(self.out_c / self.channels) * self.channels * self.in_c
+        return self.f.xi * self.group_blocks * self.channels * self.in_c
 
     @property
     def v_floats(self) -> int:
@@ -457,9 +474,13 @@ def plan_for(
         worth_it = max(worth_it, math.ceil(cores / batch))
     blocks = max(1, min(units, math.ceil(items / batch), worth_it))
     plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups)
-    if plan.scratch_floats > SCRATCH_MAX_FLOATS:
-        return None
-    return plan
+    blocks_most = min(channel_blocks(plan), max(1, plan.out_c // (CHANNEL_GROUP_MIN_BLOCKS * plan.channels)))
+    for groups in range(1, blocks_most + 1):
+        grouped = replace(plan, channel_groups=groups)
+        if grouped.scratch_floats <= SCRATCH_MAX_FLOATS and (groups == 1 or not grouped.spans_batch):
+            # the groups are work items for the cores already (each block computes U again)
+            return replace(grouped, blocks=max(1, min(blocks, math.ceil(items / (batch * groups)))))
+    return None
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -474,7 +495,8 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     if plan.spans_batch:
         items = emitter.parallel_nest((plan.batch_items,), lambda item: batch_item(emitter, plan, root, item[0], out))
         return one_group_per_item(items, group)
-    nest = emitter.parallel_nest((batch, plan.blocks), lambda tile: work_item(emitter, plan, root, tile, out))
+    groups = (plan.channel_groups,) if plan.channel_groups > 1 else ()  # no axis of one item
+    nest = emitter.parallel_nest((batch, plan.blocks, *groups), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest, group)
 
 
@@ -494,11 +516,15 @@ class Scratch:
 
 def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
     """Runs of chunk rows `block * units // blocks` to `(block + 1) * units // blocks` (no
-    chunk computed twice; the items differ by one run at most) of image tile[0], every
-    output channel: U, then the chunks."""
+    chunk computed twice; the items differ by one run at most) of image tile[0], the
+    channel blocks of group tile[2] (`share`d as the runs are; all of them without a
+    tile[2]): U, then the chunks."""
     scratch = item_scratch(e, plan)
-    weight_transform(e, plan, scratch.u)
-    chunks(e, plan, root, scratch, tile, out)
+    blocks = (e.index(0), e.index(channel_blocks(plan)))
+    if len(tile) > 2:
+        blocks = share(e, tile[2], channel_blocks(plan), plan.channel_groups)
+    weight_transform(e, plan, scratch.u, blocks)
+    chunks(e, plan, root, scratch, tile[:2], blocks, out)
 
 
 def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, item: SSAValue, out: SSAValue) -> None:
@@ -506,14 +532,15 @@ def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, item: SSAValue, out:
     `share` of the batch's runs of chunk rows, image after image (a chunk may hold the last tile rows of one image and the first
     of the next; the last chunk ends at the batch's last row)."""
     scratch = item_scratch(e, plan)
-    weight_transform(e, plan, scratch.u)
+    blocks = (e.index(0), e.index(channel_blocks(plan)))
+    weight_transform(e, plan, scratch.u, blocks)
     rows = shape_of(plan.conv.res)[0] * plan.tiles_h
     grid: list[Extent] = [share(e, item, plan.batch_units, plan.batch_items), math.ceil(plan.tiles_w / plan.chunk_cols)]
 
     def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         unit, col = ivs
         r0 = e.min_index(e.mul_const(unit, plan.chunk_rows), e.index(rows - plan.chunk_rows))
-        compute_chunk(e, plan, root, scratch, Chunk(r0, first_tile_column(e, plan, col)), out)
+        compute_chunk(e, plan, root, scratch, Chunk(r0, first_tile_column(e, plan, col)), blocks, out)
         return []
 
     e.loops(grid, [], chunk)
@@ -525,7 +552,7 @@ def item_scratch(e: GroupEmitter, plan: Plan) -> Scratch:
 
     in_c, f = plan.in_c, plan.f
     return Scratch(
-        alloca(channel_blocks(plan), f.xi, in_c * plan.channels),
+        alloca(plan.group_blocks, f.xi, in_c * plan.channels),
         alloca(f.xi, in_c + 1, plan.slots),  # a row more: see Plan.v_floats
         alloca(f.m, in_c, f.alpha, plan.slots + 1),
         alloca(f.xi, plan.channels, plan.slots),
@@ -533,8 +560,16 @@ def item_scratch(e: GroupEmitter, plan: Plan) -> Scratch:
     )
 
 
-def chunks(e: GroupEmitter, plan: Plan, root: SSAValue, scratch: Scratch, tile: list[SSAValue], out: SSAValue) -> None:
-    """Every chunk of block tile[1] of image tile[0], with U in `scratch`."""
+def chunks(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    scratch: Scratch,
+    tile: list[SSAValue],
+    blocks: tuple[SSAValue, SSAValue],
+    out: SSAValue,
+) -> None:
+    """Every chunk of block tile[1] of image tile[0], channel blocks `blocks`, with their U in `scratch`."""
     n, block = tile
     grid: list[Extent] = [share(e, block, plan.units, plan.blocks), math.ceil(plan.tiles_w / plan.chunk_cols)]
 
@@ -542,16 +577,16 @@ def chunks(e: GroupEmitter, plan: Plan, root: SSAValue, scratch: Scratch, tile: 
         unit, col = ivs
         r0 = e.min_index(e.mul_const(unit, plan.chunk_rows), e.index(plan.tiles_h - plan.chunk_rows))
         first_row = e.add(e.mul_const(n, plan.tiles_h), r0)
-        compute_chunk(e, plan, root, scratch, Chunk(first_row, first_tile_column(e, plan, col)), out)
+        compute_chunk(e, plan, root, scratch, Chunk(first_row, first_tile_column(e, plan, col)), blocks, out)
         return []
 
     e.loops(grid, [], chunk)
 
 
-def share(e: GroupEmitter, item: SSAValue, units: int, items: int) -> Extent:
-    """Work item `item`'s runs of chunk rows, of `units` split over `items`: from
-    `item * units // items` to `(item + 1) * units // items` (no run twice; the shares differ
-    by one run at most)."""
+def share(e: GroupEmitter, item: SSAValue, units: int, items: int) -> tuple[SSAValue, SSAValue]:
+    """Work item `item`'s runs of chunk rows (or channel blocks), of `units` split over
+    `items`: from `item * units // items` to `(item + 1) * units // items` (no run twice; the
+    shares differ by one run at most)."""
     return (
         e.div_const(e.mul_const(item, units), items),
         e.div_const(e.mul_const(e.add_const(item, 1), units), items),
@@ -608,9 +643,9 @@ def linear(e: GroupEmitter, coefficients: tuple[float, ...], values: list[SSAVal
     return total
 
 
-def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
-    """u[block, xi, c * channels + o] = (G g G^T)[xi] for g = weight[first_channel(block) +
-    o, c], per channel block: its weights copied tap by tap into taps[i * 3 + j, c *
+def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue, blocks: tuple[SSAValue, SSAValue]) -> None:
+    """u[block - blocks[0], xi, c * channels + o] = (G g G^T)[xi] for g = weight[first_channel(block) +
+    o, c], per channel block of `blocks`: its weights copied tap by tap into taps[i * 3 + j, c *
     channels + o] first, so that the transform is a unit-stride loop that gcc vectorises.
     (Every weight reaches some U, and a NaN or inf one makes that U non-finite.)"""
     op, f = plan.conv, plan.f
@@ -631,7 +666,7 @@ def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
         g = [[e.emit(memref.LoadOp.get(taps, [e.index(i * 3 + j), w])) for j in range(3)] for i in range(3)]
         gg = [[linear(e, row, [g[i][j] for i in range(3)]) for j in range(3)] for row in f.g]  # (G g)[a, :]
         for a, b in itertools.product(range(f.alpha), range(f.alpha)):
-            e.store(linear(e, f.g[b], gg[a]), u, [block, e.index(a * f.alpha + b), w])
+            e.store(linear(e, f.g[b], gg[a]), u, [e.sub(block, blocks[0]), e.index(a * f.alpha + b), w])
         return []
 
     def per_block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
@@ -639,7 +674,7 @@ def weight_transform(e: GroupEmitter, plan: Plan, u: SSAValue) -> None:
         e.loops([width], [], lambda inner, _: transform([ivs[0], *inner], []))
         return []
 
-    e.loops([channel_blocks(plan)], [], per_block)
+    e.loops([blocks], [], per_block)
 
 
 # --- Phase 2: chunks ----------------------------------------------------------------------
@@ -660,13 +695,22 @@ class Chunk:
         return e.div_const(row, plan.tiles_h), e.rem_const(row, plan.tiles_h)
 
 
-def compute_chunk(e: GroupEmitter, plan: Plan, root: SSAValue, s: Scratch, chunk: Chunk, out: SSAValue) -> None:
+def compute_chunk(
+    e: GroupEmitter,
+    plan: Plan,
+    root: SSAValue,
+    s: Scratch,
+    chunk: Chunk,
+    blocks: tuple[SSAValue, SSAValue],
+    out: SSAValue,
+) -> None:
+    """The chunk's outputs of channel blocks `blocks` (U of blocks[0] first in `s`)."""
     pack(e, plan, s.packed, chunk)
     input_transform(e, plan, s.packed, s.v)
 
     def block(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         k0 = first_channel(e, plan, ivs[0])
-        products(e, plan, s, ivs[0])
+        products(e, plan, s, e.sub(ivs[0], blocks[0]))
         output_transform(e, plan, s.m, s.y)
         finite = e.emit(arith.CmpfOp(probe(e, plan, s.y), e.f32(0.0), "oeq"))
         e.if_else(
@@ -677,7 +721,7 @@ def compute_chunk(e: GroupEmitter, plan: Plan, root: SSAValue, s: Scratch, chunk
         )
         return []
 
-    e.loops([channel_blocks(plan)], [], block)
+    e.loops([blocks], [], block)
 
 
 def pack(e: GroupEmitter, plan: Plan, packed: SSAValue, chunk: Chunk) -> None:
@@ -810,7 +854,8 @@ def input_transform(e: GroupEmitter, plan: Plan, packed: SSAValue, v: SSAValue) 
 
 
 def products(e: GroupEmitter, plan: Plan, s: Scratch, block: SSAValue) -> None:
-    """m[xi, o, slot] = sum over c of U[block, xi, c * channels + o] V[xi, c, slot]: per xi, the
+    """m[xi, o, slot] = sum over c of U[block, xi, c * channels + o] V[xi, c, slot] (`block`
+    counted in the work item's U): per xi, the
     micro-kernel's `Plan.tile` of vector sums over the input channels."""
     tile = plan.tile
 
