@@ -16,7 +16,7 @@ activations Sigmoid, Tanh and Relu are supported; variable sequence lengths and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -44,6 +44,7 @@ class Recurrence:
     directions: list[str]  # "forward" / "reverse", in the order of the direction axis
     activations: list[Activation]  # per direction: f, g (and h for LSTM)
     clip: float | None
+    transposed: dict[tuple[int, int, int], SSAValue] = field(default_factory=dict[tuple[int, int, int], SSAValue])
 
     @property
     def b(self) -> Builder:
@@ -54,6 +55,23 @@ class Recurrence:
         w = self.n.tensor(index)
         ws = shape_of(w)
         return self.b.reshape(self.b.strided_slice(w, [direction], [direction + 1]), ws[1:])
+
+    def recurrent(self, x: SSAValue, direction: int, lo: int, hi: int) -> SSAValue:
+        """`x @ R[lo:hi].T` of `direction`'s recurrent weight R. A known R (an initializer) is
+        transposed once here into a [hidden, hi - lo] constant that every step's matmul reads
+        along its rows (vectorised without a horizontal sum per output, 2-3x faster than the
+        dense's dot products at these sizes); an R given at run time stays a dense."""
+        name = self.n.node.input[2]
+        known = self.n.known_values.get(name)
+        if known is None:
+            w = self.weight(2, direction)
+            return self.b.nn.dense(
+                x, w if (lo, hi) == (0, self.gates * self.hidden) else self.b.strided_slice(w, [lo], [hi])
+            )
+        key = (direction, lo, hi)
+        if key not in self.transposed:
+            self.transposed[key] = self.b.const(np.ascontiguousarray(known[direction, lo:hi].T), f"{name}.t{direction}")
+        return self.b.nn.matmul(x, self.transposed[key])
 
     def bias(self, direction: int) -> tuple[SSAValue | None, SSAValue | None]:
         """Wb and Rb of `direction` ([gates * hidden] each), or None when B is absent."""
@@ -186,12 +204,12 @@ def lstm(n: NodeImporter) -> list[Result]:
     last_h: list[SSAValue] = []
     last_c: list[SSAValue] = []
     for d in range(len(r.directions)):
-        steps, rw = r.projected(d), r.weight(2, d)
+        steps = r.projected(d)
         peep = _peepholes(r, d)
         h, c = r.initial(5, d), r.initial(6, d)
         outs: dict[int, SSAValue] = {}
         for t in r.order(d):
-            rec = None if h is None else b.nn.dense(h, rw)
+            rec = None if h is None else r.recurrent(h, d, 0, 4 * r.hidden)
             i_in, f_in, o_in = (r.step_gate(steps, t, k, rec) for k in (0, 2, 1))
             if peep is not None and c is not None:
                 i_in, f_in = b.add(i_in, b.multiply(c, peep[0])), b.add(f_in, b.multiply(c, peep[2]))
@@ -224,20 +242,18 @@ def gru(n: NodeImporter) -> list[Result]:
     hs: list[list[SSAValue]] = []
     last_h: list[SSAValue] = []
     for d in range(len(r.directions)):
-        steps, rw = r.projected(d), r.weight(2, d)
+        steps = r.projected(d)
         rb = r.bias(d)[1]
         rb_h = None if rb is None else b.strided_slice(rb, [2 * hidden], [3 * hidden])
-        rw_zr = b.strided_slice(rw, [0], [2 * hidden])
-        rw_h = b.strided_slice(rw, [2 * hidden], [3 * hidden])
         h = r.initial(5, d)
         outs: dict[int, SSAValue] = {}
         for t in r.order(d):
             # with linear_before_reset, one dense of H gives the recurrent parts of all three gates
-            rec = None if h is None else b.nn.dense(h, rw if before_reset else rw_zr)
+            rec = None if h is None else r.recurrent(h, d, 0, (3 if before_reset else 2) * hidden)
             z = r.act(d, 0, r.step_gate(steps, t, 0, rec))
             reset = r.act(d, 0, r.step_gate(steps, t, 1, rec))
             rec_h = None if rec is None or not before_reset else r.gate(rec, 2)
-            h_in = _gru_candidate(b, r.step_gate(steps, t, 2, None), h, reset, rw_h, rb_h, before_reset, rec_h)
+            h_in = _gru_candidate(r, d, r.step_gate(steps, t, 2, None), h, reset, rb_h, before_reset, rec_h)
             cand = r.act(d, 1, h_in)
             # H = (1 - z) * cand + z * H_prev = cand + z * (H_prev - cand)
             h = outs[t] = (
@@ -250,11 +266,11 @@ def gru(n: NodeImporter) -> list[Result]:
 
 
 def _gru_candidate(
-    b: Builder,
+    r: Recurrence,
+    direction: int,
     x_h: SSAValue,
     h: SSAValue | None,
     reset: SSAValue,
-    rw_h: SSAValue,
     rb_h: SSAValue | None,
     before_reset: bool,
     recurrent_h: SSAValue | None = None,
@@ -263,14 +279,15 @@ def _gru_candidate(
     linear_before_reset `x_h + r * (H @ Rh.T + Rbh)`, where `H @ Rh.T` is `recurrent_h` when
     given (the candidate's part of the step's one recurrent dense); H = 0 leaves the bias terms
     alone."""
+    b, hidden = r.b, r.hidden
     if h is None:
         if rb_h is None:
             return x_h
         return b.add(x_h, b.multiply(reset, rb_h) if before_reset else rb_h)
     if before_reset:
-        recurrent = b.nn.dense(h, rw_h) if recurrent_h is None else recurrent_h
+        recurrent = r.recurrent(h, direction, 2 * hidden, 3 * hidden) if recurrent_h is None else recurrent_h
         if rb_h is not None:
             recurrent = b.add(recurrent, rb_h)
         return b.add(x_h, b.multiply(reset, recurrent))
-    recurrent = b.nn.dense(b.multiply(reset, h), rw_h)
+    recurrent = r.recurrent(b.multiply(reset, h), direction, 2 * hidden, 3 * hidden)
     return b.add(x_h, recurrent if rb_h is None else b.add(recurrent, rb_h))

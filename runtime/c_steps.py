@@ -8,9 +8,12 @@ calls than in the kernels. `StepRun` holds such a run's function pointers and ad
 arrays and calls `xrelay_run_steps`, a loop in C over them: one ctypes call for the run.
 
 The loop casts each function pointer to the type of a function of its number of pointer
-arguments (every C kernel takes only its buffers' addresses: `targets/c.py`), up to MAX_ARGS;
-a kernel of more arguments is not put in a run. The library is built once per machine and
-compiler, in the cache of `c_library`.
+arguments (every C kernel takes only its buffers' addresses: `targets/c.py`): a case for each
+count up to MAX_ARGS, and one for each wider kernel's count (up to MAX_WIDE_ARGS; a wider one
+is called on its own). The unrolled recurrences' outputs are such kernels: a concatenation
+of every step's state (lstm.onnx: two of 103 buffers, gru.onnx: one of 205), where ctypes
+alone took 3.5 us a call of 103 addresses. The library is built once per machine, compiler
+and set of wide counts, in the cache of `c_library`.
 """
 
 from __future__ import annotations
@@ -23,15 +26,16 @@ from typing import Any, cast
 from xrelay.runtime.c_library import C_COMPILER, atomic_path, c_compiler_version, cache_dir, content_key, machine
 from xrelay.runtime.cpu import CCall
 
-MAX_ARGS = 24
+MAX_ARGS = 24  # every library has a case for each count of arguments up to this
+MAX_WIDE_ARGS = 1024  # a kernel of more arguments than this is not put in a run
 RUN_STEPS = "xrelay_run_steps"
 
 
-def source() -> str:
+def source(wide: Sequence[int] = ()) -> str:
     """The C of `xrelay_run_steps(n, functions, counts, args)`: calls function i with its
-    counts[i] arguments, taken in order from `args`."""
+    counts[i] arguments, taken in order from `args`; counts up to MAX_ARGS and those in `wide`."""
     cases: list[str] = []
-    for count in range(1, MAX_ARGS + 1):
+    for count in sorted({*range(1, MAX_ARGS + 1), *wide}):
         params = ", ".join(["void *"] * count)
         values = ", ".join(f"a[{i}]" for i in range(count))
         cases.append(f"    case {count}: ((void (*)({params}))f[i])({values}); break;")
@@ -48,11 +52,12 @@ def source() -> str:
 
 
 @cache
-def run_steps_function() -> Any:
-    """`xrelay_run_steps` from its library, built into the cache on first use."""
+def run_steps_function(wide: tuple[int, ...] = ()) -> Any:
+    """`xrelay_run_steps` (with cases for the counts in `wide` too) from its library, built
+    into the cache on first use."""
     import subprocess
 
-    text = source()
+    text = source(wide)
     library = cache_dir() / f"c-steps-{content_key(text, c_compiler_version(), machine())}.so"
     if not library.exists():
         c_file = library.with_suffix(".c")
@@ -66,8 +71,8 @@ def run_steps_function() -> Any:
 
 
 def runnable(call: object) -> bool:
-    """Whether `call` can be one of a run's calls: a C kernel's, of at most MAX_ARGS buffers."""
-    return isinstance(call, CCall) and len(call.args) <= MAX_ARGS
+    """Whether `call` can be one of a run's calls: a C kernel's, of at most MAX_WIDE_ARGS buffers."""
+    return isinstance(call, CCall) and len(call.args) <= MAX_WIDE_ARGS
 
 
 class StepRun:
@@ -82,7 +87,8 @@ class StepRun:
         self.counts = (ctypes.c_long * n)(*(len(call.args) for call in calls))
         self.args = (ctypes.c_void_p * len(addresses))(*addresses)
         self.n = n
-        self.function: Callable[..., None] = run_steps_function()
+        wide = tuple(sorted({len(call.args) for call in calls if len(call.args) > MAX_ARGS}))
+        self.function: Callable[..., None] = run_steps_function(wide)
 
     def __call__(self) -> None:
         self.function(self.n, self.functions, self.counts, self.args)

@@ -257,20 +257,22 @@ class GroupEmitter(KernelBuilder):
         return self.concat_value(list(op.inputs), op.axis_value, idx)
 
     def concat_value(self, inputs: list[SSAValue], axis: int, idx: list[SSAValue]) -> SSAValue:
-        """The input holding `idx`, read in an `scf.if` chain (each input only in its own
-        branch), or picked with selects among them all read at clamped indices once the
-        branches nest `BRANCH_NESTING` deep (`selected_reads`)."""
-        first, extent = inputs[0], shape_of(inputs[0])[axis]
+        """The input holding `idx`, found by a balanced tree of `scf.if` on `idx[axis]` (each
+        input read only in its own branch; depth log2 of the inputs, not their number: an
+        unrolled LSTM's outputs are one concatenate of hundreds of steps), or picked with
+        selects among the inputs left once the branches nest `BRANCH_NESTING` deep."""
         if len(inputs) == 1:
-            return self.value_at(first, idx)
+            return self.value_at(inputs[0], idx)
         if not self.may_branch():
             return self.concat_select(inputs, axis, idx)
+        left, right = inputs[: len(inputs) // 2], inputs[len(inputs) // 2 :]
+        extent = sum(shape_of(x)[axis] for x in left)
         shifted = idx[:axis] + [self.add_const(idx[axis], -extent)] + idx[axis + 1 :]
         (result,) = self.if_else(
             self.compare("slt", idx[axis], self.index(extent)),
-            [element_dtype(first).element],
-            lambda: [self.value_at(first, idx)],
-            lambda: [self.concat_value(inputs[1:], axis, shifted)],
+            [element_dtype(inputs[0]).element],
+            lambda: [self.concat_value(left, axis, idx)],
+            lambda: [self.concat_value(right, axis, shifted)],
         )
         return result
 

@@ -1,6 +1,7 @@
 """
 runtime/c_steps.py: consecutive C kernels of a run made by one ctypes call; the results equal
-the interpreter's, a kernel of more than MAX_ARGS buffers is called on its own, and the
+the interpreter's, a kernel of more than MAX_ARGS buffers is in the run (up to MAX_WIDE_ARGS,
+past which it is called on its own), and the
 host-C-and-OpenCL graph (whose C calls release the queues first) is left as it was.
 """
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import cast
 
 import numpy as np
+import pytest
 
 import xrelay
 from xrelay.runtime import c_steps
@@ -29,20 +31,41 @@ def chain(width: int, steps: int, wide: int) -> tuple[xrelay.Builder, list[objec
     return b, [h, b.concatenate(parts, 1)]
 
 
-def test_a_chain_of_kernels_is_one_call_and_equal_to_the_interpreter() -> None:
+@pytest.mark.parametrize("max_wide", [c_steps.MAX_WIDE_ARGS, c_steps.MAX_ARGS + 3])
+def test_a_chain_of_kernels_is_one_call_and_equal_to_the_interpreter(
+    max_wide: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The concatenation's kernel (more than MAX_ARGS + 3 buffers) joins the run through a case of its
+    own count; with MAX_WIDE_ARGS below that, it is called on its own."""
+    monkeypatch.setattr(c_steps, "MAX_WIDE_ARGS", max_wide)
     b, results = chain(8, 6, c_steps.MAX_ARGS + 3)
     module = b.finish(*results)  # pyright: ignore[reportArgumentType]
     x = np.random.default_rng(1).standard_normal((1, 8)).astype(np.float32)
     exe = xrelay.build(module, targets=("c",))
     with exe.executor.workspace() as workspace:
         workspace_runs = workspace.runs
-    assert any(isinstance(run, c_steps.StepRun) for run in workspace_runs)
-    wide = [run for run in workspace_runs if isinstance(run, CCall)]
-    assert wide and all(len(run.args) > c_steps.MAX_ARGS for run in wide), "only the too-wide kernel on its own"
+    steps = [run for run in workspace_runs if isinstance(run, c_steps.StepRun)]
+    alone = [run for run in workspace_runs if isinstance(run, CCall)]
+    assert steps
+    if max_wide > c_steps.MAX_ARGS + 3:
+        assert not alone and max(max(run.counts) for run in steps) > c_steps.MAX_ARGS + 3
+    else:
+        assert alone and all(len(run.args) > max_wide for run in alone), "only the too-wide kernel on its own"
     want = xrelay.interpret(module, {"x": x})
     got = exe.run({"x": x})
     for g, w in zip(got, want):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def test_wide_counts_get_their_own_cases() -> None:
+    """A run's library has a case for each count up to MAX_ARGS and for each wide count given."""
+    text = c_steps.source((c_steps.MAX_ARGS + 9, 300))
+    cases = [line for line in text.splitlines() if line.strip().startswith("case ")]
+    assert [int(line.split()[1].rstrip(":")) for line in cases] == [
+        *range(1, c_steps.MAX_ARGS + 1),
+        c_steps.MAX_ARGS + 9,
+        300,
+    ]
 
 
 def test_runs_keep_order_and_the_calls_outside_them() -> None:

@@ -368,6 +368,39 @@ def test_recurrent_steps_are_few_kernels(op: str, attrs: dict[str, object], per_
     assert len(long) - len(short) == per_step * 4, long
 
 
+EDGE_RECURRENT = {
+    "lstm_seq1": ("LSTM", {"direction": "bidirectional"}, 1, 1, 16),
+    "lstm_hidden19_batch3": ("LSTM", {"direction": "bidirectional", "layout": 1}, 4, 3, 19),
+    "gru_hidden19_batch3": ("GRU", {"direction": "bidirectional"}, 4, 3, 19),
+    "gru_before_reset_hidden17": ("GRU", {"linear_before_reset": 1, "direction": "reverse"}, 3, 1, 17),
+}
+
+
+@pytest.mark.parametrize("target", ["c -march=x86-64-v2", "c -march=x86-64-v3", "c", "opencl"])
+@pytest.mark.parametrize("case", list(EDGE_RECURRENT))
+def test_recurrent_edge_shapes_on_each_isa(case: str, target: str) -> None:
+    """The recurrent product of a known R is `h @ R.T` with R transposed once at import (a
+    matmul the rows schedule vectorises along the gates): equal to the equations at one step,
+    hidden sizes no vector width divides, batch > 1 and both directions, at each x86 level and
+    on OpenCL."""
+    op, attrs, seq, batch, hidden = EDGE_RECURRENT[case]
+    proto = recurrent(op, 4 if op == "LSTM" else 3, seq=seq, batch=batch, size=5, hidden=hidden, **attrs)
+    check(proto, (target,), lambda v: recurrent_numpy(op, v, attrs))
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_recurrent_weight_given_at_run_time(op: str) -> None:
+    """An R that is a graph input (not known at import) stays a dense of each step's state."""
+    attrs: dict[str, object] = {"direction": "bidirectional"}
+    proto = recurrent(op, 4 if op == "LSTM" else 3, seq=3, batch=2, size=3, hidden=5, **attrs)
+    r = next(t for t in proto.graph.initializer if t.name == "R")
+    proto.graph.input.append(helper.make_tensor_value_info("R", TensorProto.FLOAT, list(r.dims)))
+    proto.graph.initializer.remove(r)
+    text = str(xrelay.from_onnx(proto)[0])
+    assert "relay.nn.matmul" not in text and text.count("relay.nn.dense") > 2
+    check(proto, ("c",), lambda v: recurrent_numpy(op, v, attrs))
+
+
 def test_torch_style_lstm_zero_state_and_the_clean_errors() -> None:
     """torch exports zero initial states built from the input's shape (folded at import): the
     first step then has no recurrent product. Variable lengths and input_forget are refused."""
@@ -389,8 +422,9 @@ def test_torch_style_lstm_zero_state_and_the_clean_errors() -> None:
     }
     proto = model(nodes, {"X": (6, 2, 3)}, ["Y"], inits)
     check(proto, ("c",))
-    assert "relay.nn.dense" in (text := str(xrelay.from_onnx(proto)[0]))
-    assert text.count("relay.nn.dense") == 1 + 5  # the input projection, then steps 2 to 6
+    text = str(xrelay.from_onnx(proto)[0])
+    assert text.count("relay.nn.dense") == 1  # the input projection
+    assert text.count("relay.nn.matmul") == 5  # steps 2 to 6: h @ R.T, R known and transposed once
     short = recurrent("GRU", 3, seq=5, batch=2, size=3, hidden=4)
     short.graph.initializer[3].CopyFrom(numpy_helper.from_array(np.array([5, 3], np.int32), "lens"))
     with pytest.raises(xrelay.OnnxImportError, match=r"GRU .*variable sequence lengths are not supported"):
