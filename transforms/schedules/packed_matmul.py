@@ -123,14 +123,17 @@ SCRATCH_MAX_BYTES = 320 << 10
 # A pre-packed rhs is one stream, panel after panel (`pack_weight`), which a work item reads
 # from L3 or memory when the model's other layers (or another program) have run since:
 # `cpu.prefetch` asks for the line PREFETCH_AHEAD steps (16 floats each) ahead of every
-# step's panel load (4 KiB ahead; 16 to 256 steps measured alike). MLP with its caches
+# step's panel load (8 KiB ahead). 16 to 256 steps measured alike on the MLP; on BERT's and
+# GPT-2's denses 128 beat 64 (1 thread, prepacked, kernel CPU time, 20 interleaved rounds,
+# load 11-15): x86-64-v3 128x768.3072x768 +2.2% GFLOP/s, 128x3072.768x3072 +3.1%,
+# 128x768.768x768 +0.6%, 197x768.3072x768 +1.3%; native +1.3 to +2.0%, 197 rows -0.3%. MLP with its caches
 # flushed (48 MB written) before each call: 0.90x the time without the prefetch; alone
 # (interleaved with the kernels without it, 30 rounds), dense 64x784.512x784 0.97x,
 # 128x1024.256x1024 0.96x, 128x256.1024x256 0.97x. The work item takes the panels in the
 # order of the stream, each for every row tile in turn (panel-outer), so a panel comes in
 # once and is reused while it is in L1/L2: MLP 0.95-0.97x the time of row tile outer (load
 # 2.5-2.9, 30 rounds, interleaved with onnxruntime), transformer 0.98x, both 1.00x warm.
-PREFETCH_AHEAD = 64
+PREFETCH_AHEAD = 128
 
 # How each anchor's rhs holds element (n, k): dense's and batch_matmul's transposed
 # ([..., N, K]), matmul's plain ([..., K, N]); both pack into the same panels.

@@ -6,7 +6,7 @@
 // 16) becomes a new constant in the micro-kernel's panels [n / 16, k, n % 16], marked
 // relay.packed_from, and the launch passes it in place of the weight, which dce drops (no
 // other user). The kernel has no panel scratch and no pack loop: the micro-kernel loads its
-// vectors from the packed input, each step after a prefetch of the packed stream 64 steps
+// vectors from the packed input, each step after a prefetch of the packed stream PREFETCH_AHEAD (128) steps
 // on, panel by panel (5), each for both row tiles in turn. (A splat keeps the test short; a
 // bound param is not one.)
 
