@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, UnitAttr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
@@ -64,6 +64,7 @@ from xrelay.runtime.machine import target_features
 from xrelay.targets.graph_json import executor_graph
 from xrelay.targets.kernels import KernelSet, distinct_kernels, iter_kernel_sources
 from xrelay.transforms.compilation_config import device_of_target
+from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR
 from xrelay.values import check_input, entry_function
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
@@ -346,7 +347,8 @@ def target_list(targets: str | Sequence[str]) -> tuple[str, ...]:
 
 def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
     """Replaces the named parameters of @main by `relay.constant`s of their values. A
-    parameter's `relay.se_scope` attribute pins its constant there."""
+    parameter's `relay.se_scope` attribute pins its constant there; its `relay.held_as_is`
+    (`batching`) keeps its constant from being pre-packed."""
     if not params:
         return
     main = entry_function(module)
@@ -366,6 +368,8 @@ def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
             scope = arg_attrs[index].data.get(SCOPE_ATTR)
             constant = relay.ConstantOp(relay.elements(value), scope if isinstance(scope, SEScopeAttr) else None)
             constant.results[0].name_hint = names[index]
+            if HELD_AS_IS_ATTR in arg_attrs[index].data:
+                constant.attributes[HELD_AS_IS_ATTR] = UnitAttr()
             Rewriter.insert_op(constant, InsertPoint.at_start(block))
             arg.replace_all_uses_with(constant.results[0])
             block.erase_arg(arg)

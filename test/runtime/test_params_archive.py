@@ -6,6 +6,8 @@ and a run's peak memory was twice the weights)."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -109,3 +111,43 @@ def test_a_loaded_executable_runs_on_its_params_in_place(tmp_path: Path) -> None
         owner = owner.base
     assert owner.nbytes >= (tmp_path / "dense.xrelay" / "params.npz").stat().st_size, "the weight was copied"
     np.testing.assert_allclose(xrelay.runtime.load(tmp_path / "dense.xrelay").run(x=x), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+PEAK_OF_A_RUN = """
+import sys
+from pathlib import Path
+import numpy as np
+import xrelay.runtime
+
+
+def status_mb(field):
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
+    return int(line.split()[1]) / 1024
+
+
+before = status_mb("VmRSS")
+xrelay.runtime.load(sys.argv[1]).run(x=np.ones((4, 1024), np.float32))
+print(status_mb("VmHWM") - before)
+"""
+
+
+def test_a_run_in_a_fresh_process_holds_the_weights_once(tmp_path: Path) -> None:
+    """The peak resident memory a load and a run add (as bench/zoo.py --rss measures it) is
+    the weight's 32 MB once and little more: a copy of the params on load (or a float64 one)
+    would add another 32 MB or more."""
+    module = xrelay.parse(
+        """
+        func.func @main(%x: tensor<4x1024xf32>, %w: tensor<8192x1024xf32>) -> tensor<4x8192xf32> {
+          %y = relay.nn.dense %x, %w : (tensor<4x1024xf32>, tensor<8192x1024xf32>) -> tensor<4x8192xf32>
+          func.return %y : tensor<4x8192xf32>
+        }
+        """
+    )
+    w = RNG.standard_normal((8192, 1024)).astype(np.float32)
+    xrelay.build(module, params={"w": w}).save(tmp_path / "dense.xrelay")
+    command = [sys.executable, "-c", PEAK_OF_A_RUN, str(tmp_path / "dense.xrelay")]
+    grown = float(subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()[-1])
+    weights = w.nbytes / 2**20
+    assert weights <= grown + 1 < 1.5 * weights, (
+        f"a load and run grew the peak RSS by {grown:.0f} MB for {weights:.0f} MB of weights"
+    )

@@ -394,3 +394,24 @@ def test_placement_by_cost_with_batch_sizes_is_refused_by_name() -> None:
     )
     with pytest.raises(xrelay.UsageError, match="placement='auto' does not take batch_sizes"):
         xrelay.build(text, targets=("c", "opencl"), placement="auto", batch_sizes=(1, 4))
+
+
+@pytest.mark.parametrize("sizes", [(1, 64), (16, 64)])
+def test_a_weight_some_sizes_would_pre_pack_is_held_in_one_layout(sizes: tuple[int, ...], tmp_path: Path) -> None:
+    """Dense reads its weight as it is at a batch of 1 and pre-packed (packed_matmul) at 16
+    and 64: at (1, 64) both sizes read it as it is (one copy, the original's bytes); at
+    (16, 64) both read the one packed copy."""
+    b = xrelay.Builder()
+    x, w = b.input("x", (1, 256)), b.input("w", (512, 256))
+    module = b.finish(b.nn.relu(b.nn.dense(x, w)))
+    params = {"w": _random(512, 256)}
+    exe = xrelay.build(module, targets=("c",), params=params, batch_sizes=sizes)
+    assert len(exe.params) == 1, {name: a.shape for name, a in exe.params.items()}
+    (stored,) = exe.params.values()
+    assert (stored.shape == params["w"].shape) == (sizes[0] == 1), stored.shape  # packed: [panels, k, columns]
+    exe.save(tmp_path / "dense.xrelay")
+    assert (tmp_path / "dense.xrelay" / "params.npz").stat().st_size < stored.nbytes + 4096
+    xs = _random(20, 256)
+    expected = per_sample(module, params, xs)
+    for n in (1, 16, 20):  # (at (1, 64), 16 and 20 run at 64; at (16, 64), 1 runs at 16)
+        np.testing.assert_allclose(exe.run(xs[:n]), expected[:n], rtol=1e-4, atol=1e-4)

@@ -540,6 +540,10 @@ def block_columns(n: int, blocks: Blocking) -> int:
 # --- pre-packed weights -----------------------------------------------------------------------
 
 PACKED_FROM_ATTR = "relay.packed_from"  # on a packed relay.constant: what it was packed from
+# On a relay.constant (from a @main param's arg attribute, `driver.bind_params`): the weight is
+# held as it is anyway (a build of several batch sizes, another size's kernel reads it so), so
+# it is read as it is here too rather than held a second time packed.
+HELD_AS_IS_ATTR = "relay.held_as_is"
 
 
 # how a packed constant names what it was packed from
@@ -552,7 +556,8 @@ RHS_NAME: dict[type[Matmul], str] = {
 
 def constant_rhs(group: relay.FusedOp) -> tuple[int, relay.ConstantOp] | None:
     """The position among the group's inputs, and the `relay.constant` of @main, of the rhs
-    (dense's weight) of the group's anchor, where it is one and nothing else in the group reads it."""
+    (dense's weight) of the group's anchor, where it is one, nothing else in the group reads it,
+    and it is not held as it is anyway (`HELD_AS_IS_ATTR`)."""
     matmul = matmul_anchor(group)
     if matmul is None:
         return None
@@ -560,7 +565,9 @@ def constant_rhs(group: relay.FusedOp) -> tuple[int, relay.ConstantOp] | None:
     if not isinstance(rhs, BlockArgument) or any(use.operation is not matmul for use in rhs.uses):
         return None
     source = group.inputs[rhs.index].owner
-    return (rhs.index, source) if isinstance(source, relay.ConstantOp) else None
+    if not isinstance(source, relay.ConstantOp) or HELD_AS_IS_ATTR in source.attributes:
+        return None
+    return rhs.index, source
 
 
 def matches_prepacked(group: relay.FusedOp) -> bool:
