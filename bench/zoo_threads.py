@@ -1,0 +1,65 @@
+"""Which kernels of a zoo model gain from a second thread: the model built at num_threads=1
+and 2, each node profiled (`exe.profile()`) in interleaved rounds, medians printed per
+node with the 2-thread build's count of `omp parallel` regions in its kernel (0: the nest
+stays on one thread, by `targets.c.parallel_work`: below PARALLEL_WORK, or one iteration).
+
+Read with the load average it prints: on the 2 shared cores here, with other processes
+runnable, a region's closing barrier waits until the woken thread is scheduled, and kernels
+that do gain alone show 2t/1t above 1 (s38: mobilenet_v2's first conv 196 -> 3698 us at load
+9.5, while a nest of one iteration, ResNet-18's 7x7 convs before packed_conv's channel parts,
+shows regions=0 at any load).
+
+    .venv/bin/python bench/zoo_threads.py resnet18 [--rounds 9] [--top 14]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from zoo import DEFAULT_DIR, random_inputs
+
+import xrelay
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--top", type=int, default=14)
+    args = parser.parse_args()
+    import onnx
+
+    proto = onnx.load(str(args.dir / f"{args.model}.onnx"))
+    inputs = random_inputs(proto)
+    module, params = xrelay.from_onnx(proto)
+    exes = {t: xrelay.build(module, targets=("c",), params=params, num_threads=t) for t in (1, 2)}
+    regions = {k.name: k.source.count("omp parallel") for k in exes[2].kernels}
+    samples: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
+    load = os.getloadavg()[0]
+    for _ in range(args.rounds):
+        for threads, exe in exes.items():
+            for name, _device, seconds in exe.profile(inputs).nodes:
+                samples[threads].setdefault(name, []).append(seconds)
+    med = {t: {n: statistics.median(v) * 1e6 for n, v in nodes.items()} for t, nodes in samples.items()}
+    print(
+        f"{args.model}: medians of {args.rounds} interleaved profiled runs, load {load:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+    print(f"sum of nodes: 1 thread {sum(med[1].values()):.0f} us, 2 threads {sum(med[2].values()):.0f} us")
+    print("| kernel | 1 thread us | 2 threads us | 2t/1t | regions |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name in sorted(med[1], key=lambda n: -med[1][n])[: args.top]:
+        one, two = med[1][name], med[2][name]
+        print(f"| {name} | {one:.0f} | {two:.0f} | {two / one:.2f} | {regions.get(name, '-')} |")
+
+
+if __name__ == "__main__":
+    main()
