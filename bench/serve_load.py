@@ -247,8 +247,11 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
 
 
 def correct(answer: bytes, expected: np.ndarray) -> bool:
-    with np.load(io.BytesIO(answer)) as npz:
-        out = npz["output_0"]
+    try:
+        with np.load(io.BytesIO(answer), allow_pickle=False) as npz:
+            out = npz["output_0"]
+    except (ValueError, OSError, KeyError):  # not an .npz of output_0: a wrong answer
+        return False
     return out.shape == expected.shape and bool(np.allclose(out, expected, rtol=RTOL, atol=ATOL))
 
 
@@ -388,15 +391,18 @@ def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result
     chosen = configs(args.replicas)
     deploy_all(model, chosen, args.batch_wait_ms / 1000)
     pids = {c: {i["pid"] for i in replica_infos(port, c.route(model.name), c.replicas)} for c in chosen}
+
+    def check(c: Config) -> Callable[[int, bytes], bool] | None:
+        return (lambda i, answer: answer == ECHO) if c.engine == "echo" else None
+
     for c in chosen:  # warm: every replica's workspaces for the batch sizes it meets
-        load(port, c.route(model.name), model, args.clients, min(args.seconds, 2.0), 4 * args.clients)
+        load(port, c.route(model.name), model, args.clients, min(args.seconds, 2.0), 4 * args.clients, check(c))
     runs: dict[Config, list[Run]] = {c: [] for c in chosen}
     names = {c.name: c for c in chosen}
     for order in round_orders(list(names), args.rounds):
         for name in order:
             c = names[name]
-            check = (lambda i, answer: answer == ECHO) if c.engine == "echo" else None
-            runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests, check))
+            runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests, check(c)))
             print(f"  {model.name} {name}: {runs[c][-1].throughput:.1f} req/s", file=sys.stderr, flush=True)
     results = []
     for c in chosen:
