@@ -6,10 +6,16 @@ Every configuration is deployed at once, each at its own route of one local Ray 
 replicas take no CPU), and the load runs go round them in shuffled rounds
 (`timing.round_orders`), so a slow spell of this shared machine falls on all alike; the
 medians over the rounds are printed. Each run is bounded in requests and seconds; its clients
-are threads with keep-alive HTTP connections, each sending one request after another. Every
-answer is checked against onnxruntime's on the same input in this process (rtol 1e-3, atol
-1e-4), and one request in 25 is a bad one (float64 input), which must be answered 400; the
-replicas' processes must be the same at the end (no crash).
+are threads with keep-alive HTTP connections, each sending one pre-encoded request after
+another and keeping the answer's bytes: every answer is checked after the timed window (on 2
+cores a check inside it would compete with Serve's proxy and replicas) against onnxruntime's on
+the same input (rtol 1e-3, atol 1e-4), and one request in 25 is a bad one (float64 input), which
+must be answered 400; the replicas' processes must be the same at the end (no crash). The
+table reports the clients' CPU per request.
+
+The goals are read against ceilings measured in the same run: the runtime alone (no Serve) per
+sample at each batch size, xrelay and onnxruntime, and Serve alone (a replica that answers at
+once, in the same shuffled rounds as the deployments).
 
 Models: the MLP of bench/onnx_zoo.py, and ResNet-18 (/work/zoo-models/resnet18.onnx,
 bench/zoo_export.py). The goals of issue 31 are checked at the end.
@@ -29,13 +35,14 @@ import argparse
 import http.client
 import io
 import json
+import logging
 import statistics
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +54,8 @@ import onnx
 import onnx_zoo
 from models import machine_info, machine_lines
 from onnx_models import ort_session
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from timing import round_orders
 
 import xrelay
@@ -78,6 +87,24 @@ class OrtReplica(BatchingReplica):
         self.start(Model(specs, (max_batch_size,), lambda arrays: check_like_the_runtime(specs, arrays)), run,
                    max_batch_size, batch_wait_s)  # fmt: skip
         self.ready_s = time.perf_counter() - start
+
+
+ECHO = b"ok"
+
+
+class EchoReplica:
+    """A replica that answers at once (no decode, no model): what Serve's proxy and replica
+    cost per request alone, the ceiling of any deployment's throughput on this machine."""
+
+    def __init__(self, bad: bytes):
+        self.bad, self.ready_s = bad, 0.0
+
+    async def __call__(self, request: Request) -> Response:
+        if request.method == "GET":
+            info = {"pid": os.getpid(), "ready_seconds": 0.0, "median_run_seconds": None, "mean_batch_rows": 0.0}
+            return JSONResponse(info)
+        body = await request.body()
+        return Response("bad", status_code=400) if body == self.bad else Response(ECHO)
 
 
 def check_like_the_runtime(specs: tuple[InputSpec, ...], arrays: Mapping[str, np.ndarray]) -> None:
@@ -143,31 +170,46 @@ def prepare(name: str, root: Path) -> Prepared:
 
 @dataclass
 class Run:
-    """One load run against one route."""
+    """One load run against one route: the answers are kept as bytes in the timed window and
+    checked after it, so the clients' own work stays small while the clock runs."""
 
     config: str
     seconds: float
     latencies: list[float] = field(default_factory=list)  # of the good requests
     wrong: int = 0  # a good request answered wrongly, or not 200; a bad one not 400
     bad_answered: int = 0
+    client_cpu_s: float = 0.0  # this process's CPU time in the window (the clients' cost)
 
     @property
     def throughput(self) -> float:
         return len(self.latencies) / self.seconds
+
+    @property
+    def client_cpu_ms_per_request(self) -> float:
+        return 1000 * self.client_cpu_s / max(1, len(self.latencies) + self.bad_answered)
 
     def percentile(self, q: float) -> float:
         ordered = sorted(self.latencies)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def load(port: int, route: str, model: Prepared, clients: int, seconds: float, requests: int) -> Run:
-    """`clients` threads sending requests one after another until `requests` in all or `seconds`."""
+Answer = tuple[int, int, bytes]  # request index, HTTP status, body
+
+
+def load(port: int, route: str, model: Prepared, clients: int, seconds: float, requests: int,
+         check: Callable[[int, bytes], bool] | None = None) -> Run:  # fmt: skip
+    """`clients` threads sending pre-encoded requests one after another until `requests` in all
+    or `seconds`; every answer is checked after the window (`check`, by default against
+    onnxruntime's output)."""
     run = Run(route, seconds)
     lock, counter = threading.Lock(), iter(range(requests))
+    answers: list[Answer] = []
     deadline = time.perf_counter() + seconds
 
     def client() -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        mine: list[Answer] = []
+        took: list[float] = []
         while time.perf_counter() < deadline:
             with lock:
                 i = next(counter, None)
@@ -178,30 +220,38 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
             start = time.perf_counter()
             connection.request("POST", route, body=body)
             response = connection.getresponse()
-            answer = response.read()
-            took = time.perf_counter() - start
-            with lock:
-                if bad:
-                    run.bad_answered += 1
-                    run.wrong += response.status != 400
-                else:
-                    run.latencies.append(took)
-                    run.wrong += response.status != 200 or not correct(answer, model.expected[i % len(model.bodies)])
+            mine.append((i, response.status, response.read()))
+            if not bad:
+                took.append(time.perf_counter() - start)
         connection.close()
+        with lock:
+            answers.extend(mine)
+            run.latencies.extend(took)
 
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     run.seconds = time.perf_counter() - start
+    run.client_cpu_s = time.process_time() - cpu
+    good = check or (lambda i, answer: correct(answer, model.expected[i % len(model.bodies)]))
+    for i, status, answer in answers:
+        if i % BAD_EVERY == BAD_EVERY - 1:
+            run.bad_answered += 1
+            run.wrong += status != 400
+        else:
+            run.wrong += status != 200 or not good(i, answer)
     return run
 
 
 def correct(answer: bytes, expected: np.ndarray) -> bool:
-    with np.load(io.BytesIO(answer)) as npz:
-        out = npz["output_0"]
+    try:
+        with np.load(io.BytesIO(answer), allow_pickle=False) as npz:
+            out = npz["output_0"]
+    except (ValueError, OSError, KeyError):  # not an .npz of output_0: a wrong answer
+        return False
     return out.shape == expected.shape and bool(np.allclose(out, expected, rtol=RTOL, atol=ATOL))
 
 
@@ -217,6 +267,65 @@ def replica_infos(port: int, route: str, replicas: int) -> list[dict[str, Any]]:
     return list(found.values())
 
 
+# --- the ceilings -------------------------------------------------------------------------------
+
+
+@dataclass
+class Ceiling:
+    """The runtime alone (no Serve, no HTTP) at a batch of n: median ms per sample."""
+
+    model: str
+    n: int
+    xrelay_ms: float
+    onnxruntime_ms: float
+
+
+def ceilings(model: Prepared, rounds: int) -> list[Ceiling]:
+    """xrelay's runtime and onnxruntime, 1 thread each, at every batch size, interleaved in
+    shuffled rounds in this process (before the cluster starts): what batching can gain at most."""
+    import xrelay.runtime
+
+    exe = xrelay.runtime.load(model.artifact, trust=True)
+    session = ort_session(onnx.load(str(model.onnx_path)))
+    rng = np.random.default_rng(1)
+    inputs = {
+        n: {i.name: rng.standard_normal((n, *i.shape[1:])).astype(np.float32) for i in session.get_inputs()}
+        for n in BATCH_SIZES
+    }
+    runners: dict[str, Callable[[], object]] = {}
+    for n, x in inputs.items():
+        runners[f"xrelay {n}"] = lambda x=x: exe.run(x)
+        runners[f"onnxruntime {n}"] = lambda x=x: session.run(None, x)
+    for run in runners.values():  # warm: workspaces, first-call costs
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for order in round_orders(list(runners), rounds):
+        for name in order:
+            start = time.perf_counter()
+            runners[name]()
+            times[name].append(time.perf_counter() - start)
+    per = {name: 1000 * statistics.median(t) / int(name.split()[-1]) for name, t in times.items()}
+    return [Ceiling(model.name, n, per[f"xrelay {n}"], per[f"onnxruntime {n}"]) for n in BATCH_SIZES]
+
+
+def ceiling_table(rows: list[Ceiling], echo: list[Result]) -> str:
+    """The ceilings as req/s on one core: 1000 / (ms per sample), and Serve's own with no model."""
+    head = (
+        "| model | n | xrelay ms/sample | req/s | vs n=1 | onnxruntime ms/sample | req/s | vs n=1 | xrelay/ORT speed |"
+    )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    first = {r.model: r for r in rows if r.n == BATCH_SIZES[0]}
+    for r in rows:
+        f = first[r.model]
+        lines.append(f"| {r.model} | {r.n} | {r.xrelay_ms:.3f} | {1000 / r.xrelay_ms:.0f} | {f.xrelay_ms / r.xrelay_ms:.2f}x | "
+                     f"{r.onnxruntime_ms:.3f} | {1000 / r.onnxruntime_ms:.0f} | {f.onnxruntime_ms / r.onnxruntime_ms:.2f}x | "
+                     f"{r.onnxruntime_ms / r.xrelay_ms:.2f} |")  # fmt: skip
+    for e in echo:
+        lines.append(f"serve alone (a replica that answers at once, {e.model}'s request bodies): {e.throughput:.0f} req/s, "
+                     f"p50 {e.p50_ms:.1f} ms; the load generator took {e.client_cpu_ms:.2f} ms CPU per request")  # fmt: skip
+    return "\n".join(lines)
+
+
 # --- the configurations -------------------------------------------------------------------------
 
 
@@ -228,6 +337,8 @@ class Config:
 
     @property
     def name(self) -> str:
+        if self.engine == "echo":
+            return f"serve alone (echo) x{self.replicas}"
         return f"{self.engine} {'batched' if self.batched else 'max batch 1'} x{self.replicas}"
 
     def route(self, model: str) -> str:
@@ -235,7 +346,8 @@ class Config:
 
 
 def configs(replicas: list[int]) -> list[Config]:
-    return [Config(e, b, r) for r in replicas for e in ("xrelay", "onnxruntime") for b in (True, False)]
+    engines = [Config(e, b, r) for r in replicas for e in ("xrelay", "onnxruntime") for b in (True, False)]
+    return [*engines, Config("echo", False, 1)]
 
 
 def deploy_all(model: Prepared, chosen: list[Config], wait_s: float) -> None:
@@ -243,7 +355,10 @@ def deploy_all(model: Prepared, chosen: list[Config], wait_s: float) -> None:
 
     for c in chosen:
         max_batch = max(BATCH_SIZES) if c.batched else 1
-        if c.engine == "xrelay":
+        if c.engine == "echo":
+            echo = serve.deployment(name="echo")(EchoReplica)
+            app = application(echo, c.replicas, 1, 1, model.bad)
+        elif c.engine == "xrelay":
             args: tuple[Any, ...] = (str(model.artifact), manifest_digest(model.artifact), max_batch, wait_s)
             app = application(XrelayReplica, c.replicas, 1, max_batch, *args)
         else:
@@ -269,20 +384,25 @@ class Result:
     median_run_ms: float | None
     mean_batch_rows: float
     same_pids: bool
+    client_cpu_ms: float  # the load generator's CPU per request, in the median run
 
 
 def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result]:
     chosen = configs(args.replicas)
     deploy_all(model, chosen, args.batch_wait_ms / 1000)
     pids = {c: {i["pid"] for i in replica_infos(port, c.route(model.name), c.replicas)} for c in chosen}
+
+    def check(c: Config) -> Callable[[int, bytes], bool] | None:
+        return (lambda i, answer: answer == ECHO) if c.engine == "echo" else None
+
     for c in chosen:  # warm: every replica's workspaces for the batch sizes it meets
-        load(port, c.route(model.name), model, args.clients, min(args.seconds, 2.0), 4 * args.clients)
+        load(port, c.route(model.name), model, args.clients, min(args.seconds, 2.0), 4 * args.clients, check(c))
     runs: dict[Config, list[Run]] = {c: [] for c in chosen}
     names = {c.name: c for c in chosen}
     for order in round_orders(list(names), args.rounds):
         for name in order:
             c = names[name]
-            runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests))
+            runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests, check(c)))
             print(f"  {model.name} {name}: {runs[c][-1].throughput:.1f} req/s", file=sys.stderr, flush=True)
     results = []
     for c in chosen:
@@ -294,18 +414,19 @@ def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result
             sum(r.wrong for r in runs[c]), sum(r.bad_answered for r in runs[c]), sum(len(r.latencies) for r in runs[c]),
             max(i["ready_seconds"] for i in infos), statistics.median(run_ms) if run_ms else None,
             statistics.mean(i["mean_batch_rows"] for i in infos), {i["pid"] for i in infos} == pids[c],
+            best.client_cpu_ms_per_request,
         ))  # fmt: skip
     return results
 
 
 def table(results: list[Result]) -> str:
-    head = "| model | deployment | req/s | p50 ms | p99 ms | batch run ms | rows/batch | ready s | wrong | bad->400 | crashes |"
+    head = "| model | deployment | req/s | p50 ms | p99 ms | batch run ms | rows/batch | ready s | wrong | bad->400 | crashes | client CPU ms/req |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         run = f"{r.median_run_ms:.1f}" if r.median_run_ms is not None else "-"
         lines.append(f"| {r.model} | {r.config} | {r.throughput:.1f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {run} | "
                      f"{r.mean_batch_rows:.1f} | {r.ready_s:.3f} | {r.wrong} | {r.bad_answered} | "
-                     f"{'0' if r.same_pids else 'yes'} |")  # fmt: skip
+                     f"{'0' if r.same_pids else 'yes'} | {r.client_cpu_ms:.2f} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -376,6 +497,7 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=2000, help="at most this many requests per load run")
     p.add_argument("--replicas", default="1,2")
     p.add_argument("--batch-wait-ms", type=float, default=2.0)
+    p.add_argument("--ceiling-rounds", type=int, default=9, help="rounds of the runtime-alone ceilings")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     args.replicas = [int(r) for r in args.replicas.split(",")]
@@ -392,11 +514,14 @@ def main() -> None:
             print(f"no {RESNET18} (bench/zoo_export.py writes it): ResNet-18 left out")
             names.remove("resnet18")
         prepared = [prepare(name, Path(tmp)) for name in names]
+        limits: list[Ceiling] = []
         for m in prepared:
             print(f"{m.name}: built for batch sizes {BATCH_SIZES} in {m.build_s:.1f} s", flush=True)
-        # a logical CPU for each replica deployed at once (idle ones take none of the 2 cores)
-        ray.init(num_cpus=4 * sum(args.replicas), include_dashboard=False, object_store_memory=256 << 20,
-                 logging_level="ERROR", log_to_driver=False)  # fmt: skip
+            limits += ceilings(m, args.ceiling_rounds)
+            print(f"load average after {m.name}'s ceilings: {loadavg()}", flush=True)
+        # a logical CPU for each replica deployed at once, and the echo one (idle ones take none of the 2 cores)
+        ray.init(num_cpus=4 * sum(args.replicas) + 1, include_dashboard=False, object_store_memory=256 << 20,
+                 logging_level=logging.ERROR, log_to_driver=False)  # fmt: skip
         port = free_port()
         serve.start(http_options={"host": "127.0.0.1", "port": port}, logging_config=QUIET)
         try:
@@ -411,10 +536,17 @@ def main() -> None:
     print(f"load average after: {loadavg()}")
     print(f"{args.clients} clients of batch-1 requests, batch wait {args.batch_wait_ms:g} ms, batch sizes {BATCH_SIZES}, "
           f"medians of {args.rounds} rounds of <= {args.seconds:g} s / {args.requests} requests, 1 thread per replica")  # fmt: skip
+    print("Ceilings: the runtime alone, 1 thread, batch of n (medians of shuffled rounds), and Serve alone")
+    print(ceiling_table(limits, [r for r in results if r.config.startswith("serve alone")]))
     print(table(results))
     print("\n".join(goals(results, args.batch_wait_ms)))
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {"machine": machine, "ceilings": [asdict(c) for c in limits], "results": [asdict(r) for r in results]},
+                indent=1,
+            )
+        )
 
 
 def free_port() -> int:
