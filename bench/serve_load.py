@@ -254,7 +254,10 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
 
 Task = tuple[int, int]  # (pid, tid)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-CPU_KINDS: tuple[str, ...] = ("replica run thread", "replica, other threads", "Serve proxy", "load generator", "Ray, other", "other load")  # fmt: skip
+RUN, REQUESTS, IDLE, PROXY, CLIENTS, RAY, OTHER = (
+    "run thread", "its other threads", "idle replicas", "Serve proxy", "load generator", "Ray, other", "other load",
+)  # fmt: skip
+CPU_KINDS = (RUN, REQUESTS, IDLE, PROXY, CLIENTS, RAY, OTHER)  # (the first two: the replicas under load)
 
 
 def thread_cpu() -> dict[Task, float]:
@@ -271,23 +274,24 @@ def thread_cpu() -> dict[Task, float]:
     return out
 
 
-def cpu_kind(task: Task, run_threads: set[int], kinds: dict[int, str]) -> str:
-    """Which of CPU_KINDS a thread is (its process by its title: Ray names its actors' processes)."""
+def cpu_kind(task: Task, run_threads: set[int], loaded: set[int], kinds: dict[int, str]) -> str:
+    """Which of CPU_KINDS a thread is: of a replica under load (pid in `loaded`; its run thread
+    in `run_threads`), or by its process's title (Ray names its actors' processes)."""
     pid, tid = task
-    if tid in run_threads:
-        return CPU_KINDS[0]
+    if pid in loaded:
+        return RUN if tid in run_threads else REQUESTS
     if pid not in kinds:
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             title = ""
         kinds[pid] = (
-            CPU_KINDS[3] if pid == os.getpid()
-            else CPU_KINDS[5] if not descends_from_this(pid)  # (another user's Ray, say)
-            else CPU_KINDS[1] if "ServeReplica" in title
-            else CPU_KINDS[2] if "ProxyActor" in title
-            else CPU_KINDS[4] if "ray" in title
-            else CPU_KINDS[5]
+            CLIENTS if pid == os.getpid()
+            else OTHER if not descends_from_this(pid)  # (another user's Ray, say)
+            else IDLE if "ServeReplica" in title
+            else PROXY if "ProxyActor" in title
+            else RAY if "ray" in title
+            else OTHER
         )  # fmt: skip
     return kinds[pid]
 
@@ -305,12 +309,12 @@ def descends_from_this(pid: int) -> bool:
     return False
 
 
-def cpu_cores(run: Run, run_threads: set[int]) -> dict[str, float]:
+def cpu_cores(run: Run, run_threads: set[int], loaded: set[int]) -> dict[str, float]:
     """The cores (CPU seconds per second of the run) each of CPU_KINDS took during `run`."""
     cores: dict[str, float] = dict.fromkeys(CPU_KINDS, 0.0)
     kinds: dict[int, str] = {}
     for task, seconds in run.thread_cpu_s.items():
-        cores[cpu_kind(task, run_threads, kinds)] += seconds / run.seconds
+        cores[cpu_kind(task, run_threads, loaded, kinds)] += seconds / run.seconds
     return cores
 
 
@@ -488,7 +492,7 @@ def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result
             max(i["ready_seconds"] for i in infos), statistics.median(run_ms) if run_ms else None,
             statistics.median(cpu_ms) if cpu_ms else None,
             statistics.mean(i["mean_batch_rows"] for i in infos), {i["pid"] for i in infos} == pids[c],
-            best.client_cpu_ms_per_request, cpu_cores(best, run_threads),
+            best.client_cpu_ms_per_request, cpu_cores(best, run_threads, pids[c]),
         ))  # fmt: skip
     return results
 
@@ -625,7 +629,7 @@ def main() -> None:
     print(ceiling_table(limits, [r for r in results if r.config.startswith("serve alone")]))
     print(table(results))
     print(
-        f"Where the CPU went in each median run, in cores of {os.cpu_count()} (from /proc; other load: not this run's)"
+        f"Where the CPU went in each median run, in cores of {os.cpu_count()} (from /proc; the first two: the replicas under load)"
     )
     print(cpu_table(results))
     print("\n".join(goals(results, args.batch_wait_ms)))

@@ -56,18 +56,30 @@ def pieces(n: int, sizes: tuple[int, ...]) -> list[Piece]:
 
 
 RECENT_TIMES = 9  # the run times kept per size; a size's time is their median
+REPLAN_EVERY = 32  # runs between two plannings
+
+
+def fastest_plans(most: int, seconds: Mapping[int, float]) -> list[list[Piece]]:
+    """For each batch n from 0 to `most`, the pieces whose sizes' `seconds` (a run's time at
+    each size) sum least (of equal sums, the fewest pieces); the larger sizes first, the last
+    one padded. One table for all n: each n's best is a size and the best of the rows left."""
+    sizes = sorted(seconds)
+    best: list[tuple[float, tuple[int, ...]]] = [(0.0, ())]  # rows left -> (time, sizes to run)
+    for left in range(1, most + 1):
+        options = [(seconds[s] + best[max(0, left - s)][0], (s, *best[max(0, left - s)][1])) for s in sizes]
+        best.append(min(options, key=lambda option: (option[0], len(option[1]))))  # (a tie: fewer runs)
+    return [_laid_out(n, chosen) for n, (_, chosen) in enumerate(best)]
 
 
 def fastest_pieces(n: int, seconds: Mapping[int, float]) -> list[Piece]:
-    """The pieces of a batch of `n` whose sizes' `seconds` (a run's time at each size) sum
-    least (of equal sums, the fewest pieces); the larger sizes first, the last one padded."""
-    sizes = sorted(seconds)
-    best: list[tuple[float, tuple[int, ...]]] = [(0.0, ())]  # rows left -> (time, sizes to run)
-    for left in range(1, n + 1):
-        options = [(seconds[s] + best[max(0, left - s)][0], (s, *best[max(0, left - s)][1])) for s in sizes]
-        best.append(min(options, key=lambda option: (option[0], len(option[1]))))  # (a tie: fewer runs)
+    """`fastest_plans`'s pieces of a batch of `n`."""
+    return fastest_plans(n, seconds)[n]
+
+
+def _laid_out(n: int, sizes: Sequence[int]) -> list[Piece]:
+    """Pieces of the `sizes` (summing to n or more) over a batch of n, the larger first."""
     out: list[Piece] = []
-    for size in sorted(best[n][1], reverse=True):
+    for size in sorted(sizes, reverse=True):
         start = sum(p.count for p in out)
         out.append(Piece(start, min(size, n - start), size))
     return out
@@ -91,13 +103,24 @@ class BatchedGraphs:
         self.executors = dict(executors)
         self.largest = self.executors[self.sizes[-1]]
         self.recent: dict[int, deque[float]] = {s: deque(maxlen=RECENT_TIMES) for s in self.sizes}
+        self._plans: list[list[Piece]] | None = None  # by batch, 0 to the largest size (None: padded)
+        self._runs = 0  # runs since the plans were made
 
     def plan(self, n: int) -> list[Piece]:
-        """How a batch of `n` runs now (see the module docstring)."""
-        seconds = estimated(self.sizes, self.recent)
-        if seconds is None or n > 4 * self.sizes[-1]:  # (a huge batch: full pieces, the table small)
+        """How a batch of `n` runs now (see the module docstring): beyond the largest size, in
+        pieces of it and the tail as planned. The plans are made again from the run times after
+        REPLAN_EVERY runs, or when a size runs for the first time (the planning costs as much as
+        a small model's run: 100 us for n up to 16 of 4 sizes)."""
+        if self._runs >= REPLAN_EVERY or self._plans is None and any(self.recent.values()):
+            self._runs, seconds = 0, estimated(self.sizes, self.recent)
+            self._plans = fastest_plans(self.sizes[-1], seconds) if seconds is not None else None
+        plans, largest = self._plans, self.sizes[-1]
+        if plans is None:
             return pieces(n, self.sizes)
-        return fastest_pieces(n, seconds)
+        full, tail = divmod(n, largest)
+        return [Piece(i * largest, largest, largest) for i in range(full)] + [
+            Piece(full * largest + p.start, p.count, p.size) for p in plans[tail]
+        ]
 
     def run(self, inputs: Mapping[str, Any]) -> list[np.ndarray]:
         arrays, n = self.check_inputs(inputs)
@@ -123,7 +146,9 @@ class BatchedGraphs:
     def _run_piece(self, arrays: Mapping[str, np.ndarray], piece: Piece) -> list[np.ndarray]:
         start = time.perf_counter()
         outputs = self.executors[piece.size].run(self._padded(arrays, piece))
-        self.recent[piece.size].append(time.perf_counter() - start)
+        recent = self.recent[piece.size]
+        recent.append(time.perf_counter() - start)
+        self._runs += 1 if len(recent) > 1 else REPLAN_EVERY  # (a size's first time: plan again)
         return outputs if piece.count == piece.size else [out[: piece.count] for out in outputs]
 
     @staticmethod

@@ -26,7 +26,7 @@ import xrelay
 from xrelay.batching import i64_array
 from xrelay.dialects import relay
 from xrelay.errors import ArtifactError, InputError, UsageError
-from xrelay.runtime.batched import Piece, estimated, fastest_pieces, pieces
+from xrelay.runtime.batched import REPLAN_EVERY, Piece, estimated, fastest_pieces, pieces
 from xrelay.runtime.signing import sign
 
 RUNS = (1, 3, 4, 5, 16, 17, 40)
@@ -113,6 +113,10 @@ def test_the_plan_pads_until_a_size_has_run_then_follows_the_run_times(built: Ca
     assert graphs.plan(3) == [Piece(0, 1, 1), Piece(1, 1, 1), Piece(2, 1, 1)]
     np.testing.assert_allclose(graphs.run({"x": x[:3]})[0], expected[:3], rtol=1e-4, atol=1e-4)
     assert [len(graphs.recent[s]) for s in SIZES] == [4, 1, 1]  # each piece's run timed
+    graphs.recent = {1: deque([5.0]), 4: deque([6.0]), 16: deque([40.0])}
+    assert len(graphs.plan(3)) == 3  # the plans stand until REPLAN_EVERY runs
+    graphs._runs = REPLAN_EVERY  # pyright: ignore[reportPrivateUsage]
+    assert graphs.plan(3) == [Piece(0, 3, 4)] and graphs.plan(19) == [Piece(0, 16, 16), Piece(16, 3, 4)]
 
 
 def test_any_batch_equals_the_interpreter_per_sample(built: Case) -> None:
