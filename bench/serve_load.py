@@ -179,6 +179,7 @@ class Run:
     wrong: int = 0  # a good request answered wrongly, or not 200; a bad one not 400
     bad_answered: int = 0
     client_cpu_s: float = 0.0  # this process's CPU time in the window (the clients' cost)
+    thread_cpu_s: dict[Task, float] = field(default_factory=dict)  # every thread's CPU time in the window
 
     @property
     def throughput(self) -> float:
@@ -228,6 +229,7 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
             answers.extend(mine)
             run.latencies.extend(took)
 
+    before = thread_cpu()
     cpu, start = time.process_time(), time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -236,6 +238,8 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
         t.join()
     run.seconds = time.perf_counter() - start
     run.client_cpu_s = time.process_time() - cpu
+    after = thread_cpu()
+    run.thread_cpu_s = {task: seconds - before.get(task, 0.0) for task, seconds in after.items()}
     good = check or (lambda i, answer: correct(answer, model.expected[i % len(model.bodies)]))
     for i, status, answer in answers:
         if i % BAD_EVERY == BAD_EVERY - 1:
@@ -244,6 +248,74 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
         else:
             run.wrong += status != 200 or not good(i, answer)
     return run
+
+
+# --- where the CPU went -------------------------------------------------------------------------
+
+Task = tuple[int, int]  # (pid, tid)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+RUN, REQUESTS, IDLE, PROXY, CLIENTS, RAY, OTHER = (
+    "run thread", "its other threads", "idle replicas", "Serve proxy", "load generator", "Ray, other", "other load",
+)  # fmt: skip
+CPU_KINDS = (RUN, REQUESTS, IDLE, PROXY, CLIENTS, RAY, OTHER)  # (the first two: the replicas under load)
+
+
+def thread_cpu() -> dict[Task, float]:
+    """The CPU seconds (user + system) of every thread on this machine, from /proc (in ticks of
+    1 / SC_CLK_TCK s: 10 ms, against load runs of seconds)."""
+    out: dict[Task, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/task/[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # (a thread that ended)
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # fields 3... of proc(5): utime, stime are 14, 15
+        out[(int(stat.parts[2]), int(stat.parts[4]))] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return out
+
+
+def cpu_kind(task: Task, run_threads: set[int], loaded: set[int], kinds: dict[int, str]) -> str:
+    """Which of CPU_KINDS a thread is: of a replica under load (pid in `loaded`; its run thread
+    in `run_threads`), or by its process's title (Ray names its actors' processes)."""
+    pid, tid = task
+    if pid in loaded:
+        return RUN if tid in run_threads else REQUESTS
+    if pid not in kinds:
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            title = ""
+        kinds[pid] = (
+            CLIENTS if pid == os.getpid()
+            else OTHER if not descends_from_this(pid)  # (another user's Ray, say)
+            else IDLE if "ServeReplica" in title
+            else PROXY if "ProxyActor" in title
+            else RAY if "ray" in title
+            else OTHER
+        )  # fmt: skip
+    return kinds[pid]
+
+
+def descends_from_this(pid: int) -> bool:
+    """Whether process `pid` is this one's child, grandchild, ... (the Ray cluster it started)."""
+    while pid > 1:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(text[text.rindex(")") + 2 :].split()[1])  # field 4: the parent
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def cpu_cores(run: Run, run_threads: set[int], loaded: set[int]) -> dict[str, float]:
+    """The cores (CPU seconds per second of the run) each of CPU_KINDS took during `run`."""
+    cores: dict[str, float] = dict.fromkeys(CPU_KINDS, 0.0)
+    kinds: dict[int, str] = {}
+    for task, seconds in run.thread_cpu_s.items():
+        cores[cpu_kind(task, run_threads, loaded, kinds)] += seconds / run.seconds
+    return cores
 
 
 def correct(answer: bytes, expected: np.ndarray) -> bool:
@@ -382,9 +454,11 @@ class Result:
     good: int
     ready_s: float
     median_run_ms: float | None
+    median_run_cpu_ms: float | None  # the run thread's CPU time in a run (below run ms: it waited for a core)
     mean_batch_rows: float
     same_pids: bool
     client_cpu_ms: float  # the load generator's CPU per request, in the median run
+    cores: dict[str, float]  # the cores each of CPU_KINDS took in the median run
 
 
 def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result]:
@@ -404,29 +478,44 @@ def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result
             c = names[name]
             runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests, check(c)))
             print(f"  {model.name} {name}: {runs[c][-1].throughput:.1f} req/s", file=sys.stderr, flush=True)
+    infos_of = {c: replica_infos(port, c.route(model.name), c.replicas) for c in chosen}
+    run_threads = {i["run_thread_id"] for infos in infos_of.values() for i in infos if i.get("run_thread_id")}
     results = []
     for c in chosen:
-        infos = replica_infos(port, c.route(model.name), c.replicas)
+        infos = infos_of[c]
         best = sorted(runs[c], key=lambda r: r.throughput)[len(runs[c]) // 2]  # the median run
         run_ms = [i["median_run_seconds"] * 1000 for i in infos if i["median_run_seconds"] is not None]
+        cpu_ms = [i["median_run_cpu_seconds"] * 1000 for i in infos if i.get("median_run_cpu_seconds") is not None]
         results.append(Result(
             model.name, c.name, best.throughput, best.percentile(0.5) * 1000, best.percentile(0.99) * 1000,
             sum(r.wrong for r in runs[c]), sum(r.bad_answered for r in runs[c]), sum(len(r.latencies) for r in runs[c]),
             max(i["ready_seconds"] for i in infos), statistics.median(run_ms) if run_ms else None,
+            statistics.median(cpu_ms) if cpu_ms else None,
             statistics.mean(i["mean_batch_rows"] for i in infos), {i["pid"] for i in infos} == pids[c],
-            best.client_cpu_ms_per_request,
+            best.client_cpu_ms_per_request, cpu_cores(best, run_threads, pids[c]),
         ))  # fmt: skip
     return results
 
 
 def table(results: list[Result]) -> str:
-    head = "| model | deployment | req/s | p50 ms | p99 ms | batch run ms | rows/batch | ready s | wrong | bad->400 | crashes | client CPU ms/req |"
+    head = "| model | deployment | req/s | p50 ms | p99 ms | batch run ms | its CPU ms | rows/batch | ready s | wrong | bad->400 | crashes | client CPU ms/req |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         run = f"{r.median_run_ms:.1f}" if r.median_run_ms is not None else "-"
-        lines.append(f"| {r.model} | {r.config} | {r.throughput:.1f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {run} | "
+        cpu = f"{r.median_run_cpu_ms:.1f}" if r.median_run_cpu_ms is not None else "-"
+        lines.append(f"| {r.model} | {r.config} | {r.throughput:.1f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {run} | {cpu} | "
                      f"{r.mean_batch_rows:.1f} | {r.ready_s:.3f} | {r.wrong} | {r.bad_answered} | "
                      f"{'0' if r.same_pids else 'yes'} | {r.client_cpu_ms:.2f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def cpu_table(results: list[Result]) -> str:
+    """Where the machine's CPU went in each median run, in cores (of os.cpu_count())."""
+    head = f"| model | deployment | {' | '.join(CPU_KINDS)} | all |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in results:
+        cells = " | ".join(f"{r.cores[k]:.2f}" for k in CPU_KINDS)
+        lines.append(f"| {r.model} | {r.config} | {cells} | {sum(r.cores.values()):.2f} |")
     return "\n".join(lines)
 
 
@@ -539,6 +628,10 @@ def main() -> None:
     print("Ceilings: the runtime alone, 1 thread, batch of n (medians of shuffled rounds), and Serve alone")
     print(ceiling_table(limits, [r for r in results if r.config.startswith("serve alone")]))
     print(table(results))
+    print(
+        f"Where the CPU went in each median run, in cores of {os.cpu_count()} (from /proc; the first two: the replicas under load)"
+    )
+    print(cpu_table(results))
     print("\n".join(goals(results, args.batch_wait_ms)))
     if args.json:
         args.json.write_text(

@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -81,12 +82,14 @@ class BatchingReplica:
         self.runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xrelay-run")  # one run at a time
         self.batches, self.batch_rows, self.largest_rows = 0, 0, 0  # batches run, their rows, the most in one
         self.run_seconds: deque[float] = deque(maxlen=RECENT_RUNS)
+        self.run_cpu_seconds: deque[float] = deque(maxlen=RECENT_RUNS)  # the run thread's CPU time in each
+        self.run_thread_id: int | None = None  # its OS thread id (the load test attributes its CPU)
         self.ready_s = 0.0
 
     def info(self) -> dict[str, Any]:
         """What `GET /` answers: the model, the batching, how fast this replica started (its
         `ready_s`), and its recent runs."""
-        runs = sorted(self.run_seconds)
+        runs, cpu = sorted(self.run_seconds), sorted(self.run_cpu_seconds)
         return {
             "inputs": {s.name: {"shape": list(s.shape), "dtype": str(s.dtype)} for s in self.model.inputs},
             "batch_sizes": list(self.model.batch_sizes),
@@ -96,7 +99,9 @@ class BatchingReplica:
             "mean_batch_rows": self.batch_rows / self.batches if self.batches else 0.0,
             "largest_batch_rows": self.largest_rows,
             "median_run_seconds": runs[len(runs) // 2] if runs else None,
+            "median_run_cpu_seconds": cpu[len(cpu) // 2] if cpu else None,
             "pid": os.getpid(),
+            "run_thread_id": self.run_thread_id,
             "omp_thread_limit": os.environ.get("OMP_THREAD_LIMIT"),
             "compiler_modules": sorted(
                 m for m in sys.modules if m.split(".")[0] in COMPILER_PACKAGES or m.startswith(COMPILER_MODULES)
@@ -141,9 +146,11 @@ class BatchingReplica:
         return await asyncio.get_running_loop().run_in_executor(self.runner, self._timed_run, inputs)
 
     def _timed_run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        start = time.perf_counter()
+        self.run_thread_id = threading.get_native_id()
+        start, cpu = time.perf_counter(), time.thread_time()
         outputs = self.run(inputs)
         self.run_seconds.append(time.perf_counter() - start)
+        self.run_cpu_seconds.append(time.thread_time() - cpu)
         return outputs
 
 

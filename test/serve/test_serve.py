@@ -93,6 +93,9 @@ def test_concurrent_requests_of_mixed_batches_are_batched_and_split_back(saved: 
     after = info(urls[0])
     assert after["batches"] - before < len(xs), "no two requests met in one batch"
     assert 1 < after["largest_batch_rows"] <= 16
+    # the run thread's CPU time per batch, at most its wall time (each run's is), and its OS id
+    assert 0 < after["median_run_cpu_seconds"] <= after["median_run_seconds"] + 1e-6
+    assert isinstance(after["run_thread_id"], int) and after["run_thread_id"] != after["pid"]
 
 
 def test_a_request_above_the_max_batch_runs_alone_in_pieces(saved: Saved, urls: tuple[str, str]) -> None:

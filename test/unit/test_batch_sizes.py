@@ -12,6 +12,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +26,7 @@ import xrelay
 from xrelay.batching import i64_array
 from xrelay.dialects import relay
 from xrelay.errors import ArtifactError, InputError, UsageError
-from xrelay.runtime.batched import Piece, pieces
+from xrelay.runtime.batched import REPLAN_EVERY, Piece, estimated, fastest_pieces, pieces
 from xrelay.runtime.signing import sign
 
 RUNS = (1, 3, 4, 5, 16, 17, 40)
@@ -85,6 +86,37 @@ def test_pieces_take_the_smallest_size_that_fits() -> None:
     assert pieces(16, SIZES) == [Piece(0, 16, 16)]
     assert pieces(17, SIZES) == [Piece(0, 16, 16), Piece(16, 1, 1)]
     assert pieces(40, SIZES) == [Piece(0, 16, 16), Piece(16, 16, 16), Piece(32, 8, 16)]
+
+
+def test_fastest_pieces_sum_the_least_time() -> None:
+    flat = {1: 15.4, 4: 60.0, 16: 237.0}  # ResNet-18-like: a batch gains little per sample
+    assert fastest_pieces(7, flat) == [Piece(0, 4, 4), Piece(4, 1, 1), Piece(5, 1, 1), Piece(6, 1, 1)]
+    assert fastest_pieces(16, flat) == [Piece(0, 16, 16)]
+    steep = {1: 1.0, 4: 1.2, 16: 2.0}  # MLP-like: padding is cheaper than a run more
+    assert fastest_pieces(2, steep) == [Piece(0, 2, 4)]
+    assert fastest_pieces(7, steep) == [Piece(0, 7, 16)]
+    assert fastest_pieces(17, steep) == [Piece(0, 16, 16), Piece(16, 1, 1)]
+    assert fastest_pieces(5, {1: 1.0, 4: 4.0}) == [Piece(0, 4, 4), Piece(4, 1, 1)]  # a tie: fewer runs
+
+
+def test_a_size_not_run_yet_is_estimated_at_the_best_time_per_row() -> None:
+    assert estimated(SIZES, {}) is None
+    assert estimated(SIZES, {4: [4.0, 8.0, 5.0], 16: [8.0]}) == {1: 0.5, 4: 5.0, 16: 8.0}
+
+
+def test_the_plan_pads_until_a_size_has_run_then_follows_the_run_times(built: Case) -> None:
+    exe, x, expected, _ = built
+    assert exe.batched is not None
+    graphs = type(exe.batched)(exe.batched.executors)  # a fresh one: no run times yet
+    assert graphs.plan(3) == pieces(3, SIZES)
+    graphs.recent = {1: deque([1.0]), 4: deque([10.0]), 16: deque([40.0])}
+    assert graphs.plan(3) == [Piece(0, 1, 1), Piece(1, 1, 1), Piece(2, 1, 1)]
+    np.testing.assert_allclose(graphs.run({"x": x[:3]})[0], expected[:3], rtol=1e-4, atol=1e-4)
+    assert [len(graphs.recent[s]) for s in SIZES] == [4, 1, 1]  # each piece's run timed
+    graphs.recent = {1: deque([5.0]), 4: deque([6.0]), 16: deque([40.0])}
+    assert len(graphs.plan(3)) == 3  # the plans stand until REPLAN_EVERY runs
+    graphs._runs = REPLAN_EVERY  # pyright: ignore[reportPrivateUsage]
+    assert graphs.plan(3) == [Piece(0, 3, 4)] and graphs.plan(19) == [Piece(0, 16, 16), Piece(16, 3, 4)]
 
 
 def test_any_batch_equals_the_interpreter_per_sample(built: Case) -> None:
