@@ -8,7 +8,8 @@ The compile driver, `xrelay.build`: a relay program in, an `xrelay.runtime.Execu
 The pipeline, with the passes by their CLI names (`PIPELINE`): fuse-layer-norm (a layer
 normalisation written in primitive ops becomes one relay.nn.layer_norm), sink-reshapes (a
 reshape adding or dropping leading 1s moves below the elementwise ops after it, so that a
-matmul's activation fuses into it), plan-devices,
+matmul's activation fuses into it), pool-before-conv (an average pool of a 1 x 1 conv pools
+the conv's input instead), plan-devices,
 combine-parallel-dense (denses of one data with constant weights become one dense and slices),
 fuse-ops, fuse-conv-pool (a conv group and the max_pool2d group after it become one where the
 conv's schedule pools in its stores), fuse-attention (attention's scores, softmax and product
@@ -71,6 +72,7 @@ from xrelay.values import check_input, entry_function
 PIPELINE = (
     "fuse-layer-norm",
     "sink-reshapes",
+    "pool-before-conv",
     "plan-devices",
     "combine-parallel-dense",
     "fuse-ops",

@@ -12,6 +12,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "fuse-ops": ("fuse_ops", "FuseOpsPass"),
     "fuse-layer-norm": ("fuse_layer_norm", "FuseLayerNormPass"),
     "sink-reshapes": ("sink_reshapes", "SinkReshapesPass"),
+    "pool-before-conv": ("pool_before_conv", "PoolBeforeConvPass"),
     "combine-parallel-dense": ("combine_parallel_dense", "CombineParallelDensePass"),
     "fuse-conv-pool": ("fuse_conv_pool", "FuseConvPoolPass"),
     "fuse-attention": ("fuse_attention", "FuseAttentionPass"),

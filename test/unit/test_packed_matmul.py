@@ -295,14 +295,14 @@ def test_tile_and_blocks_fit_together(target: str) -> None:
 
 @pytest.mark.parametrize(
     ("rows", "columns", "seven"),
-    [(49, 3072, True), (196, 384, True), (130, 130, True), (784, 192, False), (128, 768, False),
-     (197, 3072, False), (49, 40, False), (15, 3072, False)],
+    [(49, 3072, True), (196, 384, True), (130, 130, True), (197, 3072, True), (22, 768, True),
+     (784, 192, False), (128, 768, False), (64, 768, False), (49, 40, False), (15, 3072, False)],
 )  # fmt: skip
 def test_rows_of_seven_where_the_16_row_tile_pads_them(rows: int, columns: int, seven: bool) -> None:
-    """AVX-512 takes 7 x 3 where it pads the rows at most 0.95x as far as 16 x 1 (ConvNeXt's
-    49 and 196 rows), not where 16 rows divide them or pad them about as far (784, 128, 197
-    rows), nor for fewer than 48 columns or 16 rows (the matmuls packed_matmul takes stay
-    the same); AVX2 and SSE lack the registers for it."""
+    """AVX-512 takes 7 x 3 where it pads the rows less than 16 x 1 (ConvNeXt's 49 and 196
+    rows, ViT's 197: 203 against 208), not where 16 rows divide them (784, 128, 64 rows), nor
+    for fewer than 48 columns or 16 rows (the matmuls packed_matmul takes stay the same);
+    AVX2 and SSE lack the registers for it."""
     tile = packed_matmul.rows_of_seven(target_features(PLANNED), rows, columns)
     assert tile == (micro_kernel.Tile(7, 3, 16) if seven else None)
     assert packed_matmul.rows_of_seven(target_features("c -march=x86-64-v3"), 49, 3072) is None
@@ -314,11 +314,15 @@ SEVEN_ROW_MATMULS = [
     matmul((1, 7, 7, 200), (200, 100)),  # ConvNeXt's 7 x 7 stage, folded rows; 100 columns: 2 tiles + 4
     matmul((55, 130), (130, 50)),  # rows past a tile (56 for 55: clamped), one column tile + 2
     dense(196, 130, 96, "gelu"),  # 28 row tiles, two column tiles, the epilogue
+    matmul((1, 134, 100), (100, 96)),  # as ViT's 197 rows: folded, two row blocks, the last tile 1 row
+    dense(197, 64, 144, "residual"),  # ViT's rows: 28 tiles and one of 1 row
 ]
 
 
 @pytest.mark.parametrize("target", isa_params())
-@pytest.mark.parametrize("text", SEVEN_ROW_MATMULS, ids=["folded-7x7", "edges", "dense-gelu"])
+@pytest.mark.parametrize(
+    "text", SEVEN_ROW_MATMULS, ids=["folded-7x7", "edges", "dense-gelu", "folded-1-row-edge", "dense-197"]
+)
 def test_rows_of_seven_agree_with_interpret(text: str, target: str) -> None:
     """The 7 x 3 tile natively (the others' own tiles at v2 and v3), the weight pre-packed in
     panels of 48 columns and not, against the interpreter."""

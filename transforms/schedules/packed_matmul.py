@@ -145,15 +145,19 @@ RHS_LAYOUT: dict[type[Matmul], mk.Layout] = {
 
 # Where the rows (the broadcast side: pixels, for ConvNeXt's pointwise layers) are many of 7
 # and the 16 x 1 tile pads them (its 7 x 7 stage's 49 rows to 64, 196 to 208), a cpu kernel
-# takes the ROWS_OF_SEVEN tile instead, where it fits the registers and pads the rows at most
-# SEVEN_PADDING of the 16-row tile's (a 197-row ViT, 203 against 208, keeps 16 x 1). With
+# takes the ROWS_OF_SEVEN tile instead, where it fits the registers and pads the rows less than
+# the 16-row tile (counting the last, partial tile of each whole). With
 # AVX-512 (7 x 3 vectors: 21 sums, 3 rhs vectors), matmul + bias (+ relu) at 1 thread, min of
 # 40 interleaved runs, load 8, GFLOP/s 16 x 1 -> 7 x 3: 49x768.768x3072 164 -> 227,
 # 49x3072.3072x768 158 -> 198, 196x1536.1536x384 187 -> 254, 196x384.384x1536 192 -> 249;
 # where neither pads (784x768.768x192 240 -> 258, 3136x96.96x384 176 -> 198) 16 x 1 was kept
 # for the transformers' shapes, where 7 x 3 measured 0.9-1.0x (128x3072.3072x768 225 -> 203).
+# ViT's 197 rows (7 x 3: 28 tiles and one of 1 row, 203 rows; 16 x 1: 12 and one of 5, 208)
+# had kept 16 x 1 under a bound of 0.95x the padding; six of ViT's denses in a chain
+# (197x768 . 768x3072, 3072x768, 768x2304, ...; 20 interleaved rounds, load 4.6-5.9) took 0.90x
+# the time with 7 x 3 (190 -> 211 GFLOP/s, onnxruntime 214), and 1.04x / 1.08x at 128 / 64 rows,
+# which 16 divides.
 ROWS_OF_SEVEN = (7, 3)
-SEVEN_PADDING = 0.95
 
 # Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
 # narrower than one vector (the MLP's 512 -> 10 layer) or shorter than a tile: a tile's rows
@@ -199,7 +203,7 @@ def blocking_of(group: relay.FusedOp) -> Blocking:
 
 def rows_of_seven(features: Features, rows: int, columns: int) -> mk.Tile | None:
     """The ROWS_OF_SEVEN tile for a result of `rows` x `columns` where it fits the target's
-    registers and pads the rows at most SEVEN_PADDING of the register tile's (both tiles
+    registers and pads the rows less than the register tile (both tiles
     whole along the columns and rows: the set of matmuls packed_matmul takes is the same),
     else None."""
     register = mk.register_tile(features)
@@ -208,7 +212,7 @@ def rows_of_seven(features: Features, rows: int, columns: int) -> mk.Tile | None
         return None
     if rows < register.rows or columns < seven.columns:
         return None
-    return seven if round_up(rows, seven.rows) <= SEVEN_PADDING * round_up(rows, register.rows) else None
+    return seven if round_up(rows, seven.rows) < round_up(rows, register.rows) else None
 
 
 def matches(group: relay.FusedOp) -> bool:

@@ -128,6 +128,12 @@ def sum_rows(e: GroupEmitter, op: Matmul, rows: Rows, rhs_at: RhsAt, root: SSAVa
         return e.loops([rows.width], [], accumulate)
 
     e.loops([rows.count, rows.depth], [], row_step)
+    store_sums(e, op, rows, acc, root, out)
+
+
+def store_sums(e: GroupEmitter, op: Matmul, rows: Rows, acc: SSAValue, root: SSAValue, out: SSAValue) -> None:
+    """`root` stored along the rows, reading the anchor `op`'s sums from `acc` [r, j]."""
+    lead, first = rows.lead, rows.first
 
     def store(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
         r, j = ivs
