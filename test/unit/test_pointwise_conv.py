@@ -29,9 +29,9 @@ CASES = {
     "stride2_odd_batch": ((2, 48, 15, 17), (40, 48, 1, 1), f"{{{S2}}}", (2, 40, 8, 9), False),
     "deep_k_blocks": ((1, 1100, 4, 5), (17, 1100, 1, 1), "{}", (1, 17, 4, 5), False),
     "squeezenet_last": ((1, 64, 13, 13), (100, 64, 1, 1), "{}", (1, 100, 13, 13), False),
-    # stride 1 reads pixel p of a plane as [n, k, 0, p]: the second image, 117 pixels (not
-    # whole vectors) and a block of pixels that spans rows
-    "batch2_odd_pixels": ((2, 40, 9, 13), (36, 40, 1, 1), "{}", (2, 36, 9, 13), True),
+    # stride 1 reads pixel p of a plane as [n, k, 0, p]: the second image, 299 pixels (whole
+    # blocks packed unclamped, then a last block clamped at the edge), blocks spanning rows
+    "batch2_odd_pixels": ((2, 40, 13, 23), (36, 40, 1, 1), "{}", (2, 36, 13, 23), True),
 }  # fmt: skip
 
 
