@@ -28,6 +28,7 @@ os.environ["XRELAY_BUILD_CACHE"] = "0"
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +79,21 @@ def flops(timing: NodeTiming) -> int:
     """The multiply-adds x 2 of a conv2d or dense/matmul kernel, else 0 (see the docstring)."""
     step, name = timing.step, timing.step.name
     outputs = math.prod(step.shape)
-    if "conv2d" in name and len(step.input_shapes) > 1 and len(step.input_shapes[1]) == 4:
-        return 2 * outputs * math.prod(step.input_shapes[1][1:])
+    if "conv2d" in name and (weight := conv_weight(step.input_shapes, step.shape)) is not None:
+        return 2 * outputs * math.prod(weight[1:])
     matrices = [shape for shape in step.input_shapes if len(shape) >= 2]  # not a bias
     if ("dense" in name or "matmul" in name) and matrices:
         return 2 * outputs * matrices[0][-1]
     return 0
+
+
+def conv_weight(inputs: Sequence[Sequence[int]], output: Sequence[int]) -> Sequence[int] | None:
+    """The weight among a conv kernel's inputs: 4-D, with the output's channels first, and not a
+    tensor of the output's shape (a residual fused after the conv may come before the data)."""
+    for shape in inputs[1:]:
+        if len(shape) == 4 and len(output) == 4 and shape[0] == output[1] and tuple(shape) != tuple(output):
+            return shape
+    return None
 
 
 def first(outputs: Any) -> Any:

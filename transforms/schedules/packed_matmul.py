@@ -94,7 +94,7 @@ DEPTH = 256
 ROW_PAD = 4
 # The lhs is read where it lies, not copied, when the result has more than one block of
 # columns (each work item would copy the same rows again), its rows are the kernel input's
-# own (a dense's data, a batch_matmul's or matmul's lhs: row-major, k last), need no clamp, and
+# own (a dense's data, a batch_matmul's or matmul's lhs: row-major, k last), and
 # a tile's 16 rows, K floats apart, fall in sets of the 32 KiB 8-way L1d (64 sets of 64
 # bytes) at most 8 to a set (`rows_spread`): K = 784 (49 lines apart) puts them in 16 sets,
 # 256 and 512 in 4 and 2; 1024 puts all 16 rows in one set, and its conflict misses made
@@ -294,7 +294,6 @@ class Block:
             not self.flat
             and lhs in e.inputs
             and self.shape[-1] > self.columns
-            and self.shape[-2] % self.rows == 0
             and rows_spread(self.depth, self.tile.rows)
         )
         self.k_depth = self.k_block_depth()
@@ -330,8 +329,11 @@ class Block:
         return i if extent % block == 0 else self.e.min_index(i, self.e.index(extent - 1))
 
     def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
+        """The lhs at (`row`, k): clamped for a copy, which copies whole tiles; read in place,
+        a row is never past the edge (`split_row_tiles` computes the last tile with its rows)."""
         e, op = self.e, self.op
-        row = self.clamp(row, self.shape[-2], self.rows)
+        if not self.lhs_in_place:
+            row = self.clamp(row, self.shape[-2], self.rows)
         if self.flat:
             return e.value_at(op.data if isinstance(op, relay.DenseOp) else op.lhs, [*self.unravel(row), k])
         if isinstance(op, relay.DenseOp):
