@@ -149,14 +149,18 @@ class PointwiseBlock(Block):
         self.depth = depth
         self.layout = mk.Layout.PLAIN
         self.panel0 = None
-        self.lhs_in_place = conv.weight in e.inputs and rows % self.rows == 0 and rows_spread(depth, self.tile.rows)
+        self.lhs_in_place = conv.weight in e.inputs and rows_spread(depth, self.tile.rows)
         self.k_depth = self.k_block_depth()
         self.flat_epilogue = flat_epilogue
         self.clamped = True  # rhs_at clamps the pixels to the image (`pack_rhs` packs whole blocks unclamped)
 
     def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
+        """The weight at (`row`, k): clamped for a copy of whole tiles; read in place, a row is
+        never past the edge (as packed_matmul's `Block.lhs_at`)."""
         e, zero = self.e, self.e.index(0)
-        return e.value_at(self.conv.weight, [self.clamp(row, self.shape[-2], self.rows), k, zero, zero])
+        if not self.lhs_in_place:
+            row = self.clamp(row, self.shape[-2], self.rows)
+        return e.value_at(self.conv.weight, [row, k, zero, zero])
 
     def pack_rhs(self, panel: SSAValue, panels: int, extent: Extent) -> None:
         """At stride 1, a block of whole columns packs them unclamped: the clamp of the last
