@@ -4,7 +4,7 @@ Each case is a 1 x 1 conv2d (with a bias, relu and residual epilogue where said)
 and for OpenCL and checked against `xrelay.interpret` on random inputs, and built for each
 ISA level (SSE4.2, AVX2, the native machine) against `interpret` within the error bound of
 its sums: output channels and pixels that are not whole blocks or tiles (odd counts, not a
-multiple of the vector width), stride 2 with odd sizes, batch 2, a dot product deeper than
+multiple of the vector width), stride 2 with odd sizes, batch 2 at strides 1 and 2, a dot product deeper than
 one k-block; and the convs it leaves to others (a 1 x 1 image, padding, groups).
 """
 
@@ -29,6 +29,9 @@ CASES = {
     "stride2_odd_batch": ((2, 48, 15, 17), (40, 48, 1, 1), f"{{{S2}}}", (2, 40, 8, 9), False),
     "deep_k_blocks": ((1, 1100, 4, 5), (17, 1100, 1, 1), "{}", (1, 17, 4, 5), False),
     "squeezenet_last": ((1, 64, 13, 13), (100, 64, 1, 1), "{}", (1, 100, 13, 13), False),
+    # stride 1 reads pixel p of a plane as [n, k, 0, p]: the second image, 299 pixels (whole
+    # blocks packed unclamped, then a last block clamped at the edge), blocks spanning rows
+    "batch2_odd_pixels": ((2, 40, 13, 23), (36, 40, 1, 1), "{}", (2, 36, 13, 23), True),
 }  # fmt: skip
 
 

@@ -405,6 +405,11 @@ class Block:
 
         e.loops([self.rows, self.columns // lanes], [], body)
 
+    def pack_rhs(self, panel: SSAValue, panels: int, extent: Extent) -> None:
+        """Packs the block's rhs columns of k in `extent` into `panel` (`micro_kernel.pack_panel`)."""
+        e = self.e
+        mk.pack_panel(e, self.tile, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+
     def k_block(
         self, k0: SSAValue, end: SSAValue | int, panel: SSAValue, rows: SSAValue | None, sums: SSAValue, first: bool
     ) -> None:
@@ -415,7 +420,7 @@ class Block:
         extent = end if isinstance(end, int) else (k0, end)
         panels = self.columns // tile.columns
         if self.panels is None:
-            mk.pack_panel(e, tile, panel, panels, extent, lambda n, k: self.rhs_at(e.add(self.col0, n), k))
+            self.pack_rhs(panel, panels, extent)
         tiles = self.valid_row_tiles()
         if rows is not None:
             mk.copy_rows(e, tile, rows, tiles, extent, lambda m, k: self.lhs_at(e.add(self.row0, m), k))
