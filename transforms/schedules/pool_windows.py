@@ -48,8 +48,9 @@ pairs (`pairwise_max`, bit for bit the chain's value). The CNN's 8x16x28x28 2x2 
 kernel alone on warm data (medians of 31 x 200 calls): 8.2 -> 7.0 us (an AVX-512 kernel
 written by hand: 5.0). Narrower rows stay elementwise: the 7-wide rows of 8x32x14x14 in
 chunks of 4 took 11 us against 5.9 (gcc's SLP did not vectorise the unrolled chunk), as
-one loop of 7 the same 5.9. A max row is first computed as if no tap were NaN, its taps'
-sum the probe, and again exactly where a sum is NaN (`probed_max`).
+one loop of 7 the same 5.9. A max row of one loop of PROBE_MIN_WIDTH outputs or more is
+first computed as if no tap were NaN, its taps' sum the probe, and again exactly where a sum
+is NaN (`probed_max`).
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ ROW_LOOP_CHUNKS = 4
 # us; 256 x 27 x 27 -> 13 x 13 55 / 55 -> 31 / 29 us (onnxruntime: 56 and 30 us). 2x2 windows
 # at 14 and 15 outputs a row stay in chunks (1.7 -> 2.0 us as one loop).
 WIDE_WINDOW_ROW_LOOP_CHUNKS = 1
+
+# A max row is probed for NaN (`probed_max`) where it is one loop of at least this many
+# outputs: more than gcc -O3 peels completely (the C target's COMPLETE_PEEL_TRIPS, 16), since
+# a loop carrying the probe's flag gets no `#pragma GCC unroll 1`, and gcc's straight-line
+# copies of it would branch on each select. Narrower rows keep `arith.maximumf`.
+PROBE_MIN_WIDTH = 17
 
 
 def cpu_chunk(group: relay.FusedOp) -> int:
@@ -261,10 +268,12 @@ def chunked_row(
     whose windows lie inside the input, `lanes` outputs at a time in a loop of constant trip
     count (the last chunk: the range's last `lanes` outputs, computed and stored twice alike
     where the range is not a multiple of `lanes`); a max's taps `pairwise` or as a chain
-    (`window`). A `pairwise` max is first taken as if no tap were NaN (`probed_max`), and
-    the row again as `window` computes it where a tap may be."""
+    (`window`). A `pairwise` max of a row of one loop of at least PROBE_MIN_WIDTH outputs is
+    first taken as if no tap were NaN (`probed_max`), and the row again as `window` computes
+    it where a tap may be."""
     row = RowLoops(e, group, idx, columns, lanes, out)
-    if not (pairwise and isinstance(pool, relay.MaxPool2DOp)):
+    width = columns[1] - columns[0]
+    if not (pairwise and isinstance(pool, relay.MaxPool2DOp) and lanes == width >= PROBE_MIN_WIDTH):
         row.run(lambda at: (window(e, pool, at, pairwise), None))
         return
     (maybe_nan,) = row.run(lambda at: probed_max(e, pool, at), flagged=True)
