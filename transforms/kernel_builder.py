@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, TensorType, f32
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, TensorType, f32, i1
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -32,6 +32,15 @@ Index = Sequence[SSAValue]
 Shape = tuple[int, ...]
 Extent = int | tuple[SSAValue, SSAValue]  # a loop's trip count from 0, or its [lo, hi) bounds
 NDRANGE_DIMS = 3  # OpenCL guarantees three work-item dimensions
+# `arith.cmpi` predicates on index values, folded where both operands are known.
+INDEX_PREDICATES: dict[str, Callable[[int, int], bool]] = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "slt": lambda a, b: a < b,
+    "sle": lambda a, b: a <= b,
+    "sgt": lambda a, b: a > b,
+    "sge": lambda a, b: a >= b,
+}
 
 
 def shape_of(value: SSAValue) -> Shape:
@@ -72,6 +81,9 @@ class KernelBuilder:
     def __init__(self, constants: Builder):
         self.scopes: list[Scope] = [Scope(constants)]
         self.known: dict[SSAValue, int] = {}  # index constants by value
+        self.known_flags: dict[SSAValue, bool] = {}  # i1 constants by value (folded compares)
+        # `base * factor + phase` (0 <= phase < factor) by value (`phase_index`)
+        self.phases: dict[SSAValue, tuple[SSAValue, int, int]] = {}
         self.const_cache: dict[tuple[str, int | str], SSAValue] = {}
 
     # --- insertion and memoisation ------------------------------------------------------------
@@ -179,6 +191,10 @@ class KernelBuilder:
         ka = self.known.get(a)
         if ka is not None:
             return self.index(ka // n)
+        split = self.phases.get(a)
+        if split is not None and n > 1 and split[1] % n == 0:  # (b f + p) / n = b (f / n) + p / n
+            base, factor, phase = split
+            return self.add_const(self.mul_const(base, factor // n), phase // n)
         return a if n == 1 else self.int_op(arith.DivSIOp, a, self.index(n))
 
     def rem_const(self, a: SSAValue, n: int) -> SSAValue:
@@ -186,7 +202,20 @@ class KernelBuilder:
         ka = self.known.get(a)
         if ka is not None:
             return self.index(ka % n)
+        split = self.phases.get(a)
+        if split is not None and split[1] % n == 0:  # (b f + p) % n = p % n
+            return self.index(split[2] % n)
         return self.index(0) if n == 1 else self.int_op(arith.RemSIOp, a, self.index(n))
+
+    def phase_index(self, base: SSAValue, factor: int, phase: int) -> SSAValue:
+        """`base * factor + phase` (`base >= 0`, `0 <= phase < factor`), whose division and
+        remainder by a divisor of `factor` fold (`div_const`, `rem_const`): a loop over a
+        row's `factor`-wide groups with the phase unrolled computes an interleave's index
+        `i / factor`, `i % factor` (a reshape merging an axis of `factor`) with no division."""
+        value = self.add_const(self.mul_const(base, factor), phase)
+        if value not in self.known:
+            self.phases[value] = (base, factor, phase)
+        return value
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
         ka, kb = self.known.get(a), self.known.get(b)
@@ -227,10 +256,26 @@ class KernelBuilder:
         return self.max_index(self.index(0), lo), self.min_index(self.index(count), hi)
 
     def compare(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`a predicate b` on index values; an i1 constant (`known_flags`) when both are known."""
+        ka, kb = self.known.get(a), self.known.get(b)
+        if ka is not None and kb is not None and predicate in INDEX_PREDICATES:
+            return self.flag(INDEX_PREDICATES[predicate](ka, kb))
         return self.pure(("cmpi", predicate, a, b), lambda: arith.CmpiOp(a, b, predicate))
+
+    def flag(self, value: bool) -> SSAValue:
+        """An i1 constant, its value in `known_flags`."""
+        key = ("flag", int(value))
+        if key not in self.const_cache:
+            op = arith.ConstantOp(IntegerAttr(int(value), i1))
+            self.scopes[0].builder.insert(op)
+            self.const_cache[key] = op.result
+            self.known_flags[op.result] = value
+        return self.const_cache[key]
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         """`cond ? a : b` on index or i1 values."""
+        if cond in self.known_flags:
+            return a if self.known_flags[cond] else b
         return self.pure(("select", cond, a, b), lambda: arith.SelectOp(cond, a, b))
 
     def linearize(self, idx: Index, shape: Shape) -> SSAValue:
@@ -291,6 +336,9 @@ class KernelBuilder:
         then: Callable[[], list[SSAValue]],
         otherwise: Callable[[], list[SSAValue]],
     ) -> list[SSAValue]:
+        """`scf.if`; the taken branch's code alone where `cond` is known (`known_flags`)."""
+        if cond in self.known_flags:
+            return (then if self.known_flags[cond] else otherwise)()
         blocks = Block(), Block()
         for block, branch in zip(blocks, (then, otherwise)):
             with self.inside(block):

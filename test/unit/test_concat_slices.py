@@ -11,9 +11,12 @@ along the last axis, and one read at other indices (a transpose after it).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from isa_levels import OPENCL_PLANNED, isa_params
+from onnx import TensorProto, helper, numpy_helper
 from test_packed_conv import schedules
 
 import xrelay
@@ -136,3 +139,69 @@ def test_leaves_a_concatenate_read_at_other_indices() -> None:
     assert "concat_slices" not in schedules(text)
     arrays = {"x0": np.ones(a, np.float32), "x1": -np.arange(512, dtype=np.float32).reshape(a)}
     check(text, arrays, ("c",), "cpu")
+
+
+# Resize then concatenate (UNet's decoder): mode, its coordinate mode, scales (n, c, h, w),
+# the resized input's and the skip's shapes. The 2x and 4x upsamplings interleave phases
+# along the rows and columns (a reshape merging an axis of 2 or 4), which the schedule's loops
+# unroll (`interleave_factors`); 3x is more phases than MAX_PHASES along a row.
+RESIZES: dict[str, tuple[str, str, tuple[float, ...], Shape, Shape]] = {
+    "linear_2x_odd": ("linear", "half_pixel", (1, 1, 2, 2), (2, 3, 5, 7), (2, 5, 10, 14)),
+    "linear_4x": ("linear", "half_pixel", (1, 1, 4, 4), (1, 4, 3, 5), (1, 3, 12, 20)),
+    "linear_3x": ("linear", "half_pixel", (1, 1, 3, 3), (1, 2, 4, 6), (1, 3, 12, 18)),
+    "nearest_2x_batch": ("nearest", "asymmetric", (1, 1, 2, 2), (3, 5, 6, 9), (3, 2, 12, 18)),
+    "linear_rows_only": ("linear", "half_pixel", (1, 1, 1, 2), (1, 3, 4, 17), (1, 2, 4, 34)),
+}
+
+
+def resize_concat(name: str) -> tuple[Any, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The ONNX Resize -> Concat(axis 1) of `RESIZES[name]`: (module, params, random inputs)."""
+    mode, coordinates, scales, shape, skip = RESIZES[name]
+    scales_init = numpy_helper.from_array(np.array(scales, np.float32), "scales")
+    nodes = [
+        helper.make_node("Resize", ["x", "", "scales"], ["r"], mode=mode, coordinate_transformation_mode=coordinates),
+        helper.make_node("Concat", ["r", "s"], ["y"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "resize_concat",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in (("x", shape), ("s", skip))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [scales_init],
+    )
+    module, params = xrelay.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    rng = np.random.default_rng(3)
+    inputs = {"x": rng.standard_normal(shape).astype(np.float32), "s": rng.standard_normal(skip).astype(np.float32)}
+    return module, params, inputs
+
+
+def check_resize(name: str, target: str, device: str) -> xrelay.Executable:
+    module, params, inputs = resize_concat(name)
+    expected = xrelay.interpret(module, {**inputs, **params})
+    targets = (target,) if device == "cpu" else ("c", target)
+    exe = xrelay.build(module, targets=targets, default_device=device, params=params)
+    np.testing.assert_allclose(exe.run(inputs), expected, rtol=1e-6, atol=1e-6)
+    return exe
+
+
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("name", sorted(RESIZES))
+def test_resize_concat_at_every_isa_level(name: str, target: str) -> None:
+    check_resize(name, target, "cpu")
+
+
+@pytest.mark.parametrize("name", sorted(RESIZES))
+def test_resize_concat_on_opencl(name: str) -> None:
+    check_resize(name, "opencl", "opencl")
+
+
+@pytest.mark.parametrize(
+    ("name", "divisions"), [("linear_2x_odd", False), ("linear_rows_only", False), ("linear_3x", True)]
+)
+def test_interleaved_rows_unrolled_without_divisions(name: str, divisions: bool) -> None:
+    """The 2x upsamplings' loops (rows and columns: 4 phases) run over groups of phases, so
+    no kernel divides an index by the upsampling factor; the 3x one (9 phases, beyond
+    MAX_PHASES: its columns' 3 unrolled, its rows' not) still does."""
+    factor = int(RESIZES[name][2][-1])
+    sources = [k.source for k in check_resize(name, "c", "cpu").kernels]
+    assert any(f" / {factor};" in s or f" % {factor};" in s for s in sources) == divisions

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from isa_levels import isa_params
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -170,7 +171,12 @@ CONV_TRANSPOSES = {
     "same_upper": ((1, 2, 3, 4), (2, 1, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
     "same_lower_1d": ((1, 3, 6), (3, 2, 4), {"strides": [3], "auto_pad": "SAME_LOWER"}),
     "big_pads_1d": ((2, 2, 5), (2, 3, 3), {"strides": [2], "pads": [3, 2]}),
+    # windows tiling the output (stride = kernel): a 1x1 conv and a reshape (`_conv_transpose_tiles`)
+    "tiles_batch_odd": ((3, 5, 7, 3), (5, 7, 3, 2), {"strides": [3, 2]}),
+    "tiles_wide_channels": ((1, 19, 6, 5), (19, 17, 2, 2), {"strides": [2, 2]}),
+    "tiles_1d": ((2, 3, 9), (3, 4, 4), {"strides": [4]}),
 }  # fmt: skip
+TILED_CONV_TRANSPOSES = [case for case in CONV_TRANSPOSES if case.startswith(("unet", "tiles"))]
 
 
 def conv_transpose_numpy(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: dict[str, object]) -> np.ndarray:
@@ -226,6 +232,19 @@ def test_conv_transpose(case: str, targets: tuple[str, ...]) -> None:
         targets,
         lambda v: [conv_transpose_numpy(v["x"], v["w"], v["b"], attrs)],
     )
+
+
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("case", TILED_CONV_TRANSPOSES)
+def test_conv_transpose_tiles_at_every_isa_level(case: str, target: str) -> None:
+    """Windows that tile the output are a 1x1 convolution to C_out x kh x kw channels (no
+    zeros inserted into the input), right at each ISA level."""
+    x, w, attrs = CONV_TRANSPOSES[case]
+    inits = {"w": weights(*w), "b": weights(w[1])}
+    proto = model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], {"x": x}, ["y"], inits)
+    module, _ = xrelay.from_onnx(proto)
+    assert "relay.nn.pad" not in str(module) and "x1x1xf32>" in str(module)
+    check(proto, (target,), lambda v: [conv_transpose_numpy(v["x"], v["w"], v["b"], attrs)])
 
 
 BAD_CONV_TRANSPOSES: dict[str, tuple[tuple[int, ...], dict[str, int], str]] = {

@@ -336,3 +336,29 @@ def test_cpu_rows_at_every_isa_level(name: str, target: str) -> None:
     arrays["x"].flat[5::17] = np.inf
     kh = 3 if "3x3" in name else 2
     check_isa_level(text, arrays, target, "pool_windows", kh * kh + 1, vectors=False)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("target", isa_params())
+def test_probed_rows_bit_for_bit(target: str) -> None:
+    """SqueezeNet's first pool, scaled down (3x3 stride 2, rows 27 wide: one loop, probed for
+    NaN): rows without a non-finite tap take the fast max, a row with a NaN, one with inf and
+    -inf in a window (their sum NaN) and one with inf alone (sum inf) each theirs; all equal
+    to `interpret` bit for bit, +0 and -0 included (the last of the largest, as the chain)."""
+    pool = "pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true"
+    text = bare_pool_text("max_pool2d", (2, 3, 55, 55), (2, 3, 27, 27), pool)
+    arrays = inputs(text, 10)
+    x = arrays["x"]
+    x[0, 0, 4, 7], x[1, 2, 40, 54] = np.nan, np.nan  # output rows 1-2 and 19-20
+    x[0, 1, 20, 30], x[0, 1, 20, 31] = np.inf, -np.inf  # output rows 9-10: the sum NaN, no NaN tap
+    x[1, 0, 33, 3] = np.inf  # output row 16: the sum inf
+    x[0, 2, 10:13, 10:13] = 0.0
+    x[0, 2, 10:13, 10:13:2] = -0.0  # output (5, 5): nine zeros, -0 and +0 taps, the last +0
+    x[0, 2, 12, 12] = 0.0
+    x[0, 2, 30:33, 0:3] = -np.abs(x[0, 2, 30:33, 0:3]) - 1.0
+    x[0, 2, 32, 2] = -0.0  # output (15, 0): a -0 the largest, the last tap
+    expected = xrelay.interpret(xrelay.parse(text), arrays)
+    got = xrelay.build(text, targets=(target,)).run(**arrays)
+    assert schedules(text, target) == ["pool_windows"]
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+    assert np.isnan(got).sum() >= 4 and np.signbit(got[0, 2, 15, 0]) and not np.signbit(got[0, 2, 5, 5])

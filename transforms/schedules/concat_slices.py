@@ -20,6 +20,7 @@ work item.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -28,7 +29,7 @@ from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
 from xrelay.transforms.kernel_builder import shape_of
-from xrelay.transforms.scalar_ops import GroupEmitter
+from xrelay.transforms.scalar_ops import GroupEmitter, reshape_groups
 from xrelay.transforms.schedules import (
     Schedule,
     anchor_of,
@@ -42,6 +43,8 @@ from xrelay.transforms.schedules import (
 # the input per work item saves too little over picking it per element (the elementwise
 # schedule): a concatenation along the last axis, or of rows shorter than a vector.
 MIN_INNER = 8
+# The most phases a row's loop unrolls (`interleave_factor`): a 2x or 4x upsampling's.
+MAX_PHASES = 4
 
 
 def concat_of(group: relay.FusedOp) -> relay.ConcatenateOp | None:
@@ -130,7 +133,38 @@ def store_slice(
         e.remember(concat.res, idx, e.value_at(x, [*at_x, *ivs]))
         return e.store(e.value_at(root, idx), out, idx)
 
-    e.loops(inner, [], element)
+    factors = interleave_factors(concat, inner)
+
+    def phases(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+        for phase in itertools.product(*(range(f) for f in factors)):
+            element([e.phase_index(i, f, p) if f > 1 else i for i, f, p in zip(ivs, factors, phase)], [])
+        return []
+
+    e.loops([extent // f for extent, f in zip(inner, factors)], [], phases)
+
+
+def interleave_factors(concat: relay.ConcatenateOp, inner: list[int]) -> list[int]:
+    """The phases to unroll each of the `inner` axes (those after the concatenation axis) by
+    (`KernelBuilder.phase_index`): per axis, the largest factor, dividing its extent and of at
+    most MAX_PHASES phases in all, of the reshapes in the concatenate's group that merge input
+    axes, the last of `factor` elements, into that axis of their result of the concatenate's
+    rank (an interleave: Resize's linear phases, nearest's repeats), whose index division then
+    folds; 1 where there is none."""
+    rank, block = len(shape_of(concat.res)), concat.parent_block()
+    first = rank - len(inner)
+    found: list[set[int]] = [{1} for _ in inner]
+    for op in block.ops if block is not None else ():
+        if not isinstance(op, relay.ReshapeOp) or len(shape_of(op.res)) != rank:
+            continue
+        src, dst = shape_of(op.data), shape_of(op.res)
+        for (s0, s1), (d0, d1) in reshape_groups(src, dst):
+            if d1 - d0 == 1 and s1 - s0 > 1 and d0 >= first and dst[d0] == inner[d0 - first]:
+                found[d0 - first].add(math.prod(src[s0 + 1 : s1]))
+    factors: list[int] = []
+    for extent, options in reversed(list(zip(inner, found))):  # the innermost axes first
+        budget = MAX_PHASES // math.prod(factors)
+        factors.append(max(f for f in options if f <= budget and extent % f == 0))
+    return factors[::-1]
 
 
 SCHEDULE = Schedule("concat_slices", matches, build)

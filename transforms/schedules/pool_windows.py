@@ -48,15 +48,18 @@ pairs (`pairwise_max`, bit for bit the chain's value). The CNN's 8x16x28x28 2x2 
 kernel alone on warm data (medians of 31 x 200 calls): 8.2 -> 7.0 us (an AVX-512 kernel
 written by hand: 5.0). Narrower rows stay elementwise: the 7-wide rows of 8x32x14x14 in
 chunks of 4 took 11 us against 5.9 (gcc's SLP did not vectorise the unrolled chunk), as
-one loop of 7 the same 5.9.
+one loop of 7 the same 5.9. A max row of one loop of PROBE_MIN_WIDTH outputs or more is
+first computed as if no tap were NaN, its taps' sum the probe, and again exactly where a sum
+is NaN (`probed_max`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf, vector
-from xdsl.dialects.builtin import DenseArrayBase, VectorType, f32, i64
+from xdsl.dialects.builtin import DenseArrayBase, VectorType, f32, i1, i64
 from xdsl.ir import BlockArgument, SSAValue
 
 from xrelay.dialects import relay
@@ -86,6 +89,12 @@ ROW_LOOP_CHUNKS = 4
 # us; 256 x 27 x 27 -> 13 x 13 55 / 55 -> 31 / 29 us (onnxruntime: 56 and 30 us). 2x2 windows
 # at 14 and 15 outputs a row stay in chunks (1.7 -> 2.0 us as one loop).
 WIDE_WINDOW_ROW_LOOP_CHUNKS = 1
+
+# A max row is probed for NaN (`probed_max`) where it is one loop of at least this many
+# outputs: more than gcc -O3 peels completely (the C target's COMPLETE_PEEL_TRIPS, 16), since
+# a loop carrying the probe's flag gets no `#pragma GCC unroll 1`, and gcc's straight-line
+# copies of it would branch on each select. Narrower rows keep `arith.maximumf`.
+PROBE_MIN_WIDTH = 17
 
 
 def cpu_chunk(group: relay.FusedOp) -> int:
@@ -259,27 +268,76 @@ def chunked_row(
     whose windows lie inside the input, `lanes` outputs at a time in a loop of constant trip
     count (the last chunk: the range's last `lanes` outputs, computed and stored twice alike
     where the range is not a multiple of `lanes`); a max's taps `pairwise` or as a chain
-    (`window`)."""
-    root, (lo, hi) = group_root(group), columns
-    width = hi - lo
+    (`window`). A `pairwise` max of a row of one loop of at least PROBE_MIN_WIDTH outputs is
+    first taken as if no tap were NaN (`probed_max`), and the row again as `window` computes
+    it where a tap may be."""
+    row = RowLoops(e, group, idx, columns, lanes, out)
+    width = columns[1] - columns[0]
+    if not (pairwise and isinstance(pool, relay.MaxPool2DOp) and lanes == width >= PROBE_MIN_WIDTH):
+        row.run(lambda at: (window(e, pool, at, pairwise), None))
+        return
+    (maybe_nan,) = row.run(lambda at: probed_max(e, pool, at), flagged=True)
+    e.if_else(maybe_nan, [], lambda: row.run(lambda at: (window(e, pool, at, True), None)), lambda: [])
 
-    def outputs(first: SSAValue) -> list[SSAValue]:
-        def output(lane: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            at = [*idx, e.add(first, lane[0])]
-            e.remember(pool.res, at, window(e, pool, at, pairwise))
-            return e.store(e.value_at(root, at), out, at)
 
-        return e.loops([lanes], [], output)
+Pooled = Callable[[list[SSAValue]], tuple[SSAValue, SSAValue | None]]
 
-    def chunk(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-        first = e.mul_const(ivs[0], lanes)
-        first = e.min_index(first, e.index(width - lanes)) if width % lanes else first
-        return outputs(e.add_const(first, lo))
 
-    if lanes == width:
-        outputs(e.index(lo))
-    else:
-        e.loops([-(-width // lanes)], [], chunk)
+@dataclass(frozen=True)
+class RowLoops:
+    """`chunked_row`'s loops over outputs `columns` of row `idx`, `lanes` at a time."""
+
+    e: GroupEmitter
+    group: relay.FusedOp
+    idx: list[SSAValue]
+    columns: tuple[int, int]
+    lanes: int
+    out: SSAValue
+
+    def run(self, value: Pooled, flagged: bool = False) -> list[SSAValue]:
+        """Stores the group's result at each output, the pool's value there `value(at)[0]`;
+        `flagged`: `value(at)[1]` is an i1 flag, and the result [the OR of the row's flags]."""
+        e, (lo, hi), lanes = self.e, self.columns, self.lanes
+        pool = pool_anchor(self.group)
+        assert pool is not None
+        root, width = group_root(self.group), hi - lo
+        flags = [e.scalar(False, i1)] if flagged else []
+
+        def outputs(first: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            def output(lane: list[SSAValue], carried: list[SSAValue]) -> list[SSAValue]:
+                at = [*self.idx, e.add(first, lane[0])]
+                pooled, flag = value(at)
+                e.remember(pool.res, at, pooled)
+                e.store(e.value_at(root, at), self.out, at)
+                return [e.emit(arith.OrIOp(carried[0], flag))] if flag is not None else []
+
+            return e.loops([lanes], carried, output)
+
+        def chunk(ivs: list[SSAValue], carried: list[SSAValue]) -> list[SSAValue]:
+            first = e.mul_const(ivs[0], lanes)
+            first = e.min_index(first, e.index(width - lanes)) if width % lanes else first
+            return outputs(e.add_const(first, lo), carried)
+
+        return outputs(e.index(lo), flags) if lanes == width else e.loops([-(-width // lanes)], flags, chunk)
+
+
+def probed_max(
+    e: GroupEmitter, pool: relay.MaxPool2DOp | relay.AvgPool2DOp, idx: list[SSAValue]
+) -> tuple[SSAValue, SSAValue]:
+    """The max of the window at output `idx` as if no tap were NaN (a tree of `a > b ? a :
+    b`: `pairwise_max`'s value, bit for bit, where none is), and whether one may be: the taps'
+    sum is NaN (a NaN tap's, or inf - inf: then the row is computed again, exactly). gcc
+    vectorises both, an instruction per op, where `arith.maximumf`'s NaN test costs a compare
+    and a blend per pair. SqueezeNet's 64 x 111 x 111 3x3 stride-2 pool, the kernel alone
+    (`exe.profile`, medians of 50, load 15): AVX-512 135 -> 95 us, AVX2 124 -> 119, SSE4.2
+    183 -> 132 (a probe of the input rows instead: AVX2 1.05x slower than without)."""
+    taps = window_taps(e, pool, idx)
+    peak, total = list(taps), list(taps)
+    while len(peak) > 1:
+        pairs = [e.emit(arith.SelectOp(e.emit(arith.CmpfOp(a, b, "ogt")), a, b)) for a, b in zip(peak[::2], peak[1::2])]
+        sums = [e.emit(arith.AddfOp(a, b)) for a, b in zip(total[::2], total[1::2])]
+        peak, total = pairs + peak[len(peak) - len(peak) % 2 :], sums + total[len(total) - len(total) % 2 :]
+    return peak[0], e.emit(arith.CmpfOp(total[0], total[0], "uno"))
 
 
 def window(
@@ -288,15 +346,8 @@ def window(
     """The pool's value at output `idx`, whose window lies inside the input: its taps,
     unrolled in row-major order; a max `pairwise` (`pairwise_max`) or as a chain; an average
     their sum divided by kh x kw (with or without count_include_pad: every tap is inside)."""
-    n, c, oh, ow = idx
-    (kh, kw), (sh, sw), (dh, dw) = pool.window, pool.stride_values, pool.dilation_values
-    top, left, _, _ = pool.padding_values
-    row0, col0 = e.add_const(e.mul_const(oh, sh), -top), e.add_const(e.mul_const(ow, sw), -left)
-    taps = [
-        e.value_at(pool.data, [n, c, e.add_const(row0, i * dh), e.add_const(col0, j * dw)])
-        for i in range(kh)
-        for j in range(kw)
-    ]
+    taps = window_taps(e, pool, idx)
+    kh, kw = pool.window
     if isinstance(pool, relay.MaxPool2DOp) and pairwise:
         return pairwise_max(e, taps)
     if isinstance(pool, relay.MaxPool2DOp):
@@ -308,6 +359,19 @@ def window(
     for tap in taps:
         total = e.emit(arith.AddfOp(total, tap))
     return e.emit(arith.DivfOp(total, e.f32(float(kh * kw))))
+
+
+def window_taps(e: GroupEmitter, pool: relay.MaxPool2DOp | relay.AvgPool2DOp, idx: list[SSAValue]) -> list[SSAValue]:
+    """The input values of the window of output `idx` (inside the input), row-major."""
+    n, c, oh, ow = idx
+    (kh, kw), (sh, sw), (dh, dw) = pool.window, pool.stride_values, pool.dilation_values
+    top, left, _, _ = pool.padding_values
+    row0, col0 = e.add_const(e.mul_const(oh, sh), -top), e.add_const(e.mul_const(ow, sw), -left)
+    return [
+        e.value_at(pool.data, [n, c, e.add_const(row0, i * dh), e.add_const(col0, j * dw)])
+        for i in range(kh)
+        for j in range(kw)
+    ]
 
 
 def pairwise_max(e: GroupEmitter, taps: list[SSAValue]) -> SSAValue:
