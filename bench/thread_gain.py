@@ -1,10 +1,10 @@
 """Per kernel of a reference model: its time on one thread against its time shared by N threads,
 beside its estimated work, the numbers behind the C target's thread rule (targets/c.py:
-PARALLEL_WORK, `parallel_work`).
+`parallel_threshold`, the target's `Features.min_parallel_work()`; `parallel_work`).
 
 The model (bench/models.py's relay text, its weights bound) is built three times in one
 process at --threads N: with every top-level nest the C target can share across threads
-shared (PARALLEL_WORK = 0), with none shared (a 1-thread kernel), and as the C target
+shared (a threshold of 0), with none shared (a 1-thread kernel), and as the C target
 chooses. The three are profiled in one interleaved run (`exe.profile` once each per round,
 in a shuffled order, --rounds rounds), and each node's median is reported: its time on one thread, shared,
 their ratio, and the chosen build's. The kernel's estimated work is `parallel_work` of its
@@ -31,10 +31,11 @@ from typing import Any
 import numpy as np
 from models import MODELS, random_inputs
 from timing import round_orders
-from xdsl.dialects import scf
+from xdsl.dialects import func, scf
 
 import xrelay
 from xrelay import driver
+from xrelay.runtime.machine import target_features
 from xrelay.targets import c
 from xrelay.targets.c_style import lowered_kernels
 
@@ -45,12 +46,16 @@ NEVER = 1 << 62
 @contextmanager
 def parallel_work_at(threshold: int) -> Iterator[None]:
     """The C target's thread threshold set to `threshold` for the builds inside."""
-    saved = c.PARALLEL_WORK
-    c.PARALLEL_WORK = threshold
+    saved = c.parallel_threshold
+
+    def fixed(kernel: func.FuncOp) -> int:
+        return threshold
+
+    c.parallel_threshold = fixed
     try:
         yield
     finally:
-        c.PARALLEL_WORK = saved
+        c.parallel_threshold = saved
 
 
 def kernel_work(text: str, params: dict[str, np.ndarray]) -> dict[str, int | None]:
@@ -99,7 +104,8 @@ def main() -> None:
     x = params.pop("x")
     load = [os.getloadavg()[0]]
     exes: dict[str, Any] = {}
-    for name, threshold in (("one", NEVER), ("shared", 0), ("chosen", c.PARALLEL_WORK)):
+    chosen = target_features("c").min_parallel_work() or NEVER
+    for name, threshold in (("one", NEVER), ("shared", 0), ("chosen", chosen)):
         with parallel_work_at(threshold):
             exes[name] = xrelay.build(text, params=params, num_threads=args.threads)
     expected = exes["one"].run(x)
@@ -109,13 +115,13 @@ def main() -> None:
     times = node_medians(exes, x, args.rounds)
     load.append(os.getloadavg()[0])
     print(f"{model.label}: {args.threads} threads, medians of {args.rounds} interleaved profiled runs, "
-          f"PARALLEL_WORK {c.PARALLEL_WORK / 1e6:g}M, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}")  # fmt: skip
+          f"threshold {chosen / 1e6:g}M, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}")  # fmt: skip
     print(f"| kernel | work (M) | chosen | 1 thread us | {args.threads} threads us | ratio | chosen us |")
     print("| --- | ---: | :---: | ---: | ---: | ---: | ---: |")
     for node in times["one"]:
         one, shared, chosen = (times[name][node] * 1e6 for name in ("one", "shared", "chosen"))
         estimate = work.get(node)
-        shares = estimate is not None and estimate >= c.PARALLEL_WORK
+        shares = estimate is not None and estimate >= chosen
         cells = [node[:60], "-" if estimate is None else f"{estimate / 1e6:.2f}", "threads" if shares else "",
                  f"{one:.1f}", f"{shared:.1f}", f"{shared / one:.2f}", f"{chosen:.1f}"]  # fmt: skip
         print("| " + " | ".join(cells) + " |")

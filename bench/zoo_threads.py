@@ -1,7 +1,7 @@
 """Which kernels of a zoo model gain from a second thread: the model built at num_threads=1
 and 2, each node profiled (`exe.profile()`) in interleaved rounds, medians printed per
 node with the 2-thread build's count of `omp parallel` regions in its kernel (0: the nest
-stays on one thread, by `targets.c.parallel_work`: below PARALLEL_WORK, or one iteration).
+stays on one thread, by `targets.c.parallel_work`: below the target's `Features.min_parallel_work()`, or one iteration).
 
 Read with the load average it prints: on the 2 shared cores here, with other processes
 runnable, a region's closing barrier waits until the woken thread is scheduled, and kernels

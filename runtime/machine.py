@@ -54,6 +54,10 @@ class Features:
     l3: int  # bytes of level-3 cache (shared)
     cores: int  # cores (compute units) a kernel may use
     local_memory: int = 0  # bytes of OpenCL local memory per work group (0: none)
+    # Seconds an OpenMP region of a C kernel costs beyond its work (FORK_JOIN_SECONDS), and
+    # seconds a lane-counted op of a kernel takes on one core (LANE_OP_SECONDS).
+    fork_join_seconds: float = 0.0
+    lane_op_seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +65,15 @@ class Features:
     @staticmethod
     def from_json(data: dict[str, Any]) -> Features:
         return Features(**data)
+
+    def min_parallel_work(self) -> int | None:
+        """The least work (lane-counted ops, `targets.c.estimated_work`) a C kernel's nest must
+        do for a second thread to pay: half its one-thread time (what splitting it over two
+        cores saves) at least the region's fork and join. None where no region ever pays (no
+        fork/join cost known: not a C target)."""
+        if self.fork_join_seconds <= 0 or self.lane_op_seconds <= 0:
+            return None
+        return round(2 * self.fork_join_seconds / self.lane_op_seconds)
 
     def summary(self) -> str:
         """One line for people: `x86-64-v4, 16 floats x 32 registers, FMA, L1d 48 KiB, ...`."""
@@ -127,6 +140,21 @@ def vector_width_option(options: list[str]) -> int | None:
 # --- C: gcc's view of the instruction set, the OS's of the caches --------------------------
 
 
+# What a C kernel's `omp parallel` region costs beyond its work on this host: the team's other
+# thread, asleep between kernels (the runtimes run OpenMP with OMP_WAIT_POLICY=passive: a
+# spinning thread took the core another process or the next kernel needed), woken and joined.
+# An empty region took 8 us (2 threads, medians of 2000, load 9); a kernel's region loses more,
+# as the woken thread takes items only once it runs: nests of 1.3-3M lane-ops lost at load
+# 1.4-2.1 and 18.8M gained, which puts the break-even, at LANE_OP_SECONDS, near 60 us. A
+# bounded spin instead (GOMP_SPINCOUNT=3000) ran MobileNetV2 at 2 threads in 1.89x the time of
+# 1 thread at load 3.7, against 1.19x passive: a spinning thread is preempted as often, and it
+# spends its process's share of the cores. (bench/thread_gain.py, bench/zoo_threads.py.)
+FORK_JOIN_SECONDS = 60e-6
+# One lane-counted op of a kernel on one core: micro-kernel nests 6-14 ps, rows kernels
+# (softmax, layer norm) 20-45, transposes 23-90 (bench/thread_gain.py, AVX-512 EPYC).
+LANE_OP_SECONDS = 10e-12
+
+
 @cache
 def c_features(machine_flags: tuple[str, ...] = ()) -> Features:
     """The host's features as gcc builds for `-march=native` then `machine_flags`."""
@@ -143,6 +171,8 @@ def c_features(machine_flags: tuple[str, ...] = ()) -> Features:
         l2=l2,
         l3=l3,
         cores=host_cores(),
+        fork_join_seconds=FORK_JOIN_SECONDS,
+        lane_op_seconds=LANE_OP_SECONDS,
     )
 
 

@@ -29,8 +29,8 @@ loads and stores are casts of a float address, a broadcast is a vector literal, 
 `fmaf` over the lanes if the machine fuses in hardware, else a multiply and an add). Their lanes
 are never read one by one (no `vector.insert` or `vector.reduction` in C).
 
-Threads: the outermost nest of a kernel that does enough work (`PARALLEL_WORK` operations,
-a vector op counted by its lanes) runs in a `#pragma omp parallel
+Threads: the outermost nest of a kernel that does enough work (its target's
+`Features.min_parallel_work()` operations, a vector op counted by its lanes) runs in a `#pragma omp parallel
 num_threads(XRELAY_NUM_THREADS)` region as `#pragma omp for schedule(dynamic) nowait`
 (guarded by `_OPENMP`), collapsing its leading loops until they have `PARALLEL_ITERATIONS`
 iterations, and ends in `xr_join` (see JOIN). A nest with a reduction across its
@@ -56,11 +56,13 @@ from xdsl.dialects.builtin import Float32Type, ModuleOp, VectorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
+from xrelay.runtime.machine import target_features
 from xrelay.targets.c_style import (
     COMMON_CODE,
     CStyleEmitter,
     Expr,
     assumes_no_nans,
+    kernel_scope,
     kernels_in_language,
     math_calls,
     trip_counts,
@@ -80,18 +82,10 @@ VECTOR_MATH = ("expf(float)", "logf(float)", "tanhf(float)", "erff(float)", "pow
 # (`-DXRELAY_NUM_THREADS=N`, N from `xrelay.build(num_threads=...)`) and passes -fopenmp.
 THREADS_MACRO = "XRELAY_NUM_THREADS"
 
-# A top-level nest is split across threads only when it does at least this many operations
-# (`estimated_work`, a vector op counted by its lanes): below that, waking the sleeping
-# threads (OMP_WAIT_POLICY=passive, as bench/models.py runs every runtime: 30-70 us a
-# parallel region) costs more than the work saves. Micro-kernel nests run 6-14 ps per
-# lane-counted op on one core, rows kernels (softmax, layer norm) 20-45 ps, transposes 23-90.
-# Measured with bench/thread_gain.py (one thread against two per kernel, interleaved).
-# Earlier runs, counting a vector op as one: at load 1.4-2.1 the transformer's 128x256x256
-# denses (18.8M lane-counted) gained in 7 of 8 runs (194 -> 162 us), its batch matmuls (9.6M)
-# went either way (105 -> 109, 113 -> 99 us), the CNN's convolutions (3M) lost, every
-# rows kernel under 1.3M lost (a softmax 134 -> 128-147 us, a mean 3 -> 35 us); at load 3.7
-# nothing gained. The threshold sits between the batch matmuls and the denses.
-PARALLEL_WORK = 12_000_000
+# A top-level nest is split across threads only when it does at least its target's
+# `Features.min_parallel_work()` (`parallel_threshold`): below that, waking and joining the
+# team's sleeping thread costs more than the work it takes saves (runtime/machine.py,
+# FORK_JOIN_SECONDS; 12M lane-counted ops on the hosts measured so far).
 
 # The leading loops of a nest `collapse`d into the one the threads share: as few as give this
 # many iterations, so that the innermost loop, which gcc vectorises, stays a loop of its own.
@@ -340,8 +334,8 @@ class CEmitter(CStyleEmitter):
     def emit_outer_parallel(self, op: scf.ParallelOp) -> None:
         """The nest's loops, the leading ones shared by `XRELAY_NUM_THREADS` OpenMP threads
         when the nest does enough work (`parallel_work`), then their join (`xr_join`)."""
-        work = parallel_work(op)
-        if work is None or work < PARALLEL_WORK:
+        work, threshold = parallel_work(op), parallel_threshold(self.kernel)
+        if work is None or threshold is None or work < threshold:
             self.emit(op)
             return
         counts = trip_counts(op, self.target)
@@ -356,6 +350,12 @@ class CEmitter(CStyleEmitter):
         self.emit(op)
         for line in ("#ifdef _OPENMP", f"{JOIN}(&xr_joined);", "}", "}", "#endif"):
             self.line(line)
+
+
+def parallel_threshold(kernel: func.FuncOp) -> int | None:
+    """The least work for which `kernel`'s outer nest gets an `omp parallel` region: its
+    scope's target's `Features.min_parallel_work()` (None: never)."""
+    return target_features(kernel_scope(kernel).target or CEmitter.target).min_parallel_work()
 
 
 def chunk_clause(op: scf.ParallelOp, counts: Sequence[int]) -> str:

@@ -151,7 +151,7 @@ func.func @main(%x: tensor<64x784xf32>, %w: tensor<512x784xf32>, %b: tensor<512x
 
 def test_the_mlp_dense_is_shared_by_threads() -> None:
     """The MLP's first layer (25.7M multiply-adds in packed_matmul's k-blocks [k0, min(k0 +
-    256, 784))) does more than PARALLEL_WORK: counting a k-block as one trip left it alone."""
+    256, 784))) does more than the host's `min_parallel_work()` (12M): counting a k-block as one trip left it alone."""
     (kernel,) = xrelay.build(MLP_DENSE, num_threads=2).kernels
     assert "omp for schedule(dynamic)" in kernel.source
 
@@ -261,6 +261,6 @@ func.func @main(%x: tensor<128x256xf32>, %w: tensor<256x256xf32>) -> tensor<128x
 
 def test_the_transformer_projection_is_shared_by_threads() -> None:
     """The transformer's 128x256x256 projections (8.4M multiply-adds) gain from two threads;
-    counting a micro-kernel's vector FMA as one op estimated them under PARALLEL_WORK."""
+    counting a micro-kernel's vector FMA as one op estimated them under `min_parallel_work()`."""
     (kernel,) = xrelay.build(TRANSFORMER_DENSE, num_threads=2).kernels
     assert "omp for schedule(dynamic)" in kernel.source
