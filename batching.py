@@ -31,6 +31,17 @@ weight that a smaller size's kernel reads as it is (dense at rows below packed_m
 is not pre-packed at the larger sizes either (`hold_as_is`): it is held once, in one layout,
 at the cost of packing its panels per work item there (pre-packed is 0.90-0.97x the time of a
 dense, `packed_matmul`). The MLP 784-512-512-10 at (1, 4, 16, 64): params 5.33 MB -> 2.68 MB.
+
+With `placement="auto"`, each size is placed by its own costs: a larger batch may move work to
+a device whose copies one sample would not pay for. `place_sizes` places every size before any
+is lowered (place-by-cost and plan-devices on a clone with the params bound, measured at that
+size as a build of it alone would lower it: a weight later held as it is for a smaller size is
+measured pre-packed), and each size's graph is then emitted against the devices of all sizes (their union, in
+device-index order): a device index means one device in every graph and in the kernels
+`distinct_kernels` merges, and a size may list a device it does not use. The choice is written
+back when the size is lowered (`place_by_cost.replay`), not searched again. A param stored once
+may be held on a different device by each size (the runtime writes it to each device that
+reads it).
 """
 
 from __future__ import annotations

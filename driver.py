@@ -149,7 +149,10 @@ def build(
     passes, the kernels emitted, and their build on the devices.
 
     `batch_sizes=(1, 4, 16)`: one graph per batch size (the inputs' and results' leading
-    axis), sharing the params and kernels; `run` then takes any batch (`xrelay.batching`)."""
+    axis), sharing the params and kernels; `run` then takes any batch (`xrelay.batching`).
+    With `placement="auto"`, each size is placed by its own costs (a batch of 16 may pay for
+    copies to a device that one sample does not), and every size's graph lists the devices of
+    them all."""
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
