@@ -36,12 +36,12 @@ With `placement="auto"`, each size is placed by its own costs: a larger batch ma
 a device whose copies one sample would not pay for. `place_sizes` places every size before any
 is lowered (place-by-cost and plan-devices on a clone with the params bound, measured at that
 size as a build of it alone would lower it: a weight later held as it is for a smaller size is
-measured pre-packed), and each size's graph is then emitted against the devices of all sizes (their union, in
-device-index order): a device index means one device in every graph and in the kernels
-`distinct_kernels` merges, and a size may list a device it does not use. The choice is written
-back when the size is lowered (`place_by_cost.replay`), not searched again. A param stored once
-may be held on a different device by each size (the runtime writes it to each device that
-reads it).
+measured pre-packed). Each size's graph is then emitted against the devices of all sizes (their
+union, in device-index order): a device index means one device in every graph and in the
+kernels `distinct_kernels` merges, and a size may list a device it does not use. The choice is
+written back when the size is lowered (`place_by_cost.replay`), not searched again. A param
+stored once may be held on a different device by each size (the runtime writes it to each
+device that reads it).
 """
 
 from __future__ import annotations
@@ -399,5 +399,6 @@ def place_sizes(
     for size, sized in modules.items():
         chosen[size], used = place_one(sized, params)
         scopes |= used
+        release_freed_memory()  # (the clone it placed, its weights bound)
         stage(f"placed batch size {size} on {', '.join(label(s) for s in sorted(used, key=scope_order))}")
     return chosen, sorted(scopes, key=scope_order)

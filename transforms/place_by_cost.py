@@ -118,6 +118,7 @@ class Chosen:
 
 
 def chosen(decision: Decision) -> Chosen:
+    """What `decision` chose, apart from the IR it was chosen on."""
     names = tuple(node.name for node in decision.graph.model.nodes)
     return Chosen(names, tuple(decision.result.placement), tuple(decision.why))
 
