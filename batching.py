@@ -31,6 +31,17 @@ weight that a smaller size's kernel reads as it is (dense at rows below packed_m
 is not pre-packed at the larger sizes either (`hold_as_is`): it is held once, in one layout,
 at the cost of packing its panels per work item there (pre-packed is 0.90-0.97x the time of a
 dense, `packed_matmul`). The MLP 784-512-512-10 at (1, 4, 16, 64): params 5.33 MB -> 2.68 MB.
+
+With `placement="auto"`, each size is placed by its own costs: a larger batch may move work to
+a device whose copies one sample would not pay for. `place_sizes` places every size before any
+is lowered (place-by-cost and plan-devices on a clone with the params bound, measured at that
+size as a build of it alone would lower it: a weight later held as it is for a smaller size is
+measured pre-packed). Each size's graph is then emitted against the devices of all sizes (their
+union, in device-index order): a device index means one device in every graph and in the
+kernels `distinct_kernels` merges, and a size may list a device it does not use. The choice is
+written back when the size is lowered (`place_by_cost.replay`), not searched again. A param
+stored once may be held on a different device by each size (the runtime writes it to each
+device that reads it).
 """
 
 from __future__ import annotations
@@ -51,10 +62,13 @@ from xdsl.utils.exceptions import VerifyException
 from xrelay.build_cache import Built
 from xrelay.diagnostics import location_of
 from xrelay.dialects import relay
+from xrelay.dialects.se_scope import SEScopeAttr
 from xrelay.errors import UsageError
 from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
+from xrelay.targets.graph_json import scope_order
 from xrelay.targets.kernels import KernelSet
+from xrelay.transforms.place_by_cost import Chosen, label
 from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR
 from xrelay.values import entry_function
 
@@ -303,8 +317,22 @@ def hold_as_is(module: ModuleOp, names: Collection[str]) -> None:
     main.arg_attrs = ArrayAttr(attrs)
 
 
-# Compiles a module with its params bound, given the kernels of the sizes compiled before.
-CompileOne = Callable[[ModuleOp, Mapping[str, np.ndarray], tuple[KernelSet, str]], Built]
+@dataclass(frozen=True)
+class SizeBuild:
+    """What the compile of one size shares with the others: the kernels of the sizes compiled
+    before, with the suffix for a name they took (`distinct_kernels`); and, when each size is
+    placed by its own costs, the devices every size's graph lists and this size's placement."""
+
+    kernels: KernelSet
+    suffix: str
+    devices: Sequence[SEScopeAttr] | None = None  # None: the graph's own (`device_list`)
+    chosen: Chosen | None = None  # None: placed as the build's `placement` says
+
+
+# Compiles a module, binding its params.
+CompileOne = Callable[[ModuleOp, Mapping[str, np.ndarray], SizeBuild], Built]
+# Places a module with its params bound (on a clone): the choice, and the scopes it plans.
+PlaceOne = Callable[[ModuleOp, Mapping[str, np.ndarray]], tuple[Chosen, set[SEScopeAttr]]]
 
 
 @dataclass(frozen=True)
@@ -324,10 +352,11 @@ def compile_sizes(
     batch_sizes: object,
     compile_one: CompileOne,
     stage: Callable[[str], None] = lambda _: None,
+    place_one: PlaceOne | None = None,
 ) -> BatchedBuild:
     """`module` compiled at each of `batch_sizes` (see the module docstring). Every size is
     re-typed before any is compiled, so a model that does not carry the batch is refused at
-    once."""
+    once; with `place_one`, every size is then placed (`place_sizes`) before any is lowered."""
     sizes = check_sizes(batch_sizes)
     original = batch_of(module, params.keys())
     if sizes == (original,):  # nothing re-typed: check that the model carries a batch all the same
@@ -336,6 +365,7 @@ def compile_sizes(
     for size in sizes:
         modules[size] = module.clone()
         rebatch(modules[size], size, params.keys())
+    chosen, devices = place_sizes(modules, params, place_one, stage) if place_one is not None else ({}, None)
     kernels, store = KernelSet(), ParamStore()
     graphs: dict[int, dict[str, Any]] = {}
     sources: list[KernelSource] = []
@@ -343,7 +373,7 @@ def compile_sizes(
     for size in sizes:
         sized = modules.pop(size)
         hold_as_is(sized, {name for name, digest in digests.items() if digest in store.by_digest})
-        built = compile_one(sized, params, (kernels, f"_b{size}"))
+        built = compile_one(sized, params, SizeBuild(kernels, f"_b{size}", devices, chosen.get(size)))
         store.add(built.graph, built.params, f"_b{size}")
         graphs[size] = built.graph
         sources += built.kernels
@@ -351,3 +381,24 @@ def compile_sizes(
         release_freed_memory()
         stage(f"compiled batch size {size}")
     return BatchedBuild(graphs[sizes[-1]], sources, store.arrays, graphs)
+
+
+def place_sizes(
+    modules: Mapping[int, ModuleOp],
+    params: Mapping[str, np.ndarray],
+    place_one: PlaceOne,
+    stage: Callable[[str], None],
+) -> tuple[dict[int, Chosen], list[SEScopeAttr]]:
+    """Each size's placement by its own costs (a batch of 16 may pay for the copies to a device
+    that one sample does not), and the devices of all of them in device-index order. Every
+    size's graph lists those devices, so that a device index means one device in all graphs and
+    in the kernels `distinct_kernels` merges across them (the runtime checks that the graphs
+    share their devices)."""
+    chosen: dict[int, Chosen] = {}
+    scopes: set[SEScopeAttr] = set()
+    for size, sized in modules.items():
+        chosen[size], used = place_one(sized, params)
+        scopes |= used
+        release_freed_memory()  # (the clone it placed, its weights bound)
+        stage(f"placed batch size {size} on {', '.join(label(s) for s in sorted(used, key=scope_order))}")
+    return chosen, sorted(scopes, key=scope_order)

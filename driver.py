@@ -33,11 +33,11 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, UnitAttr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -62,9 +62,11 @@ from xrelay.runtime.device_kinds import device_kind, generating_kinds, kind_of_t
 from xrelay.runtime.heap import release_freed_memory
 from xrelay.runtime.kernels import KernelSource
 from xrelay.runtime.machine import target_features
-from xrelay.targets.graph_json import executor_graph
-from xrelay.targets.kernels import KernelSet, distinct_kernels, iter_kernel_sources
+from xrelay.targets.graph_json import executor_graph, planned_devices
+from xrelay.targets.kernels import distinct_kernels, iter_kernel_sources
+from xrelay.transforms import place_by_cost
 from xrelay.transforms.compilation_config import device_of_target
+from xrelay.transforms.place_by_cost import Chosen, PlaceByCostPass
 from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR
 from xrelay.values import check_input, entry_function
 
@@ -90,13 +92,15 @@ PIPELINE = (
 
 # `placement` choices of `xrelay.build`: "annotated" places by the program's annotations and
 # the default device alone; "auto" runs place-by-cost first (transforms/place_by_cost.py).
+# Inside the driver, a placement place-by-cost chose before (`Chosen`) is written back as it is.
 PLACEMENTS = ("annotated", "auto")
+Placement = str | Chosen
 Observer = Callable[[str, ModuleOp], None]
 
 
-def pipeline(placement: str) -> tuple[str, ...]:
-    """PIPELINE, with place-by-cost before plan-devices for `placement` "auto"."""
-    if placement != "auto":
+def pipeline(placement: Placement) -> tuple[str, ...]:
+    """PIPELINE, with place-by-cost before plan-devices for `placement` "auto" (or chosen)."""
+    if placement == "annotated":
         return PIPELINE
     at = PIPELINE.index("plan-devices")
     return (*PIPELINE[:at], "place-by-cost", *PIPELINE[at:])
@@ -147,7 +151,10 @@ def build(
     passes, the kernels emitted, and their build on the devices.
 
     `batch_sizes=(1, 4, 16)`: one graph per batch size (the inputs' and results' leading
-    axis), sharing the params and kernels; `run` then takes any batch (`xrelay.batching`)."""
+    axis), sharing the params and kernels; `run` then takes any batch (`xrelay.batching`).
+    With `placement="auto"`, each size is placed by its own costs (a batch of 16 may pay for
+    copies to a device that one sample does not), and every size's graph lists the devices of
+    them all."""
     report = Progress.start(progress)
     module = as_module(program, "xrelay.build").clone()
     targets = target_list(targets)
@@ -156,14 +163,8 @@ def build(
     if num_threads is not None:  # PoCL's pool takes the cores the C kernels leave (before it starts)
         share_cores(threads, available_cores(), [kind.name for kind in map(kind_of_target, targets) if kind])
     if batch_sizes is not None:
-        if placement == "auto":
-            raise UsageError(
-                "placement='auto' does not take batch_sizes yet (each size would be placed apart); "
-                "build with placement='annotated' (the default), or place by cost at one batch size"
-            )
-        return build_sizes(
-            module, params or {}, batch_sizes, targets, (default_device, host_target, threads), devices, report
-        )
+        options = (default_device, host_target, threads)
+        return build_sizes(module, params or {}, batch_sizes, (targets, options, placement), devices, report)
     key = None
     if build_cache.enabled():
         features = [target_features(t).to_json() for t in (*targets, host_target)]
@@ -190,21 +191,27 @@ def build_sizes(
     module: ModuleOp,
     params: Mapping[str, np.ndarray],
     batch_sizes: Sequence[int],
-    targets: tuple[str, ...],
-    options: tuple[str | None, str, int],
+    how: tuple[tuple[str, ...], tuple[str | None, str, int], str],
     devices: DeviceTable | None,
     report: Progress,
 ) -> Executable:
-    """`build` with `batch_sizes` (`xrelay.batching`): the sizes' kernels go to gcc as they
-    are emitted, in one sequence, so that the library's build finds every object cached."""
+    """`build` with `batch_sizes` (`xrelay.batching`; `how`: targets, options as for
+    `compile_module`, placement): the sizes' kernels go to gcc as they are emitted, in one
+    sequence, so that the library's build finds every object cached. With placement "auto",
+    each size is placed by its own costs (`batching.place_sizes`) before any is lowered."""
+    targets, options, placement = how
     early = EarlyBuilds({}, options[2])
+
+    def compile_one(sized: ModuleOp, bound: Mapping[str, np.ndarray], size: batching.SizeBuild) -> build_cache.Built:
+        placed = size.chosen if size.chosen is not None else placement
+        return compile_module(sized, bound, targets, options, report, (size, early), placement=placed)
+
+    def place_one(sized: ModuleOp, bound: Mapping[str, np.ndarray]) -> tuple[Chosen, set[SEScopeAttr]]:
+        return place_only(sized, bound, targets, options, report)
+
     try:
         built = batching.compile_sizes(
-            module,
-            params,
-            batch_sizes,
-            lambda sized, bound, known: compile_module(sized, bound, targets, options, report, (known, early)),
-            report.stage,
+            module, params, batch_sizes, compile_one, report.stage, place_one if placement == "auto" else None
         )
     finally:
         early.finish()
@@ -219,22 +226,24 @@ def compile_module(
     targets: tuple[str, ...],
     options: tuple[str | None, str, int],
     report: Progress,
-    shared: tuple[tuple[KernelSet, str], EarlyBuilds] | None = None,
-    placement: str = "annotated",
+    shared: tuple[batching.SizeBuild, EarlyBuilds] | None = None,
+    placement: Placement = "annotated",
     observe: Observer | None = None,
 ) -> build_cache.Built:
     """Binds the params, runs the pipeline on `module` in place, and emits the kernels:
     what the runtime needs (`options`: default device, host target, thread count). `shared`,
     for a build of several batch sizes: the kernels of the sizes before (`distinct_kernels`)
-    and the early builds of all of them."""
+    and the devices all sizes' graphs list (`batching.SizeBuild`), and the early builds of all
+    of them."""
     default_device, host_target, threads = options
     bind_params(module, params)
     lower(module, targets, default_device, host_target, report, placement, threads, observe)
-    graph = executor_graph(module)
+    size, early = shared if shared is not None else (None, EarlyBuilds({}, threads))
+    graph = executor_graph(module, size.devices if size is not None else None)
     record_threads(graph.graph, threads)
     record_features(graph.graph)
     emitted: list[KernelSource] = []
-    known, early = shared if shared is not None else (None, EarlyBuilds(graph.graph, threads))
+    known = (size.kernels, size.suffix) if size is not None else None
     early.graph = graph.graph
     try:
         kernels = distinct_kernels(
@@ -386,29 +395,80 @@ def lower(
     default_device: str | None,
     host_target: str,
     progress: Progress | None = None,
-    placement: str = "annotated",
+    placement: Placement = "annotated",
     num_threads: int = 0,
     observe: Observer | None = None,
 ) -> None:
     """Runs the pipeline in place (with place-by-cost before plan-devices for `placement`
-    "auto") and verifies the result. `observe` sees the module after each pass."""
-    passes = all_passes()
-    options = {"targets": targets, "default_device": default_device, "host_target": host_target}
-    ctx = context()
-    for name in pipeline(placement):
-        cls = passes[name]()
-        if name == "place-by-cost":
-            _apply(cls(**options, num_threads=num_threads), ctx, module)
-        else:
-            _apply(cls(**options) if name == "plan-devices" else cls(), ctx, module)
-        if progress is not None:
-            progress.stage(name)
-        if observe is not None:
-            observe(name, module)
+    "auto", or the placement it chose before) and verifies the result. `observe` sees the
+    module after each pass."""
+    Passes(targets, default_device, host_target, num_threads, progress, observe).run(
+        module, pipeline(placement), placement
+    )
     try:
         module.verify()
     except DiagnosticException as e:
         raise LoweringError(f"the lowered module does not verify (a compiler bug): {e}") from None
+
+
+def place_only(
+    module: ModuleOp,
+    params: Mapping[str, np.ndarray],
+    targets: tuple[str, ...],
+    options: tuple[str | None, str, int],
+    report: Progress,
+) -> tuple[Chosen, set[SEScopeAttr]]:
+    """The placement place-by-cost chooses for `module` with `params` bound, and the devices
+    the module is then on (`planned_devices`): the pipeline through plan-devices, on a clone."""
+    default_device, host_target, threads = options
+    placed = module.clone()
+    bind_params(placed, params)
+    names = pipeline("auto")
+    passes = Passes(targets, default_device, host_target, threads, report)
+    choice = passes.run(placed, names[: names.index("plan-devices") + 1], "auto")
+    assert choice is not None
+    return choice, planned_devices(placed)
+
+
+@dataclass(frozen=True)
+class Passes:
+    """The options of the pipeline's passes, and who sees the module after each."""
+
+    targets: tuple[str, ...]
+    default_device: str | None
+    host_target: str
+    num_threads: int = 0
+    progress: Progress | None = None
+    observe: Observer | None = None
+
+    def run(self, module: ModuleOp, names: Sequence[str], placement: Placement) -> Chosen | None:
+        """Runs the passes `names` on `module` in place; place-by-cost places by cost, or
+        writes back `placement` when it is one chosen before. What place-by-cost chose, if it ran."""
+        passes, ctx, choice = all_passes(), context(), None
+        options = {"targets": self.targets, "default_device": self.default_device, "host_target": self.host_target}
+        for name in names:
+            with reported():
+                if name == "place-by-cost":
+                    choice = place_or_replay(
+                        module, PlaceByCostPass(**options, num_threads=self.num_threads), placement
+                    )
+                else:
+                    cls = passes[name]()
+                    (cls(**options) if name == "plan-devices" else cls()).apply(ctx, module)
+            if self.progress is not None:
+                self.progress.stage(name)
+            if self.observe is not None:
+                self.observe(name, module)
+        return choice
+
+
+def place_or_replay(module: ModuleOp, by_cost: PlaceByCostPass, placement: Placement) -> Chosen:
+    """place-by-cost on `module`, or `placement` written back where it was chosen before."""
+    options = by_cost.options()
+    if isinstance(placement, Chosen):
+        place_by_cost.replay(module, options.config, placement)
+        return placement
+    return place_by_cost.chosen(place_by_cost.place(module, options))
 
 
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -420,9 +480,12 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {**get_all_xdsl_passes(), **get_all_passes()}
 
 
-def _apply(pass_: Any, ctx: Context, module: ModuleOp) -> None:
+@contextmanager
+def reported() -> Iterator[None]:
+    """A pass's errors as the driver reports them: an xrelay error without the bound weights
+    in its notes, a diagnostic as a LoweringError."""
     try:
-        pass_.apply(ctx, module)
+        yield
     except Error as e:
         shorten_notes(e)  # the module excerpt, without the bound weights
         raise

@@ -18,21 +18,25 @@ output is its input's storage (plan-memory gave both one storage id), so nothing
 `devices`, the canonical scopes of the program sorted by DLPack device type, then id (the
 host, cpu, comes first and is the primary device), each as plain data: the runtime learns
 where a node runs from this list alone. This module is where a scope becomes a device
-index, once, from the attribute (`device_list`). `storage_id` comes from plan-memory: the
+index, once, from the attribute (`device_list`). The graphs of a build of several batch sizes,
+each placed by its own costs, all list the devices of them all (`planned_devices` of each size
+after plan-devices, joined), so that an index means one device in every graph and kernel of
+the build (a size may list a device it does not use). `storage_id` comes from plan-memory: the
 input must have been through `inline-calls,plan-memory`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType, f32
+from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.target import Target
 
 from xrelay.diagnostics import LoweringError
@@ -80,8 +84,10 @@ def param_value(op: relay.ConstantOp) -> np.ndarray:
     return np.frombuffer(op.value.data.data, dtype="<f4").reshape(tuple(op.res.type.get_shape()))
 
 
-def executor_graph(module: ModuleOp) -> ExecutorGraph:
-    """The executor graph of a lowered module whose memory is planned."""
+def executor_graph(module: ModuleOp, devices: Sequence[SEScopeAttr] | None = None) -> ExecutorGraph:
+    """The executor graph of a lowered module whose memory is planned. `devices`, the list of
+    a build of several graphs that share one (`planned_devices` of each, joined): it must hold
+    every scope of the module; default, the module's own (`device_list`)."""
     main = main_function(module)
     unplanned = next((v for v in tensors(main) if storage_id(v) is None), None)
     if unplanned is not None:
@@ -91,7 +97,7 @@ def executor_graph(module: ModuleOp) -> ExecutorGraph:
             "run inline-calls,plan-memory first (e.g. -p '...,convert-relay-to-loops,inline-calls,plan-memory')"
         )
         main.emit_error(message, LoweringError(message))
-    return _GraphBuilder(main).build()
+    return _GraphBuilder(main, devices).build()
 
 
 def device_list(values: list[SSAValue]) -> list[SEScopeAttr]:
@@ -104,9 +110,34 @@ def device_entry(scope: SEScopeAttr) -> dict[str, Any]:
     return {"kind": scope.device, "id": scope.id, "target": scope.target, "memory": scope.memory}
 
 
+def planned_devices(module: ModuleOp) -> set[SEScopeAttr]:
+    """The canonical scopes a module names once plan-devices ran (its ops' and copies', its
+    functions' parameters' and results'): the devices of its executor graph, known before it is
+    lowered (or more, where lowering drops the only value on one)."""
+    found: set[SEScopeAttr] = set()
+    for op in module.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            found.update(_scopes_in(attr))
+    return found
+
+
+def _scopes_in(attr: Attribute) -> Iterator[SEScopeAttr]:
+    """The canonical scopes `attr` is or holds (in a function's argument attribute dictionaries)."""
+    if isinstance(attr, SEScopeAttr):
+        if attr.is_fully_constrained:
+            yield attr
+    elif isinstance(attr, ArrayAttr):
+        for inner in cast(ArrayAttr[Attribute], attr).data:
+            yield from _scopes_in(inner)
+    elif isinstance(attr, DictionaryAttr):
+        for inner in attr.data.values():
+            yield from _scopes_in(inner)
+
+
 @dataclass
 class _GraphBuilder:
     main: func.FuncOp
+    devices: Sequence[SEScopeAttr] | None = None
     nodes: list[dict[str, Any]] = field(default_factory=list)
     entries: dict[SSAValue, int] = field(default_factory=dict)
     params: dict[str, np.ndarray] = field(default_factory=dict)
@@ -119,8 +150,21 @@ class _GraphBuilder:
             self.add_op(op)
         ret = self.main.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
-        devices = device_list(list(self.entries))
+        devices = self.shared_devices() if self.devices is not None else device_list(list(self.entries))
         return ExecutorGraph(self.json([self.entries[v] for v in ret.arguments], devices), self.params, devices)
+
+    def shared_devices(self) -> list[SEScopeAttr]:
+        assert self.devices is not None
+        devices = list(self.devices)
+        missing = next((v for v in self.entries if scope_of(v) not in devices), None)
+        if missing is not None:
+            what = f"%{missing.name_hint}" if missing.name_hint else f"a tensor of type {missing.type}"
+            message = (
+                f"the graph-json target was given the devices {', '.join(map(str, devices))} for @main, but {what} "
+                f"is on {scope_of(missing)}, which is not one of them (a compiler bug: they are planned first)"
+            )
+            self.main.emit_error(message, LoweringError(message))
+        return devices
 
     def add_node(self, value: SSAValue, node: dict[str, Any]) -> None:
         self.entries[value] = len(self.nodes)

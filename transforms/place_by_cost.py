@@ -23,6 +23,9 @@ Runs before plan-devices (`xrelay.build(..., placement="auto")`). Steps:
    plan-devices inserts the copy and checks the rest as for a hand placement.
 
 With one candidate device, every free op goes there and nothing is measured.
+A choice can be written back again on an equal module (`Chosen`, `replay`) without measuring
+or searching: a build of several batch sizes places every size before it lowers any, so that
+all sizes' graphs list one set of devices (`xrelay.batching.place_sizes`).
 The cost table file (JSON): `{"ops": {"%name" or "#k": {"cpu": seconds, ...}}, "copies":
 {"cpu->opencl": {"latency": seconds, "bandwidth": bytes per second}}, "overheads": {"cpu":
 seconds}}` (overheads optional: `placement_model.Model.overheads`); `#k` is the k-th
@@ -46,7 +49,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from xrelay.diagnostics import ConfigError
+from xrelay.diagnostics import ConfigError, LoweringError
 from xrelay.dialects import relay
 from xrelay.dialects.dtypes import dtype_of
 from xrelay.dialects.lowered_graph import nbytes
@@ -101,6 +104,40 @@ class Decision:
 
     graph: Graph
     result: SearchResult
+    why: list[str | None]  # each node's reason (`explanations`)
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The placement chosen for a module: each node's name (to check that `replay` writes it on
+    an equal module), device label and reason."""
+
+    names: tuple[str, ...]
+    placement: tuple[str, ...]
+    why: tuple[str | None, ...]
+
+
+def chosen(decision: Decision) -> Chosen:
+    """What `decision` chose, apart from the IR it was chosen on."""
+    names = tuple(node.name for node in decision.graph.model.nodes)
+    return Chosen(names, tuple(decision.result.placement), tuple(decision.why))
+
+
+def replay(module: ModuleOp, config: CompilationConfig, choice: Chosen) -> None:
+    """Step 4 with a placement chosen before on an equal module (the same program, with the
+    same params bound, through the same passes)."""
+    graph = graph_of(module, config)
+    names = tuple(node.name for node in graph.model.nodes)
+    if names != choice.names:
+        differ = next(
+            (i for i, (a, b) in enumerate(zip(names, choice.names)) if a != b), min(len(names), len(choice.names))
+        )
+        raise LoweringError(
+            f"place-by-cost cannot replay a placement on a module it was not chosen for (a compiler bug): "
+            f"node {differ} of {len(names)} is {names[differ] if differ < len(names) else 'missing'}, but the placement's "
+            f"is {choice.names[differ] if differ < len(choice.names) else 'missing'} (of {len(choice.names)})"
+        )
+    write_back(graph, list(choice.placement), choice.why)
 
 
 def place(module: ModuleOp, options: PlacementOptions) -> Decision:
@@ -109,8 +146,9 @@ def place(module: ModuleOp, options: PlacementOptions) -> Decision:
     if len(graph.candidates) > 1:
         fill_costs(module, graph, options)
     result = search(graph.model, graph.candidates, options.budget)
-    write_back(graph, result.placement, explanations(graph.model, result.placement))
-    return Decision(graph, result)
+    decision = Decision(graph, result, explanations(graph.model, result.placement))
+    write_back(graph, result.placement, decision.why)
+    return decision
 
 
 def fill_costs(module: ModuleOp, graph: Graph, options: PlacementOptions) -> None:

@@ -417,15 +417,111 @@ def test_a_slice_that_takes_the_whole_batch_and_a_constant_concatenated_follow_i
         xrelay.build(module, batch_sizes=(2, 4))
 
 
-def test_placement_by_cost_with_batch_sizes_is_refused_by_name() -> None:
-    """Each size would be placed apart (and its params could land on different devices):
-    refused with a message that names both options, before anything is compiled."""
-    text = (
-        "func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n"
-        "  %0 = relay.nn.relu %x : tensor<1x4xf32>\n  func.return %0 : tensor<1x4xf32>\n}"
+# The diamond of test_place_by_cost.py with a batch axis, %b reading a param: %b and %c take
+# 1 ms on cpu and 1.2 / 1.3 ms on opencl, a copy 10 us + 2 MB/s. At batch 1 (256 B, 0.14 ms a
+# copy) running %b on opencl beside %c on cpu pays for its copies (about 1.5 ms a run, not 2);
+# at batch 16 (4 KB, 2 ms a copy) it does not.
+DIAMOND = """
+func.func @main(%x: tensor<1x64xf32>, %w: tensor<1x64xf32>) -> tensor<1x64xf32> {
+  %a = "relay.exp"(%x) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %b = "relay.multiply"(%a, %w) : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+  %c = "relay.tanh"(%a) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %d = "relay.add"(%b, %c) : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+  func.return %d : tensor<1x64xf32>
+}
+"""
+DIAMOND_COSTS = {
+    "ops": {
+        "%a": {"cpu": 1e-6, "opencl": 1e-6},
+        "%b": {"cpu": 1e-3, "opencl": 1.2e-3},
+        "%c": {"cpu": 1e-3, "opencl": 1.3e-3},
+        "%d": {"cpu": 1e-6, "opencl": 1e-6},
+    },
+    "copies": {pair: {"latency": 1e-5, "bandwidth": 2e6} for pair in ("cpu->opencl", "opencl->cpu")},
+}
+
+
+def kinds_used(exe: xrelay.Executable, node: str | None = None) -> dict[int, set[str]]:
+    """The device kinds each size's graph holds its nodes (those named `node`) on."""
+    return {
+        size: {
+            graph["devices"][i]["kind"]
+            for i, n in zip(graph["attrs"]["device_index"][1], graph["nodes"])
+            if node in (None, n["name"])
+        }
+        for size, graph in exe.batches.items()
+    }
+
+
+def test_placement_by_cost_places_each_size_by_its_own_costs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """batch 1 splits across cpu and opencl, batch 16 stays on cpu; both graphs list both
+    devices (one device index means one device in all graphs and kernels); the param is stored
+    once, though each size holds it on another device; any batch equals the interpreter's per
+    sample, built and loaded from the artifact."""
+    pytest.importorskip("pyopencl")
+    from xrelay.transforms.place_by_cost import COSTS_ENVIRONMENT
+
+    (tmp_path / "costs.json").write_text(json.dumps(DIAMOND_COSTS))
+    monkeypatch.setenv(COSTS_ENVIRONMENT, str(tmp_path / "costs.json"))
+    params = {"w": _random(1, 64)}
+    exe = xrelay.build(
+        DIAMOND, targets=("c", "opencl"), default_device="cpu", params=params, placement="auto", batch_sizes=(1, 16)
     )
-    with pytest.raises(xrelay.UsageError, match="placement='auto' does not take batch_sizes"):
-        xrelay.build(text, targets=("c", "opencl"), placement="auto", batch_sizes=(1, 4))
+    assert kinds_used(exe) == {1: {"cpu", "opencl"}, 16: {"cpu"}}
+    assert [[d["kind"] for d in graph["devices"]] for graph in exe.batches.values()] == [["cpu", "opencl"]] * 2
+    (name,) = exe.params
+    assert kinds_used(exe, name) == {1: {"opencl"}, 16: {"cpu"}}
+    exe.save(tmp_path / "diamond.xrelay")
+    loaded = xrelay.runtime.load(tmp_path / "diamond.xrelay")
+    assert kinds_used(loaded) == kinds_used(exe)
+    module = xrelay.parse(DIAMOND)
+    x = _random(20, 64)
+    expected = per_sample(module, params, x)
+    for n in (1, 3, 16, 20):
+        for runner in (exe, loaded):
+            np.testing.assert_allclose(runner.run(x=x[:n]), expected[:n], rtol=1e-5, atol=1e-6)
+
+
+def test_placement_by_cost_measures_each_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured costs (a fresh cache): each size is measured and placed with its params bound
+    (the larger size's weight held as it is, as the smaller reads it), and any batch equals
+    the interpreter's per sample."""
+    pytest.importorskip("pyopencl")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    module, params = mlp()
+    exe = xrelay.build(
+        module, targets=("c", "opencl"), default_device="cpu", params=params, placement="auto", batch_sizes=(1, 16)
+    )
+    # node times per device at each size (2 x 2), copy costs per pair of devices (2)
+    assert len(list((tmp_path / "xrelay" / "placement").glob("*.json"))) == 6
+    x = _random(20, 32)
+    expected = per_sample(module, params, x)
+    for n in (1, 3, 16, 20):
+        np.testing.assert_allclose(exe.run(x[:n]), expected[:n], rtol=1e-4, atol=1e-4)
+
+
+def test_a_graph_given_the_devices_of_all_sizes_lists_them_and_refuses_a_missing_one() -> None:
+    """Two graphs given the devices of both list them alike, their nodes indexing them: all on
+    opencl (its inputs too) at index 1, not 0 as in its own list; all on cpu at index 0. A list
+    without the device of one of its tensors is a LoweringError naming the tensor."""
+    from xrelay.driver import lower
+    from xrelay.targets.graph_json import executor_graph, planned_devices, scope_order
+
+    text = DIAMOND.replace('"relay.multiply"(%a, %w)', '"relay.multiply"(%a, %a)').replace(", %w: tensor<1x64xf32>", "")
+    on_opencl, on_cpu = xrelay.parse(text), xrelay.parse(text)
+    lower(on_opencl, ("c", "opencl"), "opencl", "c")
+    lower(on_cpu, ("c", "opencl"), "cpu", "c")
+    both = sorted(planned_devices(on_opencl) | planned_devices(on_cpu), key=scope_order)
+    assert [s.device for s in both] == ["cpu", "opencl"]
+    assert [s.device for s in executor_graph(on_opencl).devices] == ["opencl"]
+    for module, index in ((on_opencl, 1), (on_cpu, 0)):
+        graph = executor_graph(module, both).graph
+        assert [d["kind"] for d in graph["devices"]] == ["cpu", "opencl"]
+        assert set(graph["attrs"]["device_index"][1]) == {index}
+    with pytest.raises(
+        xrelay.LoweringError, match=r"given the devices .*cpu.* but %\w+ is on .*opencl.*, which is not one of"
+    ):
+        executor_graph(on_opencl, both[:1])
 
 
 @pytest.mark.parametrize("sizes", [(1, 64), (16, 64)])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 
 import xrelay
 from xrelay.dialects import relay
@@ -162,6 +163,29 @@ def test_pass_splits_the_diamond(costs: str) -> None:
     where = placed(DIAMOND, costs)
     assert where["a"] == where["d"] == CPU
     assert sorted([where["b"], where["c"]]) == [CPU, CL]
+
+
+def scopes_of(module: ModuleOp) -> list[str]:
+    return [str(op.se_scope) for op in module.walk() if isinstance(op, relay.RelayOp) and op.se_scope is not None]
+
+
+def test_a_chosen_placement_replays_on_an_equal_module_only(costs: str) -> None:
+    """What place-by-cost chose on one module is written back on another parse of the same
+    program as it was (no costs read: the table is gone); on a different program it is a
+    LoweringError naming the first node that differs."""
+    options = PlaceByCostPass(("c", "opencl"), "cpu", costs=costs).options()
+    first = xrelay.parse(DIAMOND)
+    choice = place_by_cost.chosen(place_by_cost.place(first, options))
+    assert sorted(choice.placement[2:4]) == [CPU, CL]
+    Path(costs).unlink()
+    again = xrelay.parse(DIAMOND)
+    place_by_cost.replay(again, options.config, choice)
+    assert scopes_of(again) == scopes_of(first) and str(again) == str(first)
+    other = xrelay.parse(DIAMOND.replace('"relay.sigmoid"(%a)', '"relay.sigmoid"(%x)').replace("%c", "%e"))
+    with pytest.raises(
+        xrelay.LoweringError, match="cannot replay a placement .* node 3 of 5 is %e, but the placement's is %c"
+    ):
+        place_by_cost.replay(other, options.config, choice)
 
 
 def test_pass_keeps_annotations(costs: str) -> None:
