@@ -15,8 +15,8 @@ initializers are not parameters: they are shape data, known at import.
 Phase 2, nodes in graph order: each ONNX value is a relay tensor, a value known at import
 (a numpy array: Constant, Shape, integer initializers, float scalar initializers and
 everything computed from them only, folded with onnx's reference evaluator, or numpy for the
-ops in `FOLDERS`), or both (a float initializer). Every other node is
-converted by its op type (`onnx_ops.CONVERTERS`).
+ops in `FOLDERS`), or both (a float initializer, and an Identity of one: the same parameter).
+Every other node is converted by its op type (`onnx_ops.CONVERTERS`).
 Phase 3, placement: a node whose name or op type matches a rule's glob has its results
 wrapped in `relay.on_device` of the rule's scope (the first matching rule wins); other nodes
 stay free for plan-devices. A rule that matches no node is an error.
@@ -242,6 +242,10 @@ class GraphImporter:
             self.scope_for(node)  # a rule matching only folded nodes still matches
             self.fold(node)
             return
+        if self.is_parameter_alias(node, inputs):
+            self.scope_for(node)
+            self.alias(node.input[0], node.output[0])
+            return
         convert = CONVERTERS.get(node.op_type)
         if node.domain not in ("", "ai.onnx") or convert is None:
             domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
@@ -291,6 +295,23 @@ class GraphImporter:
         if node.op_type in NOT_FOLDED or node.domain not in ("", "ai.onnx") or node.op_type == "Constant":
             return node.op_type == "Constant"
         return all(n in self.known and (n not in self.param_names or self.known[n].size == 1) for n in inputs)
+
+    def is_parameter_alias(self, node: onnx.NodeProto, inputs: Sequence[str]) -> bool:
+        """An Identity of a weight: torch's exporter writes one for each initializer equal to an
+        earlier one (DenseNet's BatchNormalization scales and biases, all ones and zeros)."""
+        return (
+            node.op_type == "Identity"
+            and node.domain in ("", "ai.onnx")
+            and list(inputs) == [node.input[0]]
+            and (node.input[0] in self.param_names)
+        )
+
+    def alias(self, name: str, new_name: str) -> None:
+        """`new_name` is `name`: the same parameter, and its value stays known at import, so
+        converters that fold weights (BatchNormalization's statistics, ...) still fold it."""
+        self.known[new_name] = self.known[name]
+        self.tensors[new_name] = self.tensors[name]
+        self.param_names.add(new_name)
 
     def fold(self, node: onnx.NodeProto) -> None:
         from onnx.reference import ReferenceEvaluator

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from isa_levels import isa_params
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -307,3 +308,46 @@ def test_an_if_with_a_run_time_condition_is_not_supported() -> None:
         r"\(an If is imported only when its condition is known at import\)",
     ):
         xrelay.from_onnx(if_model(None))
+
+
+def aliased_weights_model() -> ModelProto:
+    """BatchNormalization -> Relu -> Conv as torch exports DenseNet: the scale, bias and conv
+    weight reach their nodes through Identity nodes of initializers (the exporter's copies of
+    an initializer equal to an earlier one)."""
+    channels = 5
+    inits = [
+        numpy_helper.from_array(RNG.uniform(0.5, 2, channels).astype(np.float32), name) for name in ("scale", "var")
+    ] + [numpy_helper.from_array(RNG.standard_normal(channels).astype(np.float32), name) for name in ("bias", "mean")]
+    inits.append(numpy_helper.from_array(RNG.standard_normal((3, channels, 1, 1)).astype(np.float32), "w"))
+    nodes = [
+        helper.make_node("Identity", ["scale"], ["scale.copy"]),
+        helper.make_node("Identity", ["bias"], ["bias.copy"]),
+        helper.make_node("Identity", ["w"], ["w.copy"]),
+        helper.make_node("BatchNormalization", ["x", "scale.copy", "bias.copy", "mean", "var"], ["n"], epsilon=1e-5),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("Conv", ["r", "w.copy"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "aliased",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, 7, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_an_identity_of_a_weight_is_the_weight_and_batch_norm_folds_through_it() -> None:
+    """DenseNet-121's 31 norms whose scale and bias came through an Identity computed
+    scale / sqrt(var + eps) per element at run time: the Identity hid that they are known."""
+    module, params = xrelay.from_onnx(aliased_weights_model())
+    text = str(module)
+    assert "relay.sqrt" not in text and "relay.divide" not in text and "relay.subtract" not in text
+    assert sorted(params) == ["bias", "mean", "scale", "var", "w"]
+
+
+@pytest.mark.parametrize("target", [*isa_params(), "opencl"])
+def test_aliased_weights_built_match_onnx(target: str) -> None:
+    x = RNG.standard_normal((1, 5, 7, 3)).astype(np.float32)
+    targets = ("c", target) if target == "opencl" else (target,)
+    check_against_onnx(aliased_weights_model(), {"x": x}, targets)
