@@ -229,9 +229,11 @@ class Executable:
     def input_names(self) -> list[str]:
         return list(self.executor.inputs)
 
-    def placement(self) -> list[tuple[str, str]]:
-        """`(node, device)` for every kernel and copy, in execution order (copies as `src -> dst`)."""
-        ex = self.executor
+    def placement(self, batch_size: int | None = None) -> list[tuple[str, str]]:
+        """`(node, device)` for every kernel and copy, in execution order (copies as `src -> dst`).
+        Built with batch sizes: of the graph of `batch_size` (one of `batch_sizes`; by default the
+        largest), as `placement="auto"` may place each size differently."""
+        ex = self._executor_of(batch_size)
         rows: list[tuple[str, str]] = []
         for _, index in ex.steps:
             node, device = ex.nodes[index], ex.labels[ex.entries[index].device]
@@ -239,6 +241,14 @@ class Executable:
                 device = f"{ex.labels[ex.entries[ex.copy_source(index)].device]} -> {device}"
             rows.append((node["name"], device))
         return rows
+
+    def _executor_of(self, batch_size: int | None) -> GraphExecutor:
+        if batch_size is None:
+            return self.executor
+        if self.batched is None or batch_size not in self.batched.executors:
+            sizes = ", ".join(map(str, self.batch_sizes)) or "none: it was built without batch_sizes"
+            raise InputError(f"no graph of batch size {batch_size}; the executable's batch sizes are {sizes}")
+        return self.batched.executors[batch_size]
 
     def save(self, path: str | Path) -> None:
         """Saves the graph, params, kernel sources and compiled libraries to a directory."""

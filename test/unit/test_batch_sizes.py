@@ -266,6 +266,8 @@ def test_an_executable_without_batch_sizes_has_none_and_takes_its_exact_shape() 
     module, params = mlp()
     exe = xrelay.build(module, params=params)
     assert exe.batch_sizes == ()
+    with pytest.raises(InputError, match="no graph of batch size 1; .* none: it was built without batch_sizes"):
+        exe.placement(1)
     with pytest.raises(InputError, match=r"must have shape \[1, 32\]"):
         exe.run(np.zeros((3, 32), np.float32))
 
@@ -471,6 +473,13 @@ def test_placement_by_cost_places_each_size_by_its_own_costs(tmp_path: Path, mon
     assert [[d["kind"] for d in graph["devices"]] for graph in exe.batches.values()] == [["cpu", "opencl"]] * 2
     (name,) = exe.params
     assert kinds_used(exe, name) == {1: {"opencl"}, 16: {"cpu"}}
+    kernels_at = {
+        size: {device.split(":")[0] for _, device in exe.placement(size) if "->" not in device} for size in (1, 16)
+    }
+    assert kernels_at == {1: {"cpu", "opencl"}, 16: {"cpu"}}
+    assert exe.placement() == exe.placement(16)
+    with pytest.raises(InputError, match="no graph of batch size 4; the executable's batch sizes are 1, 16"):
+        exe.placement(4)
     exe.save(tmp_path / "diamond.xrelay")
     loaded = xrelay.runtime.load(tmp_path / "diamond.xrelay")
     assert kinds_used(loaded) == kinds_used(exe)
