@@ -354,3 +354,27 @@ def test_saved_and_loaded(tmp_path: Path, device: str) -> None:
     assert loaded.graph["attrs"]["storage_offset"] == exe.graph["attrs"]["storage_offset"]
     assert_in_place(loaded)  # type: ignore[arg-type]
     check(loaded, text, 2)  # type: ignore[arg-type]
+
+
+def test_a_loaded_graph_with_wrong_offsets_is_refused() -> None:
+    """The artifact check and the executor refuse a `__nop` whose inputs are not its bytes end
+    to end, and an offset the device kind cannot take."""
+    import copy
+
+    from xrelay.errors import ArtifactError, DeviceError
+    from xrelay.runtime.executor import GraphExecutor
+    from xrelay.runtime.graph_check import check_graph
+
+    exe = xrelay.build(PROGRAMS["fire_13x13"], **DEVICES["opencl"])  # type: ignore[arg-type]
+    check_graph(exe.graph, exe.kernels, exe.params, "m")
+    offsets = exe.graph["attrs"]["storage_offset"][1]
+    second = max(range(len(offsets)), key=offsets.__getitem__)
+    for shift, message in ((128, "views its input node"), (64, "takes multiples of 128 bytes")):
+        graph = copy.deepcopy(exe.graph)
+        graph["attrs"]["storage_offset"][1][second] += shift
+        with pytest.raises(ArtifactError, match=message):
+            check_graph(graph, exe.kernels, exe.params, "m")
+    graph = copy.deepcopy(exe.graph)
+    graph["attrs"]["storage_offset"][1][second] += 128
+    with pytest.raises(DeviceError, match="must view its inputs' bytes"):
+        GraphExecutor(graph, exe.devices, [k.kernels for k in exe.loaded], exe.params)
