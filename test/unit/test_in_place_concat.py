@@ -88,6 +88,7 @@ def test_planning_twice_changes_nothing() -> None:
     module = xrelay.parse(lowered(FIRE, result="(tensor<1x8xf32>, tensor<1x4xf32>)"))
     PlanMemoryPass().apply(xrelay.context(), module)
     once = planned(module)
+    assert once["b"][1] == 16
     PlanMemoryPass().apply(xrelay.context(), module)
     assert planned(module) == once
 
@@ -140,6 +141,9 @@ NOT_IN_PLACE = {
 
 @pytest.mark.parametrize("case", NOT_IN_PLACE)
 def test_not_in_place(case: str) -> None:
+    """Each case differs from `concat_of("%a", "%b")`, which is in place, by what it names."""
+    base = plan(lowered(concat_of("%a", "%b")))
+    assert base["a"] == (base["c"][0], 0) and base["b"] == (base["c"][0], 16)
     got = plan(NOT_IN_PLACE[case])
     assert all(offset is None for _, offset in got.values())
     assert got["a"][0] != got["c"][0]
@@ -328,6 +332,7 @@ def test_unaligned_on_opencl_stays_a_copy() -> None:
     exe = xrelay.build(text, **DEVICES["opencl"])  # type: ignore[arg-type]
     assert all(n["attrs"]["func_name"] != "__nop" for n in concat_nodes(exe))  # type: ignore[index]
     check(exe, text, 0)
+    assert_in_place(xrelay.build(text))  # (on cpu it is)
 
 
 def test_in_place_split_across_cpu_and_opencl() -> None:
