@@ -383,3 +383,23 @@ def test_a_loaded_graph_with_wrong_offsets_is_refused() -> None:
     graph["attrs"]["storage_offset"][1][second] += 128
     with pytest.raises(DeviceError, match="must view its inputs' bytes"):
         GraphExecutor(graph, exe.devices, [k.kernels for k in exe.loaded], exe.params)
+
+
+def test_in_place_at_batch_1_only_of_a_batched_build() -> None:
+    """A build of batch sizes 1 and 4: the concatenation is in place in the graph of 1 (its
+    inputs contiguous), a copy kernel in the graph of 4; runs of 1, 3 and 4 are right."""
+    text = PROGRAMS["three_convs"]
+    rng = np.random.default_rng(5)
+    params = {k: v for k, v in arrays(text, 5).items() if k != "x"}
+    exe = xrelay.build(text, params=params, batch_sizes=(1, 4))
+    nops = {
+        size: [n["attrs"]["func_name"] == "__nop" for n in g["nodes"] if "concat" in n["name"]]
+        for size, g in exe.batches.items()
+    }
+    assert nops == {1: [True], 4: [False]}
+    for n in (1, 3, 4):
+        x = rng.standard_normal((n, 3, 8, 8)).astype(np.float32)
+        got = exe.run(x=x)
+        want = [xrelay.interpret(xrelay.parse(text), {"x": x[i : i + 1], **params}) for i in range(n)]
+        for k in range(2):
+            np.testing.assert_allclose(got[k], np.concatenate([w[k] for w in want]), rtol=1e-4, atol=1e-4)
