@@ -220,16 +220,18 @@ def fire(hw: int = 9, cin: int = 16, s: int = 6, e1: int = 10, e3: int = 13) -> 
     return f"func.func @main({args}) -> {out} {{\n  " + "\n  ".join(lines) + f"\n  func.return %c : {out}\n}}"
 
 
-def three_convs(hw: int = 8, cin: int = 3, cs: tuple[int, int, int] = (5, 11, 7)) -> str:
+def three_convs(hw: int = 8, cin: int = 3, cs: tuple[int, int, int] = (5, 11, 7), reverse: bool = False) -> str:
     """concat(conv(x), conv(x), conv(x)) with odd channel counts, the second also read by a
     max pool; both returned through a conv each (so the concatenation's inputs are
-    intermediates)."""
+    intermediates). `reverse`: concatenated last first, so each is computed after the slice
+    behind it was written (a kernel writing past its result's end would show)."""
     lines: list[str] = []
     for i, (c, k) in enumerate(zip(cs, (1, 3, 1))):
         lines += conv(f"y{i}", "x", f"w{i}", cin, c, k, hw)
-    total = sum(cs)
-    types = ", ".join(t(1, c, hw, hw) for c in cs)
-    lines.append(f"%c = relay.concatenate %y0, %y1, %y2 {{axis = 1 : i64}} : ({types}) -> {t(1, total, hw, hw)}")
+    total, order = sum(cs), [2, 1, 0] if reverse else [0, 1, 2]
+    types = ", ".join(t(1, cs[i], hw, hw) for i in order)
+    names = ", ".join(f"%y{i}" for i in order)
+    lines.append(f"%c = relay.concatenate {names} {{axis = 1 : i64}} : ({types}) -> {t(1, total, hw, hw)}")
     lines.append(
         f"%p = relay.nn.max_pool2d %y1 {{pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>}} : "
         f"({t(1, cs[1], hw, hw)}) -> {t(1, cs[1], hw // 2, hw // 2)}"
@@ -245,7 +247,14 @@ def three_convs(hw: int = 8, cin: int = 3, cs: tuple[int, int, int] = (5, 11, 7)
     )
 
 
-PROGRAMS = {"fire": fire(), "three_convs": three_convs(), "fire_13x13": fire(hw=13, cin=32, s=16, e1=64, e3=64)}
+PROGRAMS = {
+    "fire": fire(),
+    "three_convs": three_convs(),
+    "fire_13x13": fire(hw=13, cin=32, s=16, e1=64, e3=64),
+    # odd images, written last slice first, with channels enough for the packed conv schedules
+    "reversed_7x7": three_convs(hw=7, cin=32, cs=(48, 80, 19), reverse=True),
+    "reversed_8x8": three_convs(hw=8, cin=32, cs=(48, 80, 19), reverse=True),  # slices of 128 bytes
+}
 DEVICES = {
     "opencl": dict(targets=("c", "opencl"), default_device="opencl"),
     "split": dict(targets=("c", "opencl")),  # the concatenation and its inputs on OpenCL, the rest on cpu
@@ -317,7 +326,7 @@ def test_in_place_on_c(program: str, target: str) -> None:
         check(exe, text, seed)
 
 
-@pytest.mark.parametrize("program", ["fire_13x13", "three_convs"])
+@pytest.mark.parametrize("program", ["fire_13x13", "three_convs", "reversed_8x8"])
 def test_in_place_on_opencl(program: str) -> None:
     text = PROGRAMS[program]
     exe = xrelay.build(text, **DEVICES["opencl"])  # type: ignore[arg-type]
