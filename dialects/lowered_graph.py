@@ -20,6 +20,13 @@ JSON, and through it the runtime; the DOT picture):
   reshapes only. Written by convert-relay-to-loops (`transforms/reshape_only.py`); its result is
   its input's storage read with another shape: plan-memory aliases the two, the graph JSON makes
   its node `__nop`.
+- `relay.concat_axis = N : i64` (`CONCAT_AXIS_ATTR`), on the launch of a group that only
+  concatenates its inputs (each once, in order) along axis N. Written by convert-relay-to-loops
+  (`transforms/in_place_concat.py`); plan-memory may store each input in a slice of its storage,
+  and then (`is_in_place_concat`) the graph JSON makes its node `__nop`.
+- `relay.storage_offset = N : i64` (`STORAGE_OFFSET_ATTR`), on each op whose result is stored at
+  byte N of its storage rather than at its start (an input of an in-place concatenation, and
+  its aliases). Written by plan-memory; the graph JSON's `storage_offset` (0 where absent).
 
 and on a kernel (a `func.func` a launch calls):
 
@@ -50,6 +57,8 @@ STORAGE_ID_ATTR = "relay.storage_id"
 # that is not a valid SSA name): the graph JSON's input name.
 INPUT_NAME_ATTR = "relay.input_name"
 RESHAPE_ONLY_ATTR = "relay.reshape_only"
+CONCAT_AXIS_ATTR = "relay.concat_axis"
+STORAGE_OFFSET_ATTR = "relay.storage_offset"
 # A work group per work item, because an OpenCL device spreads work groups over its threads
 # (PoCL's pthread device otherwise runs a small NDRange as one work group, on one thread).
 WORK_GROUP_PER_ITEM_ATTR = "relay.work_group_per_item"
@@ -139,3 +148,23 @@ def storage_id(value: SSAValue) -> int | None:
 def is_reshape_only_launch(op: Operation) -> TypeGuard[relay.LaunchOp]:
     """A launch whose result is its input read with another shape (`RESHAPE_ONLY_ATTR`)."""
     return isinstance(op, relay.LaunchOp) and RESHAPE_ONLY_ATTR in op.attributes and len(op.inputs) == 1
+
+
+def storage_offset(value: SSAValue) -> int:
+    """The byte in its storage at which plan-memory put a tensor of @main (0: its start)."""
+    owner = value.owner
+    attr = owner.attributes.get(STORAGE_OFFSET_ATTR) if isinstance(owner, Operation) else None
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+
+def concat_axis(op: Operation) -> int | None:
+    """The axis of a launch of a concatenation alone (`CONCAT_AXIS_ATTR`), else None."""
+    attr = op.attributes.get(CONCAT_AXIS_ATTR) if isinstance(op, relay.LaunchOp) else None
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def is_in_place_concat(op: Operation) -> TypeGuard[relay.LaunchOp]:
+    """A concatenation whose inputs plan-memory stored in its own storage: nothing to copy."""
+    if concat_axis(op) is None or storage_id(op.results[0]) is None:
+        return False
+    return all(storage_id(v) == storage_id(op.results[0]) for v in op.operands)

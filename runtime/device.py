@@ -89,8 +89,9 @@ class Device(ABC):
         return MemoryLimits(None, None)
 
     @abstractmethod
-    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:
-        """A tensor of `shape` and `dtype` at the start of `buffer`."""
+    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype, offset: int = 0) -> Tensor:
+        """A tensor of `shape` and `dtype` at byte `offset` of `buffer` (a multiple of its
+        kind's `offset_alignment`, `xrelay.runtime.device_kinds`)."""
 
     @abstractmethod
     def write(self, dst: Tensor, src: np.ndarray) -> None:

@@ -16,8 +16,9 @@ loops' vectors out, where the features of its targets come from (`module:functio
 `xrelay.runtime`, see `xrelay.runtime.machine`), what checks the options of its target strings
 (the C flags' allow-list, OpenCL's `-vector-width=N`), the device spec a virtual scope of the
 kind runs on by default, and the tensor element types it holds (a value of another is an
-error at plan-devices; a loaded graph with one is refused), and how its runtime's worker
-threads are counted, if it has a pool of its own (PoCL). Device types
+error at plan-devices; a loaded graph with one is refused), how its runtime's worker
+threads are counted, if it has a pool of its own (PoCL), and whether its kernels take a tensor
+at a byte offset in a buffer (plan-memory's in-place concatenations). Device types
 of the SEScope contract with no row (cuda, vulkan, ...) have target kinds but no code
 generator: `generates_kernels` is False for them.
 
@@ -59,6 +60,10 @@ class DeviceKind:
     # "module:function" under xrelay.runtime giving its runtime's worker threads a count, before
     # its first device opens (`xrelay.runtime.device.share_cores`); "": it has no pool of its own.
     worker_threads: str = ""
+    # The multiple of bytes a tensor's offset in its storage must be for its kernels and copies
+    # to take it (`transforms/in_place_concat.py` plans producers into slices of a storage);
+    # None: a tensor is always at the start of its buffer, nothing is planned in place there.
+    offset_alignment: int | None = None
 
     @property
     def generates_kernels(self) -> bool:
@@ -80,6 +85,7 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         runtime_device="cpu:CPUDevice",
         threads=True,
         options="c_library:c_flags",
+        offset_alignment=1,  # a pointer into the buffer (C kernels read any element's address)
     ),
     DeviceKind(
         "opencl",
@@ -96,6 +102,9 @@ DEVICE_KINDS: tuple[DeviceKind, ...] = (
         options="machine:check_opencl_options",
         spec_has_id=True,
         worker_threads="opencl:set_worker_threads",
+        # A sub-buffer's origin must be a multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least 1024
+        # bits (a long16) on a full-profile device, PoCL's here; the runtime checks the device's.
+        offset_alignment=128,
     ),
     DeviceKind("cuda", ("cuda",)),
     DeviceKind("vulkan", ("vulkan",), dtypes=("float32", "bool")),  # shaderInt64 is an optional feature

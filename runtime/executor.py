@@ -5,13 +5,15 @@ Minimal on purpose, like TVM's heterogeneous graph runtime: the compiler decided
 copies and storage, and the executor only carries them out.
 
 1. Storages: one per storage id, on the device of the entries stored there (a storage id
-   belongs to one device; a graph that says otherwise is rejected), sized for the largest.
+   belongs to one device; a graph that says otherwise is rejected), sized for the largest
+   (an entry starts at its `storage_offset`, 0 where the graph has no such column).
 2. Every `tvm_op` node is resolved once: `__copy` to a copy between its two devices, `__nop`
-   (a reshape-only node, as in TVM) to nothing at all: its entry is a view of its input's
-   storage, which the graph must give it (checked), any other `func_name` to the kernel of
+   (a reshape-only node, as in TVM, or a concatenation its inputs' producers wrote in place)
+   to nothing at all: its entry is its inputs' bytes, end to end in one storage, which the
+   graph must give it (checked), any other `func_name` to the kernel of
    that name *of the node's device* (so two devices may have kernels of the same name).
 3. A *workspace* is what one run needs for itself: a buffer per storage, every entry as a
-   typed view at the start of its storage's buffer, and every node bound to those views
+   typed view at its offset in its storage's buffer, and every node bound to those views
    once, so running a node is one call (each input's write and each result's read too).
 4. What runs at the same time (`Schedule`, computed once at load). Each kernel or copy node
    runs on a *lane*: the calling thread (HOST: a kernel of a device of host memory, a copy
@@ -83,12 +85,14 @@ HOST = -1  # the lane of the nodes the calling thread runs itself (see `Schedule
 
 @dataclass(frozen=True)
 class Entry:
-    """One tensor of the graph: its storage, shape, dtype and device index."""
+    """One tensor of the graph: its storage, shape, dtype, device index, and its first byte
+    in its storage."""
 
     storage: int
     shape: tuple[int, ...]
     dtype: np.dtype
     device: int
+    offset: int = 0
 
     @property
     def nbytes(self) -> int:
@@ -143,7 +147,7 @@ class GraphExecutor:
                     f"malformed graph: storage {e.storage} is used on devices {self.labels[device_of[e.storage]]} "
                     f"and {self.labels[e.device]}; a storage id belongs to one device"
                 )
-            sizes[e.storage] = max(sizes.get(e.storage, 0), e.nbytes)
+            sizes[e.storage] = max(sizes.get(e.storage, 0), e.offset + e.nbytes)
         self._check_memory(device_of, sizes)
         return device_of, sizes
 
@@ -169,17 +173,25 @@ class GraphExecutor:
                 )
 
     def _check_nops(self) -> None:
-        """Each `__nop` node's entry is its input's storage, as many bytes read another way."""
+        """Each `__nop` node's entry is its inputs' bytes, end to end from its offset in their
+        storage: a reshape's its input's, read another way; a concatenation's its slices."""
         for index, node in enumerate(self.nodes):
             if node["op"] == "null" or self._func_name(index) != NOP:
                 continue
-            source = self.entries[int(node["inputs"][0][0])]
-            entry = self.entries[index]
-            if (source.storage, source.nbytes, source.dtype) != (entry.storage, entry.nbytes, entry.dtype):
+            entry, at = self.entries[index], self.entries[index].offset
+            for i, *_ in node["inputs"]:
+                source = self.entries[int(i)]
+                if (source.storage, source.offset, source.dtype) != (entry.storage, at, entry.dtype):
+                    raise DeviceError(
+                        f"malformed graph: {NOP} node {index} ({node['name']}) must view its inputs' bytes in "
+                        f"storage {entry.storage}, input node {i} at byte {at} as {entry.dtype}, but that input "
+                        f"is storage {source.storage} at byte {source.offset} as {source.dtype}"
+                    )
+                at += source.nbytes
+            if at != entry.offset + entry.nbytes:
                 raise DeviceError(
-                    f"malformed graph: {NOP} node {index} ({node['name']}) must view its input's storage "
-                    f"{source.storage} ({source.nbytes} bytes of {source.dtype}), but has storage "
-                    f"{entry.storage} ({entry.nbytes} bytes of {entry.dtype})"
+                    f"malformed graph: {NOP} node {index} ({node['name']}) has {entry.nbytes} bytes, but its "
+                    f"inputs have {at - entry.offset}"
                 )
 
     def _describe(self, index: int) -> str:
@@ -237,7 +249,7 @@ class GraphExecutor:
 
     def view(self, index: int, buffer: Any) -> Tensor:
         e = self.entries[index]
-        return self.devices[e.device].tensor(buffer, e.shape, e.dtype)
+        return self.devices[e.device].tensor(buffer, e.shape, e.dtype, e.offset)
 
     def param(self, index: int) -> np.ndarray:
         return np.asarray(self.params[self.nodes[index]["name"]])
@@ -841,8 +853,9 @@ def _entries(graph: Mapping[str, Any], num_devices: int) -> list[Entry]:
     devices = attrs["device_index"][1] if "device_index" in attrs else [0] * count
     if any(d >= num_devices or d < 0 for d in devices):
         raise DeviceError(f"the graph uses device indices up to {max(devices)}, but {num_devices} devices were given")
-    columns = zip(attrs["storage_id"][1], attrs["shape"][1], attrs["dltype"][1], devices)
-    return [Entry(sid, tuple(shape), np.dtype(dt), dev) for sid, shape, dt, dev in columns]
+    offsets = attrs["storage_offset"][1] if "storage_offset" in attrs else [0] * count
+    columns = zip(attrs["storage_id"][1], attrs["shape"][1], attrs["dltype"][1], devices, offsets)
+    return [Entry(sid, tuple(shape), np.dtype(dt), dev, at) for sid, shape, dt, dev, at in columns]
 
 
 def _labels(graph: Mapping[str, Any], devices: Sequence[Device]) -> list[str]:

@@ -8,10 +8,12 @@ kernels it calls makes a kernel read or write past a buffer (a crash, or wrong n
 saved graph is data from a file, so `load` checks, naming the node: the graph's structure
 (TVM's graph-JSON keys and columns, one output per node); every node's inputs defined before
 it (so there is no cycle); every shape non-negative and every dtype one its device kind's
-kernels take (`DeviceKind.dtypes`); storage ids within the pool of one device; and every
-kernel node's inputs and output equal, in shape and dtype, to its kernel's parameters
-(`KernelSource.args`), a copy's to its input's, a reshape-only node's (`__nop`) a view of its
-input's storage, a param's array to its entry.
+kernels take (`DeviceKind.dtypes`); storage ids within the pool of one device, and storage
+offsets (where the graph has them) non-negative multiples of the device kind's
+`offset_alignment`; and every kernel node's inputs and output equal, in shape and dtype, to
+its kernel's parameters (`KernelSource.args`), a copy's to its input's, a `__nop` node's (a
+reshape, or a concatenation done in place) its inputs' bytes end to end in one storage, a
+param's array to its entry.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class _Checker:
         storage, shapes, dtypes = (self.column(attrs, c) for c in COLUMNS)
         devices = self.column(attrs, "device_index") if "device_index" in attrs else [0] * n
         result = [self.entry(i, *row) for i, row in enumerate(zip(storage, shapes, dtypes, devices))]
+        offsets = self.column(attrs, "storage_offset") if "storage_offset" in attrs else [0] * n
+        self.offsets = [self.offset(i, at, result[i][3]) for i, at in enumerate(offsets)]
         pools: dict[int, int] = {}
         for index, (sid, _, _, device) in enumerate(result):
             if pools.setdefault(sid, device) != device:
@@ -109,6 +113,15 @@ class _Checker:
         if dtype not in kind.dtypes:
             raise self.fail(index, f"has dtype {dtype!r}, but {kind.name} kernels take {', '.join(kind.dtypes)}")
         return cast(int, sid), tuple(cast(list[int], shape)), cast(str, dtype), cast(int, device)
+
+    def offset(self, index: int, at: object, device: int) -> int:
+        """An entry's first byte in its storage, one its device kind takes."""
+        kind = device_kind(str(self.devices[device].get("kind")))
+        align = kind.offset_alignment if kind is not None else None
+        if not _int(at) or cast(int, at) < 0 or (at and (align is None or cast(int, at) % align)):
+            takes = f"multiples of {align} bytes" if align else "none but 0"
+            raise self.fail(index, f"has storage offset {at!r}, but its device takes {takes}")
+        return cast(int, at)
 
     def reference(self, ref: object, before: int, what: str, index: int | None = None) -> int:
         """The node a `[node, output, version]` reference names, defined before `before`."""
@@ -170,17 +183,27 @@ class _Checker:
     def check_view(
         self, index: int, func_name: str, inputs: list[int], entries: list[tuple[int, tuple[int, ...], str, int]]
     ) -> None:
-        """A copy's output is its input's shape and dtype; a `__nop`'s its input's storage."""
-        if len(inputs) != 1:
+        """A copy's output is its input's shape and dtype; a `__nop`'s its inputs' bytes end to end."""
+        if func_name == COPY and len(inputs) != 1:
             raise self.fail(index, f"is a {func_name} node with {len(inputs)} inputs; it takes one")
-        (sid, shape, dtype, _), (out_sid, out_shape, out_dtype, _) = entries[inputs[0]], entries[index]
-        if func_name == COPY and (shape, dtype) != (out_shape, out_dtype):
-            raise self.fail(index, f"copies {list(shape)} {dtype} into {list(out_shape)} {out_dtype}")
-        if func_name == NOP and (sid, int(np.prod(shape)), dtype) != (out_sid, int(np.prod(out_shape)), out_dtype):
-            raise self.fail(
-                index,
-                f"views its input (storage {sid}, {list(shape)} {dtype}) as storage {out_sid}, {list(out_shape)} {out_dtype}",
-            )
+        if func_name == COPY:
+            (_, shape, dtype, _), (_, out_shape, out_dtype, _) = entries[inputs[0]], entries[index]
+            if (shape, dtype) != (out_shape, out_dtype):
+                raise self.fail(index, f"copies {list(shape)} {dtype} into {list(out_shape)} {out_dtype}")
+            return
+        out_sid, out_shape, out_dtype, _ = entries[index]
+        at = self.offsets[index]
+        for i in inputs:
+            sid, shape, dtype, _ = entries[i]
+            if (sid, self.offsets[i], dtype) != (out_sid, at, out_dtype):
+                raise self.fail(
+                    index,
+                    f"views its input node {i} (storage {sid} at byte {self.offsets[i]}, {list(shape)} {dtype}) "
+                    f"as storage {out_sid} at byte {at}, {list(out_shape)} {out_dtype}",
+                )
+            at += int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if not inputs or at != self.offsets[index] + int(np.prod(out_shape)) * np.dtype(out_dtype).itemsize:
+            raise self.fail(index, f"is {list(out_shape)} {out_dtype}, but its inputs are not as many bytes")
 
     def check_call(
         self, index: int, kernel: KernelSource, tensors: list[tuple[int, tuple[int, ...], str, int]]

@@ -47,9 +47,9 @@ class NumpyDevice(Device):
         total = host_memory()  # physical memory, ulimit -v and the cgroup's limit
         return MemoryLimits(total, total)
 
-    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> Tensor:
+    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype, offset: int = 0) -> Tensor:
         count = int(np.prod(shape, dtype=np.int64))
-        return buffer[: count * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
+        return buffer[offset : offset + count * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
 
     def write(self, dst: Tensor, src: np.ndarray) -> None:
         np.copyto(dst, src)

@@ -66,6 +66,7 @@ import numpy as np
 
 from xrelay.errors import CompileError, DeviceError
 from xrelay.runtime.device import Device, Kernel, LoadedKernels, MemoryLimits, Wait, done
+from xrelay.runtime.device_kinds import device_kind
 from xrelay.runtime.kernels import KernelSource
 
 OPENCL_INSTALL_HINT = (
@@ -347,8 +348,22 @@ class OpenCLDevice(Device):
     def memory_limits(self) -> MemoryLimits:
         return MemoryLimits(int(self.device.max_mem_alloc_size), int(self.device.global_mem_size))
 
-    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype) -> CLTensor:
-        return CLTensor(buffer, tuple(shape), np.dtype(dtype))
+    def tensor(self, buffer: Any, shape: Sequence[int], dtype: np.dtype, offset: int = 0) -> CLTensor:
+        """At an offset: a sub-buffer (kernels take buffers, not pointers), whose origin must be
+        a multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN."""
+        tensor = CLTensor(buffer, tuple(shape), np.dtype(dtype))
+        if not offset or not tensor.nbytes:
+            return tensor
+        align = int(self.device.mem_base_addr_align) // 8  # (in bits)
+        if offset % align:
+            planned = getattr(device_kind(self.kind), "offset_alignment", None)
+            raise DeviceError(
+                f"device {self.name} takes a tensor at an offset in a buffer that is a multiple of {align} bytes "
+                f"(CL_DEVICE_MEM_BASE_ADDR_ALIGN), but the graph stores one at byte {offset}: it was planned "
+                f"for devices that take multiples of {planned} bytes"
+            )
+        tensor.buffer = buffer.get_sub_region(offset, tensor.nbytes)
+        return tensor
 
     def write(self, dst: CLTensor, src: np.ndarray) -> None:
         self.start_write(dst, src)()

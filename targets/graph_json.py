@@ -14,7 +14,11 @@ artifact), then one `tvm_op` node per op of @main in program order: a `relay.lau
 node whose `func_name` is the kernel's name, a `relay.device_copy` a node whose `func_name`
 is `__copy`, a launch marked `relay.reshape_only` (`transforms/reshape_only.py`) a node named
 after its kernel whose `func_name` is `__nop`, as TVM marks a reshape-only function: its
-output is its input's storage (plan-memory gave both one storage id), so nothing runs. Every node has one output, so entry ids equal node ids. `device_index` indexes
+output is its input's storage (plan-memory gave both one storage id), so nothing runs. A
+concatenation planned in place (`transforms/in_place_concat.py`) is a `__nop` node too: its
+inputs' producers wrote its result. Then `attrs` has one column more than TVM's,
+`"storage_offset": ["list_int", [...]]`, the byte at which each entry starts in its storage
+(0: its start, for all where the column is absent). Every node has one output, so entry ids equal node ids. `device_index` indexes
 `devices`, the canonical scopes of the program sorted by DLPack device type, then id (the
 host, cpu, comes first and is the primary device), each as plain data: the runtime learns
 where a node runs from this list alone. This module is where a scope becomes a device
@@ -43,10 +47,12 @@ from xrelay.diagnostics import LoweringError
 from xrelay.dialects import relay
 from xrelay.dialects.lowered_graph import (
     INPUT_NAME_ATTR,
+    is_in_place_concat,
     is_reshape_only_launch,
     main_function,
     scope_of,
     storage_id,
+    storage_offset,
     tensors,
 )
 from xrelay.dialects.se_scope import DEVICE_TYPES, SEScopeAttr
@@ -189,7 +195,7 @@ class _GraphBuilder:
     def add_op(self, op: relay.LaunchOp | relay.DeviceCopyOp) -> None:
         inputs = [op.data] if isinstance(op, relay.DeviceCopyOp) else list(op.inputs)
         name = COPY if isinstance(op, relay.DeviceCopyOp) else op.callee.string_value()
-        func_name = NOP if is_reshape_only_launch(op) else name
+        func_name = NOP if is_reshape_only_launch(op) or is_in_place_concat(op) else name
         attrs = {"func_name": func_name, "num_inputs": str(len(inputs)), "num_outputs": "1", "flatten_data": "0"}
         node = {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[self.entries[v], 0, 0] for v in inputs]}
         self.add_node(op.res, node)
@@ -199,7 +205,7 @@ class _GraphBuilder:
         index = {scope: i for i, scope in enumerate(devices)}
         types = [v.type for v in values]
         assert all(isinstance(t, TensorType) for t in types)
-        return {
+        graph: dict[str, Any] = {
             "nodes": self.nodes,
             "arg_nodes": [i for i, node in enumerate(self.nodes) if node["op"] == "null"],
             "heads": [[h, 0, 0] for h in heads],
@@ -212,6 +218,10 @@ class _GraphBuilder:
             },
             "devices": [device_entry(s) for s in devices],
         }
+        offsets = [storage_offset(v) for v in values]
+        if any(offsets):
+            graph["attrs"]["storage_offset"] = ["list_int", offsets]
+        return graph
 
 
 def scope_order(scope: SEScopeAttr) -> tuple[int, int, str, str]:

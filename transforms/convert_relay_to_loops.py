@@ -91,7 +91,9 @@ Phase 4, launch: the group is replaced by `relay.launch @<kernel_name>(inputs) {
 A group that only reshapes (`relay.reshape`, `relay.squeeze`, `relay.expand_dims`) gets its
 kernel too, but its launch is marked `relay.reshape_only` (`transforms/reshape_only.py`):
 plan-memory stores its result in its input's storage and the executor graph makes it a
-`__nop` node, as TVM does with reshape-only functions, so the kernel never runs.
+`__nop` node, as TVM does with reshape-only functions, so the kernel never runs. A group that
+is one concatenate of its inputs is marked `relay.concat_axis = N` (`transforms/in_place_concat.py`):
+plan-memory may have its inputs' producers write into its result, and then it runs nothing either.
 
 Index arithmetic is folded as it is built but emitted where it is asked for, also inside
 loops it does not depend on: `xrelay.build` runs dce, licm and cse after this pass, which
@@ -134,6 +136,8 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.lowered_graph import WORK_GROUP_PER_ITEM_ATTR
 from xrelay.dialects.se_scope import SCOPE_ATTR, SEScopeAttr
+from xrelay.transforms import in_place_concat
+from xrelay.transforms.in_place_concat import concat_only_axis
 from xrelay.transforms.reshape_only import is_reshape_only, mark
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
@@ -377,4 +381,6 @@ def replace_with_launch(group: relay.FusedOp, kernel: str | None = None) -> None
     launch = relay.LaunchOp(callee, list(group.inputs), group.res.type, group_scope(group))
     if is_reshape_only(group):
         mark(launch)
+    if (axis := concat_only_axis(group)) is not None:
+        in_place_concat.mark(launch, axis)
     Rewriter.replace_op(group, launch)

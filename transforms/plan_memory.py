@@ -15,14 +15,20 @@ touched.
 
 The result of a launch marked `relay.reshape_only` (`transforms/reshape_only.py`) is an
 *alias* of its input: it is stored in the input's storage (its kernel never runs), so the
-two share one storage and one lifetime.
+two share one storage and one lifetime. The inputs of a concatenation planned *in place*
+(`transforms/in_place_concat.py` says which: a concatenation alone, contiguous per input,
+of intermediates on its scope that nothing else stores) are stored in the concatenation's
+storage, each at its byte offset (its slice of the result), so each producer writes its
+slice and the concatenation's kernel never runs; the storage lives from the first of them
+to the last use of any.
 
 Phase 1, check: @main holds only those ops, and every tensor has a scope (an alias the
 scope of its operand).
 Phase 2, lifetimes: a tensor lives from the op that defines it to its last use; returned
 tensors live to the end. A storage lives as long as any of the tensors in it (a tensor and
 its aliases): nothing else is written to it while one of them may still be read.
-Phase 3, assign, in program order: parameters, constants and returned tensors get storages
+Phase 3, assign, in program order (a storage when the first tensor stored in it is defined):
+parameters, constants and returned tensors get storages
 of their own, never shared (the caller writes and reads them), but with their aliases (the
 executor copies inputs in and results out, so a returned alias of an input or of a constant
 never hands the caller a buffer it owns). An alias takes its operand's storage. An intermediate tensor takes a
@@ -30,10 +36,12 @@ released storage of *its own scope* (the smallest one large enough, else the lar
 grows), or a new one. After an op, the storages of the intermediates whose last use (with their aliases') it was
 are released — after its result was assigned, so a kernel never writes over its own inputs.
 Phase 4, write back: `relay.storage_id = N : i64` on each op of @main and as an argument
-attribute on each parameter, so `opt-tool` shows the plan.
+attribute on each parameter, and `relay.storage_offset = N : i64` (bytes) on each op whose
+result is stored in a slice of an in-place concatenation, so `opt-tool` shows the plan.
 
 A storage id belongs to exactly one scope; running the pass twice changes nothing.
-Not yet: in-place kernels (but for aliases), sharing across the storages of two scopes on one physical device.
+Not yet: in-place kernels (but for aliases and concatenations), a concatenation in place in
+another's storage, sharing across the storages of two scopes on one physical device.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from xrelay.diagnostics import LoweringError, location_of
 from xrelay.dialects import relay
 from xrelay.dialects.lowered_graph import (
     STORAGE_ID_ATTR,
+    STORAGE_OFFSET_ATTR,
     arg_attrs,
     is_reshape_only_launch,
     main_function,
@@ -66,6 +75,7 @@ from xrelay.dialects.lowered_graph import (
     tensors,
 )
 from xrelay.dialects.se_scope import SEScopeAttr
+from xrelay.transforms.in_place_concat import Slice, in_place_slices
 
 GRAPH_OPS = (relay.LaunchOp, relay.DeviceCopyOp, relay.ConstantOp)
 
@@ -133,13 +143,30 @@ def last_uses(main: func.FuncOp) -> dict[SSAValue, int]:
     return last
 
 
-def alias_roots(main: func.FuncOp) -> dict[SSAValue, SSAValue]:
-    """The tensor whose storage each tensor is in: an alias's operand's, else its own."""
+def alias_roots(main: func.FuncOp, slices: dict[SSAValue, Slice] | None = None) -> dict[SSAValue, SSAValue]:
+    """The tensor whose storage each tensor is in: an alias's operand's, an in-place
+    concatenation's input's the concatenation's (`slices`), else its own."""
+    slices = slices or {}
     roots: dict[SSAValue, SSAValue] = {arg: arg for arg in main.args}
     for op in main.body.block.ops:
         for result in op.results:
-            roots[result] = roots[op.operands[0]] if is_reshape_only_launch(op) else result
+            if result in slices:
+                roots[result] = slices[result].concat
+            else:
+                roots[result] = roots[op.operands[0]] if is_reshape_only_launch(op) else result
     return roots
+
+
+def storage_offsets(main: func.FuncOp, slices: dict[SSAValue, Slice]) -> dict[SSAValue, int]:
+    """The byte offset of each tensor in a slice of its storage (its aliases' too)."""
+    offsets: dict[SSAValue, int] = {}
+    for op in main.body.block.ops:
+        for result in op.results:
+            if result in slices:
+                offsets[result] = slices[result].offset
+            elif is_reshape_only_launch(op) and op.operands[0] in offsets:
+                offsets[result] = offsets[op.operands[0]]
+    return offsets
 
 
 def storage_last_uses(main: func.FuncOp, roots: dict[SSAValue, SSAValue]) -> dict[SSAValue, int]:
@@ -161,6 +188,7 @@ class StoragePlan:
     """Storage id per tensor, and each storage's scope and size in bytes."""
 
     ids: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
+    offsets: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])  # the tensors in a slice
     scopes: list[SEScopeAttr] = field(default_factory=list[SEScopeAttr])
     sizes: list[int] = field(default_factory=list[int])
     free: dict[SEScopeAttr, list[int]] = field(default_factory=dict[SEScopeAttr, list[int]])
@@ -186,8 +214,9 @@ class StoragePlan:
 
 
 def plan_storage(main: func.FuncOp) -> StoragePlan:
-    plan = StoragePlan()
-    roots = alias_roots(main)
+    slices = in_place_slices(main)
+    plan = StoragePlan(offsets=storage_offsets(main, slices))
+    roots = alias_roots(main, slices)
     last = storage_last_uses(main, roots)
     end = len(list(main.body.block.ops))
     for arg in main.args:
@@ -195,11 +224,10 @@ def plan_storage(main: func.FuncOp) -> StoragePlan:
     for index, op in enumerate(main.body.block.ops):
         if isinstance(op, func.ReturnOp):
             break
-        result = op.results[0]
-        if roots[result] is not result:
-            plan.ids[result] = plan.ids[roots[result]]
-        else:
-            _assign(plan, result, pinned=isinstance(op, relay.ConstantOp) or last[result] == end)
+        result, root = op.results[0], roots[op.results[0]]
+        if root not in plan.ids:  # (an in-place concatenation's storage: at its first input)
+            _assign(plan, root, pinned=isinstance(root.owner, relay.ConstantOp) or last[root] == end)
+        plan.ids[result] = plan.ids[root]
         for root in dict.fromkeys(roots[v] for v in [*op.operands, result]):  # ordered: deterministic ids
             if last[root] == index and _is_intermediate(root, last, end):
                 plan.release(plan.ids[root])
@@ -224,6 +252,10 @@ def write_back(main: func.FuncOp, plan: StoragePlan) -> None:
     for op in main.body.block.ops:
         if op.results:
             op.attributes[STORAGE_ID_ATTR] = IntegerAttr(plan.ids[op.results[0]], i64)
+        if op.results and op.results[0] in plan.offsets:
+            op.attributes[STORAGE_OFFSET_ATTR] = IntegerAttr(plan.offsets[op.results[0]], i64)
+        else:
+            op.attributes.pop(STORAGE_OFFSET_ATTR, None)
     attrs = [arg_attrs(main, i) | {STORAGE_ID_ATTR: IntegerAttr(plan.ids[a], i64)} for i, a in enumerate(main.args)]
     main.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in attrs])
 
