@@ -162,6 +162,32 @@ def test_avx2_tile_keeps_its_sums_in_registers(tmp_path: Path) -> None:
     assert not [line for line in fmas if re.search(r"-?\d*\(%rsp\)", line)]
 
 
+def test_avx2_hardswish_epilogue_vectorises(tmp_path: Path) -> None:
+    """The hardswish epilogue (x * min(max(x/6 + 1/2, 0), 1)) of a 1 x 1 conv for AVX2: with
+    partial redundancy elimination on, gcc 12 moved the multiply into the clamp's arms and left
+    the loop a branch per element ("control flow in loop"; targets/c.py NO_PRE)."""
+    target = "c -march=x86-64-v3"
+    data, out_c, _, _ = MOBILE_CASES["hardswish_7x7"]
+    rng = np.random.default_rng(12)
+    params = {
+        "w": rng.standard_normal((out_c, data[1], 1, 1)).astype(np.float32),
+        "b": rng.standard_normal(out_c).astype(np.float32),
+    }
+    built = xrelay.build(mobile_program("hardswish_7x7"), targets=(target,), params=params, num_threads=1)
+    (source,) = [k.source for k in built.kernels]
+    path = tmp_path / "kernel.c"
+    path.write_text(source)
+    flags = [f for f in C_BASE_FLAGS if f not in ("-shared", "-fPIC")]
+    report = subprocess.run(
+        ["gcc", *flags, *c_flags(target), "-fopt-info-vec-all", "-c", "-o", str(tmp_path / "k.o"), str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
+    assert "loop vectorized" in report
+    assert "control flow in loop" not in report
+
+
 @pytest.mark.parametrize(
     ("data", "weight", "attrs", "result", "native"),
     [((2, 48, 15, 17), (40, 48, 1, 1), f"{{{S2}}}", (2, 40, 8, 9), "packed_conv"),  # strided
