@@ -162,6 +162,24 @@ NO_IF_CONVERSION_PRELUDE = f"""#ifndef {NO_IF_CONVERSION}
 #endif
 #endif
 """
+# The attribute of a kernel whose loops gcc if-converts, where it cannot mask what it would
+# speculate (no AVX-512): without partial redundancy elimination (-fno-tree-pre; no value
+# changes). Hardswish's x * min(max(x/6 + 1/2, 0), 1) otherwise lost its vectorised loop: PRE
+# folds x * 1 on the clamp's upper arm and puts the multiply in the other, and gcc 12
+# if-converts a multiply in an arm (an op that may trap) only where it can mask it; with AVX2
+# and SSE each element took a branch (a 1 x 1 conv 112 -> 672 at 14 x 14 with bias and
+# hardswish, x86-64-v3: 422 -> 324 us, the time of the same conv with relu6).
+# (-fno-trapping-math vectorises it too, but put one of AVX2's 6 x 2 tile's sums on the stack
+# in MobileNetV2's 160 -> 960 conv, and DenseNet's max pools slowed 28x with it for all kernels.)
+NO_PRE = "XRELAY_NO_PRE"
+NO_PRE_PRELUDE = f"""#ifndef {NO_PRE}
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__AVX512F__)
+#define {NO_PRE} __attribute__((optimize("no-tree-pre")))
+#else
+#define {NO_PRE}
+#endif
+#endif
+"""
 THREADS_DEFAULT = f"#ifndef {THREADS_MACRO}\n#define {THREADS_MACRO} 1\n#endif\n"
 
 # The end of a shared nest (`omp for nowait`, then `xr_join`): each thread counts itself in,
@@ -284,9 +302,10 @@ class CEmitter(CStyleEmitter):
         loops only, so a branch that holds loops (a micro-kernel's choice of store path or its
         exact slow path) cannot be if-converted and leaves it on: its epilogue's relu then
         vectorises (the CNN's first conv, 8x1x28x28 -> 16 with bias and relu: 2.6x -> 1.7x the
-        time of onnxruntime's Conv + Relu, measured beside it)."""
+        time of onnxruntime's Conv + Relu, measured beside it). A kernel that if-converts
+        has partial redundancy elimination off below AVX-512 (NO_PRE)."""
         self.if_converts = not any(isinstance(op, scf.IfOp) and not has_loop(op) for op in kernel.walk())
-        return self.kernel_prefix if self.if_converts else f"{NO_IF_CONVERSION} {self.kernel_prefix}"
+        return f"{NO_PRE} {self.kernel_prefix}" if self.if_converts else f"{NO_IF_CONVERSION} {self.kernel_prefix}"
 
     def emit_expression(self, op: Operation) -> None:
         """A max or min keeps its two selects in a kernel without loop if-conversion, where
@@ -327,6 +346,7 @@ class CEmitter(CStyleEmitter):
         lines = ["#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)", *called, "#endif\n"]
         vectors = "".join(vector_prelude(n) for n in VECTOR_WIDTHS if f"{vector_type(n)} " in text)
         if_conversion = NO_IF_CONVERSION_PRELUDE if NO_IF_CONVERSION in text else ""
+        if_conversion += NO_PRE_PRELUDE if NO_PRE in text else ""
         threads = THREADS_DEFAULT if THREADS_MACRO in text else ""
         join = JOIN_PRELUDE if f"{JOIN}(" in text else ""
         return threads + join + vectors + if_conversion + ("\n".join(lines) if called else "")

@@ -113,6 +113,9 @@ CONSTANT_CASES = {
     "hardswish_stride2_batch2": ((2, 7, 15, 9), 3, 2, "hardswish"),
     "swish_5x5_small_image": ((1, 21, 7, 7), 5, 1, "swish"),
     "swish_5x5_stride2": ((1, 5, 14, 17), 5, 2, "swish"),
+    # MobileNetV2's rows of 28 (flat with 8 and 16 lanes, 838 positions summed as whole vectors)
+    "relu6_rows_of_28": ((1, 5, 28, 28), 3, 1, "relu6"),
+    "relu6_wide_rows": ((1, 3, 5, 61), 3, 1, "relu6"),  # along each row at every level
 }
 
 
@@ -168,10 +171,11 @@ def test_constant_weights_with_the_mobile_epilogues(name: str, target: str) -> N
     assert plan is not None and plan.finite_weights
     _, k, _, epilogue = CONSTANT_CASES[name]
     # swish's sigmoid runs in one loop over the sums on cpu (libmvec in C; PoCL vectorises no
-    # such loop: matmul_block.loops_epilogue); otherwise only on rows no longer than a vector
+    # such loop: matmul_block.loops_epilogue); otherwise only on rows of at most two vectors
     lanes = plan.tile.lanes
     maths_loop = epilogue == "swish" and target != "opencl"
-    assert plan.flat_epilogue == (maths_loop or shape_of(plan.conv.res)[3] <= lanes)
+    assert plan.flat_epilogue == (maths_loop or shape_of(plan.conv.res)[3] <= depthwise_conv.FLAT_ROW_VECTORS * lanes)
+    assert plan.summed % lanes == 0 and plan.positions <= plan.summed < plan.positions + lanes
     expected = xrelay.interpret(xrelay.parse(text), {"x": x, **params})
     got = xrelay.build(text, targets=(target,), params=params, num_threads=1).run(x)
     magnitude = xrelay.interpret(xrelay.parse(text), {"x": np.abs(x), **{k_: np.abs(v) for k_, v in params.items()}})

@@ -23,9 +23,14 @@ The nest spans (image, channel, block of `Plan.rows` output rows). A work item:
    at the chunk's ends, it did not). An epilogue that is the same at every pixel of the
    channel (bias, clip, hardswish, swish: `schedules.channel_epilogue`) runs instead in one loop over
    all the sums, in place, before they are copied out, where it calls a maths function or
-   the rows are no longer than a vector: a sigmoid per row of 7 or 14 was scalar expf calls
-   (EfficientNet's 1152 x 7 x 7 5 x 5 conv + bias + swish: 155 -> 89 us, 576 x 14 x 14 3 x 3:
-   229 -> 84 us; 1 thread, AVX-512, load 6).
+   the rows are short (`FLAT_ROW_VECTORS`): a sigmoid per row of 7 or 14 was
+   scalar expf calls (EfficientNet's 1152 x 7 x 7 5 x 5 conv + bias + swish: 155 -> 89 us,
+   576 x 14 x 14 3 x 3: 229 -> 84 us; 1 thread, AVX-512, load 6), and the rows' scalar
+   remainders (12 of a row of 28 with 16 lanes) kept gcc's branchy form of the clip, whose
+   branches, on a model's activations, mispredicted: MobileNetV2's 192 x 28 x 28 conv + bias +
+   relu6 took 135 us in the model against 42 us timed alone on the same input (a predictor
+   that learns the signs of a repeated input). The loop spans the block's positions rounded
+   up to whole vectors (`Plan.summed`), so it has no remainder.
 
 The sums are exact (as `interpret`, which skips the padded taps) when the channel's weights
 are finite: 0 x w = 0 on a padded tap. A constant weight (a model's) is checked once when the
@@ -64,6 +69,7 @@ from xrelay.transforms.schedules import (
     kind_of,
     one_group_per_item,
     result_shape,
+    round_up,
 )
 from xrelay.transforms.schedules import micro_kernel as mk
 from xrelay.transforms.schedules.matmul_block import loops_epilogue
@@ -79,6 +85,11 @@ MAX_VECTORS = 8
 # A work item's rows: the largest divisor of the output height whose packed images (every
 # phase) hold at most PACK_MAX_FLOATS (64 KiB: within L2, far under PoCL's stack).
 PACK_MAX_FLOATS = 1 << 14
+# An epilogue the same at every pixel runs in one loop over the block's sums where it calls a
+# maths function or the output rows are at most FLAT_ROW_VECTORS vectors long (see the module
+# docstring); along wider rows (56, 112) the extra pass cost more than the rows' remainders
+# (MobileNetV2 in the model, AVX-512: 144 x 56 x 56 152 -> 203 us, 32 x 112 x 112 145 -> 203 us).
+FLAT_ROW_VECTORS = 2
 # Tiny convs (fewer multiply-adds than this) stay with the scalar and conv_vectors schedules:
 # a work item's packing, zeroing and finite probe cost more than their loops (not measured
 # finer; the models' smallest depthwise conv, 7 x 7 x 3 x 3 of a channel, has 441 each).
@@ -98,8 +109,8 @@ class Plan:
     column_phases: tuple[int, ...]
     tile: mk.Tile  # one row of VECTORS vectors of the target's lanes
     finite_weights: bool  # the weight is a constant of finite values (no check at run time)
-    # the epilogue is the same at every pixel (`schedules.channel_epilogue`) and calls a maths function
-    # or the rows are short: it runs in one loop over the sums, then they are copied out
+    # the epilogue is the same at every pixel (`schedules.channel_epilogue`) and calls a maths
+    # function or the rows are short: it runs in one loop over the sums, then they are copied out
     flat_epilogue: bool
 
     @property
@@ -116,9 +127,16 @@ class Plan:
         return self.packed_rows * self.padded_width
 
     @property
+    def summed(self) -> int:
+        """The flat positions summed: the block's, rounded up to whole vectors (those past the
+        last output read the zeros after the last image), so that the flat epilogue's loop has
+        no scalar remainder."""
+        return round_up(self.positions, self.tile.lanes)
+
+    @property
     def sum_floats(self) -> int:
-        """The block's sums: a float per flat position (at least a chunk)."""
-        return max(self.positions, self.chunk)
+        """The block's sums: a float per flat position summed (at least a chunk)."""
+        return max(self.summed, self.chunk)
 
     @property
     def pack_floats(self) -> int:
@@ -159,7 +177,7 @@ def plan_of(group: relay.FusedOp) -> Plan | None:
         return None
     rows = max(fits)
     tile = mk.Tile(rows=1, vectors=chunk_vectors((rows - 1) * padded_width + out_w, lanes), lanes=lanes)
-    flat = channel_epilogue(group, conv.res) and (out_w <= lanes or loops_epilogue(group))
+    flat = channel_epilogue(group, conv.res) and (out_w <= FLAT_ROW_VECTORS * lanes or loops_epilogue(group))
     checks = (constant_finite(group, conv.weight), flat)
     return Plan(conv, rows, rows + reach, padded_width, row_phases, column_phases, tile, *checks)
 
@@ -216,7 +234,7 @@ def sums_then_epilogue(
 ) -> list[SSAValue]:
     """The block's sums into scratch, chunk by chunk, then `root` at its outputs from them."""
     sums = e.emit(memref.AllocaOp.get(f32, shape=[plan.sum_floats]))
-    chunks = math.ceil(plan.positions / plan.chunk)
+    chunks = math.ceil(plan.summed / plan.chunk)
     e.loops([chunks], [], lambda ivs, _: chunk(e, plan, tile[1], packed, ivs[0], sums))
     if not plan.flat_epilogue:
         return store(e, plan, root, tile, sums, out)
@@ -228,7 +246,7 @@ def sums_then_epilogue(
         e.remember(plan.conv.res, idx, e.emit(memref.LoadOp.get(sums, ivs)))
         return e.store(e.value_at(root, idx), sums, ivs)
 
-    e.loops([plan.positions], [], epilogue)
+    e.loops([plan.summed], [], epilogue)
     return store(e, plan, None, tile, sums, out)
 
 
@@ -330,7 +348,7 @@ def chunk(
     last position, or starting at 0 when the block has fewer), stored at those positions of
     `sums`."""
     _, _, kh, kw = shape_of(plan.conv.weight)
-    start = e.min_index(e.mul_const(index, plan.chunk), e.index(max(plan.positions - plan.chunk, 0)))
+    start = e.min_index(e.mul_const(index, plan.chunk), e.index(max(plan.summed - plan.chunk, 0)))
     accs = mk.zeros(e, plan.tile)
     for i in range(kh):
         for j in range(kw):

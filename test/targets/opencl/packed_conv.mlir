@@ -22,9 +22,9 @@
 // CL:           float16 [[P2:v[0-9]+]] = *(const xr_float16u *)(&[[PACKED]][{{v[0-9]+}}]);
 // CL-NEXT:      float [[W:v[0-9]+]] = in1[{{.*}}];
 // CL-NEXT:      float16 [[WV:v[0-9]+]] = (float16)([[W]]);
-// CL-NEXT:      float16 {{v[0-9]+}} = fma([[WV]], [[P0]], {{v[0-9]+}});
-// CL-NEXT:      float16 {{v[0-9]+}} = fma([[WV]], [[P1]], {{v[0-9]+}});
-// CL-NEXT:      float16 {{v[0-9]+}} = fma([[WV]], [[P2]], {{v[0-9]+}});
+// CL-NEXT:      float16 {{v[0-9]+}} = fma([[P0]], [[WV]], {{v[0-9]+}});
+// CL-NEXT:      float16 {{v[0-9]+}} = fma([[P1]], [[WV]], {{v[0-9]+}});
+// CL-NEXT:      float16 {{v[0-9]+}} = fma([[P2]], [[WV]], {{v[0-9]+}});
 // CL:         *(xr_float16u *)(&{{buf[0-9]+}}[0]) = {{v[0-9]+}};
 func.func @main(%x: tensor<1x8x12x12xf32>, %w: tensor<8x8x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x12x12xf32> {
   %0 = relay.nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x12x12xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x12x12xf32>

@@ -34,8 +34,8 @@
 // CL-NEXT:        long {{v[0-9]+}} = [[C]] * 8;
 // CL-NEXT:        float [[W:v[0-9]+]] = [[U]][{{.*}}];
 // CL-NEXT:        float16 [[WV:v[0-9]+]] = (float16)([[W]]);
-// CL-NEXT:        float16 {{v[0-9]+}} = fma([[WV]], [[V0]], {{v[0-9]+}});
-// CL-NEXT:        float16 {{v[0-9]+}} = fma([[WV]], [[V1]], {{v[0-9]+}});
+// CL-NEXT:        float16 {{v[0-9]+}} = fma([[V0]], [[WV]], {{v[0-9]+}});
+// CL-NEXT:        float16 {{v[0-9]+}} = fma([[V1]], [[WV]], {{v[0-9]+}});
 // CL:           *(xr_float16u *)(&[[M]][[[XI]] * 256]) = {{v[0-9]+}};
 // CL:         int [[FINITE:v[0-9]+]] = {{v[0-9]+}} == 0.0f;
 // CL-NEXT:    if ([[FINITE]]) {
