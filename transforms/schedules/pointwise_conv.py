@@ -12,6 +12,14 @@ block's outputs go differ (`PointwiseBlock`): the epilogue stores each output ro
 block of pixels spans by a unit-stride loop along the row (as packed_conv's `store_block`),
 the group's other ops (bias, activation, residual) applied there.
 
+A group of fuse-conv-pool whose conv ends in a `global_avg_pool2d` (`GlobalPooling`) is
+computed here too when a block of columns holds all of an image's pixels: each work item owns
+its channels at every pixel, so it sums each channel's epilogue over the pixels in its own
+scratch (race-free, no partial sums) and stores the pooled [N, C, 1, 1] (or what elementwise
+ops after the pool make of it) instead of the conv's result. The sum runs row after row from
+0.0 and is divided by H * W, the order and rounding of the pool's own kernel
+(`GroupEmitter.global_avg_pool2d`), so the result is that of the two kernels.
+
 packed_conv computed these as a direct conv with one tap: at the exported models' shapes,
 where the pixels are few (7 x 7, 14 x 14) and the channels many, its work items (blocks of
 output rows, every channel) were few and its packed tile large; ResNet-50's 1 x 1 convs at
@@ -20,7 +28,9 @@ output rows, every channel) were few and its packed tile large; ResNet-50's 1 x 
 
 from __future__ import annotations
 
-from xdsl.dialects import memref, scf
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
@@ -32,6 +42,7 @@ from xrelay.transforms.schedules import (
     channel_epilogue,
     features_of,
     group_root,
+    is_elementwise,
     kind_of,
     one_group_per_item,
     packed_conv,
@@ -56,9 +67,39 @@ from xrelay.transforms.schedules.packed_matmul import (
 FLAT_EPILOGUE_ROW_VECTORS = 2
 
 
+@dataclass(frozen=True)
+class GlobalPooling:
+    """A group that is a conv group's ops (`conv` first, then elementwise ops), then the
+    global_avg_pool2d `pool` of their last value, then elementwise ops on the pooled value
+    (a group of fuse-conv-pool)."""
+
+    conv: relay.Conv2DOp
+    pool: relay.GlobalAvgPool2DOp
+
+
+def global_pooling_of(group: relay.FusedOp) -> GlobalPooling | None:
+    """The group's GlobalPooling, or None: the ops after the pool read none of the conv's
+    values (only the pooled one, and values from outside)."""
+    first, *ops = list(group.body.block.ops)[:-1]
+    pools = [i for i, op in enumerate(ops) if isinstance(op, relay.GlobalAvgPool2DOp)]
+    if not isinstance(first, relay.Conv2DOp) or len(pools) != 1:
+        return None
+    pool = ops[pools[0]]
+    assert isinstance(pool, relay.GlobalAvgPool2DOp)
+    before, after = ops[: pools[0]], ops[pools[0] + 1 :]
+    if shape_of(pool.data) != shape_of(first.res) or not all(is_elementwise(op) for op in before + after):
+        return None
+    conv_values = {first.res, *(r for op in before for r in op.results)}
+    if pool.data not in conv_values or any(v in conv_values for op in after for v in op.operands):
+        return None
+    return GlobalPooling(first, pool)
+
+
 def pointwise_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
-    """The group's conv2d of the result's shape when it is 1 x 1, of one conv group, unpadded."""
-    conv = anchor_of(group, relay.Conv2DOp)
+    """The group's conv2d of the result's shape (or the conv a global pool of the group
+    pools, `global_pooling_of`) when it is 1 x 1, of one conv group, unpadded."""
+    pooling = global_pooling_of(group)
+    conv = pooling.conv if pooling is not None else anchor_of(group, relay.Conv2DOp)
     if conv is None or conv.group_count != 1 or any(conv.padding_values):
         return None
     return conv if shape_of(conv.weight)[2:] == (1, 1) else None
@@ -111,11 +152,21 @@ def matches(group: relay.FusedOp) -> bool:
     conv = pointwise_anchor(group)
     if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
         return False
-    if leaves_to_packed_conv(group, conv):
+    pooled = global_pooling_of(group) is not None
+    if not pooled and leaves_to_packed_conv(group, conv):
         return False
-    tile = blocking(features_of(group)).tile
+    blocks = blocking(features_of(group))
     rows, columns, depth = matrix(conv)
-    return rows >= tile.rows and columns >= tile.columns and rows * columns * depth >= MIN_WORK
+    if pooled and block_columns(columns, blocks) < columns:
+        return False
+    return rows >= blocks.tile.rows and columns >= blocks.tile.columns and rows * columns * depth >= MIN_WORK
+
+
+def pools_in_epilogue(group: relay.FusedOp) -> bool:
+    """Whether the schedule takes `group` and computes its global pool from each work item's
+    sums, the item's channels at every pixel (fuse-conv-pool asks this of a group it would
+    make)."""
+    return global_pooling_of(group) is not None and matches(group)
 
 
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
@@ -128,7 +179,14 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     tiles = (result_shape(group)[0], -(-rows // row_block), -(-columns // column_block))
     root = group_root(group)
     flat = channel_epilogue(group, conv.res) and out_w <= FLAT_EPILOGUE_ROW_VECTORS * blocks.tile.lanes
-    nest = emitter.parallel_nest(tiles, lambda tile: PointwiseBlock(emitter, conv, tile, blocks, flat).emit(root, out))
+    pooling = global_pooling_of(group)
+
+    def item(tile: list[SSAValue]) -> None:
+        block = PointwiseBlock(emitter, conv, tile, blocks, flat and pooling is None)
+        block.pooling = pooling
+        block.emit(root, out)
+
+    nest = emitter.parallel_nest(tiles, item)
     return one_group_per_item(nest, group)
 
 
@@ -153,6 +211,7 @@ class PointwiseBlock(Block):
         self.k_depth = self.k_block_depth()
         self.flat_epilogue = flat_epilogue
         self.clamped = True  # rhs_at clamps the pixels to the image (`pack_rhs` packs whole blocks unclamped)
+        self.pooling: GlobalPooling | None = None  # set by `build` for a group of a global pool
 
     def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
         """The weight at (`row`, k): clamped for a copy of whole tiles; read in place, a row is
@@ -205,6 +264,8 @@ class PointwiseBlock(Block):
         An epilogue the same at every pixel (`channel_epilogue`) runs first, in place, in one
         loop over each channel's sums (`pixels_epilogue`), and the rows copy them out."""
         e = self.e
+        if self.pooling is not None:
+            return self.pooled_epilogue(self.pooling, root, sums, out)
         _, _, out_h, out_w = shape_of(self.conv.res)
         end = e.min_index(e.add_const(self.col0, self.columns), e.index(self.shape[-1]))
         if self.flat_epilogue:
@@ -229,6 +290,34 @@ class PointwiseBlock(Block):
             return e.loops([columns], [], output)
 
         e.loops([self.valid(self.row0, self.rows, self.shape[-2]), (first_row, last_row)], [], row)
+
+    def pooled_epilogue(self, pooling: GlobalPooling, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
+        """The group's result for each channel of the block, whose sums hold every pixel of the
+        image (`matches`): the pool's input at each pixel (the conv group's epilogue there),
+        added row after row from 0.0, divided by H * W (as the pool's kernel computes it),
+        then the ops after the pool, stored at the channel's index of the result."""
+        e = self.e
+        _, _, out_h, out_w = shape_of(self.conv.res)
+        result_rank = len(shape_of(root))
+
+        def channel(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            c = e.add(self.row0, ivs[0])
+
+            def pixel(hw: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                idx = [*self.batch, c, *hw]
+                at = e.add(e.mul_const(hw[0], out_w), hw[1])
+                e.remember(self.conv.res, idx, e.emit(memref.LoadOp.get(sums, [ivs[0], at])))
+                return [e.emit(arith.AddfOp(accs[0], e.value_at(pooling.pool.data, idx)))]
+
+            (total,) = e.loops([out_h, out_w], [e.f32(0.0)], pixel)
+            zero = e.index(0)
+            e.remember(
+                pooling.pool.res, [*self.batch, c, zero, zero], e.emit(arith.DivfOp(total, e.f32(float(out_h * out_w))))
+            )
+            idx = [*self.batch, c, zero, zero][:result_rank]
+            return e.store(e.value_at(root, idx), out, idx)
+
+        e.loops([self.valid(self.row0, self.rows, self.shape[-2])], [], channel)
 
     def pixels_epilogue(self, root: SSAValue, sums: SSAValue, count: SSAValue) -> None:
         """`sums[i, q]` = the group's result from it, for each channel i of the block and
