@@ -20,10 +20,10 @@ scratch (race-free, no partial sums) and stores the pooled [N, C, 1, 1] (or what
 ops after the pool make of it) instead of the conv's result. The sum runs row after row from
 0.0 and is divided by H * W, the order and rounding of the pool's own kernel
 (`GroupEmitter.global_avg_pool2d`), so the result is that of the two kernels. At the mobile
-nets' last convs it is about the time of the two (MobileNetV2's 320 -> 1280 at 7 x 7: 324
-against 308 + 10 us, EfficientNet-B0's 342 against 332 + 10; AVX-512, 1 thread, per-node
-medians, bench/conv_pool_kernels.py): the pool's kernel was cheap, and the sums' extra pass
-costs about what it did.
+nets' last convs it takes 0.97-0.99x the time of the two (MobileNetV2's 320 -> 1280 at 7 x 7:
+317 against 310 + 10 us, AVX2 528 against 521 + 10; EfficientNet-B0's 332 against 331 + 10,
+AVX2 544 against 553 + 10; 1 thread, per-node medians, bench/conv_pool_kernels.py, load
+1.2-1.7): the pool's kernel was cheap, and the pass over the sums costs most of what it did.
 
 packed_conv computed these as a direct conv with one tap: at the exported models' shapes,
 where the pixels are few (7 x 7, 14 x 14) and the channels many, its work items (blocks of
@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
@@ -318,27 +317,23 @@ class PointwiseBlock(Block):
         image (`matches`): the pool's input in place of each sum (`pool_inputs`), then each
         channel's added pixel after pixel from 0.0 and divided by H * W, as the pool's kernel
         computes it, then the ops after the pool, stored at the channel's index of the result.
-        The adds run pixel by pixel over all channels (a channel's in a scratch `pooled`), not
-        channel by channel: a channel's 49 adds one after another waited on each other, and the
-        kernel took 1.3x the time of the conv and pool kernels (MobileNetV2's 320 -> 1280)."""
+        (Computing the epilogue at each pixel inside the sum's loop kept it from being
+        vectorised: MobileNetV2's 320 -> 1280 conv and pool took 415 us against 301 + 10 us
+        as two kernels; adding pixel by pixel across channels, through a scratch, 1.03x the
+        time of this order, AVX2.)"""
         e = self.e
         _, _, out_h, out_w = shape_of(self.conv.res)
         channels = self.valid(self.row0, self.rows, self.shape[-2])
         self.pool_inputs(pooling, sums)
-        pooled = e.emit(memref.AllocaOp.get(f32, shape=[self.rows]))
-        e.loops([channels], [], lambda ivs, _: e.store(e.f32(0.0), pooled, ivs))
-
-        def add(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
-            q, i = ivs
-            total = e.emit(memref.LoadOp.get(pooled, [i]))
-            return e.store(e.emit(arith.AddfOp(total, e.emit(memref.LoadOp.get(sums, [i, q])))), pooled, [i])
-
-        e.loops([out_h * out_w, channels], [], add)
         rank, zero = len(shape_of(root)), e.index(0)
 
         def channel(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             idx = [*self.batch, e.add(self.row0, ivs[0]), zero, zero]
-            total = e.emit(memref.LoadOp.get(pooled, ivs))
+
+            def add(qs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                return [e.emit(arith.AddfOp(accs[0], e.emit(memref.LoadOp.get(sums, [ivs[0], qs[0]]))))]
+
+            (total,) = e.loops([out_h * out_w], [e.f32(0.0)], add)
             e.remember(pooling.pool.res, idx, e.emit(arith.DivfOp(total, e.f32(float(out_h * out_w)))))
             return e.store(e.value_at(root, idx[:rank]), out, idx[:rank])
 
