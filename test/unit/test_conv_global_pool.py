@@ -20,6 +20,7 @@ from tolerances import EPS32, assert_within, sum_of_products_bound
 
 import xrelay
 from xrelay.dialects import relay
+from xrelay.transforms import fuse_conv_pool
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_conv_pool import FuseConvPoolPass
 from xrelay.transforms.fuse_ops import FuseOpsPass
@@ -185,3 +186,22 @@ def check_pooled_kernel(name: str, target: str) -> None:
     terms = data[1] + 3 + data[2] * data[3]
     bound = sum_of_products_bound(np.abs(magnitude), terms, c=4.0) + 4 * EPS32 * np.abs(expected)
     assert_within(built.run(x), expected, bound, name)
+
+
+@pytest.mark.parametrize("target", [*isa_params(), "opencl"])
+@pytest.mark.parametrize("name", ["mobilenet_last_7x7", "odd_pixels_relu_after"])
+def test_pooled_kernel_rounds_as_the_two_kernels(name: str, target: str) -> None:
+    """The merged kernel adds each channel's pixels in the pool kernel's loops (rows, then the
+    row's pixels, its reduction pragma the same), so its result is bit for bit the conv and
+    pool kernels' (fuse-conv-pool's POOLING emptied)."""
+    data, out_c, _, _ = CASES[name]
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(data).astype(np.float32)
+    params = {"w": rng.standard_normal((out_c, data[1], 1, 1)).astype(np.float32)}
+    params["b"] = rng.standard_normal(out_c).astype(np.float32)
+    merged = xrelay.build(program(name), targets=(target,), params=params, num_threads=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fuse_conv_pool, "POOLING", {})
+        two = xrelay.build(program(name), targets=(target,), params=params, num_threads=1)
+    assert (len(merged.kernels), len(two.kernels)) == (1, 2)
+    np.testing.assert_array_equal(merged.run(x), two.run(x))

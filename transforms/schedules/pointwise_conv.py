@@ -17,13 +17,14 @@ computed here too when this schedule takes the conv and a block of columns holds
 image's pixels: each work item owns
 its channels at every pixel, so it sums each channel's epilogue over the pixels in its own
 scratch (race-free, no partial sums) and stores the pooled [N, C, 1, 1] (or what elementwise
-ops after the pool make of it) instead of the conv's result. The sum runs row after row from
-0.0 and is divided by H * W, the order and rounding of the pool's own kernel
-(`GroupEmitter.global_avg_pool2d`), so the result is that of the two kernels. At the mobile
-nets' last convs it takes 0.97-0.99x the time of the two (MobileNetV2's 320 -> 1280 at 7 x 7:
-317 against 310 + 10 us, AVX2 528 against 521 + 10; EfficientNet-B0's 332 against 331 + 10,
-AVX2 544 against 553 + 10; 1 thread, per-node medians, bench/conv_pool_kernels.py, load
-1.2-1.7): the pool's kernel was cheap, and the pass over the sums costs most of what it did.
+ops after the pool make of it) instead of the conv's result. The sum runs in the loops the
+pool's own kernel has (`GroupEmitter.global_avg_pool2d`: from 0.0, the rows, each row's
+pixels, the C target's reduction pragma on the inner loop), then is divided by H * W, so the
+result is bit for bit that of the two kernels. At the mobile nets' last convs it takes
+0.96-1.02x the time of the two (MobileNetV2's 320 -> 1280 at 7 x 7: 294 against 289 + 10 us,
+AVX2 533 against 512 + 10; EfficientNet-B0's 311 against 314 + 9, AVX2 548 against 561 + 10;
+1 thread, per-node medians of 11 interleaved rounds, bench/conv_pool_kernels.py, load 3.5):
+the pool's kernel was cheap, and the pass over the sums costs most of what it did.
 
 packed_conv computed these as a direct conv with one tap: at the exported models' shapes,
 where the pixels are few (7 x 7, 14 x 14) and the channels many, its work items (blocks of
@@ -315,8 +316,7 @@ class PointwiseBlock(Block):
     def pooled_epilogue(self, pooling: GlobalPooling, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
         """The group's result for each channel of the block, whose sums hold every pixel of the
         image (`matches`): the pool's input in place of each sum (`pool_inputs`), then each
-        channel's added pixel after pixel from 0.0 and divided by H * W, as the pool's kernel
-        computes it, then the ops after the pool, stored at the channel's index of the result.
+        channel's added row by row from 0.0 and divided by H * W, in the pool kernel's loops, then the ops after the pool, stored at the channel's index of the result.
         (Computing the epilogue at each pixel inside the sum's loop kept it from being
         vectorised: MobileNetV2's 320 -> 1280 conv and pool took 415 us against 301 + 10 us
         as two kernels; adding pixel by pixel across channels, through a scratch, 1.03x the
@@ -330,10 +330,11 @@ class PointwiseBlock(Block):
         def channel(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
             idx = [*self.batch, e.add(self.row0, ivs[0]), zero, zero]
 
-            def add(qs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-                return [e.emit(arith.AddfOp(accs[0], e.emit(memref.LoadOp.get(sums, [ivs[0], qs[0]]))))]
+            def add(hw: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                q = e.add(e.mul_const(hw[0], out_w), hw[1])
+                return [e.emit(arith.AddfOp(accs[0], e.emit(memref.LoadOp.get(sums, [ivs[0], q]))))]
 
-            (total,) = e.loops([out_h * out_w], [e.f32(0.0)], add)
+            (total,) = e.loops([out_h, out_w], [e.f32(0.0)], add)
             e.remember(pooling.pool.res, idx, e.emit(arith.DivfOp(total, e.f32(float(out_h * out_w)))))
             return e.store(e.value_at(root, idx[:rank]), out, idx[:rank])
 
