@@ -88,10 +88,11 @@ class GlobalPooling:
 def global_pooling_of(group: relay.FusedOp) -> GlobalPooling | None:
     """The group's GlobalPooling, or None: the ops after the pool read none of the conv's
     values (only the pooled one, and values from outside)."""
-    first, *ops = list(group.body.block.ops)[:-1]
+    first, *ops = list(group.body.block.ops)  # the last is the yield
     pools = [i for i, op in enumerate(ops) if isinstance(op, relay.GlobalAvgPool2DOp)]
     if not isinstance(first, relay.Conv2DOp) or len(pools) != 1:
         return None
+    ops = ops[:-1]
     pool = ops[pools[0]]
     assert isinstance(pool, relay.GlobalAvgPool2DOp)
     before, after = ops[: pools[0]], ops[pools[0] + 1 :]
