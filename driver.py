@@ -11,8 +11,8 @@ reshape adding or dropping leading 1s moves below the elementwise ops after it, 
 matmul's activation fuses into it), pool-before-conv (an average pool of a 1 x 1 conv pools
 the conv's input instead), plan-devices,
 combine-parallel-dense (denses of one data with constant weights become one dense and slices),
-fuse-ops, fuse-conv-pool (a conv group and the max_pool2d group after it become one where the
-conv's schedule pools in its stores), fuse-attention (attention's scores, softmax and product
+fuse-ops, fuse-conv-pool (a conv group and the max_pool2d or global_avg_pool2d group after it
+become one where the conv's schedule pools in its stores), fuse-attention (attention's scores, softmax and product
 with v become one group where attention_rows lowers it), convert-relay-to-loops, inline-calls (calls between relay
 functions are inlined into @main after lowering, when every value already has its scope),
 plan-memory. Then the compiler's last step hands the runtime plain data: the executor graph

@@ -18,7 +18,8 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
     layer_norm_rows   a layer_norm result: a work item per row (mean, 1/std, then the row)
     pointwise_conv    a cpu or opencl 1 x 1 conv2d anchor (any stride, one group, unpadded): a
                       matmul over the NCHW image, out[o, p] = sum_c w[o, c] x[c, p], by
-                      packed_matmul's blocks and micro-kernel
+                      packed_matmul's blocks and micro-kernel (also a group of fuse-conv-pool
+                      ending in a global_avg_pool2d: each channel summed over its pixels)
     depthwise_conv    a cpu or opencl depthwise conv2d anchor (a group per channel, any window,
                       stride, dilation, padding) of enough work: vectors of consecutive output
                       positions across rows, a channel's taps in registers

@@ -1,6 +1,6 @@
 """
-fuse-conv-pool: a conv2d group and the max_pool2d group that reads it become one group,
-whose kernel stores the pooled result.
+fuse-conv-pool: a conv2d group and the max_pool2d or global_avg_pool2d group that reads it
+become one group, whose kernel stores the pooled result.
 
 fuse-ops leaves an image model's `conv2d + bias + relu` and the `max_pool2d` after it in two
 groups: conv2d and max_pool2d are both OutEWiseFusable (DESIGN.md's table), and TVM's rules
@@ -11,8 +11,8 @@ stores it: this pass makes those groups, and leaves the others alone.
 
 Words: a *conv group* is a `relay.fused` whose first op is a conv2d of the group's result
 shape, followed by elementwise and broadcast ops only (its epilogue: bias, relu, ...); a
-*pool group* is a `relay.fused` whose first op is a `relay.nn.max_pool2d` of one of its
-inputs, used by the pool alone, followed by elementwise and broadcast ops only (a relu
+*pool group* is a `relay.fused` whose first op is a `relay.nn.max_pool2d` or a
+`relay.nn.global_avg_pool2d` of one of its inputs, used by the pool alone, followed by elementwise and broadcast ops only (a relu
 after the pool, as `relu(max_pool2d(conv(x)))` writes it). The input is fuse-ops output.
 
 Phase 1, match: each pool group whose pooled input is the result of a conv group that
@@ -30,8 +30,15 @@ Phase 3, decide: the merged group replaces the two only where convert-relay-to-l
 
 The result is the same values as the two kernels': the conv outputs are the schedule's, the
 max is taken tap after tap as the pool's kernel takes it, NaN winning (see
-winograd_conv.py's store step). Running the pass twice changes nothing (a merged group
-yields a pool, so it is no conv group). Not yet: avg_pool2d, pools with padding or
+winograd_conv.py's store step); a global average is summed pixel after pixel from 0.0 and
+divided by H * W, as the pool's kernel does (pointwise_conv, whose work items hold all of an
+image's pixels for their channels). Running the pass twice changes nothing (a merged group
+yields a pool, so it is no conv group). Not yet: a global pool after a conv that is not
+1 x 1 (ResNet-18's 3 x 3; packed_conv and winograd_conv do not sum their blocks) or that
+pointwise_conv leaves to packed_conv (ResNet-50's last, 512 -> 2048 at 7 x 7, with AVX-512's
+32 registers: pointwise_conv's fused kernel took 778 us against 646 + 16), or whose
+result something else reads too (the squeeze-excite pools of EfficientNet and MobileNetV3,
+which would need a group with two results); avg_pool2d, pools with padding or
 `ceil_mode` windows past the conv's result, pooling in packed_conv, and in conv_taps on the
 cpu. (conv_taps pooling two output rows' sums through a scratch, its pooled rows in loops
 gcc vectorised, took 0.040 ms for the CNN's first conv and pool against 0.037 ms as two
@@ -62,14 +69,16 @@ from xrelay.dialects import relay
 from xrelay.transforms.convert_relay_to_loops import pick_schedule
 from xrelay.transforms.fuse_ops import KernelNames, existing_symbols
 from xrelay.transforms.group_chains import anchored, is_elementwise, merge_where
-from xrelay.transforms.schedules import conv_taps, winograd_conv
+from xrelay.transforms.schedules import conv_taps, pointwise_conv, winograd_conv
 
 # The schedules that pool in a conv's epilogue, by name, each with its test of a merged
 # group (whether it takes the group and computes the pool from its blocks).
 POOLING: dict[str, Callable[[relay.FusedOp], bool]] = {
     winograd_conv.SCHEDULE.name: winograd_conv.pools_in_epilogue,
     conv_taps.SCHEDULE.name: conv_taps.pools_in_epilogue,
+    pointwise_conv.SCHEDULE.name: pointwise_conv.pools_in_epilogue,
 }
+POOLS = (relay.MaxPool2DOp, relay.GlobalAvgPool2DOp)
 
 
 @dataclass(frozen=True)
@@ -101,10 +110,10 @@ def matches(module: ModuleOp) -> list[tuple[relay.FusedOp, relay.FusedOp]]:
 
 
 def is_pool_group(group: relay.FusedOp) -> bool:
-    """A max_pool2d of a group input that nothing else in the group reads, then elementwise
-    and broadcast ops only."""
+    """A max_pool2d or global_avg_pool2d of a group input that nothing else in the group
+    reads, then elementwise and broadcast ops only."""
     pool, *tail = list(group.body.block.ops)[:-1]
-    if not isinstance(pool, relay.MaxPool2DOp) or not isinstance(pool.data, BlockArgument):
+    if not isinstance(pool, POOLS) or not isinstance(pool.data, BlockArgument):
         return False
     return pool.data.has_one_use() and all(is_elementwise(op) for op in tail)
 
@@ -112,7 +121,7 @@ def is_pool_group(group: relay.FusedOp) -> bool:
 def pooled_input(group: relay.FusedOp) -> SSAValue:
     """The input a pool group pools."""
     pool = group.body.block.first_op
-    assert isinstance(pool, relay.MaxPool2DOp) and isinstance(pool.data, BlockArgument)
+    assert isinstance(pool, POOLS) and isinstance(pool.data, BlockArgument)
     return group.inputs[pool.data.index]
 
 

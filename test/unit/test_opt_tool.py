@@ -108,7 +108,8 @@ def test_help_gives_a_pass_its_whole_first_paragraph(capsys):
     _, out, _ = run_main(capsys, "--help")
     section = " ".join(out[out.index("  fuse-conv-pool\n") : out.index("  fuse-attention")].split())
     assert section == (
-        "fuse-conv-pool a conv2d group and the max_pool2d group that reads it become one group, "
+        "fuse-conv-pool a conv2d group and the max_pool2d or global_avg_pool2d group that reads it become "
+        "one group, "
         "whose kernel stores the pooled result."
     )
 

@@ -206,9 +206,10 @@ class Plan:
         return pack_floats(in_c, self.packed_rows, self.padded_width, max(VECTORS, self.vectors) * self.lanes)
 
 
-def plan_of(group: relay.FusedOp) -> Plan | None:
-    """How the group's conv is computed in packed register blocks, or None if it is not."""
-    conv = anchor_of(group, relay.Conv2DOp)
+def plan_of(group: relay.FusedOp, conv: relay.Conv2DOp | None = None) -> Plan | None:
+    """How the group's conv (its anchor, or `conv`: pointwise_conv asks of a conv whose global
+    pool the group yields) is computed in packed register blocks, or None if it is not."""
+    conv = conv or anchor_of(group, relay.Conv2DOp)
     if conv is None or group.se_scope is None or not kind_of(group).generates_kernels:
         return None
     features = features_of(group)

@@ -12,6 +12,20 @@ block's outputs go differ (`PointwiseBlock`): the epilogue stores each output ro
 block of pixels spans by a unit-stride loop along the row (as packed_conv's `store_block`),
 the group's other ops (bias, activation, residual) applied there.
 
+A group of fuse-conv-pool whose conv ends in a `global_avg_pool2d` (`GlobalPooling`) is
+computed here too when this schedule takes the conv and a block of columns holds all of an
+image's pixels: each work item owns
+its channels at every pixel, so it sums each channel's epilogue over the pixels in its own
+scratch (race-free, no partial sums) and stores the pooled [N, C, 1, 1] (or what elementwise
+ops after the pool make of it) instead of the conv's result. The sum runs in the loops the
+pool's own kernel has (`GroupEmitter.global_avg_pool2d`: from 0.0, the rows, each row's
+pixels, the C target's reduction pragma on the inner loop), then is divided by H * W, so the
+result is bit for bit that of the two kernels. At the mobile nets' last convs it takes
+0.96-1.02x the time of the two (MobileNetV2's 320 -> 1280 at 7 x 7: 294 against 289 + 10 us,
+AVX2 533 against 512 + 10; EfficientNet-B0's 311 against 314 + 9, AVX2 548 against 561 + 10;
+1 thread, per-node medians of 11 interleaved rounds, bench/conv_pool_kernels.py, load 3.5):
+the pool's kernel was cheap, and the pass over the sums costs most of what it did.
+
 packed_conv computed these as a direct conv with one tap: at the exported models' shapes,
 where the pixels are few (7 x 7, 14 x 14) and the channels many, its work items (blocks of
 output rows, every channel) were few and its packed tile large; ResNet-50's 1 x 1 convs at
@@ -20,7 +34,9 @@ output rows, every channel) were few and its packed tile large; ResNet-50's 1 x 
 
 from __future__ import annotations
 
-from xdsl.dialects import memref, scf
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf
 from xdsl.ir import SSAValue
 
 from xrelay.dialects import relay
@@ -28,13 +44,16 @@ from xrelay.transforms.kernel_builder import Extent, shape_of
 from xrelay.transforms.scalar_ops import GroupEmitter
 from xrelay.transforms.schedules import (
     Schedule,
+    along_channels,
     anchor_of,
     channel_epilogue,
     features_of,
     group_root,
+    is_elementwise,
     kind_of,
     one_group_per_item,
     packed_conv,
+    pixel_independent,
     result_shape,
 )
 from xrelay.transforms.schedules import micro_kernel as mk
@@ -56,9 +75,54 @@ from xrelay.transforms.schedules.packed_matmul import (
 FLAT_EPILOGUE_ROW_VECTORS = 2
 
 
+@dataclass(frozen=True)
+class GlobalPooling:
+    """A group that is a conv group's ops (`conv` first, then elementwise ops), then the
+    global_avg_pool2d `pool` of their last value, then elementwise ops on the pooled value
+    (a group of fuse-conv-pool)."""
+
+    conv: relay.Conv2DOp
+    pool: relay.GlobalAvgPool2DOp
+
+
+def global_pooling_of(group: relay.FusedOp) -> GlobalPooling | None:
+    """The group's GlobalPooling, or None: the ops after the pool read none of the conv's
+    values (only the pooled one, and values from outside)."""
+    first, *ops = list(group.body.block.ops)  # the last is the yield
+    pools = [i for i, op in enumerate(ops) if isinstance(op, relay.GlobalAvgPool2DOp)]
+    if not isinstance(first, relay.Conv2DOp) or len(pools) != 1:
+        return None
+    ops = ops[:-1]
+    pool = ops[pools[0]]
+    assert isinstance(pool, relay.GlobalAvgPool2DOp)
+    before, after = ops[: pools[0]], ops[pools[0] + 1 :]
+    if shape_of(pool.data) != shape_of(first.res) or not all(is_elementwise(op) for op in before + after):
+        return None
+    conv_values = {first.res, *(r for op in before for r in op.results)}
+    if pool.data not in conv_values or any(v in conv_values for op in after for v in op.operands):
+        return None
+    return GlobalPooling(first, pool)
+
+
+def flat_before_pool(pooling: GlobalPooling) -> bool:
+    """Whether the ops from the conv to the pool compute the same function of the sum at every
+    pixel of a channel (as `channel_epilogue` asks of a group's epilogue)."""
+    computed: set[SSAValue] = {pooling.conv.res}
+    op = pooling.conv.next_op
+    while op is not None and op is not pooling.pool:
+        if any(v in computed for v in op.operands):
+            if not (along_channels(op) if isinstance(op, relay.BiasAddOp) else pixel_independent(op, computed)):
+                return False
+            computed.update(op.results)
+        op = op.next_op
+    return True
+
+
 def pointwise_anchor(group: relay.FusedOp) -> relay.Conv2DOp | None:
-    """The group's conv2d of the result's shape when it is 1 x 1, of one conv group, unpadded."""
-    conv = anchor_of(group, relay.Conv2DOp)
+    """The group's conv2d of the result's shape (or the conv a global pool of the group
+    pools, `global_pooling_of`) when it is 1 x 1, of one conv group, unpadded."""
+    pooling = global_pooling_of(group)
+    conv = pooling.conv if pooling is not None else anchor_of(group, relay.Conv2DOp)
     if conv is None or conv.group_count != 1 or any(conv.padding_values):
         return None
     return conv if shape_of(conv.weight)[2:] == (1, 1) else None
@@ -103,7 +167,7 @@ def leaves_to_packed_conv(group: relay.FusedOp, conv: relay.Conv2DOp) -> bool:
     widens = out_c > in_c and in_c <= WIDENING_MAX_DEPTH
     if conv.stride_values == (1, 1) and (out_h * out_w >= PACKED_MAX_PIXELS or widens):
         return False
-    plan = packed_conv.plan_of(group)
+    plan = packed_conv.plan_of(group, conv)
     return plan is not None and plan.row_block >= 2
 
 
@@ -113,9 +177,19 @@ def matches(group: relay.FusedOp) -> bool:
         return False
     if leaves_to_packed_conv(group, conv):
         return False
-    tile = blocking(features_of(group)).tile
+    pooled = global_pooling_of(group) is not None
+    blocks = blocking(features_of(group))
     rows, columns, depth = matrix(conv)
-    return rows >= tile.rows and columns >= tile.columns and rows * columns * depth >= MIN_WORK
+    if pooled and block_columns(columns, blocks) < columns:
+        return False
+    return rows >= blocks.tile.rows and columns >= blocks.tile.columns and rows * columns * depth >= MIN_WORK
+
+
+def pools_in_epilogue(group: relay.FusedOp) -> bool:
+    """Whether the schedule takes `group` and computes its global pool from each work item's
+    sums, the item's channels at every pixel (fuse-conv-pool asks this of a group it would
+    make)."""
+    return global_pooling_of(group) is not None and matches(group)
 
 
 def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.ParallelOp:
@@ -128,7 +202,14 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     tiles = (result_shape(group)[0], -(-rows // row_block), -(-columns // column_block))
     root = group_root(group)
     flat = channel_epilogue(group, conv.res) and out_w <= FLAT_EPILOGUE_ROW_VECTORS * blocks.tile.lanes
-    nest = emitter.parallel_nest(tiles, lambda tile: PointwiseBlock(emitter, conv, tile, blocks, flat).emit(root, out))
+    pooling = global_pooling_of(group)
+
+    def item(tile: list[SSAValue]) -> None:
+        block = PointwiseBlock(emitter, conv, tile, blocks, flat and pooling is None)
+        block.pooling = pooling
+        block.emit(root, out)
+
+    nest = emitter.parallel_nest(tiles, item)
     return one_group_per_item(nest, group)
 
 
@@ -153,6 +234,7 @@ class PointwiseBlock(Block):
         self.k_depth = self.k_block_depth()
         self.flat_epilogue = flat_epilogue
         self.clamped = True  # rhs_at clamps the pixels to the image (`pack_rhs` packs whole blocks unclamped)
+        self.pooling: GlobalPooling | None = None  # set by `build` for a group of a global pool
 
     def lhs_at(self, row: SSAValue, k: SSAValue) -> SSAValue:
         """The weight at (`row`, k): clamped for a copy of whole tiles; read in place, a row is
@@ -205,6 +287,8 @@ class PointwiseBlock(Block):
         An epilogue the same at every pixel (`channel_epilogue`) runs first, in place, in one
         loop over each channel's sums (`pixels_epilogue`), and the rows copy them out."""
         e = self.e
+        if self.pooling is not None:
+            return self.pooled_epilogue(self.pooling, root, sums, out)
         _, _, out_h, out_w = shape_of(self.conv.res)
         end = e.min_index(e.add_const(self.col0, self.columns), e.index(self.shape[-1]))
         if self.flat_epilogue:
@@ -229,6 +313,52 @@ class PointwiseBlock(Block):
             return e.loops([columns], [], output)
 
         e.loops([self.valid(self.row0, self.rows, self.shape[-2]), (first_row, last_row)], [], row)
+
+    def pooled_epilogue(self, pooling: GlobalPooling, root: SSAValue, sums: SSAValue, out: SSAValue) -> None:
+        """The group's result for each channel of the block, whose sums hold every pixel of the
+        image (`matches`): the pool's input in place of each sum (`pool_inputs`), then each
+        channel's added row by row from 0.0 and divided by H * W, in the pool kernel's loops, then the ops after the pool, stored at the channel's index of the result.
+        (Computing the epilogue at each pixel inside the sum's loop kept it from being
+        vectorised: MobileNetV2's 320 -> 1280 conv and pool took 415 us against 301 + 10 us
+        as two kernels; adding pixel by pixel across channels, through a scratch, 1.03x the
+        time of this order, AVX2.)"""
+        e = self.e
+        _, _, out_h, out_w = shape_of(self.conv.res)
+        channels = self.valid(self.row0, self.rows, self.shape[-2])
+        self.pool_inputs(pooling, sums)
+        rank, zero = len(shape_of(root)), e.index(0)
+
+        def channel(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            idx = [*self.batch, e.add(self.row0, ivs[0]), zero, zero]
+
+            def add(hw: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                q = e.add(e.mul_const(hw[0], out_w), hw[1])
+                return [e.emit(arith.AddfOp(accs[0], e.emit(memref.LoadOp.get(sums, [ivs[0], q]))))]
+
+            (total,) = e.loops([out_h, out_w], [e.f32(0.0)], add)
+            e.remember(pooling.pool.res, idx, e.emit(arith.DivfOp(total, e.f32(float(out_h * out_w)))))
+            return e.store(e.value_at(root, idx[:rank]), out, idx[:rank])
+
+        e.loops([channels], [], channel)
+
+    def pool_inputs(self, pooling: GlobalPooling, sums: SSAValue) -> None:
+        """`sums[i, q]` = the pool's input at channel i of the block and pixel q (the conv
+        group's epilogue of the sum): where that epilogue is the same at every pixel
+        (`flat_before_pool`), at pixel 0 of the channel in one loop over the pixels, as
+        `pixels_epilogue`; else at each pixel's own index (a residual's)."""
+        e = self.e
+        _, _, out_h, out_w = shape_of(self.conv.res)
+        channels = self.valid(self.row0, self.rows, self.shape[-2])
+        flat = flat_before_pool(pooling)
+
+        def apply(ivs: list[SSAValue], _: list[SSAValue]) -> list[SSAValue]:
+            i, h, w = ivs if not flat else (ivs[0], e.index(0), e.index(0))
+            q = ivs[1] if flat else e.add(e.mul_const(h, out_w), w)
+            idx = [*self.batch, e.add(self.row0, i), h, w]
+            e.remember(self.conv.res, idx, e.emit(memref.LoadOp.get(sums, [i, q])))
+            return e.store(e.value_at(pooling.pool.data, idx), sums, [i, q])
+
+        e.loops([channels, out_h * out_w] if flat else [channels, out_h, out_w], [], apply)
 
     def pixels_epilogue(self, root: SSAValue, sums: SSAValue, count: SSAValue) -> None:
         """`sums[i, q]` = the group's result from it, for each channel i of the block and
