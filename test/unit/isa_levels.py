@@ -16,11 +16,14 @@ kernels would die of SIGILL there.
 from __future__ import annotations
 
 import re
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from xrelay.runtime.c_library import C_BASE_FLAGS, c_flags
 
 ISA_TARGETS = ("c -march=x86-64-v2", "c -march=x86-64-v3", "c")
 
@@ -74,3 +77,13 @@ def isa_params(targets: tuple[str, ...] = ISA_TARGETS) -> list[Any]:
         mark = pytest.mark.skipif(bool(missing), reason=f"this CPU lacks {', '.join(sorted(missing))} for {target!r}")
         params.append(pytest.param(target, id=isa_id(target), marks=mark))
     return params
+
+
+def assembly(source: str, target: str, tmp_path: Path) -> str:
+    """A C kernel source as gcc compiles it for `target` (with the runtime's flags), in
+    assembly: for tests of what a schedule's loops become (FMAs in registers, loads)."""
+    path = tmp_path / "kernel.c"
+    path.write_text(source)
+    flags = [f for f in C_BASE_FLAGS if f not in ("-shared", "-fPIC")]
+    command = ["gcc", *flags, *c_flags(target), "-S", "-o", "-", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout

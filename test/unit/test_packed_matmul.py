@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import gc
 import re
-import subprocess
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
-from isa_levels import ISA_TARGETS, PLANNED, isa_params
+from isa_levels import ISA_TARGETS, PLANNED, assembly, isa_params
 from test_c_library import run_under_asan
 from tolerances import assert_close_to_sum_of_products
 from xdsl.dialects import func, memref
@@ -27,7 +26,6 @@ import xrelay
 from xrelay.dialects import cpu, relay
 from xrelay.driver import PIPELINE, all_passes, bind_params, lower
 from xrelay.ir import context
-from xrelay.runtime.c_library import C_BASE_FLAGS, c_flags
 from xrelay.runtime.machine import target_features
 from xrelay.targets.kernels import kernel_sources
 from xrelay.transforms.convert_relay_to_loops import ConvertRelayToLoopsPass
@@ -627,12 +625,7 @@ def test_rows_read_in_place_are_one_pointer_and_constant_offsets(tmp_path: Path)
     reads = re.findall(r"= in0\[(\w+) \* 784 \+ (\w+)(?: \+ (\d+))?\];", source)
     assert len({(row, k) for row, k, _ in reads}) == 1
     assert sorted(int(offset or 0) for _, _, offset in reads) == [784 * r for r in range(16)]
-    path = tmp_path / "kernel.c"
-    path.write_text(source)
-    flags = [f for f in C_BASE_FLAGS if f not in ("-shared", "-fPIC")]
-    asm = subprocess.run(
-        ["gcc", *flags, *c_flags(target), "-S", "-o", "-", str(path)], capture_output=True, text=True, check=True
-    ).stdout
+    asm = assembly(source, target, tmp_path)
     fmas = re.findall(r"vfmadd\d+ps\s+(-?\d*)\((%\w+)\)\{1to16\}", asm)
     displacements = sorted(int(d or 0) for d, _ in fmas)
     assert len(fmas) == 16 and len({base for _, base in fmas}) == 1

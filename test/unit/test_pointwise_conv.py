@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from isa_levels import OPENCL_PLANNED, isa_params
+from isa_levels import OPENCL_PLANNED, assembly, isa_params
 from test_depthwise_conv import EPILOGUES, t
 from test_packed_conv import check_everywhere, check_isa_level, conv_program, inputs, schedules, terms_of
 from tolerances import EPS32, assert_within, sum_of_products_bound
@@ -151,12 +151,7 @@ def test_avx2_tile_keeps_its_sums_in_registers(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     params = {"w": rng.standard_normal((960, 160, 1, 1)).astype(np.float32), "b": np.zeros(960, np.float32)}
     (source,) = [k.source for k in xrelay.build(text, targets=(target,), params=params, num_threads=1).kernels]
-    path = tmp_path / "kernel.c"
-    path.write_text(source)
-    flags = [f for f in C_BASE_FLAGS if f not in ("-shared", "-fPIC")]
-    asm = subprocess.run(
-        ["gcc", *flags, *c_flags(target), "-S", "-o", "-", str(path)], capture_output=True, text=True, check=True
-    ).stdout
+    asm = assembly(source, target, tmp_path)
     fmas = [line for line in asm.splitlines() if re.search(r"\bvfmadd\d+ps\b", line)]
     assert len(fmas) == 12
     assert not [line for line in fmas if re.search(r"-?\d*\(%rsp\)", line)]
