@@ -1,7 +1,9 @@
 """Which kernels of a zoo model gain from a second thread: the model built at num_threads=1
 and 2, each node profiled (`exe.profile()`) in interleaved rounds, medians printed per
 node with the 2-thread build's count of `omp parallel` regions in its kernel (0: the nest
-stays on one thread, by `targets.c.parallel_work`: below the target's `Features.min_parallel_work()`, or one iteration).
+stays on one thread, by `targets.c.parallel_work`: below the target's `Features.min_parallel_work()`, or one iteration)
+and the work items its first region shares (`work_items`: ResNet-50's 256 -> 256 winograd_conv
+at 14 x 14 is 7, 4 + 3 on two threads).
 
 Read with the load average it prints: on the 2 shared cores here, with other processes
 runnable, a region's closing barrier waits until the woken thread is scheduled, and kernels
@@ -19,6 +21,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import argparse
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -43,6 +46,7 @@ def main() -> None:
     module, params = xrelay.from_onnx(proto)
     exes = {t: xrelay.build(module, targets=("c",), params=params, num_threads=t) for t in (1, 2)}
     regions = {k.name: k.source.count("omp parallel") for k in exes[2].kernels}
+    items = {k.name: work_items(k.source) for k in exes[2].kernels}
     samples: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
     load = os.getloadavg()[0]
     for _ in range(args.rounds):
@@ -54,11 +58,24 @@ def main() -> None:
         f"{args.model}: medians of {args.rounds} interleaved profiled runs, load {load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     print(f"sum of nodes: 1 thread {sum(med[1].values()):.0f} us, 2 threads {sum(med[2].values()):.0f} us")
-    print("| kernel | 1 thread us | 2 threads us | 2t/1t | regions |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| kernel | 1 thread us | 2 threads us | 2t/1t | regions | work items |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
     for name in sorted(med[1], key=lambda n: -med[1][n])[: args.top]:
         one, two = med[1][name], med[2][name]
-        print(f"| {name} | {one:.0f} | {two:.0f} | {two / one:.2f} | {regions.get(name, '-')} |")
+        shared = " x ".join(map(str, items.get(name, []))) or "-"
+        print(f"| {name} | {one:.0f} | {two:.0f} | {two / one:.2f} | {regions.get(name, '-')} | {shared} |")
+
+
+def work_items(source: str) -> list[int]:
+    """The trip counts of the loops a kernel's first `omp for` shares among the threads (its
+    `collapse(k)` loops; an odd product, or one below a few per thread, leaves a thread idle
+    at the end), or [] where it has none or a bound is not a constant."""
+    match = re.search(r"#pragma omp for [^\n]*?(?:collapse\((\d+)\))?\n", source)
+    if match is None:
+        return []
+    loops = re.findall(r"for \(long \w+ = 0; \w+ < (\w+); \w+\+\+\)", source[match.end() :])
+    shared = loops[: int(match.group(1) or 1)]
+    return [int(b) for b in shared] if all(b.isdigit() for b in shared) else []
 
 
 if __name__ == "__main__":
