@@ -27,10 +27,13 @@ Each size is compiled as `xrelay.build` compiles one module (`compile_sizes`); a
 keeps one copy of each param (equal values under one name, in every size's graph), and a
 `targets.kernels.KernelSet` one copy of each kernel (equal kernels across sizes become one in
 `distinct_kernels`; a different one whose name another size took is renamed `NAME_bB`). A
-weight that a smaller size's kernel reads as it is (dense at rows below packed_matmul's tile)
-is not pre-packed at the larger sizes either (`hold_as_is`): it is held once, in one layout,
-at the cost of packing its panels per work item there (pre-packed is 0.90-0.97x the time of a
-dense, `packed_matmul`). The MLP 784-512-512-10 at (1, 4, 16, 64): params 5.33 MB -> 2.68 MB.
+weight that a smaller size's kernel reads as it is is not pre-packed at the larger sizes either
+(`hold_as_is`): it is held once, in one layout, at the cost of packing its panels per work
+item there (pre-packed is 0.90-0.97x the time of a dense, `packed_matmul`). A dense at rows
+below packed_matmul's tile reads the pre-packed panels too (`packed_gemv`), so its weight is
+held once packed and every size reads it so; what stays held as it is are the weights no size
+below reads from panels (the MLP's 512 -> 10, narrower than a panel). The MLP 784-512-512-10
+at (1, 4, 16, 64): params 5.33 MB -> 2.68 MB.
 
 With `placement="auto"`, each size is placed by its own costs: a larger batch may move work to
 a device whose copies one sample would not pay for. `place_sizes` places every size before any
