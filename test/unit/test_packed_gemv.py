@@ -5,9 +5,12 @@ relu epilogue, NaN and inf; and the one packed constant a larger batch's kernel 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from isa_levels import PLANNED, isa_params
+from test_c_library import run_under_asan
 from test_packed_matmul import (
     SCHEDULE_ATTR,
     assert_as_interpreted,
@@ -99,3 +102,19 @@ def test_small_and_large_batch_read_one_packed_constant() -> None:
         module = lowered_with_params(dense(m, 200, 96), {"w": w}, PLANNED)
         packed += [c.value for c in constants_of(module) if PACKED_FROM_ATTR in c.attributes]
     assert len(packed) == 2 and packed[0] == packed[1]
+
+
+def test_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
+    """The kernels on arrays of exactly their sizes (the packed weight's too): items whose
+    panels overrun the weight's (200 columns: 13 panels of 16, items of 8) and the stores."""
+    lowered = []
+    for number, mkn in enumerate([(1, 160, 200), (3, 784, 40), (5, 300, 520)]):
+        text = dense(*mkn, "bias")
+        module = lowered_with_params(text, {"w": random_inputs(text, 0)["w"]})
+        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+        main.detach()  # the kernels only: the constants stay out of the driver's script
+        main.erase()
+        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+    result = run_under_asan(tmp_path, lowered)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ran ")
