@@ -535,14 +535,22 @@ def test_a_graph_given_the_devices_of_all_sizes_lists_them_and_refuses_a_missing
 
 @pytest.mark.parametrize(
     ("sizes", "width", "packed"),
-    [((1, 64), 512, True), ((16, 64), 512, True), ((1, 64), 16, False), ((16, 64), 16, False)],
+    [
+        ((1, 64), 512, True),
+        ((16, 64), 512, True),
+        ((1, 28), 512, True),
+        ((28, 64), 512, True),
+        ((1, 64), 16, False),
+        ((16, 64), 16, False),
+    ],
 )
 def test_a_weight_some_sizes_would_pre_pack_is_held_in_one_layout(
     sizes: tuple[int, ...], width: int, packed: bool, tmp_path: Path
 ) -> None:
     """Dense 256 -> `width`. 512 wide, it reads its weight from packed_matmul's pre-packed
     panels at a batch of 1 (packed_gemv) as at 16 and 64 (packed_matmul): every size reads
-    the one packed copy. 16 wide, a batch of 1 reads it as it is (too little work for a
+    the one packed copy (at 28 rows too, where a build of one size packs for AVX-512's 7 x 3
+    tile). 16 wide, a batch of 1 reads it as it is (too little work for a
     tile) and 64 would pre-pack it: both read it as it is (one copy, the original's bytes,
     `hold_as_is`; 16 rows are too little work for packed_matmul too)."""
     b = xrelay.Builder()
