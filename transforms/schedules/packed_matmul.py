@@ -162,7 +162,8 @@ ROWS_OF_SEVEN = (7, 3)
 # Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
 # narrower than one vector (the MLP's 512 -> 10 layer) or shorter than a tile: a tile's rows
 # are computed whole, and dense 1x784 . 512x784 ran at 5 GFLOP/s packed against 36 in
-# register blocks; 12 rows at 57 against 62, 16 rows at 75 against 54.
+# register blocks; 12 rows at 57 against 62, 16 rows at 75 against 54. (A dense below the
+# tile's rows whose weight is a bound param reads these panels all the same: packed_gemv.)
 MIN_WORK = 1 << 17
 
 
