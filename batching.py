@@ -27,10 +27,14 @@ Each size is compiled as `xrelay.build` compiles one module (`compile_sizes`); a
 keeps one copy of each param (equal values under one name, in every size's graph), and a
 `targets.kernels.KernelSet` one copy of each kernel (equal kernels across sizes become one in
 `distinct_kernels`; a different one whose name another size took is renamed `NAME_bB`). A
-weight that a smaller size's kernel reads as it is (dense at rows below packed_matmul's tile)
-is not pre-packed at the larger sizes either (`hold_as_is`): it is held once, in one layout,
-at the cost of packing its panels per work item there (pre-packed is 0.90-0.97x the time of a
-dense, `packed_matmul`). The MLP 784-512-512-10 at (1, 4, 16, 64): params 5.33 MB -> 2.68 MB.
+weight that a smaller size's kernel reads as it is is not pre-packed at the larger sizes either
+(`hold_as_is`): it is held once, in one layout, at the cost of packing its panels per work
+item there (pre-packed is 0.90-0.97x the time of a dense, `packed_matmul`). A dense at rows
+below packed_matmul's tile reads the pre-packed panels too (`packed_gemv`), so its weight is
+held once packed and every size reads it so; what stays held as it is are the weights no size
+below reads from panels (the MLP's 512 -> 10, narrower than a panel). Every size packs in the
+register tile's panels (`REGISTER_TILES_ATTR`: not the 7 x 3 tile of a size of rows many of 7,
+whose panels differ). The MLP 784-512-512-10 at (1, 4, 16, 64): params 5.33 MB -> 2.68 MB.
 
 With `placement="auto"`, each size is placed by its own costs: a larger batch may move work to
 a device whose copies one sample would not pay for. `place_sizes` places every size before any
@@ -69,7 +73,7 @@ from xrelay.runtime.kernels import KernelSource
 from xrelay.targets.graph_json import scope_order
 from xrelay.targets.kernels import KernelSet
 from xrelay.transforms.place_by_cost import Chosen, label
-from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR
+from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR, REGISTER_TILES_ATTR
 from xrelay.values import entry_function
 
 Shape = tuple[int, ...]
@@ -309,11 +313,17 @@ def _digest(array: np.ndarray) -> str:
 def hold_as_is(module: ModuleOp, names: Collection[str]) -> None:
     """Marks the params `names` of @main (`HELD_AS_IS_ATTR`): the sizes compiled before hold
     them as they are, so this one reads them so too rather than pre-packing a second copy."""
+    mark_params(module, names, HELD_AS_IS_ATTR)
+
+
+def mark_params(module: ModuleOp, names: Collection[str], attr: str) -> None:
+    """Gives the params `names` of @main the unit attribute `attr` (`driver.bind_params`
+    moves it onto their constants)."""
     main = entry_function(module)
     attrs = list(main.arg_attrs.data) if main.arg_attrs is not None else [DictionaryAttr({})] * len(main.args)
     for index, arg in enumerate(main.args):
         if arg.name_hint in names:
-            attrs[index] = DictionaryAttr({**attrs[index].data, HELD_AS_IS_ATTR: UnitAttr()})
+            attrs[index] = DictionaryAttr({**attrs[index].data, attr: UnitAttr()})
     main.arg_attrs = ArrayAttr(attrs)
 
 
@@ -373,6 +383,7 @@ def compile_sizes(
     for size in sizes:
         sized = modules.pop(size)
         hold_as_is(sized, {name for name, digest in digests.items() if digest in store.by_digest})
+        mark_params(sized, digests.keys(), REGISTER_TILES_ATTR)  # (one packed layout for every size)
         built = compile_one(sized, params, SizeBuild(kernels, f"_b{size}", devices, chosen.get(size)))
         store.add(built.graph, built.params, f"_b{size}")
         graphs[size] = built.graph

@@ -67,7 +67,7 @@ from xrelay.targets.kernels import distinct_kernels, iter_kernel_sources
 from xrelay.transforms import place_by_cost
 from xrelay.transforms.compilation_config import device_of_target
 from xrelay.transforms.place_by_cost import Chosen, PlaceByCostPass
-from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR
+from xrelay.transforms.schedules.packed_matmul import HELD_AS_IS_ATTR, REGISTER_TILES_ATTR
 from xrelay.values import check_input, entry_function
 
 # The compile pipeline by CLI names: xrelay's passes and, after lowering, xDSL's dce, licm and cse.
@@ -379,8 +379,9 @@ def bind_params(module: ModuleOp, params: Mapping[str, np.ndarray]) -> None:
             scope = arg_attrs[index].data.get(SCOPE_ATTR)
             constant = relay.ConstantOp(relay.elements(value), scope if isinstance(scope, SEScopeAttr) else None)
             constant.results[0].name_hint = names[index]
-            if HELD_AS_IS_ATTR in arg_attrs[index].data:
-                constant.attributes[HELD_AS_IS_ATTR] = UnitAttr()
+            for attr in (HELD_AS_IS_ATTR, REGISTER_TILES_ATTR):
+                if attr in arg_attrs[index].data:
+                    constant.attributes[attr] = UnitAttr()
             Rewriter.insert_op(constant, InsertPoint.at_start(block))
             arg.replace_all_uses_with(constant.results[0])
             block.erase_arg(arg)

@@ -50,6 +50,10 @@ Phase 2, pick: each group gets the first schedule of SCHEDULES whose test matche
                       block of outputs per work item, both operands packed into panels, a
                       micro-kernel of vector sums (transforms/schedules/micro_kernel.py),
                       the epilogue on each block
+    packed_gemv       a cpu 2-D dense of fewer rows than packed_matmul's tile, its weight a
+                      constant of @main at least a panel wide: the weight pre-packed as
+                      packed_matmul_prepacked packs it, a work item per group of panels,
+                      every row's sums with them in registers
     packed_matmul_opencl_prepacked, packed_matmul_opencl  the same two on opencl (an opencl
                       anchor big enough for packed_matmul): its work item over blocks of
                       128 x 128, a work group each
@@ -154,6 +158,7 @@ from xrelay.transforms.schedules import (
     matmul_block,
     matmul_rows,
     packed_conv,
+    packed_gemv,
     packed_matmul,
     packed_matmul_opencl,
     pointwise_conv,
@@ -315,6 +320,7 @@ SCHEDULES: tuple[Schedule, ...] = (
     transposed_rows.SCHEDULE,
     packed_matmul.PREPACKED,
     packed_matmul.SCHEDULE,
+    packed_gemv.SCHEDULE,
     packed_matmul_opencl.PREPACKED,
     packed_matmul_opencl.SCHEDULE,
     matmul_rows.SCHEDULE,

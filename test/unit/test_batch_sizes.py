@@ -533,19 +533,34 @@ def test_a_graph_given_the_devices_of_all_sizes_lists_them_and_refuses_a_missing
         executor_graph(on_opencl, both[:1])
 
 
-@pytest.mark.parametrize("sizes", [(1, 64), (16, 64)])
-def test_a_weight_some_sizes_would_pre_pack_is_held_in_one_layout(sizes: tuple[int, ...], tmp_path: Path) -> None:
-    """Dense reads its weight as it is at a batch of 1 and pre-packed (packed_matmul) at 16
-    and 64: at (1, 64) both sizes read it as it is (one copy, the original's bytes); at
-    (16, 64) both read the one packed copy."""
+@pytest.mark.parametrize(
+    ("sizes", "width", "packed"),
+    [
+        ((1, 64), 512, True),
+        ((16, 64), 512, True),
+        ((1, 28), 512, True),
+        ((28, 64), 512, True),
+        ((1, 64), 16, False),
+        ((16, 64), 16, False),
+    ],
+)
+def test_a_weight_some_sizes_would_pre_pack_is_held_in_one_layout(
+    sizes: tuple[int, ...], width: int, packed: bool, tmp_path: Path
+) -> None:
+    """Dense 256 -> `width`. 512 wide, it reads its weight from packed_matmul's pre-packed
+    panels at a batch of 1 (packed_gemv) as at 16 and 64 (packed_matmul): every size reads
+    the one packed copy (at 28 rows too, where a build of one size packs for AVX-512's 7 x 3
+    tile). 16 wide, a batch of 1 reads it as it is (too little work for a
+    tile) and 64 would pre-pack it: both read it as it is (one copy, the original's bytes,
+    `hold_as_is`; 16 rows are too little work for packed_matmul too)."""
     b = xrelay.Builder()
-    x, w = b.input("x", (1, 256)), b.input("w", (512, 256))
+    x, w = b.input("x", (1, 256)), b.input("w", (width, 256))
     module = b.finish(b.nn.relu(b.nn.dense(x, w)))
-    params = {"w": _random(512, 256)}
+    params = {"w": _random(width, 256)}
     exe = xrelay.build(module, targets=("c",), params=params, batch_sizes=sizes)
     assert len(exe.params) == 1, {name: a.shape for name, a in exe.params.items()}
     (stored,) = exe.params.values()
-    assert (stored.shape == params["w"].shape) == (sizes[0] == 1), stored.shape  # packed: [panels, k, columns]
+    assert (stored.shape != params["w"].shape) == packed, stored.shape  # packed: [panels, k, columns]
     exe.save(tmp_path / "dense.xrelay")
     assert (tmp_path / "dense.xrelay" / "params.npz").stat().st_size < stored.nbytes + 4096
     xs = _random(20, 256)

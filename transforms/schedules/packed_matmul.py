@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import memref, scf
-from xdsl.dialects.builtin import StringAttr, f32
+from xdsl.dialects.builtin import StringAttr, UnitAttr, f32
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -162,7 +162,8 @@ ROWS_OF_SEVEN = (7, 3)
 # Smaller products (multiply-adds) stay with matmul_block / transposed_rows, as do results
 # narrower than one vector (the MLP's 512 -> 10 layer) or shorter than a tile: a tile's rows
 # are computed whole, and dense 1x784 . 512x784 ran at 5 GFLOP/s packed against 36 in
-# register blocks; 12 rows at 57 against 62, 16 rows at 75 against 54.
+# register blocks; 12 rows at 57 against 62, 16 rows at 75 against 54. (A dense below the
+# tile's rows whose weight is a bound param reads these panels all the same: packed_gemv.)
 MIN_WORK = 1 << 17
 
 
@@ -195,10 +196,17 @@ def blocking_of(group: relay.FusedOp) -> Blocking:
     tile where a cpu kernel's rows are many of 7 (`rows_of_seven`)."""
     features = features_of(group)
     matmul = matmul_anchor(group)
-    if matmul is None or kind_of(group).work_groups:
+    if matmul is None or kind_of(group).work_groups or in_register_tiles(group):
         return blocking(features)
     shape = matrix_shape(matmul)
     return blocking(features, rows_of_seven(features, shape[-2], shape[-1]) if len(shape) >= 2 else None)
+
+
+def in_register_tiles(group: relay.FusedOp) -> bool:
+    """Whether the group's anchor pre-packs a constant rhs marked REGISTER_TILES_ATTR (a build
+    of several batch sizes: every size packs it alike, so it is held once)."""
+    found = constant_rhs(group)
+    return found is not None and REGISTER_TILES_ATTR in found[1].attributes
 
 
 def rows_of_seven(features: Features, rows: int, columns: int) -> mk.Tile | None:
@@ -555,6 +563,11 @@ PACKED_FROM_ATTR = "relay.packed_from"  # on a packed relay.constant: what it wa
 # held as it is anyway (a build of several batch sizes, another size's kernel reads it so), so
 # it is read as it is here too rather than held a second time packed.
 HELD_AS_IS_ATTR = "relay.held_as_is"
+# On a relay.constant (likewise): pre-packed, it is packed in the register tile's panels, never
+# ROWS_OF_SEVEN's (a build of several batch sizes, where the sizes that pre-pack it, and
+# packed_gemv's below the tile, share one packed copy; a size of rows many of 7 would pack
+# panels three vectors wide, a second copy).
+REGISTER_TILES_ATTR = "relay.packed_in_register_tiles"
 
 
 # how a packed constant names what it was packed from
@@ -621,6 +634,8 @@ def packed_constant(rhs: relay.ConstantOp, kind: type[Matmul], blocks: Blocking)
             return after
         after = after.next_op
     packed = relay.ConstantOp(value, rhs.se_scope)
+    if REGISTER_TILES_ATTR in rhs.attributes:  # (the group's blocks, read again from it once prepared)
+        packed.attributes[REGISTER_TILES_ATTR] = UnitAttr()
     batch = "..., " if values.ndim > 3 else ""
     width = blocks.tile.columns
     panels = f"[{batch}n / {width}, k, n % {width}]"
