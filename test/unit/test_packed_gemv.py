@@ -17,6 +17,7 @@ from test_packed_matmul import (
     constants_of,
     dense,
     lowered_with_params,
+    prepacked_kernels,
     random_inputs,
 )
 from xdsl.dialects import func
@@ -107,14 +108,8 @@ def test_small_and_large_batch_read_one_packed_constant() -> None:
 def test_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The kernels on arrays of exactly their sizes (the packed weight's too): items whose
     panels overrun the weight's (200 columns: 13 panels of 16, items of 8) and the stores."""
-    lowered = []
-    for number, mkn in enumerate([(1, 160, 200), (3, 784, 40), (5, 300, 520)]):
-        text = dense(*mkn, "bias")
-        module = lowered_with_params(text, {"w": random_inputs(text, 0)["w"]})
-        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-        main.detach()  # the kernels only: the constants stay out of the driver's script
-        main.erase()
-        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+    shapes = [(1, 160, 200), (3, 784, 40), (5, 300, 520)]
+    lowered = [prepacked_kernels(dense(*mkn, "bias"), "w", number) for number, mkn in enumerate(shapes)]
     result = run_under_asan(tmp_path, lowered)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("ran ")

@@ -516,23 +516,22 @@ def test_prepacked_executable_saves_and_loads(tmp_path: Path) -> None:
     )
 
 
+def prepacked_kernels(text: str, weight: str, number: int) -> str:
+    """The kernels of `text` lowered with its `weight` bound (so pre-packed), without @main (the
+    constants stay out of the ASan driver's script), renamed apart as case `number`."""
+    module = lowered_with_params(text, {weight: random_inputs(text, 0)[weight]})
+    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+    main.detach()
+    main.erase()
+    return str(module).replace("@fused_", f"@case{number}_fused_")
+
+
 def test_prepacked_kernels_run_clean_under_address_sanitizer(tmp_path: Path) -> None:
     """The pre-packed kernels, on arrays of exactly their sizes (the packed input's too)."""
     shapes = [(37, 140, 50), (134, 100, 134), (17, 1100, 33), (64, 64, 272), (64, 1040, 140), (32, 784, 150)]
-    lowered = []
-    for number, mkn in enumerate(shapes):
-        text = dense(*mkn, "bias")
-        module = lowered_with_params(text, {"w": random_inputs(text, 0)["w"]})
-        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-        main.detach()  # the kernels only: the constants stay out of the driver's script
-        main.erase()
-        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+    lowered = [prepacked_kernels(dense(*mkn, "bias"), "w", number) for number, mkn in enumerate(shapes)]
     for number, text in enumerate(PREPACKED_MATMULS, len(lowered)):
-        module = lowered_with_params(text, {"b": random_inputs(text, 0)["b"]})
-        main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
-        main.detach()
-        main.erase()
-        lowered.append(str(module).replace("@fused_", f"@case{number}_fused_"))
+        lowered.append(prepacked_kernels(text, "b", number))
     for first in range(0, len(lowered), 4):  # (the driver's script is one argument: at most 128 KiB)
         result = run_under_asan(tmp_path, lowered[first : first + 4])
         assert result.returncode == 0, result.stderr[-3000:]
