@@ -13,6 +13,9 @@ the same input (rtol 1e-3, atol 1e-4), and one request in 25 is a bad one (float
 must be answered 400; the replicas' processes must be the same at the end (no crash). The
 table reports the clients' CPU per request.
 
+The cluster's ingress is HAProxy, as `python -m xrelay.serve` starts its own (`--ingress proxy`:
+Ray Serve's Python proxy actor, Serve's default; `xrelay.serve.ingress`).
+
 The goals are read against ceilings measured in the same run: the runtime alone (no Serve) per
 sample at each batch size, xrelay and onnxruntime, and Serve alone (a replica that answers at
 once, in the same shuffled rounds as the deployments).
@@ -22,7 +25,7 @@ bench/zoo_export.py). The goals of issue 31 are checked at the end.
 
     make bench-setup   # (the bench and serve extras)
     .venv/bin/python bench/serve_load.py [--models mlp,resnet18] [--clients 16] [--rounds 3]
-        [--seconds 5] [--requests 2000] [--batch-wait-ms 2] [--json out.json]
+        [--seconds 5] [--requests 40000] [--batch-wait-ms 2] [--ingress haproxy|proxy] [--json out.json]
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import http.client
 import io
 import json
 import logging
+import shutil
 import statistics
 import sys
 import tempfile
@@ -60,6 +64,7 @@ from timing import round_orders
 
 import xrelay
 from xrelay.errors import InputError
+from xrelay.serve import ingress
 from xrelay.serve.deployment import QUIET, BatchingReplica, XrelayReplica, application, manifest_digest
 from xrelay.serve.payload import InputSpec, Model, encode
 
@@ -254,10 +259,10 @@ def load(port: int, route: str, model: Prepared, clients: int, seconds: float, r
 
 Task = tuple[int, int]  # (pid, tid)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-RUN, REQUESTS, IDLE, PROXY, CLIENTS, RAY, OTHER = (
-    "run thread", "its other threads", "idle replicas", "Serve proxy", "load generator", "Ray, other", "other load",
+RUN, REQUESTS, IDLE, INGRESS, CLIENTS, RAY, OTHER = (
+    "run thread", "its other threads", "idle replicas", "ingress", "load generator", "Ray, other", "other load",
 )  # fmt: skip
-CPU_KINDS = (RUN, REQUESTS, IDLE, PROXY, CLIENTS, RAY, OTHER)  # (the first two: the replicas under load)
+CPU_KINDS = (RUN, REQUESTS, IDLE, INGRESS, CLIENTS, RAY, OTHER)  # (the first two: the replicas under load)
 
 
 def thread_cpu() -> dict[Task, float]:
@@ -286,10 +291,9 @@ def cpu_kind(task: Task, run_threads: set[int], loaded: set[int], kinds: dict[in
         except OSError:
             title = ""
         kinds[pid] = (
-            CLIENTS if pid == os.getpid()
-            else OTHER if not descends_from_this(pid)  # (another user's Ray, say)
+            OTHER if not descends_from_this(pid)  # (another user's Ray, say)
             else IDLE if "ServeReplica" in title
-            else PROXY if "ProxyActor" in title
+            else INGRESS if "ProxyActor" in title or "haproxy" in title
             else RAY if "ray" in title
             else OTHER
         )  # fmt: skip
@@ -310,11 +314,14 @@ def descends_from_this(pid: int) -> bool:
 
 
 def cpu_cores(run: Run, run_threads: set[int], loaded: set[int]) -> dict[str, float]:
-    """The cores (CPU seconds per second of the run) each of CPU_KINDS took during `run`."""
+    """The cores (CPU seconds per second of the run) each of CPU_KINDS took during `run` (the
+    load generator's from this process's CPU time: its client threads end before the count)."""
     cores: dict[str, float] = dict.fromkeys(CPU_KINDS, 0.0)
     kinds: dict[int, str] = {}
     for task, seconds in run.thread_cpu_s.items():
-        cores[cpu_kind(task, run_threads, loaded, kinds)] += seconds / run.seconds
+        if task[0] != os.getpid():
+            cores[cpu_kind(task, run_threads, loaded, kinds)] += seconds / run.seconds
+    cores[CLIENTS] = run.client_cpu_s / run.seconds
     return cores
 
 
@@ -583,10 +590,11 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=5.0, help="at most this long per load run")
-    p.add_argument("--requests", type=int, default=2000, help="at most this many requests per load run")
+    p.add_argument("--requests", type=int, default=40000, help="at most this many requests per load run")
     p.add_argument("--replicas", default="1,2")
     p.add_argument("--batch-wait-ms", type=float, default=2.0)
     p.add_argument("--ceiling-rounds", type=int, default=9, help="rounds of the runtime-alone ceilings")
+    p.add_argument("--ingress", choices=ingress.INGRESSES, default=ingress.HAPROXY)
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     args.replicas = [int(r) for r in args.replicas.split(",")]
@@ -608,6 +616,8 @@ def main() -> None:
             print(f"{m.name}: built for batch sizes {BATCH_SIZES} in {m.build_s:.1f} s", flush=True)
             limits += ceilings(m, args.ceiling_rounds)
             print(f"load average after {m.name}'s ceilings: {loadavg()}", flush=True)
+        scratch = ingress.scratch_directory()
+        os.environ.update(ingress.environment(args.ingress, scratch))  # (the cluster's processes inherit it)
         # a logical CPU for each replica deployed at once, and the echo one (idle ones take none of the 2 cores)
         ray.init(num_cpus=4 * sum(args.replicas) + 1, include_dashboard=False, object_store_memory=256 << 20,
                  logging_level=logging.ERROR, log_to_driver=False)  # fmt: skip
@@ -622,8 +632,9 @@ def main() -> None:
         finally:
             serve.shutdown()
             ray.shutdown()
+            shutil.rmtree(scratch, ignore_errors=True)
     print(f"load average after: {loadavg()}")
-    print(f"{args.clients} clients of batch-1 requests, batch wait {args.batch_wait_ms:g} ms, batch sizes {BATCH_SIZES}, "
+    print(f"ingress: {args.ingress}; {args.clients} clients of batch-1 requests, batch wait {args.batch_wait_ms:g} ms, batch sizes {BATCH_SIZES}, "
           f"medians of {args.rounds} rounds of <= {args.seconds:g} s / {args.requests} requests, 1 thread per replica")  # fmt: skip
     print("Ceilings: the runtime alone, 1 thread, batch of n (medians of shuffled rounds), and Serve alone")
     print(ceiling_table(limits, [r for r in results if r.config.startswith("serve alone")]))
@@ -636,7 +647,12 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"machine": machine, "ceilings": [asdict(c) for c in limits], "results": [asdict(r) for r in results]},
+                {
+                    "machine": machine,
+                    "ingress": args.ingress,
+                    "ceilings": [asdict(c) for c in limits],
+                    "results": [asdict(r) for r in results],
+                },
                 indent=1,
             )
         )

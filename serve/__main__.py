@@ -1,21 +1,24 @@
 """`python -m xrelay.serve MODEL.xrelay --host H --port P [--replicas R] [--max-batch-size B]
-[--batch-wait-ms W] [--address RAY_ADDRESS] [--threads N] [--trust]`: serves an artifact on Ray
-Serve until Ctrl-C or SIGTERM (see `xrelay.serve`)."""
+[--batch-wait-ms W] [--address RAY_ADDRESS | --ingress haproxy|proxy] [--threads N] [--trust]`:
+serves an artifact on Ray Serve until Ctrl-C or SIGTERM (see `xrelay.serve`)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import xrelay.runtime
 from xrelay.errors import ArtifactError, Error, UsageError
+from xrelay.serve import ingress
 from xrelay.serve.payload import Model, describe
 
 APP_NAME = "xrelay"
@@ -45,6 +48,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--batch-wait-ms", type=float, default=2.0, help="longest wait for a batch to fill (default 2)")
     p.add_argument("--address", default=None, help="join this Ray cluster (e.g. 'auto') instead of starting one")
+    p.add_argument(
+        "--ingress",
+        choices=ingress.INGRESSES,
+        default=None,
+        help="how requests reach the replicas of the cluster this starts: HAProxy straight to each replica "
+        "(default), or Ray Serve's Python proxy; a cluster joined with --address keeps its own",
+    )
     p.add_argument("--threads", type=int, default=1, help="threads (and Ray CPUs) per replica (default 1)")
     p.add_argument("--trust", action="store_true", help="serve an artifact not signed under this user's key")
     return p.parse_args(argv)
@@ -67,6 +77,13 @@ def make_plan(args: argparse.Namespace) -> Plan:
     for name in ("replicas", "threads"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1, but is {getattr(args, name)}")
+    if args.address is not None and args.ingress is not None:
+        raise UsageError(
+            "--ingress chooses the ingress of a cluster this command starts; a cluster joined with --address "
+            "keeps the one it was started with (for HAProxy, start it with "
+            + " ".join(f"{k}={v}" for k, v in ingress.HAPROXY_SETTINGS.items())
+            + " ray start --head)"
+        )
     if args.batch_wait_ms < 0:
         raise UsageError(f"--batch-wait-ms must be >= 0, but is {args.batch_wait_ms}")
     largest = model.largest_batch if model.batched else 1
@@ -93,15 +110,17 @@ def deploy(plan: Plan, host: str, port: int, name: str = APP_NAME, route_prefix:
     serve.run(app, name=name, route_prefix=route_prefix)  # pyright: ignore[reportUnknownMemberType]
 
 
-def start_ray(address: str | None, cpus_needed: int) -> None:
-    """Joins the cluster at `address`, or starts a local one with enough CPUs for the replicas
-    (more than the machine's cores only when asked for more)."""
+def start_ray(address: str | None, cpus_needed: int, ingress_kind: str, scratch: Path) -> None:
+    """Joins the cluster at `address`, or starts a local one with `ingress_kind` (HAProxy's files
+    in `scratch`) and enough CPUs for the replicas (more than the machine's cores only when
+    asked for more)."""
     import ray
 
     if address is not None:
         ray.init(address=address, logging_level=logging.WARNING)  # pyright: ignore[reportUnknownMemberType]
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # (Ray's usage report, unless asked for)
+    os.environ.update(ingress.environment(ingress_kind, scratch))  # (the cluster's processes inherit it)
     cores = os.cpu_count() or 1
     if cpus_needed > cores:
         print(f"warning: {cpus_needed} replica threads on {cores} cores: they will share them", file=sys.stderr)
@@ -133,11 +152,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Error as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    start = time.perf_counter()
+    scratch = ingress.scratch_directory()  # (HAProxy's files, if it starts a cluster)
+    try:
+        start_ray(args.address, plan.replicas * plan.threads, args.ingress or ingress.HAPROXY, scratch)
+        return serve_until_stopped(plan, args, start)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def serve_until_stopped(plan: Plan, args: argparse.Namespace, start: float) -> int:
+    """Deploys `plan` on the cluster this process is connected to and serves until SIGINT or
+    SIGTERM; then deletes the application, and stops Serve and the cluster if it started them."""
     import ray
     from ray import serve
 
-    start = time.perf_counter()
-    start_ray(args.address, plan.replicas * plan.threads)
     stopped = stop_on_signals()  # (after ray.init, which sets a SIGTERM handler of its own)
     deployed = False
     try:

@@ -2,7 +2,8 @@
 
 A replica imports numpy, Ray Serve, Starlette and `xrelay.runtime` (never xDSL or the
 compiler), so it is ready a fraction of a second after its process has Ray: `GET /` reports
-the seconds it took to load the artifact, and which compiler modules it holds (none).
+the seconds it took to load the artifact, which compiler modules it holds (none), and how
+requests reach it (`xrelay.serve.ingress`).
 
 `POST /` takes an `.npz` of the named inputs (`xrelay.serve.payload`), checks it on its own,
 and joins it to the next batch (`@serve.batch`, counted in rows, up to the max batch size,
@@ -34,6 +35,7 @@ from starlette.responses import JSONResponse, Response
 
 import xrelay.runtime
 from xrelay.errors import ArtifactError, Error, InputError
+from xrelay.serve import ingress
 from xrelay.serve.coalesce import Coalescer
 from xrelay.serve.payload import Model, concat, decode, describe, encode, named_outputs, rows, split
 
@@ -100,6 +102,7 @@ class BatchingReplica:
             "largest_batch_rows": self.largest_rows,
             "median_run_seconds": runs[len(runs) // 2] if runs else None,
             "median_run_cpu_seconds": cpu[len(cpu) // 2] if cpu else None,
+            "ingress": ingress.current(),
             "pid": os.getpid(),
             "run_thread_id": self.run_thread_id,
             "omp_thread_limit": os.environ.get("OMP_THREAD_LIMIT"),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Iterator
 
 import pytest
 from serve_models import SIZES, TEST_KEY, Saved, free_port, random_array
 
 import xrelay
+from xrelay.serve import ingress
 
 
 @pytest.fixture(scope="session")
@@ -39,10 +41,17 @@ def saved(environment: None, tmp_path_factory: pytest.TempPathFactory) -> Saved:
 @pytest.fixture(scope="session")
 def cluster(saved: Saved) -> Iterator[tuple[str, int]]:
     """A local Ray cluster with Serve on a free port, for the session: (its address, the port).
-    3 logical CPUs on this 2-core machine: one for each replica the tests deploy at once."""
+    3 logical CPUs on this 2-core machine: one for each replica the tests deploy at once. Its
+    ingress is HAProxy, as `python -m xrelay.serve` starts its own."""
     ray = pytest.importorskip("ray", reason="Ray Serve is the optional extra 'serve' (pip install -e '.[serve]')")
     serve = pytest.importorskip("ray.serve", reason="Ray Serve is the optional extra 'serve'")
-    context = ray.init(num_cpus=3, include_dashboard=False, object_store_memory=128 << 20, logging_level=logging.ERROR)
+    scratch = ingress.scratch_directory()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in ingress.environment(ingress.HAPROXY, scratch).items():
+            patch.setenv(name, value)
+        context = ray.init(
+            num_cpus=3, include_dashboard=False, object_store_memory=128 << 20, logging_level=logging.ERROR
+        )
     try:
         port = free_port()
         serve.start(http_options={"host": "127.0.0.1", "port": port})
@@ -50,3 +59,4 @@ def cluster(saved: Saved) -> Iterator[tuple[str, int]]:
     finally:
         serve.shutdown()
         ray.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -46,3 +46,20 @@ def free_port() -> int:
 
 def inputs(n: int) -> np.ndarray:
     return RNG.standard_normal((n, 32)).astype(np.float32)
+
+
+def listener(port: int) -> str | None:
+    """The name of the process that listens on TCP `port` of this machine (from /proc), if any."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # (0A: LISTEN)
+                inodes.add(f"socket:[{fields[9]}]")
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if os.readlink(fd) in inodes:
+                return (fd.parent.parent / "comm").read_text().strip()
+        except OSError:  # (a process that ended, or another user's)
+            continue
+    return None

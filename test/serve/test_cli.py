@@ -1,5 +1,6 @@
 """`python -m xrelay.serve`: its checks before anything starts (the artifact's signature,
-the options), and a whole run in a subprocess: it serves, answers, and stops on SIGTERM."""
+the options), and whole runs in a subprocess, on its own cluster and on a running one: it
+serves, answers, and stops on SIGTERM."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from serve_models import Saved, free_port, inputs
+from serve_models import Saved, free_port, inputs, listener
 
 import xrelay.runtime
 from xrelay.errors import ArtifactError, UsageError
@@ -35,6 +36,12 @@ def test_a_static_artifact_takes_no_batches(saved: Saved) -> None:
         make_plan(parse_args([str(saved.static), "--max-batch-size", "4"]))
     with pytest.raises(UsageError, match="--replicas must be at least 1, but is 0"):
         make_plan(parse_args([str(saved.batched), "--replicas", "0"]))
+
+
+def test_the_ingress_is_chosen_for_a_cluster_the_command_starts_only(saved: Saved) -> None:
+    assert make_plan(parse_args([str(saved.batched), "--ingress", "proxy"])).replicas == 1
+    with pytest.raises(UsageError, match="--address keeps.*RAY_SERVE_ENABLE_HA_PROXY=1 .* ray start --head"):
+        make_plan(parse_args([str(saved.batched), "--address", "auto", "--ingress", "haproxy"]))
 
 
 def test_an_artifact_signed_elsewhere_needs_trust(
@@ -74,6 +81,28 @@ def test_the_cli_serves_on_a_running_cluster_until_sigterm_and_leaves_it_running
         assert "shutting down" in (server.stderr.read() if server.stderr else "")
     assert "xrelay" not in serve.status().applications
     assert serve.status().proxies, "the cluster's Serve stopped with the CLI"
+
+
+def test_the_cli_starts_a_cluster_behind_haproxy_and_stops_all_of_it_on_sigterm(saved: Saved) -> None:
+    """Without `--address`: HAProxy listens on the port and answers through the replica, and
+    SIGTERM stops the cluster with it (nothing listens on the port afterwards)."""
+    port = free_port()
+    command = [sys.executable, "-m", "xrelay.serve", str(saved.batched), "--port", str(port)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as server:
+        try:
+            line = _line_within(server, 120.0)
+            assert line.startswith(f"serving {saved.batched} at http://127.0.0.1:{port}/"), line
+            assert listener(port) == "haproxy"
+            x = inputs(5)
+            out = infer(f"http://127.0.0.1:{port}/", x=x)["output_0"]
+            np.testing.assert_allclose(out, saved.expected(x), rtol=1e-4, atol=1e-6)
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=60) == 0
+        finally:
+            if server.poll() is None:
+                server.kill()
+    assert listener(port) is None
 
 
 def _line_within(server: subprocess.Popen[str], seconds: float) -> str:

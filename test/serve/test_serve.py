@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from serve_models import Saved, inputs
+from serve_models import Saved, inputs, listener
 
 from xrelay.errors import InputError
 from xrelay.serve.client import infer
@@ -80,6 +80,13 @@ def test_a_replica_loads_with_the_runtime_alone_in_under_a_second(urls: tuple[st
     assert batched["inputs"] == {"x": {"shape": [16, 32], "dtype": "float32"}}
     static = info(urls[1])
     assert static["batch_sizes"] == [] and static["max_batch_size"] == 1
+
+
+def test_requests_reach_the_replicas_through_haproxy(urls: tuple[str, str], cluster: tuple[str, int]) -> None:
+    """The session's cluster has HAProxy on Serve's port (`xrelay.serve.ingress`), and its
+    replicas know it: HAProxy hands each request to the replica's own HTTP server."""
+    assert listener(cluster[1]) == "haproxy"
+    assert info(urls[0])["ingress"] == info(urls[1])["ingress"] == "haproxy"
 
 
 def test_concurrent_requests_of_mixed_batches_are_batched_and_split_back(saved: Saved, urls: tuple[str, str]) -> None:
