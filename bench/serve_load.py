@@ -2,10 +2,10 @@
 the Ray Serve deployment of an artifact, with dynamic batching and without (max batch 1), and
 the same deployment around an onnxruntime session, at 1 and 2 replicas of one thread each.
 
-Every configuration is deployed at once, each at its own route of one local Ray cluster (idle
-replicas take no CPU), and the load runs go round them in shuffled rounds
-(`timing.round_orders`), so a slow spell of this shared machine falls on all alike; the
-medians over the rounds are printed. Each run is bounded in requests and seconds; its clients
+The load runs go round the configurations in shuffled rounds (`timing.round_orders`), so a
+slow spell of this shared machine falls on all alike; the medians over the rounds are printed.
+Each run deploys its configuration alone on one local Ray cluster, warms it and deletes it
+after (idle replicas of the others would take Serve's CPU from it). Each run is bounded in requests and seconds; its clients
 are threads with keep-alive HTTP connections, each sending one pre-encoded request after
 another and keeping the answer's bytes: every answer is checked after the timed window (on 2
 cores a check inside it would compete with Serve's proxy and replicas) against onnxruntime's on
@@ -279,9 +279,11 @@ def thread_cpu() -> dict[Task, float]:
     return out
 
 
-def cpu_kind(task: Task, run_threads: set[int], loaded: set[int], kinds: dict[int, str]) -> str:
+def cpu_kind(task: Task, run_threads: set[int], loaded: set[int], scratch: str, kinds: dict[int, str]) -> str:
     """Which of CPU_KINDS a thread is: of a replica under load (pid in `loaded`; its run thread
-    in `run_threads`), or by its process's title (Ray names its actors' processes)."""
+    in `run_threads`), or by its process's title (Ray names its actors' processes; HAProxy's
+    names its configuration in this run's scratch directory: a reloaded HAProxy is no longer
+    this process's descendant: `scratch`)."""
     pid, tid = task
     if pid in loaded:
         return RUN if tid in run_threads else REQUESTS
@@ -291,7 +293,8 @@ def cpu_kind(task: Task, run_threads: set[int], loaded: set[int], kinds: dict[in
         except OSError:
             title = ""
         kinds[pid] = (
-            OTHER if not descends_from_this(pid)  # (another user's Ray, say)
+            INGRESS if scratch in title
+            else OTHER if not descends_from_this(pid)  # (another user's Ray, say)
             else IDLE if "ServeReplica" in title
             else INGRESS if "ProxyActor" in title or "haproxy" in title
             else RAY if "ray" in title
@@ -313,14 +316,14 @@ def descends_from_this(pid: int) -> bool:
     return False
 
 
-def cpu_cores(run: Run, run_threads: set[int], loaded: set[int]) -> dict[str, float]:
+def cpu_cores(run: Run, run_threads: set[int], loaded: set[int], scratch: str) -> dict[str, float]:
     """The cores (CPU seconds per second of the run) each of CPU_KINDS took during `run` (the
     load generator's from this process's CPU time: its client threads end before the count)."""
     cores: dict[str, float] = dict.fromkeys(CPU_KINDS, 0.0)
     kinds: dict[int, str] = {}
     for task, seconds in run.thread_cpu_s.items():
         if task[0] != os.getpid():
-            cores[cpu_kind(task, run_threads, loaded, kinds)] += seconds / run.seconds
+            cores[cpu_kind(task, run_threads, loaded, scratch, kinds)] += seconds / run.seconds
     cores[CLIENTS] = run.client_cpu_s / run.seconds
     return cores
 
@@ -334,15 +337,19 @@ def correct(answer: bytes, expected: np.ndarray) -> bool:
     return out.shape == expected.shape and bool(np.allclose(out, expected, rtol=RTOL, atol=ATOL))
 
 
-def replica_infos(port: int, route: str, replicas: int) -> list[dict[str, Any]]:
-    """`GET` answers of every replica of a route (requests go to a random one: until each pid answered)."""
+def replica_infos(port: int, route: str, replicas: int, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    """`GET` answers of every replica of a route: until each of `replicas` pids answered (HAProxy
+    may take a moment to add a new replica to its backends)."""
     found: dict[int, dict[str, Any]] = {}
-    for _ in range(40 * replicas):
+    deadline = time.perf_counter() + timeout_s
+    while len(found) < replicas:
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{route}: {len(found)} of {replicas} replicas answered GET within {timeout_s:g} s")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=30) as response:
             info = json.loads(response.read())
         found[info["pid"]] = info
-        if len(found) == replicas:
-            break
+        if len(found) < replicas:
+            time.sleep(0.01)
     return list(found.values())
 
 
@@ -429,21 +436,45 @@ def configs(replicas: list[int]) -> list[Config]:
     return [*engines, Config("echo", False, 1)]
 
 
-def deploy_all(model: Prepared, chosen: list[Config], wait_s: float) -> None:
+def deploy(model: Prepared, c: Config, wait_s: float) -> None:
     from ray import serve
 
-    for c in chosen:
-        max_batch = max(BATCH_SIZES) if c.batched else 1
-        if c.engine == "echo":
-            echo = serve.deployment(name="echo")(EchoReplica)
-            app = application(echo, c.replicas, 1, 1, model.bad)
-        elif c.engine == "xrelay":
-            args: tuple[Any, ...] = (str(model.artifact), manifest_digest(model.artifact), max_batch, wait_s)
-            app = application(XrelayReplica, c.replicas, 1, max_batch, *args)
-        else:
-            deployment = serve.deployment(name="onnxruntime")(OrtReplica)
-            app = application(deployment, c.replicas, 1, max_batch, str(model.onnx_path), max_batch, wait_s)
-        serve.run(app, name=c.route(model.name)[1:], route_prefix=c.route(model.name))
+    max_batch = max(BATCH_SIZES) if c.batched else 1
+    if c.engine == "echo":
+        echo = serve.deployment(name="echo")(EchoReplica)
+        app = application(echo, c.replicas, 1, 1, model.bad)
+    elif c.engine == "xrelay":
+        args: tuple[Any, ...] = (str(model.artifact), manifest_digest(model.artifact), max_batch, wait_s)
+        app = application(XrelayReplica, c.replicas, 1, max_batch, *args)
+    else:
+        deployment = serve.deployment(name="onnxruntime")(OrtReplica)
+        app = application(deployment, c.replicas, 1, max_batch, str(model.onnx_path), max_batch, wait_s)
+    serve.run(app, name=c.route(model.name)[1:], route_prefix=c.route(model.name))
+
+
+@dataclass
+class Measured:
+    """One load run of a configuration, and its replicas' `GET /` answers after it."""
+
+    run: Run
+    infos: list[dict[str, Any]]
+    same_pids: bool  # the replicas that answered after the run are those before it (no crash)
+
+
+def measure_one(model: Prepared, c: Config, args: argparse.Namespace, port: int) -> Measured:
+    """Deploys `c` alone, warms its replicas (workspaces for the batch sizes they meet), runs
+    the load, reads the replicas and deletes the deployment."""
+    from ray import serve
+
+    route = c.route(model.name)
+    check = (lambda i, answer: answer == ECHO) if c.engine == "echo" else None
+    deploy(model, c, args.batch_wait_ms / 1000)
+    pids = {i["pid"] for i in replica_infos(port, route, c.replicas)}
+    load(port, route, model, args.clients, min(args.seconds, 2.0), 4 * args.clients, check)
+    run = load(port, route, model, args.clients, args.seconds, args.requests, check)
+    infos = replica_infos(port, route, c.replicas)
+    serve.delete(route[1:])
+    return Measured(run, infos, {i["pid"] for i in infos} == pids)
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -470,36 +501,28 @@ class Result:
 
 def measure(model: Prepared, args: argparse.Namespace, port: int) -> list[Result]:
     chosen = configs(args.replicas)
-    deploy_all(model, chosen, args.batch_wait_ms / 1000)
-    pids = {c: {i["pid"] for i in replica_infos(port, c.route(model.name), c.replicas)} for c in chosen}
-
-    def check(c: Config) -> Callable[[int, bytes], bool] | None:
-        return (lambda i, answer: answer == ECHO) if c.engine == "echo" else None
-
-    for c in chosen:  # warm: every replica's workspaces for the batch sizes it meets
-        load(port, c.route(model.name), model, args.clients, min(args.seconds, 2.0), 4 * args.clients, check(c))
-    runs: dict[Config, list[Run]] = {c: [] for c in chosen}
+    measured: dict[Config, list[Measured]] = {c: [] for c in chosen}
     names = {c.name: c for c in chosen}
     for order in round_orders(list(names), args.rounds):
         for name in order:
             c = names[name]
-            runs[c].append(load(port, c.route(model.name), model, args.clients, args.seconds, args.requests, check(c)))
-            print(f"  {model.name} {name}: {runs[c][-1].throughput:.1f} req/s", file=sys.stderr, flush=True)
-    infos_of = {c: replica_infos(port, c.route(model.name), c.replicas) for c in chosen}
-    run_threads = {i["run_thread_id"] for infos in infos_of.values() for i in infos if i.get("run_thread_id")}
+            measured[c].append(measure_one(model, c, args, port))
+            print(f"  {model.name} {name}: {measured[c][-1].run.throughput:.1f} req/s", file=sys.stderr, flush=True)
     results = []
     for c in chosen:
-        infos = infos_of[c]
-        best = sorted(runs[c], key=lambda r: r.throughput)[len(runs[c]) // 2]  # the median run
+        runs = [m.run for m in measured[c]]
+        median = sorted(measured[c], key=lambda m: m.run.throughput)[len(runs) // 2]
+        best, infos = median.run, median.infos
+        run_threads = {i["run_thread_id"] for i in infos if i.get("run_thread_id")}
         run_ms = [i["median_run_seconds"] * 1000 for i in infos if i["median_run_seconds"] is not None]
         cpu_ms = [i["median_run_cpu_seconds"] * 1000 for i in infos if i.get("median_run_cpu_seconds") is not None]
         results.append(Result(
             model.name, c.name, best.throughput, best.percentile(0.5) * 1000, best.percentile(0.99) * 1000,
-            sum(r.wrong for r in runs[c]), sum(r.bad_answered for r in runs[c]), sum(len(r.latencies) for r in runs[c]),
-            max(i["ready_seconds"] for i in infos), statistics.median(run_ms) if run_ms else None,
+            sum(r.wrong for r in runs), sum(r.bad_answered for r in runs), sum(len(r.latencies) for r in runs),
+            max(i["ready_seconds"] for m in measured[c] for i in m.infos), statistics.median(run_ms) if run_ms else None,
             statistics.median(cpu_ms) if cpu_ms else None,
-            statistics.mean(i["mean_batch_rows"] for i in infos), {i["pid"] for i in infos} == pids[c],
-            best.client_cpu_ms_per_request, cpu_cores(best, run_threads, pids[c]),
+            statistics.mean(i["mean_batch_rows"] for i in infos), all(m.same_pids for m in measured[c]),
+            best.client_cpu_ms_per_request, cpu_cores(best, run_threads, {i["pid"] for i in infos}, str(args.scratch)),
         ))  # fmt: skip
     return results
 
@@ -616,7 +639,7 @@ def main() -> None:
             print(f"{m.name}: built for batch sizes {BATCH_SIZES} in {m.build_s:.1f} s", flush=True)
             limits += ceilings(m, args.ceiling_rounds)
             print(f"load average after {m.name}'s ceilings: {loadavg()}", flush=True)
-        scratch = ingress.scratch_directory()
+        scratch = args.scratch = ingress.scratch_directory()
         os.environ.update(ingress.environment(args.ingress, scratch))  # (the cluster's processes inherit it)
         # a logical CPU for each replica deployed at once, and the echo one (idle ones take none of the 2 cores)
         ray.init(num_cpus=4 * sum(args.replicas) + 1, include_dashboard=False, object_store_memory=256 << 20,
@@ -627,8 +650,6 @@ def main() -> None:
             for m in prepared:
                 print(f"load average before {m.name}: {loadavg()}", flush=True)
                 results += measure(m, args, port)
-                for c in configs(args.replicas):
-                    serve.delete(c.route(m.name)[1:])
         finally:
             serve.shutdown()
             ray.shutdown()

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -64,21 +65,8 @@ def test_the_cli_serves_on_a_running_cluster_until_sigterm_and_leaves_it_running
     """`--address`: the CLI deploys its application on the session's cluster (whose Serve
     listens on `port` already), and on SIGTERM deletes that application only."""
     address, port = cluster
-    command = [sys.executable, "-m", "xrelay.serve", str(saved.batched), "--port", str(port), "--address", address]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as server:
-        try:
-            line = _line_within(server, 120.0)
-            assert line.startswith(f"serving {saved.batched} at http://127.0.0.1:{port}/"), line
-            x = inputs(3)
-            out = infer(f"http://127.0.0.1:{port}/", x=x)["output_0"]
-            np.testing.assert_allclose(out, saved.expected(x), rtol=1e-4, atol=1e-6)
-            server.send_signal(signal.SIGTERM)
-            assert server.wait(timeout=60) == 0
-        finally:
-            if server.poll() is None:
-                server.kill()
-        assert "shutting down" in (server.stderr.read() if server.stderr else "")
+    stderr = _serve_answer_and_stop(saved, port, ["--address", address])
+    assert "shutting down" in stderr
     assert "xrelay" not in serve.status().applications
     assert serve.status().proxies, "the cluster's Serve stopped with the CLI"
 
@@ -87,14 +75,23 @@ def test_the_cli_starts_a_cluster_behind_haproxy_and_stops_all_of_it_on_sigterm(
     """Without `--address`: HAProxy listens on the port and answers through the replica, and
     SIGTERM stops the cluster with it (nothing listens on the port afterwards)."""
     port = free_port()
-    command = [sys.executable, "-m", "xrelay.serve", str(saved.batched), "--port", str(port)]
+    _serve_answer_and_stop(saved, port, [], lambda: listener(port) == "haproxy")
+    assert listener(port) is None
+
+
+def _serve_answer_and_stop(
+    saved: Saved, port: int, options: list[str], check: Callable[[], bool] = lambda: True
+) -> str:
+    """Runs `python -m xrelay.serve` on the batched artifact at `port` until it serves, checks
+    `check()` and one answer against the interpreter, sends SIGTERM and expects exit 0; its stderr."""
+    command = [sys.executable, "-m", "xrelay.serve", str(saved.batched), "--port", str(port), *options]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as server:
         try:
             line = _line_within(server, 120.0)
             assert line.startswith(f"serving {saved.batched} at http://127.0.0.1:{port}/"), line
-            assert listener(port) == "haproxy"
-            x = inputs(5)
+            assert check()
+            x = inputs(3)
             out = infer(f"http://127.0.0.1:{port}/", x=x)["output_0"]
             np.testing.assert_allclose(out, saved.expected(x), rtol=1e-4, atol=1e-6)
             server.send_signal(signal.SIGTERM)
@@ -102,7 +99,7 @@ def test_the_cli_starts_a_cluster_behind_haproxy_and_stops_all_of_it_on_sigterm(
         finally:
             if server.poll() is None:
                 server.kill()
-    assert listener(port) is None
+        return server.stderr.read() if server.stderr else ""
 
 
 def _line_within(server: subprocess.Popen[str], seconds: float) -> str:
