@@ -2,12 +2,12 @@
 through HAProxy straight to each replica (the default), or through Ray Serve's Python proxy.
 
 Serve's default ingress is a proxy actor, a Python HTTP server that hands every request to a
-replica as a Ray actor call. On a small machine that hop costs more than a small model's run:
-on 2 cores a replica that answers at once served 238 requests/s behind it. Ray Serve 2.60 can
-run HAProxy on the port instead (`RAY_SERVE_ENABLE_HA_PROXY`; `ray[serve]` ships the binary on
-Linux), which passes each request to an HTTP server inside the replica (Serve's "direct
-ingress"); `RAY_SERVE_THROUGHPUT_OPTIMIZED` also runs the replica's request handling on its
-one event loop. The same replica then served 4,115 requests/s (bench/serve_load.py).
+replica as a Ray actor call; on a small machine that hop costs more CPU than a small model's
+run. Ray Serve 2.60 can run HAProxy on the port instead (`RAY_SERVE_ENABLE_HA_PROXY`;
+`ray[serve]` ships the binary on Linux), which passes each request to an HTTP server inside
+the replica (Serve's "direct ingress"); `RAY_SERVE_THROUGHPUT_OPTIMIZED` also handles the
+replica's requests on its one event loop. README's serving section has the load test's numbers
+for both.
 
 Serve reads these settings when each of the cluster's processes starts, so they are put in this
 process's environment before `ray.init` starts the cluster, whose processes inherit them. A
