@@ -199,8 +199,9 @@ def test_winograd_conv_agrees_with_interpret(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_work_items_per_image_agree_with_interpret(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cases are under CPU_THREAD_WORK (one work item, the batch in it); with a work item
-    per image and block of tile rows, as a bigger conv has them, the results are the same."""
+    """The cases are under CPU_THREAD_WORK (one work item, the batch in it); with the work
+    items a bigger conv has (a work item per image and block of tile rows at batch 1, a work
+    item per core through the batch's tile rows in a batch), the results are the same."""
     monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
     text = case_text(name)
     assert schedules(text) == ["winograd_conv"]
@@ -242,6 +243,34 @@ def test_chunks_run_on_into_the_next_image() -> None:
     assert not np.isfinite(expected[0, :, 11:, :]).all() and not np.isfinite(expected[1, :, :2, :]).all()
     assert np.isfinite(expected[0, :, :11, :]).all() and np.isfinite(expected[1, :, 2:, :]).all()
     assert np.isfinite(expected[2]).all()
+
+
+# batch 3 of 12 x 12 (6 x 6 F2 tiles each), 19 -> 37 channels (the last register block
+# starting at 29): 5 runs of 4 tile rows through the batch's 18, two work items on two cores
+# (runs 0-1 and 2-4), the first run of each holding rows of two images
+SPANNED = ((3, 19, 12, 12), (37, 19, 3, 3), PAD1, (3, 37, 12, 12), "bias_relu")
+
+
+@pytest.mark.usefixtures("two_cores")
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_big_conv_in_a_batch_spans_it(num_threads: int, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On cpu a batch of several images runs through the batch's tile rows (U once per work
+    item, not per image) even above CPU_THREAD_WORK, in a work item per core: the batch's
+    runs shared between them, a run straddling two images. A NaN at the bottom of image 1
+    stays in image 1's outputs."""
+    monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
+    text = conv_program(*SPANNED)
+    plan = winograd_conv.plan_of(group_of(text))  # AVX-512's (narrower vectors: shorter runs)
+    assert plan is not None and plan.spans_batch and plan.direct_work >= winograd_conv.CPU_THREAD_WORK
+    assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.batch_units, plan.batch_items) == (2, 6, 4, 5, 2)
+    at_level = winograd_conv.plan_of(group_of(text, (target,)))
+    assert at_level is not None and at_level.spans_batch and at_level.batch_items == 2
+    arrays = inputs(SPANNED, np.random.default_rng(11))
+    arrays["x"][1, 4, 11, 6] = np.nan
+    expected = check_isa_level(text, arrays, target, "winograd_conv", isa_terms(SPANNED), num_threads=num_threads)
+    assert not np.isfinite(expected[1, :, 10:, 5:8]).any() and np.isfinite(expected[[0, 2]]).all()
+    assert np.isfinite(expected[1, :, :10]).all()
 
 
 @pytest.mark.usefixtures("small_work_on_opencl")
@@ -524,7 +553,8 @@ GROUPED = ((2, 19, 11, 13), (44, 19, 3, 3), PAD1, (2, 44, 11, 13), "bias_relu")
 
 def grouped_plan(monkeypatch: pytest.MonkeyPatch, target: str, groups: int) -> None:
     """SCRATCH_MAX_FLOATS as small as `groups` channel groups of GROUPED need on `target`,
-    a work item per image (as a conv this big for a split has them)."""
+    the work items as a conv this big for a split has them (on cpu, each group's items
+    running through the batch's tile rows; on opencl a work item per image)."""
     monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
     monkeypatch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
     monkeypatch.setattr(winograd_conv, "CHANNEL_GROUP_MIN_BLOCKS", 1)

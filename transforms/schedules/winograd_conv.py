@@ -301,6 +301,7 @@ class Plan:
     work_groups: bool  # the device launches work groups (`DeviceKind.work_groups`)
     pool: Pooling | None = None
     channel_groups: int = 1  # work items per block of tile rows, each some channel blocks
+    cores: int = 1  # of the target (`Features.cores`): a batch's work items on cpu (`batch_items`)
 
     @property
     def group_blocks(self) -> int:
@@ -354,11 +355,13 @@ class Plan:
     @property
     def spans_batch(self) -> bool:
         """Whether work items run through the batch's tile rows, image after image
-        (`batch_item`): on cpu under CPU_THREAD_WORK, on opencl under OPENCL_MIN_WORK per
-        image (`plan_of` takes such a conv there only in a batch under OPENCL_BATCH_WORK)."""
+        (`batch_item`): on cpu under CPU_THREAD_WORK or in a batch of several images (U once
+        per work item, not per image), on opencl under OPENCL_MIN_WORK
+        per image (`plan_of` takes such a conv there only in a batch under OPENCL_BATCH_WORK)."""
+        batch = shape_of(self.conv.res)[0]
         if self.work_groups:
-            return self.direct_work < OPENCL_MIN_WORK * shape_of(self.conv.res)[0]
-        return self.direct_work < CPU_THREAD_WORK
+            return self.direct_work < OPENCL_MIN_WORK * batch
+        return self.direct_work < CPU_THREAD_WORK or batch > 1
 
     @property
     def batch_units(self) -> int:
@@ -367,9 +370,14 @@ class Plan:
 
     @property
     def batch_items(self) -> int:
-        """The work items of a plan that spans the batch: one on cpu, OPENCL_BATCH_ITEMS on
-        opencl (at most one per run of chunk rows)."""
-        return min(OPENCL_BATCH_ITEMS, self.batch_units) if self.work_groups else 1
+        """The work items of a plan that spans the batch, per channel group: on cpu one under
+        CPU_THREAD_WORK, else enough that the groups' items make one a core; OPENCL_BATCH_ITEMS
+        on opencl (at most one per run of chunk rows)."""
+        if self.work_groups:
+            return min(OPENCL_BATCH_ITEMS, self.batch_units)
+        if self.direct_work < CPU_THREAD_WORK:
+            return 1
+        return min(self.batch_units, math.ceil(self.cores / self.channel_groups))
 
     @property
     def direct_work(self) -> int:
@@ -473,12 +481,12 @@ def plan_for(
     if not work_groups:  # (on opencl a work item per core costs U again for PoCL's late threads)
         worth_it = max(worth_it, math.ceil(cores / batch))
     blocks = max(1, min(units, math.ceil(items / batch), worth_it))
-    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups)
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups, cores=cores)
     blocks_most = min(channel_blocks(plan), max(1, plan.out_c // (CHANNEL_GROUP_MIN_BLOCKS * plan.channels)))
     for groups in range(1, blocks_most + 1):
         grouped = replace(plan, channel_groups=groups)
-        if grouped.scratch_floats <= SCRATCH_MAX_FLOATS and (groups == 1 or not grouped.spans_batch):
-            # the groups are work items for the cores already (each block computes U again)
+        if grouped.scratch_floats <= SCRATCH_MAX_FLOATS and (groups == 1 or not work_groups or not grouped.spans_batch):
+            # (on opencl the groups are work items for the cores already: each computes U again)
             return replace(grouped, blocks=max(1, min(blocks, math.ceil(items / (batch * groups)))))
     return None
 
@@ -492,10 +500,12 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
-    if plan.spans_batch:
-        items = emitter.parallel_nest((plan.batch_items,), lambda item: batch_item(emitter, plan, root, item[0], out))
-        return one_group_per_item(items, group)
     groups = (plan.channel_groups,) if plan.channel_groups > 1 else ()  # no axis of one item
+    if plan.spans_batch:
+        items = emitter.parallel_nest(
+            (plan.batch_items, *groups), lambda tile: batch_item(emitter, plan, root, tile, out)
+        )
+        return one_group_per_item(items, group)
     nest = emitter.parallel_nest((batch, plan.blocks, *groups), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest, group)
 
@@ -527,12 +537,16 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
     chunks(e, plan, root, scratch, tile[:2], blocks, out)
 
 
-def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, item: SSAValue, out: SSAValue) -> None:
-    """Work item `item` of a plan that spans the batch (`Plan.spans_batch`): U, then its
-    `share` of the batch's runs of chunk rows, image after image (a chunk may hold the last tile rows of one image and the first
-    of the next; the last chunk ends at the batch's last row)."""
+def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
+    """Work item tile[0] of a plan that spans the batch (`Plan.spans_batch`), of channel group
+    tile[1] where the plan has groups: U of the group's channel blocks, then its `share` of
+    the batch's runs of chunk rows, image after image (a chunk may hold the last tile rows of
+    one image and the first of the next; the last chunk ends at the batch's last row)."""
+    item = tile[0]
     scratch = item_scratch(e, plan)
     blocks = (e.index(0), e.index(channel_blocks(plan)))
+    if len(tile) > 1:
+        blocks = share(e, tile[1], channel_blocks(plan), plan.channel_groups)
     weight_transform(e, plan, scratch.u, blocks)
     rows = shape_of(plan.conv.res)[0] * plan.tiles_h
     grid: list[Extent] = [share(e, item, plan.batch_units, plan.batch_items), math.ceil(plan.tiles_w / plan.chunk_cols)]
