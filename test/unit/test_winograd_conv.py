@@ -307,8 +307,9 @@ OPENCL_BLOCKS = {
     "wide_padding": 1,
     "f4_odd_residual": 1,
 }
-# name: groups of output channel blocks (`Plan.channel_groups`) on PLANNED where not 1
-CHANNEL_GROUPS = {"wide_channels": 6}
+# name: groups of output channel blocks (`Plan.channel_groups`) on PLANNED where not 1 (on
+# cpu under CPU_SCRATCH_MAX_FLOATS; on opencl "wide_channels" has 6, under SCRATCH_MAX_FLOATS)
+CHANNEL_GROUPS = {"wide_channels": 2}
 
 
 @pytest.fixture
@@ -533,17 +534,21 @@ def test_declines_big_scratch() -> None:
     assert "winograd_conv" not in schedules(huge)
 
 
-def test_resnet50_stage_three_splits_its_output_channels() -> None:
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_resnet50_stage_three_splits_its_output_channels(device: str) -> None:
     """256 -> 256 at 14 x 14: U of every output channel (16 x 256 x 256 floats) is over
-    SCRATCH_MAX_FLOATS, so the channel blocks are split among work items, the fewest groups
-    whose scratch fits, each of at least CHANNEL_GROUP_MIN_BLOCKS blocks."""
+    the scratch's bound, so the channel blocks are split among work items, the fewest groups
+    whose scratch fits, each of at least CHANNEL_GROUP_MIN_BLOCKS blocks: on opencl under
+    SCRATCH_MAX_FLOATS, on cpu under CPU_SCRATCH_MAX_FLOATS (fewer groups)."""
     text = conv_program((1, 256, 14, 14), (256, 256, 3, 3), PAD1, (1, 256, 14, 14), "residual")
-    plan = winograd_conv.plan_of(group_of(text))
+    plan = winograd_conv.plan_of(group_of(text, *(((PLANNED,), None) if device == "cpu" else (OPENCL, "opencl"))))
+    bound = winograd_conv.CPU_SCRATCH_MAX_FLOATS if device == "cpu" else winograd_conv.SCRATCH_MAX_FLOATS
     assert plan is not None and plan.f is winograd_conv.F2
-    assert plan.channel_groups > 1 and plan.scratch_floats <= winograd_conv.SCRATCH_MAX_FLOATS
+    assert plan.channel_groups > 1 and plan.scratch_floats <= bound
     fewer = replace(plan, channel_groups=plan.channel_groups - 1)
-    assert fewer.scratch_floats > winograd_conv.SCRATCH_MAX_FLOATS
+    assert fewer.scratch_floats > bound
     assert plan.group_blocks >= winograd_conv.CHANNEL_GROUP_MIN_BLOCKS
+    assert (plan.channel_groups, plan.blocks) == ((2, 1) if device == "cpu" else (7, 1))
 
 
 # batch 2, odd sizes, 19 input channels, 44 output channels: 6 register blocks of 8 (the last
@@ -562,7 +567,9 @@ def grouped_plan(monkeypatch: pytest.MonkeyPatch, target: str, groups: int) -> N
     device = "opencl" if target.startswith("opencl") else None
     whole = winograd_conv.plan_of(group_of(text, ("c", target) if device else (target,), device))
     assert whole is not None and whole.channel_groups == 1
-    monkeypatch.setattr(winograd_conv, "SCRATCH_MAX_FLOATS", replace(whole, channel_groups=groups).scratch_floats)
+    bound = replace(whole, channel_groups=groups).scratch_floats
+    monkeypatch.setattr(winograd_conv, "SCRATCH_MAX_FLOATS", bound)
+    monkeypatch.setattr(winograd_conv, "CPU_SCRATCH_MAX_FLOATS", bound)
     plan = winograd_conv.plan_of(group_of(text, ("c", target) if device else (target,), device))
     assert plan is not None and plan.channel_groups == groups
 
