@@ -273,6 +273,37 @@ def test_big_conv_in_a_batch_spans_it(num_threads: int, target: str, monkeypatch
     assert np.isfinite(expected[1, :, :10]).all()
 
 
+# batch 4 of 16 x 16: 16 F4 tiles an image (under F4_MIN_TILES), 64 in the batch; 19 -> 21 channels
+F4_BATCH = ((4, 19, 16, 16), (21, 19, 3, 3), PAD1, (4, 21, 16, 16), "bias_relu")
+
+
+def f4_batch_text(batch: int, size: int = 16) -> str:
+    data, weight, attrs, _, _ = F4_BATCH
+    return conv_program((batch, *data[1:3], size), weight, attrs, (batch, weight[0], data[2], size), "bias_relu")
+
+
+@pytest.mark.parametrize("target", isa_params())
+def test_f4_in_a_batch_of_small_images(target: str) -> None:
+    """On cpu a batch whose images' F4 tiles are fewer than F4_MIN_TILES but cover them
+    exactly, and are F4_MIN_TILES in the batch, takes F4 (its chunks fill over the images);
+    alone, or with tiles past the edge (16 x 18: 4 x 5 tiles), F2; on opencl F2."""
+    plans = {(b, w): winograd_conv.plan_of(group_of(f4_batch_text(b, w), (target,))) for b in (1, 4) for w in (16, 18)}
+    assert {key: plan.f.m for key, plan in plans.items() if plan is not None} == {
+        (1, 16): 2,
+        (1, 18): 2,
+        (4, 16): 4,
+        (4, 18): 2,
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
+        on_opencl = winograd_conv.plan_of(group_of(f4_batch_text(4), OPENCL, "opencl"))
+    assert on_opencl is not None and on_opencl.f.m == 2
+    arrays = inputs(F4_BATCH, np.random.default_rng(12))
+    arrays["x"][2, 5, 15, 3] = np.inf  # the last row of image 2: a chunk holds image 3's first rows too
+    expected = check_isa_level(f4_batch_text(4), arrays, target, "winograd_conv", isa_terms(F4_BATCH))
+    assert np.isfinite(expected[[0, 1, 3]]).all() and not np.isfinite(expected[2]).all()
+
+
 @pytest.mark.usefixtures("small_work_on_opencl")
 @pytest.mark.parametrize("width", [4, 8])
 @pytest.mark.parametrize("name", ["odd_residual", "f4_wide_rows", "batch_edge_channels"])
