@@ -9,8 +9,8 @@ checked). A batch runs in pieces, each at one of the sizes (its inputs padded wi
 the size, its results sliced back), and the results are concatenated. Until every size has
 run, a batch of n runs at the smallest size >= n (a larger one in pieces of the largest size,
 the tail at the smallest size that fits it: `pieces`). Then it runs as the pieces whose sizes'
-recent run times sum least (`fastest_pieces`): where a batch gains little per sample (a
-ResNet-18 at 1 thread: 14.8 ms a sample at 16, 15.4 at 1) a batch of 7 runs as 4 + 2 + 1
+recent run times sum least (`fastest_pieces`): where a batch gains little per sample (as
+ResNet-18 at 1 thread did: 14.8 ms a sample at 16, 15.4 at 1) a batch of 7 runs as 4 + 2 + 1
 rather than padded to 8, and where it gains much (an MLP: 4x faster per sample at 16) it is
 still padded. A size that has not run yet is counted at the best time per sample seen, so it
 is tried and then known; its first run is not counted (it touches its activations for the
