@@ -112,11 +112,26 @@ def test_the_plan_pads_until_a_size_has_run_then_follows_the_run_times(built: Ca
     graphs.recent = {1: deque([1.0]), 4: deque([10.0]), 16: deque([40.0])}
     assert graphs.plan(3) == [Piece(0, 1, 1), Piece(1, 1, 1), Piece(2, 1, 1)]
     np.testing.assert_allclose(graphs.run({"x": x[:3]})[0], expected[:3], rtol=1e-4, atol=1e-4)
-    assert [len(graphs.recent[s]) for s in SIZES] == [4, 1, 1]  # each piece's run timed
+    assert [len(graphs.recent[s]) for s in SIZES] == [3, 1, 1]  # each piece's run timed but a size's first
     graphs.recent = {1: deque([5.0]), 4: deque([6.0]), 16: deque([40.0])}
     assert len(graphs.plan(3)) == 3  # the plans stand until REPLAN_EVERY runs
     graphs._runs = REPLAN_EVERY  # pyright: ignore[reportPrivateUsage]
     assert graphs.plan(3) == [Piece(0, 3, 4)] and graphs.plan(19) == [Piece(0, 16, 16), Piece(16, 3, 4)]
+
+
+def test_a_sizes_first_run_is_not_timed(built: Case) -> None:
+    """A size's first run (its activations touched the first time) would count it slower than
+    it is, and a size known as slow is not run again: it stays estimated until its second run."""
+    exe, x, _, _ = built
+    assert exe.batched is not None
+    graphs = type(exe.batched)(exe.batched.executors)
+    graphs.recent = {1: deque([1.0]), 4: deque(), 16: deque()}
+    assert graphs.plan(4) == [Piece(0, 4, 4)]  # estimated at 1.0 a row: a tie, the fewer runs
+    graphs.run({"x": x[:4]})
+    assert [len(graphs.recent[s]) for s in SIZES] == [1, 0, 0]
+    assert graphs.plan(4) == [Piece(0, 4, 4)]  # still estimated, so tried again
+    graphs.run({"x": x[:4]})
+    assert [len(graphs.recent[s]) for s in SIZES] == [1, 1, 0]
 
 
 def test_any_batch_equals_the_interpreter_per_sample(built: Case) -> None:

@@ -199,8 +199,9 @@ def test_winograd_conv_agrees_with_interpret(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_work_items_per_image_agree_with_interpret(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cases are under CPU_THREAD_WORK (one work item, the batch in it); with a work item
-    per image and block of tile rows, as a bigger conv has them, the results are the same."""
+    """The cases are under CPU_THREAD_WORK (one work item, the batch in it); with the work
+    items a bigger conv has (a work item per image and block of tile rows at batch 1, a work
+    item per core through the batch's tile rows in a batch), the results are the same."""
     monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
     text = case_text(name)
     assert schedules(text) == ["winograd_conv"]
@@ -244,6 +245,65 @@ def test_chunks_run_on_into_the_next_image() -> None:
     assert np.isfinite(expected[2]).all()
 
 
+# batch 3 of 12 x 12 (6 x 6 F2 tiles each), 19 -> 37 channels (the last register block
+# starting at 29): 5 runs of 4 tile rows through the batch's 18, two work items on two cores
+# (runs 0-1 and 2-4), the first run of each holding rows of two images
+SPANNED = ((3, 19, 12, 12), (37, 19, 3, 3), PAD1, (3, 37, 12, 12), "bias_relu")
+
+
+@pytest.mark.usefixtures("two_cores")
+@pytest.mark.parametrize("target", isa_params())
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_big_conv_in_a_batch_spans_it(num_threads: int, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On cpu a batch of several images runs through the batch's tile rows (U once per work
+    item, not per image) even above CPU_THREAD_WORK, in a work item per core: the batch's
+    runs shared between them, a run straddling two images. A NaN at the bottom of image 1
+    stays in image 1's outputs."""
+    monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
+    text = conv_program(*SPANNED)
+    plan = winograd_conv.plan_of(group_of(text))  # AVX-512's (narrower vectors: shorter runs)
+    assert plan is not None and plan.spans_batch and plan.direct_work >= winograd_conv.CPU_THREAD_WORK
+    assert (plan.f.m, plan.tiles_h, plan.chunk_rows, plan.batch_units, plan.batch_items) == (2, 6, 4, 5, 2)
+    at_level = winograd_conv.plan_of(group_of(text, (target,)))
+    assert at_level is not None and at_level.spans_batch and at_level.batch_items == 2
+    arrays = inputs(SPANNED, np.random.default_rng(11))
+    arrays["x"][1, 4, 11, 6] = np.nan
+    expected = check_isa_level(text, arrays, target, "winograd_conv", isa_terms(SPANNED), num_threads=num_threads)
+    assert not np.isfinite(expected[1, :, 10:, 5:8]).any() and np.isfinite(expected[[0, 2]]).all()
+    assert np.isfinite(expected[1, :, :10]).all()
+
+
+# batch 4 of 16 x 16: 16 F4 tiles an image (under F4_MIN_TILES), 64 in the batch; 19 -> 21 channels
+F4_BATCH = ((4, 19, 16, 16), (21, 19, 3, 3), PAD1, (4, 21, 16, 16), "bias_relu")
+
+
+def f4_batch_text(batch: int, size: int = 16) -> str:
+    data, weight, attrs, _, _ = F4_BATCH
+    return conv_program((batch, *data[1:3], size), weight, attrs, (batch, weight[0], data[2], size), "bias_relu")
+
+
+@pytest.mark.parametrize("target", isa_params())
+def test_f4_in_a_batch_of_small_images(target: str) -> None:
+    """On cpu a batch whose images' F4 tiles are fewer than F4_MIN_TILES but cover them
+    exactly, and are F4_MIN_TILES in the batch, takes F4 (its chunks fill over the images);
+    alone, or with tiles past the edge (16 x 18: 4 x 5 tiles), F2; on opencl F2."""
+    plans = {(b, w): winograd_conv.plan_of(group_of(f4_batch_text(b, w), (target,))) for b in (1, 4) for w in (16, 18)}
+    assert {key: plan.f.m for key, plan in plans.items() if plan is not None} == {
+        (1, 16): 2,
+        (1, 18): 2,
+        (4, 16): 4,
+        (4, 18): 2,
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
+        on_opencl = winograd_conv.plan_of(group_of(f4_batch_text(4), OPENCL, "opencl"))
+    assert on_opencl is not None and on_opencl.f.m == 2
+    arrays = inputs(F4_BATCH, np.random.default_rng(12))
+    arrays["x"][2, 5, 15, 3] = np.inf  # the last row of image 2: a chunk holds image 3's first rows too
+    expected = check_isa_level(f4_batch_text(4), arrays, target, "winograd_conv", isa_terms(F4_BATCH))
+    assert np.isfinite(expected[[0, 1, 3]]).all() and not np.isfinite(expected[2]).all()
+
+
 @pytest.mark.usefixtures("small_work_on_opencl")
 @pytest.mark.parametrize("width", [4, 8])
 @pytest.mark.parametrize("name", ["odd_residual", "f4_wide_rows", "batch_edge_channels"])
@@ -278,8 +338,9 @@ OPENCL_BLOCKS = {
     "wide_padding": 1,
     "f4_odd_residual": 1,
 }
-# name: groups of output channel blocks (`Plan.channel_groups`) on PLANNED where not 1
-CHANNEL_GROUPS = {"wide_channels": 6}
+# name: groups of output channel blocks (`Plan.channel_groups`) on PLANNED where not 1 (on
+# cpu under CPU_SCRATCH_MAX_FLOATS; on opencl "wide_channels" has 6, under SCRATCH_MAX_FLOATS)
+CHANNEL_GROUPS = {"wide_channels": 2}
 
 
 @pytest.fixture
@@ -504,17 +565,21 @@ def test_declines_big_scratch() -> None:
     assert "winograd_conv" not in schedules(huge)
 
 
-def test_resnet50_stage_three_splits_its_output_channels() -> None:
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_resnet50_stage_three_splits_its_output_channels(device: str) -> None:
     """256 -> 256 at 14 x 14: U of every output channel (16 x 256 x 256 floats) is over
-    SCRATCH_MAX_FLOATS, so the channel blocks are split among work items, the fewest groups
-    whose scratch fits, each of at least CHANNEL_GROUP_MIN_BLOCKS blocks."""
+    the scratch's bound, so the channel blocks are split among work items, the fewest groups
+    whose scratch fits, each of at least CHANNEL_GROUP_MIN_BLOCKS blocks: on opencl under
+    SCRATCH_MAX_FLOATS, on cpu under CPU_SCRATCH_MAX_FLOATS (fewer groups)."""
     text = conv_program((1, 256, 14, 14), (256, 256, 3, 3), PAD1, (1, 256, 14, 14), "residual")
-    plan = winograd_conv.plan_of(group_of(text))
+    plan = winograd_conv.plan_of(group_of(text, *(((PLANNED,), None) if device == "cpu" else (OPENCL, "opencl"))))
+    bound = winograd_conv.CPU_SCRATCH_MAX_FLOATS if device == "cpu" else winograd_conv.SCRATCH_MAX_FLOATS
     assert plan is not None and plan.f is winograd_conv.F2
-    assert plan.channel_groups > 1 and plan.scratch_floats <= winograd_conv.SCRATCH_MAX_FLOATS
+    assert plan.channel_groups > 1 and plan.scratch_floats <= bound
     fewer = replace(plan, channel_groups=plan.channel_groups - 1)
-    assert fewer.scratch_floats > winograd_conv.SCRATCH_MAX_FLOATS
+    assert fewer.scratch_floats > bound
     assert plan.group_blocks >= winograd_conv.CHANNEL_GROUP_MIN_BLOCKS
+    assert (plan.channel_groups, plan.blocks) == ((2, 1) if device == "cpu" else (7, 1))
 
 
 # batch 2, odd sizes, 19 input channels, 44 output channels: 6 register blocks of 8 (the last
@@ -524,7 +589,8 @@ GROUPED = ((2, 19, 11, 13), (44, 19, 3, 3), PAD1, (2, 44, 11, 13), "bias_relu")
 
 def grouped_plan(monkeypatch: pytest.MonkeyPatch, target: str, groups: int) -> None:
     """SCRATCH_MAX_FLOATS as small as `groups` channel groups of GROUPED need on `target`,
-    a work item per image (as a conv this big for a split has them)."""
+    the work items as a conv this big for a split has them (on cpu, each group's items
+    running through the batch's tile rows; on opencl a work item per image)."""
     monkeypatch.setattr(winograd_conv, "CPU_THREAD_WORK", 0)
     monkeypatch.setattr(winograd_conv, "OPENCL_MIN_WORK", winograd_conv.MIN_WORK)
     monkeypatch.setattr(winograd_conv, "CHANNEL_GROUP_MIN_BLOCKS", 1)
@@ -532,7 +598,9 @@ def grouped_plan(monkeypatch: pytest.MonkeyPatch, target: str, groups: int) -> N
     device = "opencl" if target.startswith("opencl") else None
     whole = winograd_conv.plan_of(group_of(text, ("c", target) if device else (target,), device))
     assert whole is not None and whole.channel_groups == 1
-    monkeypatch.setattr(winograd_conv, "SCRATCH_MAX_FLOATS", replace(whole, channel_groups=groups).scratch_floats)
+    bound = replace(whole, channel_groups=groups).scratch_floats
+    monkeypatch.setattr(winograd_conv, "SCRATCH_MAX_FLOATS", bound)
+    monkeypatch.setattr(winograd_conv, "CPU_SCRATCH_MAX_FLOATS", bound)
     plan = winograd_conv.plan_of(group_of(text, ("c", target) if device else (target,), device))
     assert plan is not None and plan.channel_groups == groups
 

@@ -77,7 +77,8 @@ def vector_type(lanes: int) -> VectorType[Float32Type]:
 # 2 x 4 MiB segfaults), and with no local size given makes a small NDRange one work group. So
 # the micro-kernel schedules launch each work item as a work group of its own
 # (`schedules.one_group_per_item`), and bound a work item's scratch well under that stack
-# (packed_conv.PACK_MAX_FLOATS, winograd_conv.SCRATCH_MAX_FLOATS: at most 1.5 MiB).
+# (packed_conv.PACK_MAX_FLOATS, winograd_conv.SCRATCH_MAX_FLOATS: at most 1.5 MiB; a cpu
+# kernel's winograd groups up to winograd_conv.CPU_SCRATCH_MAX_FLOATS, 3 MiB).
 
 
 @dataclass(frozen=True)

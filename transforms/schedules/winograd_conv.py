@@ -25,7 +25,10 @@ its group's channels only (`Plan.channel_groups`, CHANNEL_GROUP_MIN_BLOCKS). On 
 running on into the next image): its kernel stays on one thread, and small images fill
 their chunks (the CNN's second conv, 8 images of 7 tile rows in chunks of 4: 14 chunks, not
 16 with the last of each image starting earlier; 0.134 -> 0.124 ms, bench/kernels.py --conv's
-shape with bias and relu, one interleaved run). On opencl, a batch of images under
+shape with bias and relu, one interleaved run). A larger conv in a batch of several images
+runs through the batch's tile rows the same way, in a work item per core (per channel group,
+`Plan.batch_items`), each computing U once for its share of the images, not once per image
+(ResNet-18 at batch 16, 1 thread: its 256 -> 256 convs at 14x14 1.2 -> 0.8 ms a sample). On opencl, a batch of images under
 OPENCL_MIN_WORK each (and under OPENCL_BATCH_WORK in all) runs through the batch's tile rows
 the same way, in OPENCL_BATCH_ITEMS work items (each its share of the chunks, U in each).
 Its phases:
@@ -177,6 +180,12 @@ F4 = Transforms(
 # against `interpret`, 6e-6 of the largest output at 64 channels (F2: 6e-7).
 F4_MIN_TILES = 64
 
+# On cpu a batch of several images runs through the batch's tile rows (`Plan.spans_batch`), so
+# its chunks fill over images: there F4 is taken for smaller images too, where its 4 x 4 tiles
+# cover the output exactly (no slots past the edges) and the batch has F4_MIN_TILES of them.
+# ResNet-18's 128 -> 128 convs at 28x28 (+ bias, residual, relu), F4 over F2, 1 thread,
+# AVX-512, CPU time of 15 interleaved rounds (load 2.5): batch 4 0.85x, batch 16 0.86x.
+
 # The register block: VECTORS vectors of the target's lanes (a chunk's tile slots: see
 # phase 2) x at most CHANNELS output channels, as many as fit its vector registers
 # (`packed_conv.register_tile`): 8 x 2 of AVX-512's 32 (16 sums), 5 x 2 of AVX2's 16.
@@ -214,6 +223,14 @@ MIN_TILES = 32
 # its work group's thread's): at most this many floats (1.5 MiB, of the 8 MiB stacks here; the ResNet block's F4 needs
 # 1.16 MiB), else F2, else packed_conv takes the group.
 SCRATCH_MAX_FLOATS = 3 << 17
+
+# On cpu, a plan whose channels are split (below) takes as few groups as bring its scratch
+# under CPU_SCRATCH_MAX_FLOATS instead (3 MiB of the threads' 8 MiB stacks; the transform and
+# the plan's choice of F4 or F2 stay as SCRATCH_MAX_FLOATS has them): each group packs and
+# transforms the input again. ResNet-18's 256 -> 256 convs at 14x14 (+ bias, residual, relu), 7
+# groups -> 2, 1 thread, AVX-512, 15 interleaved rounds at load 4 (CPU time a sample): batch 1
+# 1.22 -> 1.04 ms, batch 4 0.81 -> 0.66, batch 16 0.77 -> 0.64 (one group, 4.8 MiB: 0.65).
+CPU_SCRATCH_MAX_FLOATS = 3 << 18
 
 # Where U of every output channel (`Plan.u_floats`: 36 or 16 x in x out channels) would
 # overrun SCRATCH_MAX_FLOATS, the output channels are split among work items, as few groups
@@ -301,6 +318,7 @@ class Plan:
     work_groups: bool  # the device launches work groups (`DeviceKind.work_groups`)
     pool: Pooling | None = None
     channel_groups: int = 1  # work items per block of tile rows, each some channel blocks
+    cores: int = 1  # of the target (`Features.cores`): a batch's work items on cpu (`batch_items`)
 
     @property
     def group_blocks(self) -> int:
@@ -354,11 +372,13 @@ class Plan:
     @property
     def spans_batch(self) -> bool:
         """Whether work items run through the batch's tile rows, image after image
-        (`batch_item`): on cpu under CPU_THREAD_WORK, on opencl under OPENCL_MIN_WORK per
-        image (`plan_of` takes such a conv there only in a batch under OPENCL_BATCH_WORK)."""
+        (`batch_item`): on cpu under CPU_THREAD_WORK or in a batch of several images (U once
+        per work item, not per image), on opencl under OPENCL_MIN_WORK
+        per image (`plan_of` takes such a conv there only in a batch under OPENCL_BATCH_WORK)."""
+        batch = shape_of(self.conv.res)[0]
         if self.work_groups:
-            return self.direct_work < OPENCL_MIN_WORK * shape_of(self.conv.res)[0]
-        return self.direct_work < CPU_THREAD_WORK
+            return self.direct_work < OPENCL_MIN_WORK * batch
+        return self.direct_work < CPU_THREAD_WORK or batch > 1
 
     @property
     def batch_units(self) -> int:
@@ -367,9 +387,14 @@ class Plan:
 
     @property
     def batch_items(self) -> int:
-        """The work items of a plan that spans the batch: one on cpu, OPENCL_BATCH_ITEMS on
-        opencl (at most one per run of chunk rows)."""
-        return min(OPENCL_BATCH_ITEMS, self.batch_units) if self.work_groups else 1
+        """The work items of a plan that spans the batch, per channel group: on cpu one under
+        CPU_THREAD_WORK, else enough that the groups' items make one a core; OPENCL_BATCH_ITEMS
+        on opencl (at most one per run of chunk rows)."""
+        if self.work_groups:
+            return min(OPENCL_BATCH_ITEMS, self.batch_units)
+        if self.direct_work < CPU_THREAD_WORK:
+            return 1
+        return min(self.batch_units, math.ceil(self.cores / self.channel_groups))
 
     @property
     def direct_work(self) -> int:
@@ -463,7 +488,9 @@ def plan_for(
     launches work groups or not (of `cores` cores), or None if it does not pay or fit."""
     batch, _, out_h, out_w = shape_of(conv.res)
     tiles_h, tiles_w = math.ceil(out_h / f.m), math.ceil(out_w / f.m)
-    if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES):
+    if tiles_h * tiles_w < (F4_MIN_TILES if f is F4 else MIN_TILES) and not (
+        f is F4 and batch_fills_f4(conv, work_groups)
+    ):
         return None
     chunk_cols = min(tiles_w, tile.columns)
     chunk_rows = max(1, min(tiles_h, (tile.columns + 1) // (chunk_cols + 1)))
@@ -473,14 +500,31 @@ def plan_for(
     if not work_groups:  # (on opencl a work item per core costs U again for PoCL's late threads)
         worth_it = max(worth_it, math.ceil(cores / batch))
     blocks = max(1, min(units, math.ceil(items / batch), worth_it))
-    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups)
+    plan = Plan(conv, f, tiles_h, tiles_w, chunk_rows, chunk_cols, blocks, tile, work_groups, cores=cores)
     blocks_most = min(channel_blocks(plan), max(1, plan.out_c // (CHANNEL_GROUP_MIN_BLOCKS * plan.channels)))
-    for groups in range(1, blocks_most + 1):
-        grouped = replace(plan, channel_groups=groups)
-        if grouped.scratch_floats <= SCRATCH_MAX_FLOATS and (groups == 1 or not grouped.spans_batch):
-            # the groups are work items for the cores already (each block computes U again)
-            return replace(grouped, blocks=max(1, min(blocks, math.ceil(items / (batch * groups)))))
-    return None
+    fitting = (
+        groups
+        for groups in range(1, blocks_most + 1)
+        if replace(plan, channel_groups=groups).scratch_floats <= SCRATCH_MAX_FLOATS
+        # (on opencl the groups are work items for the cores already: each computes U again)
+        and (groups == 1 or not work_groups or not replace(plan, channel_groups=groups).spans_batch)
+    )
+    groups = next(fitting, None)
+    if groups is None:
+        return None
+    if not work_groups:  # fewer groups where the cpu's stacks hold their scratch
+        groups = next(
+            g for g in range(1, groups + 1) if replace(plan, channel_groups=g).scratch_floats <= CPU_SCRATCH_MAX_FLOATS
+        )
+    return replace(plan, channel_groups=groups, blocks=max(1, min(blocks, math.ceil(items / (batch * groups)))))
+
+
+def batch_fills_f4(conv: relay.Conv2DOp, work_groups: bool) -> bool:
+    """Whether F4 pays for `conv` below F4_MIN_TILES tiles an image: on cpu, in a batch of
+    F4_MIN_TILES tiles or more, with the tiles covering the output exactly."""
+    batch, _, out_h, out_w = shape_of(conv.res)
+    exact = out_h % F4.m == 0 and out_w % F4.m == 0
+    return not work_groups and batch > 1 and exact and batch * (out_h // F4.m) * (out_w // F4.m) >= F4_MIN_TILES
 
 
 def matches(group: relay.FusedOp) -> bool:
@@ -492,10 +536,12 @@ def build(emitter: GroupEmitter, group: relay.FusedOp, out: SSAValue) -> scf.Par
     assert plan is not None
     batch = result_shape(group)[0]
     root = group_root(group)
-    if plan.spans_batch:
-        items = emitter.parallel_nest((plan.batch_items,), lambda item: batch_item(emitter, plan, root, item[0], out))
-        return one_group_per_item(items, group)
     groups = (plan.channel_groups,) if plan.channel_groups > 1 else ()  # no axis of one item
+    if plan.spans_batch:
+        items = emitter.parallel_nest(
+            (plan.batch_items, *groups), lambda tile: batch_item(emitter, plan, root, tile, out)
+        )
+        return one_group_per_item(items, group)
     nest = emitter.parallel_nest((batch, plan.blocks, *groups), lambda tile: work_item(emitter, plan, root, tile, out))
     return one_group_per_item(nest, group)
 
@@ -527,12 +573,16 @@ def work_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue],
     chunks(e, plan, root, scratch, tile[:2], blocks, out)
 
 
-def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, item: SSAValue, out: SSAValue) -> None:
-    """Work item `item` of a plan that spans the batch (`Plan.spans_batch`): U, then its
-    `share` of the batch's runs of chunk rows, image after image (a chunk may hold the last tile rows of one image and the first
-    of the next; the last chunk ends at the batch's last row)."""
+def batch_item(e: GroupEmitter, plan: Plan, root: SSAValue, tile: list[SSAValue], out: SSAValue) -> None:
+    """Work item tile[0] of a plan that spans the batch (`Plan.spans_batch`), of channel group
+    tile[1] where the plan has groups: U of the group's channel blocks, then its `share` of
+    the batch's runs of chunk rows, image after image (a chunk may hold the last tile rows of
+    one image and the first of the next; the last chunk ends at the batch's last row)."""
+    item = tile[0]
     scratch = item_scratch(e, plan)
     blocks = (e.index(0), e.index(channel_blocks(plan)))
+    if len(tile) > 1:
+        blocks = share(e, tile[1], channel_blocks(plan), plan.channel_groups)
     weight_transform(e, plan, scratch.u, blocks)
     rows = shape_of(plan.conv.res)[0] * plan.tiles_h
     grid: list[Extent] = [share(e, item, plan.batch_units, plan.batch_items), math.ceil(plan.tiles_w / plan.chunk_cols)]
