@@ -111,7 +111,7 @@ def store(key: str, built: Built) -> None:
     digest, places, offset = hashlib.sha256(), dict[str, Any](), 0
     with atomic_path(bin_path) as tmp, open(tmp, "wb") as file:
         for name, value in built.params.items():
-            array = np.ascontiguousarray(value)
+            array = np.asarray(value, order="C")  # (np.ascontiguousarray makes a 0-d param 1-d)
             places[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
             for data in (_bytes_of(array), memoryview(bytes(-array.nbytes % ALIGNMENT))):
                 file.write(data)

@@ -100,6 +100,22 @@ def test_a_second_build_takes_the_first_from_the_cache(build_cache: Path, monkey
                 changed()
 
 
+def test_params_of_every_rank_come_back_from_an_entry_as_stored(build_cache: Path) -> None:
+    """A 0-d param (the reference transformer's 1/sqrt(d) scale, `bench/models.py`) had come
+    back as [1] (np.ascontiguousarray makes 0-d arrays 1-d), and its warm build was refused."""
+    params = {
+        "scale": np.array(0.125, np.float32),
+        "row": np.arange(3, dtype=np.float32),
+        "strided": np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2],  # (not contiguous)
+    }
+    build_cache_module.store("ranks", build_cache_module.Built({"nodes": []}, [], params))
+    found = build_cache_module.lookup("ranks")
+    assert found is not None and found.params.keys() == params.keys()
+    for name, value in params.items():
+        assert found.params[name].shape == value.shape
+        np.testing.assert_array_equal(found.params[name], value)
+
+
 def last_byte_of_a_param(data: bytearray, entry: dict[str, Any]) -> bytes:
     place = max(entry["params"].values(), key=lambda p: p["offset"])
     data[place["offset"] + 4 * int(np.prod(place["shape"])) - 1] ^= 0x80
